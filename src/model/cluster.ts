@@ -1,0 +1,66 @@
+// The observed state of the control plane, reduced to plain data. Sources
+// produce it; the planner reads it. Times are epoch milliseconds from an
+// injected clock, so everything downstream is deterministic.
+import type { ApiserverDiscovery } from './discovery.js';
+
+/** A resource an apiserver serves; group "" is the core group. */
+export interface ServedResource {
+  group: string;
+  version: string;
+  resource: string;
+  namespaced: boolean;
+  verbs: string[];
+  subresources: string[];
+}
+
+export interface NetworkAddress {
+  host: string;
+  port: number;
+}
+
+/** What the operator declared about one apiserver (config file, not the REST API). */
+export interface ApiserverEndpoint {
+  /** Operator's name for it; also the xDS node id of the sidecar in front of it. */
+  name: string;
+  /** Its identity lease's `kubernetes.io/hostname` label: how leases are matched to it. */
+  hostname: string;
+  /** Where sidecars (its own and its peers') reach the apiserver itself. */
+  address: NetworkAddress;
+}
+
+export interface LeaseObservation {
+  /** Name of the identity lease (apiserver-<hash>). */
+  name: string;
+  holderIdentity: string;
+  renewTime: number;
+}
+
+export interface ApiserverObservation {
+  endpoint: ApiserverEndpoint;
+  /** Present while its identity lease exists. */
+  lease?: LeaseObservation;
+  /** When the lease disappeared (clean shutdown or expiry), for the grace period. */
+  leaseGoneAt?: number;
+  /** Last good discovery; kept when a refresh fails, dropped when the lease is long gone. */
+  discovery?: ApiserverDiscovery;
+  discoveryEtag?: string;
+  /** Derived from `discovery`. */
+  servedSet: ServedResource[];
+  /** False after a failed discovery fetch or connection; true after a good one. */
+  reachable: boolean;
+}
+
+/** A group-version that every apiserver serves from shared state (CRD or APIService). */
+export interface LocalOnlyGroupVersion {
+  group: string;
+  version: string;
+  source: 'CustomResourceDefinition' | 'APIService';
+  /** Set when the object was deleted: stays excluded until this time. */
+  excludedUntil?: number;
+}
+
+export interface ClusterModel {
+  now: number;
+  apiservers: ApiserverObservation[];
+  localOnly: LocalOnlyGroupVersion[];
+}
