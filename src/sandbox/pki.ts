@@ -236,76 +236,18 @@ function spkiDer(k: KeyObject): Buffer {
 let x509Loading: Promise<X509Module> | undefined;
 
 /**
- * @peculiar/x509 depends on tsyringe, which throws at import time unless a
- * Reflect metadata polyfill is loaded. The project does not depend on
- * reflect-metadata, so install a minimal one (only if none is present) and
- * load x509 dynamically after it, since static imports would run first.
+ * @peculiar/x509 depends on tsyringe, which throws at import time unless the
+ * Reflect metadata polyfill is loaded first; static imports would run before
+ * it, so load x509 dynamically after it.
  */
 function loadX509(): Promise<X509Module> {
   x509Loading ??= (async () => {
-    installReflectMetadataShim();
+    await import("reflect-metadata");
     const mod: X509Module = await import("@peculiar/x509");
     mod.cryptoProvider.set(webcrypto as unknown as Crypto);
     return mod;
   })();
   return x509Loading;
-}
-
-type MetaKey = unknown;
-type PropKey = string | symbol | undefined;
-interface ReflectMetadataApi {
-  defineMetadata(key: MetaKey, value: unknown, target: object, prop?: PropKey): void;
-  getOwnMetadata(key: MetaKey, target: object, prop?: PropKey): unknown;
-  getMetadata(key: MetaKey, target: object, prop?: PropKey): unknown;
-  hasOwnMetadata(key: MetaKey, target: object, prop?: PropKey): boolean;
-  hasMetadata(key: MetaKey, target: object, prop?: PropKey): boolean;
-  metadata(key: MetaKey, value: unknown): (target: object, prop?: PropKey) => void;
-}
-
-function installReflectMetadataShim(): void {
-  const r = Reflect as typeof Reflect & Partial<ReflectMetadataApi>;
-  if (typeof r.getMetadata === "function") return;
-  const store = new WeakMap<object, Map<PropKey, Map<MetaKey, unknown>>>();
-  const table = (target: object, prop: PropKey, create: boolean): Map<MetaKey, unknown> | undefined => {
-    let byProp = store.get(target);
-    if (byProp === undefined) {
-      if (!create) return undefined;
-      byProp = new Map();
-      store.set(target, byProp);
-    }
-    let t = byProp.get(prop);
-    if (t === undefined && create) {
-      t = new Map();
-      byProp.set(prop, t);
-    }
-    return t;
-  };
-  const hasOwn = (key: MetaKey, target: object, prop?: PropKey): boolean =>
-    table(target, prop, false)?.has(key) ?? false;
-  const shim: ReflectMetadataApi = {
-    defineMetadata: (key, value, target, prop) => {
-      table(target, prop, true)?.set(key, value);
-    },
-    getOwnMetadata: (key, target, prop) => table(target, prop, false)?.get(key),
-    getMetadata: (key, target, prop) => {
-      // Inherited lookup walks the prototype chain, as reflect-metadata does.
-      for (let t: object | null = target; t !== null; t = Object.getPrototypeOf(t) as object | null) {
-        if (hasOwn(key, t, prop)) return table(t, prop, false)?.get(key);
-      }
-      return undefined;
-    },
-    hasOwnMetadata: hasOwn,
-    hasMetadata: (key, target, prop) => {
-      for (let t: object | null = target; t !== null; t = Object.getPrototypeOf(t) as object | null) {
-        if (hasOwn(key, t, prop)) return true;
-      }
-      return false;
-    },
-    metadata: (key, value) => (target, prop) => {
-      table(target, prop, true)?.set(key, value);
-    },
-  };
-  Object.assign(r, shim);
 }
 
 /** A positive, 16-byte serial with a non-zero leading byte (strict DER parsers reject padding). */
@@ -326,11 +268,10 @@ async function newKeyPair(): Promise<CryptoKeyPair> {
   return (await webcrypto.subtle.generateKey(EC_KEY_ALG, true, ["sign", "verify"])) as CryptoKeyPair;
 }
 
-function toPem(x509: X509Module, cert: X509Types.X509Certificate, keys: CryptoKeyPair): Omit<Issued, "cert" | "keys"> {
+function toPem(cert: X509Types.X509Certificate, keys: CryptoKeyPair): Omit<Issued, "cert" | "keys"> {
   // Node's own encoders give canonical PEM: "CERTIFICATE" and PKCS#8 "PRIVATE KEY".
   const certPem = new X509Certificate(Buffer.from(cert.rawData)).toString();
   const keyPem = KeyObject.from(keys.privateKey).export({ type: "pkcs8", format: "pem" }).toString();
-  void x509;
   return { certPem, keyPem };
 }
 
@@ -356,7 +297,7 @@ async function issueCa(x509: X509Module, commonName: string): Promise<Issued> {
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return { ...toPem(x509, cert, keys), cert, keys };
+  return { ...toPem(cert, keys), cert, keys };
 }
 
 interface LeafSpec {
@@ -404,7 +345,7 @@ async function issueLeaf(x509: X509Module, issuer: Issued, spec: LeafSpec): Prom
     signingAlgorithm: EC_SIGN_ALG,
     extensions,
   });
-  return { ...toPem(x509, cert, keys), cert, keys };
+  return { ...toPem(cert, keys), cert, keys };
 }
 
 /** Write via a temp file and rename, so a crash never leaves a truncated file that looks present. */

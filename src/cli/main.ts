@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bench`.
+import { runInstall } from './install.js';
+import { runSandbox } from './sandbox.js';
+
+const USAGE = `usage: mvproxy <command> [options]
+
+commands:
+  install [--kubernetes vX.Y.Z ...]     build/install Envoy, etcd, kube-apiserver and kubectl into the cache
+  sandbox up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--detach] [--dir DIR] [--base-port N]
+                                       start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
+  sandbox down [--dir DIR]             stop a detached sandbox
+  sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
+  sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
+                                       start it again (same identity), at another version if asked
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'install':
+      return runInstall(rest);
+    case 'sandbox':
+      return runSandbox(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`mvproxy: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`mvproxy: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

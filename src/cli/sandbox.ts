@@ -1,0 +1,146 @@
+// `mvproxy sandbox ...`: the local mixed-version control plane.
+import { parseArgs } from 'node:util';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
+import { Sandbox, defaultApiserverName, type ApiserverSpec } from '../sandbox/sandbox.js';
+import { readState } from '../sandbox/state.js';
+import { serveControl, callControl } from '../sandbox/control.js';
+import { tailOfFile } from '../sandbox/processes.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+function sandboxDir(dir: string | undefined): string {
+  return resolve(dir ?? process.env['MVPROXY_SANDBOX_DIR'] ?? join(repoRoot, '.sandbox'));
+}
+
+/** `v1.37.2` or `v1.37.2:batch/v1=false`. */
+export function parseApiserverFlag(value: string, index: number): ApiserverSpec {
+  const [version, runtimeConfig] = value.split(/:(.*)/s, 2) as [string, string | undefined];
+  return { name: defaultApiserverName(index), version, ...(runtimeConfig ? { runtimeConfig } : {}) };
+}
+
+export async function runSandbox(args: string[]): Promise<number> {
+  const [verb, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      apiserver: { type: 'string', multiple: true },
+      detach: { type: 'boolean', default: false },
+      dir: { type: 'string' },
+      'base-port': { type: 'string' },
+      version: { type: 'string' },
+      'runtime-config': { type: 'string' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const dir = sandboxDir(values.dir);
+  const statePath = join(dir, 'state.json');
+  switch (verb) {
+    case 'up': {
+      const specs = (values.apiserver ?? [...DEFAULT_KUBERNETES_VERSIONS]).map(parseApiserverFlag);
+      const basePort = values['base-port'] === undefined ? undefined : parsePort(values['base-port']);
+      if (values.detach) return upDetached(rest, dir, statePath);
+      return upForeground(specs, dir, basePort);
+    }
+    case 'down': {
+      if (!existsSync(statePath)) {
+        process.stderr.write(`no sandbox running in ${dir}\n`);
+        return 0;
+      }
+      const state = readState(statePath);
+      await callControl(state.controlSocket, '/down');
+      await waitForExit(state.pid, 60_000);
+      process.stderr.write('sandbox stopped\n');
+      return 0;
+    }
+    case 'stop':
+    case 'start': {
+      const name = positionals[0];
+      if (!name) throw new Error(`usage: mvproxy sandbox ${verb} NAME`);
+      const state = readState(statePath);
+      const body = verb === 'start' ? { ...(values.version ? { version: values.version } : {}), ...(values['runtime-config'] ? { runtimeConfig: values['runtime-config'] } : {}) } : {};
+      process.stderr.write((await callControl(state.controlSocket, `/apiservers/${name}/${verb}`, body)) + '\n');
+      return 0;
+    }
+    default:
+      throw new Error(`unknown sandbox verb ${JSON.stringify(verb)}: use up, down, stop or start`);
+  }
+}
+
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1024 || n > 65000) throw new Error(`--base-port must be an integer between 1024 and 65000, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+async function upForeground(specs: ApiserverSpec[], dir: string, basePort: number | undefined): Promise<number> {
+  if (existsSync(join(dir, 'state.json'))) {
+    const state = readState(join(dir, 'state.json'));
+    if (processAlive(state.pid)) throw new Error(`a sandbox is already running in ${dir} (pid ${state.pid}); run: npx mvproxy sandbox down`);
+  }
+  const progress = (line: string): void => void process.stderr.write(`[sandbox] ${line}\n`);
+  const versions = [...new Set(specs.map((s) => s.version))];
+  const components = await ensureComponents({ kubernetesVersions: versions, log: progress });
+  const started = Date.now();
+  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, progress, ...(basePort !== undefined ? { basePort } : {}) });
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    progress('stopping ...');
+    void control.then((s) => s.close());
+    sandbox.down().then(() => process.exit(0), () => process.exit(1));
+  };
+  const control = serveControl(sandbox, sandbox.state().controlSocket, stop);
+  await control;
+  progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s; logs in ${sandbox.logsDir}`);
+  process.stdout.write(`${sandbox.statePath}\n`);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return 0;
+}
+
+/** Re-runs `sandbox up` in the background and returns once it is ready (or failed). */
+async function upDetached(args: string[], dir: string, statePath: string): Promise<number> {
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  const logFile = join(dir, 'logs', 'sandbox.log');
+  const fd = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url)), 'sandbox', 'up', ...args.filter((a) => a !== '--detach')], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  child.unref();
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  process.stderr.write(`starting sandbox in the background (log: ${logFile}) ...\n`);
+  for (;;) {
+    if (existsSync(statePath) && readState(statePath).pid === child.pid) {
+      process.stdout.write(`${statePath}\n`);
+      return 0;
+    }
+    if (exited) throw new Error(`sandbox failed to start:\n${tailOfFile(logFile, 30)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (processAlive(pid)) {
+    if (Date.now() > deadline) throw new Error(`sandbox process ${pid} did not exit within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

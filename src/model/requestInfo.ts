@@ -1,0 +1,142 @@
+// Request classification, mirroring kube-apiserver's RequestInfoFactory
+// (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) for the parts that
+// decide routing: API prefix, group, version, namespace, resource, name and
+// subresource. The translator's route regexes are built from the same grammar
+// (src/translator/pathRegex.ts) and a contract test keeps the two in step.
+//
+// The input is the path as the apiserver receives it from the sidecar, i.e.
+// after Envoy's RFC 3986 normalization (`normalize_path`), which decodes
+// percent-encoded unreserved characters and removes dot segments.
+
+/** Prefixes under which kube-apiserver serves resources; only `api` is groupless. */
+const API_PREFIXES: ReadonlySet<string> = new Set(['api', 'apis']);
+const GROUPLESS_API_PREFIXES: ReadonlySet<string> = new Set(['api']);
+
+/** Legacy verbs that may precede the resource path: `/api/v1/watch/pods`. */
+export const SPECIAL_VERBS: ReadonlySet<string> = new Set(['proxy', 'watch']);
+/** Special verbs after which the third part is not a subresource. */
+export const SPECIAL_VERBS_WITHOUT_SUBRESOURCES: ReadonlySet<string> = new Set(['proxy']);
+/**
+ * Subresources of a namespace: `/api/v1/namespaces/{name}/status` is the
+ * namespace's status, whereas `/api/v1/namespaces/{ns}/pods` is pods in {ns}.
+ */
+export const NAMESPACE_SUBRESOURCES: ReadonlySet<string> = new Set(['finalize', 'status']);
+
+export interface RequestInfo {
+  /** True when the path names a resource (and possibly an object and subresource). */
+  isResourceRequest: boolean;
+  /** The raw path (query removed) this was parsed from. */
+  path: string;
+  /** `api` or `apis` for resource requests. */
+  apiPrefix?: string;
+  /** "" for the core group and for non-resource requests. */
+  group: string;
+  /** "" for non-resource requests. */
+  version: string;
+  /** Legacy verb prefix (`/watch/`, `/proxy/`) when present. */
+  specialVerb?: string;
+  namespace?: string;
+  resource?: string;
+  name?: string;
+  subresource?: string;
+  /**
+   * Why the path could not be classified (malformed percent-encoding, an
+   * encoded slash, a special verb without a resource). Such requests are
+   * treated as non-resource requests: the local apiserver answers them.
+   */
+  error?: string;
+}
+
+/** Classifies a request path the way kube-apiserver does. Never throws. */
+export function parseRequestPath(rawPath: string): RequestInfo {
+  const path = stripQueryAndFragment(rawPath);
+  const nonResource: RequestInfo = { isResourceRequest: false, path, group: '', version: '' };
+
+  const decoded = decodeSegments(splitPath(path));
+  if (typeof decoded === 'string') return { ...nonResource, error: decoded };
+  let parts = decoded;
+
+  if (parts.length < 3) return nonResource;
+  const apiPrefix = parts[0] as string;
+  if (!API_PREFIXES.has(apiPrefix)) return nonResource;
+  parts = parts.slice(1);
+
+  let group = '';
+  if (!GROUPLESS_API_PREFIXES.has(apiPrefix)) {
+    // `/apis/{group}/{version}` is the group-version's discovery document.
+    if (parts.length < 3) return nonResource;
+    group = parts[0] as string;
+    parts = parts.slice(1);
+  }
+  const version = parts[0] as string;
+  parts = parts.slice(1);
+
+  let specialVerb: string | undefined;
+  if (SPECIAL_VERBS.has(parts[0] as string)) {
+    if (parts.length < 2) {
+      // Upstream answers these with an error; the local apiserver should too.
+      return { ...nonResource, error: `unable to determine kind and namespace from ${path}` };
+    }
+    specialVerb = parts[0];
+    parts = parts.slice(1);
+  }
+
+  let namespace: string | undefined;
+  if (parts[0] === 'namespaces' && parts.length > 1) {
+    namespace = parts[1];
+    // `namespaces/{ns}/{resource}/...` names a resource in {ns}, except when
+    // the third part is a namespace subresource (status, finalize).
+    if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2] as string)) {
+      parts = parts.slice(2);
+    }
+  }
+
+  // parts: resource/name/subresource/anything/else
+  const info: RequestInfo = { isResourceRequest: true, path, apiPrefix, group, version, resource: parts[0] as string };
+  if (specialVerb !== undefined) info.specialVerb = specialVerb;
+  // Upstream's empty string means "none" for namespace, name and subresource.
+  if (namespace) info.namespace = namespace;
+  if (parts[1]) info.name = parts[1];
+  const hasSubresource = specialVerb === undefined || !SPECIAL_VERBS_WITHOUT_SUBRESOURCES.has(specialVerb);
+  if (hasSubresource && parts[2]) info.subresource = parts[2];
+  return info;
+}
+
+function stripQueryAndFragment(path: string): string {
+  const end = path.search(/[?#]/);
+  return end === -1 ? path : path.slice(0, end);
+}
+
+/** Upstream's splitPath: trim every leading and trailing slash, then split on '/'. */
+function splitPath(path: string): string[] {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? [] : trimmed.split('/');
+}
+
+const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/**
+ * Percent-decodes each segment on its own. Returns an error message for a
+ * malformed escape or an encoded slash: Go decodes the whole path before
+ * splitting it, so `a%2Fb` is two segments to the apiserver but one to Envoy's
+ * route matcher. Such paths are left to the local apiserver, as the route
+ * regexes do not match them either.
+ */
+function decodeSegments(segments: string[]): string[] | string {
+  const decoded: string[] = [];
+  for (const segment of segments) {
+    if (!segment.includes('%')) {
+      decoded.push(segment);
+      continue;
+    }
+    if (segment.replace(PERCENT_ESCAPE, '').includes('%')) return `malformed percent-encoding in path segment ${JSON.stringify(segment)}`;
+    if (/%2f/i.test(segment)) return `encoded slash in path segment ${JSON.stringify(segment)}`;
+    const pieces = segment.split(/(%[0-9A-Fa-f]{2})/).map((piece) =>
+      /^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8'),
+    );
+    // Go does not validate UTF-8 here; a lossy decode never throws and only
+    // affects names, which are compared with known resource names anyway.
+    decoded.push(Buffer.concat(pieces).toString('utf8'));
+  }
+  return decoded;
+}

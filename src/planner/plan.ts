@@ -1,0 +1,52 @@
+// What one sidecar must do, as plain data: the planner's output and the
+// translator's input. Everything is sorted so equal plans serialize equally.
+import type { NetworkAddress } from '../model/cluster.js';
+
+/** An apiserver a sidecar sends requests to. */
+export interface PlannedApiserver {
+  /** The endpoint name (for peers, also what routes refer to). */
+  name: string;
+  address: NetworkAddress;
+}
+
+/** Rule 2: served by these reachable, live peers (sorted by name). */
+export interface RerouteToPeers {
+  kind: 'peers';
+  peers: string[];
+}
+
+/** Rule 4: served only by peers that are unreachable or left recently: answer 503. */
+export interface Unavailable {
+  kind: 'unavailable';
+  /** The peers that serve it but cannot take it now (sorted by name). */
+  servedBy: string[];
+}
+
+export type ResourceRouteAction = RerouteToPeers | Unavailable;
+
+/** Where a request goes: its resource route's action, or the local apiserver (rules 1, 3, 6). */
+export type RequestDestination = { kind: 'local' } | ResourceRouteAction;
+
+/**
+ * A resource (or one subresource of it) that is not routed to the local
+ * apiserver. A subresource route exists only where its action differs from
+ * its resource's, and takes precedence over it.
+ */
+export interface ResourceRoute {
+  /** "" for the core group. */
+  group: string;
+  version: string;
+  resource: string;
+  subresource?: string;
+  action: ResourceRouteAction;
+}
+
+export interface SidecarPlan {
+  /** xDS node id of the sidecar: the local apiserver's endpoint name. */
+  node: string;
+  local: PlannedApiserver;
+  /** Every other declared apiserver, sorted by name, whether or not a route uses it. */
+  peers: PlannedApiserver[];
+  /** Sorted by group, version, resource, then subresource (whole resource first). */
+  routes: ResourceRoute[];
+}

@@ -1,0 +1,202 @@
+// The planner: from the observed cluster state to one plan per sidecar.
+// Pure and deterministic: same model, same plans (sorted, no clock reads).
+import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
+import type { RequestInfo } from '../model/requestInfo.js';
+import type {
+  PlannedApiserver,
+  RequestDestination,
+  ResourceRoute,
+  ResourceRouteAction,
+  SidecarPlan,
+} from './plan.js';
+
+export interface PlannerOptions {
+  /**
+   * How long a peer whose identity lease disappeared still counts as serving
+   * what it served: its resources answer 503 rather than 404 meanwhile (rule 4).
+   */
+  departedGraceMs: number;
+}
+
+/** One plan per declared apiserver, sorted by node name. */
+export function planSidecars(model: ClusterModel, opts: PlannerOptions): SidecarPlan[] {
+  const localOnly = activeLocalOnlyGroupVersions(model);
+  return [...model.apiservers]
+    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
+    .map((local) => planSidecar(local, model, localOnly, opts));
+}
+
+/**
+ * Where a request goes under a plan: the route of its subresource, else of its
+ * resource, else the local apiserver. A request already proxied by a peer is
+ * always served locally (rule 2), and so is every non-resource request.
+ */
+export function destinationForRequest(
+  plan: SidecarPlan,
+  request: RequestInfo,
+  options: { alreadyProxied?: boolean } = {},
+): RequestDestination {
+  if (options.alreadyProxied || !request.isResourceRequest || request.resource === undefined) return { kind: 'local' };
+  const matches = (route: ResourceRoute, subresource: string | undefined): boolean =>
+    route.group === request.group &&
+    route.version === request.version &&
+    route.resource === request.resource &&
+    route.subresource === subresource;
+  const route =
+    (request.subresource !== undefined ? plan.routes.find((r) => matches(r, request.subresource)) : undefined) ??
+    plan.routes.find((r) => matches(r, undefined));
+  return route ? route.action : { kind: 'local' };
+}
+
+/** How a peer counts for routing right now. */
+type PeerStanding = 'available' | 'unavailable' | 'gone';
+
+function peerStanding(peer: ApiserverObservation, now: number, departedGraceMs: number): PeerStanding {
+  if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
+    // Left (clean shutdown or expiry): its resources must not turn into 404s
+    // while it restarts, but nothing is sent to it either.
+    return now - peer.leaseGoneAt <= departedGraceMs ? 'unavailable' : 'gone';
+  }
+  // A lease not seen yet (startup ordering) is judged by reachability alone.
+  return peer.reachable ? 'available' : 'unavailable';
+}
+
+/** What one apiserver serves, as lookup keys. */
+class ServedIndex {
+  readonly keys = new Set<string>();
+
+  constructor(servedSet: readonly ServedResource[]) {
+    for (const served of servedSet) {
+      this.keys.add(resourceKey(served.group, served.version, served.resource));
+      for (const subresource of served.subresources) {
+        this.keys.add(resourceKey(served.group, served.version, served.resource, subresource));
+      }
+    }
+  }
+
+  serves(key: string): boolean {
+    return this.keys.has(key);
+  }
+}
+
+interface ResourceId {
+  group: string;
+  version: string;
+  resource: string;
+  subresource?: string;
+}
+
+interface RatedPeer {
+  name: string;
+  standing: Exclude<PeerStanding, 'gone'>;
+  servedSet: readonly ServedResource[];
+  served: ServedIndex;
+}
+
+function planSidecar(
+  local: ApiserverObservation,
+  model: ClusterModel,
+  localOnly: ReadonlySet<string>,
+  opts: PlannerOptions,
+): SidecarPlan {
+  const localServed = new ServedIndex(local.servedSet);
+  const others = model.apiservers
+    .filter((a) => a !== local)
+    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
+
+  // Peers whose lease is long gone contribute nothing; the rest are rated.
+  const ratedPeers: RatedPeer[] = [];
+  for (const peer of others) {
+    const standing = peerStanding(peer, model.now, opts.departedGraceMs);
+    if (standing === 'gone') continue;
+    ratedPeers.push({ name: peer.endpoint.name, standing, servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
+  }
+
+  // Every (sub)resource served anywhere that matters, by key.
+  const candidates = new Map<string, ResourceId>();
+  for (const served of [local.servedSet, ...ratedPeers.map((p) => p.servedSet)].flat()) {
+    if (localOnly.has(groupVersionKey(served.group, served.version))) continue; // rule 6
+    const { group, version, resource } = served;
+    candidates.set(resourceKey(group, version, resource), { group, version, resource });
+    for (const subresource of served.subresources) {
+      candidates.set(resourceKey(group, version, resource, subresource), { group, version, resource, subresource });
+    }
+  }
+
+  const decide = (key: string): RequestDestination => {
+    if (localServed.serves(key)) return { kind: 'local' }; // rule 1
+    const servingPeers = ratedPeers.filter((p) => p.served.serves(key));
+    const available = servingPeers.filter((p) => p.standing === 'available').map((p) => p.name);
+    if (available.length > 0) return { kind: 'peers', peers: available }; // rule 2
+    if (servingPeers.length > 0) return { kind: 'unavailable', servedBy: servingPeers.map((p) => p.name) }; // rule 4
+    return { kind: 'local' }; // rule 3: the local apiserver gives the honest 404
+  };
+
+  const routes: ResourceRoute[] = [];
+  for (const [key, id] of candidates) {
+    const destination = decide(key);
+    if (id.subresource !== undefined) {
+      // Only where servers differ: a subresource that goes where its resource goes needs no route.
+      const resourceDestination = decide(resourceKey(id.group, id.version, id.resource));
+      if (sameDestination(destination, resourceDestination)) continue;
+    }
+    // A subresource going "local" under a rerouted resource would need a local
+    // route; it cannot arise, since serving a subresource means serving its
+    // resource, and everything not routed goes local anyway.
+    if (destination.kind !== 'local') routes.push(routeFor(id, destination));
+  }
+  routes.sort(compareRoutes);
+
+  return {
+    node: local.endpoint.name,
+    local: plannedApiserver(local),
+    peers: others.map(plannedApiserver),
+    routes,
+  };
+}
+
+function routeFor(id: ResourceId, action: ResourceRouteAction): ResourceRoute {
+  const route: ResourceRoute = { group: id.group, version: id.version, resource: id.resource, action };
+  if (id.subresource !== undefined) route.subresource = id.subresource;
+  return route;
+}
+
+function plannedApiserver(observation: ApiserverObservation): PlannedApiserver {
+  const { name, address } = observation.endpoint;
+  return { name, address: { host: address.host, port: address.port } };
+}
+
+/** Rule 6: CRD and APIService group-versions, including deleted ones still in their grace period. */
+function activeLocalOnlyGroupVersions(model: ClusterModel): Set<string> {
+  const active = new Set<string>();
+  for (const gv of model.localOnly) {
+    if (gv.excludedUntil === undefined || gv.excludedUntil > model.now) active.add(groupVersionKey(gv.group, gv.version));
+  }
+  return active;
+}
+
+function sameDestination(a: RequestDestination, b: RequestDestination): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function groupVersionKey(group: string, version: string): string {
+  return JSON.stringify([group, version]);
+}
+
+function resourceKey(group: string, version: string, resource: string, subresource?: string): string {
+  return JSON.stringify(subresource === undefined ? [group, version, resource] : [group, version, resource, subresource]);
+}
+
+function compareRoutes(a: ResourceRoute, b: ResourceRoute): number {
+  return (
+    compareStrings(a.group, b.group) ||
+    compareStrings(a.version, b.version) ||
+    compareStrings(a.resource, b.resource) ||
+    compareStrings(a.subresource ?? '', b.subresource ?? '')
+  );
+}
+
+/** Code-unit order: locale-independent, so plans are identical on every machine. */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+// Kubeconfig files for the sandbox's clients (kubectl, @kubernetes/client-node).
+// The output is JSON: JSON is valid YAML, kubectl and client-node read it,
+// and JSON.stringify quotes every path and token correctly.
+import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+
+export type KubeconfigUser = { certFile: string; keyFile: string } | { token: string };
+
+export interface KubeconfigOptions {
+  /** Apiserver (or Envoy sidecar) URL, e.g. https://127.0.0.1:6443. */
+  server: string;
+  /** CA that signed the server's certificate. Paths are written as given: pass absolute ones. */
+  caFile: string;
+  user: KubeconfigUser;
+  /** Name of the cluster, user and context entries (default "mvproxy"). */
+  name?: string;
+  /** Name to verify the server certificate against when `server` is an address it does not list. */
+  tlsServerName?: string;
+}
+
+export const DEFAULT_KUBECONFIG_NAME = "mvproxy";
+
+/** A complete kubeconfig (one cluster, user and context, all named `name`), as JSON text. */
+export function kubeconfigYaml(opts: KubeconfigOptions): string {
+  const name = opts.name ?? DEFAULT_KUBECONFIG_NAME;
+  const cluster: Record<string, string> = {
+    server: opts.server,
+    "certificate-authority": opts.caFile,
+  };
+  if (opts.tlsServerName !== undefined) cluster["tls-server-name"] = opts.tlsServerName;
+  const user: Record<string, string> =
+    "token" in opts.user
+      ? { token: opts.user.token }
+      : { "client-certificate": opts.user.certFile, "client-key": opts.user.keyFile };
+  const config = {
+    apiVersion: "v1",
+    kind: "Config",
+    preferences: {},
+    clusters: [{ name, cluster }],
+    users: [{ name, user }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    "current-context": name,
+  };
+  return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+/** Write the kubeconfig with mode 0600 (it may hold a bearer token), atomically. */
+export async function writeKubeconfig(file: string, opts: KubeconfigOptions): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  await writeFile(tmp, kubeconfigYaml(opts), { mode: 0o600 });
+  // The mode given to writeFile is filtered by the umask: set it exactly.
+  await chmod(tmp, 0o600);
+  await rename(tmp, file);
+}

@@ -1,0 +1,94 @@
+// Child processes of the sandbox. Every child is started under
+// `setpriv --pdeathsig KILL`, so it dies with the process that started it,
+// even when that process is killed without a chance to clean up: a failed or
+// killed test never leaves an apiserver behind.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, readFileSync, existsSync } from 'node:fs';
+import { once } from 'node:events';
+
+export interface ProcessSpec {
+  /** Short name used in messages and the log file name. */
+  name: string;
+  command: string;
+  args: string[];
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  /** Run in a UTS namespace with this hostname (apiserver identity is derived from it). */
+  hostname?: string;
+}
+
+export class ManagedProcess {
+  private readonly child: ChildProcess;
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  readonly exited: Promise<void>;
+
+  constructor(readonly spec: ProcessSpec) {
+    const fd = openSync(spec.logFile, 'a');
+    try {
+      const [command, args] = wrapCommand(spec);
+      this.child = spawn(command, args, {
+        stdio: ['ignore', fd, fd],
+        env: spec.env ?? process.env,
+      });
+    } finally {
+      closeSync(fd);
+    }
+    this.exited = once(this.child, 'exit').then(([code, signal]) => {
+      this.exitInfo = { code: code as number | null, signal: signal as NodeJS.Signals | null };
+    });
+    // A spawn error (missing binary) surfaces as 'error' before 'exit'.
+    this.child.on('error', () => undefined);
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  describeExit(): string {
+    if (!this.exitInfo) return 'running';
+    return this.exitInfo.signal ? `killed by ${this.exitInfo.signal}` : `exited with code ${this.exitInfo.code}`;
+  }
+
+  logTail(lines = 20): string {
+    return tailOfFile(this.spec.logFile, lines);
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+function wrapCommand(spec: ProcessSpec): [string, string[]] {
+  const inner = spec.hostname
+    ? [...utsNamespacePrefix(), 'sh', '-c', 'hostname "$0" && exec "$@"', spec.hostname, spec.command, ...spec.args]
+    : [spec.command, ...spec.args];
+  return ['setpriv', ['--pdeathsig', 'KILL', ...inner]];
+}
+
+/** Root can unshare UTS directly; others need a user namespace to do it. */
+function utsNamespacePrefix(): string[] {
+  return process.getuid?.() === 0 ? ['unshare', '--uts'] : ['unshare', '--user', '--map-root-user', '--uts'];
+}
+
+export function tailOfFile(path: string, lines: number): string {
+  if (!existsSync(path)) return '(no log)';
+  const text = readFileSync(path, 'utf8');
+  return text.split('\n').slice(-lines - 1).join('\n').trimEnd();
+}
+
+/** Error for a component that failed to start: names it and shows its log tail. */
+export class ComponentStartError extends Error {
+  constructor(component: string, reason: string, logFile: string, tail: string) {
+    super(`${component} failed to start: ${reason}\n--- last lines of ${logFile} ---\n${tail}`);
+    this.name = 'ComponentStartError';
+  }
+}

@@ -1,0 +1,310 @@
+// The local mixed-version control plane: one etcd, several kube-apiservers
+// (each in its own UTS namespace so each has its own identity lease), all
+// sharing etcd. Later layers add the mvproxy control plane and one Envoy
+// sidecar per apiserver.
+import { mkdirSync, rmSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { InstalledComponents } from '../install/index.js';
+import { ensureSandboxPki, type SandboxPki } from './pki.js';
+import { writeKubeconfig } from './kubeconfig.js';
+import { ManagedProcess, ComponentStartError } from './processes.js';
+import { freePort, assertPortFree } from './ports.js';
+import { httpsGet } from '../util/https.js';
+import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
+
+export interface ApiserverSpec {
+  name: string;
+  version: string;
+  /** Passed to --runtime-config, e.g. `batch/v1=false`. */
+  runtimeConfig?: string;
+}
+
+export interface SandboxOptions {
+  dir: string;
+  apiservers: ApiserverSpec[];
+  components: InstalledComponents;
+  /** First port of a fixed block; by default every port is picked free by the kernel. */
+  basePort?: number;
+  progress?: (line: string) => void;
+}
+
+interface RunningApiserver {
+  spec: ApiserverSpec;
+  port: number;
+  process?: ManagedProcess;
+}
+
+const READY_TIMEOUT_MS = 120_000;
+
+/** `kas-a`, `kas-b`, ...: apiserver names (and hostnames) in the order given. */
+export function defaultApiserverName(index: number): string {
+  return `kas-${String.fromCharCode('a'.charCodeAt(0) + index)}`;
+}
+
+export class Sandbox {
+  private etcd?: ManagedProcess;
+  private etcdPort = 0;
+  private readonly apiservers = new Map<string, RunningApiserver>();
+  private pki?: SandboxPki;
+  private readonly dir: string;
+  private readonly progress: (line: string) => void;
+
+  private constructor(private readonly opts: SandboxOptions) {
+    this.dir = resolve(opts.dir);
+    this.progress = opts.progress ?? (() => undefined);
+  }
+
+  get statePath(): string {
+    return join(this.dir, 'state.json');
+  }
+  get logsDir(): string {
+    return join(this.dir, 'logs');
+  }
+
+  /** Starts everything and waits until every apiserver is ready; on failure stops what it started. */
+  static async up(opts: SandboxOptions): Promise<Sandbox> {
+    validateSpecs(opts.apiservers, opts.components);
+    const sandbox = new Sandbox(opts);
+    try {
+      await sandbox.start();
+      return sandbox;
+    } catch (err) {
+      await sandbox.down();
+      throw err;
+    }
+  }
+
+  private async start(): Promise<void> {
+    mkdirSync(this.logsDir, { recursive: true });
+    this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: this.opts.apiservers.map((a) => a.name) });
+    const ports = await this.allocatePorts();
+    this.etcdPort = ports.etcdClient;
+    await this.startEtcd(ports.etcdClient, ports.etcdPeer);
+    this.opts.apiservers.forEach((spec, i) => {
+      const port = ports.apiservers[i];
+      if (port === undefined) throw new Error('internal: port allocation mismatch');
+      this.apiservers.set(spec.name, { spec, port });
+    });
+    // Start them together (each takes seconds to become ready), then wait for all.
+    await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
+    await this.writeState();
+  }
+
+  private async allocatePorts(): Promise<{ etcdClient: number; etcdPeer: number; apiservers: number[] }> {
+    const count = this.opts.apiservers.length;
+    if (this.opts.basePort !== undefined) {
+      const base = this.opts.basePort;
+      const layout = { etcdClient: base, etcdPeer: base + 1, apiservers: Array.from({ length: count }, (_, i) => base + 10 + i) };
+      await assertPortFree(layout.etcdClient, 'etcd (client)');
+      await assertPortFree(layout.etcdPeer, 'etcd (peer)');
+      for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${this.opts.apiservers[i]?.name}`);
+      return layout;
+    }
+    const etcdClient = await freePort();
+    const etcdPeer = await freePort();
+    const apiservers: number[] = [];
+    for (let i = 0; i < count; i++) apiservers.push(await freePort());
+    return { etcdClient, etcdPeer, apiservers };
+  }
+
+  private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
+    const dataDir = join(this.dir, 'etcd-data');
+    rmSync(dataDir, { recursive: true, force: true });
+    const client = `http://127.0.0.1:${clientPort}`;
+    const peer = `http://127.0.0.1:${peerPort}`;
+    this.progress(`starting etcd on ${client}`);
+    this.etcd = new ManagedProcess({
+      name: 'etcd',
+      command: this.opts.components.etcd,
+      args: [
+        '--name=sandbox',
+        `--data-dir=${dataDir}`,
+        `--listen-client-urls=${client}`,
+        `--advertise-client-urls=${client}`,
+        `--listen-peer-urls=${peer}`,
+        `--initial-advertise-peer-urls=${peer}`,
+        `--initial-cluster=sandbox=${peer}`,
+        '--log-level=warn',
+        '--unsafe-no-fsync', // a throwaway test store; durability is not the point
+      ],
+      logFile: join(this.logsDir, 'etcd.log'),
+    });
+    await waitUntil(this.etcd, 'etcd', async () => {
+      const res = await fetch(`${client}/health`);
+      return res.ok;
+    });
+  }
+
+  private apiserverArgs(run: RunningApiserver): string[] {
+    const pki = this.requirePki();
+    const serving = pki.serving[run.spec.name];
+    if (!serving) throw new Error(`internal: no serving certificate for ${run.spec.name}`);
+    const args = [
+      `--etcd-servers=http://127.0.0.1:${this.etcdPort}`,
+      `--secure-port=${run.port}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--tls-cert-file=${serving.cert}`,
+      `--tls-private-key-file=${serving.key}`,
+      `--client-ca-file=${pki.ca.cert}`,
+      `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
+      `--requestheader-allowed-names=${pki.frontProxyClientName}`,
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-uid-headers=X-Remote-Uid',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${pki.frontProxyClient.cert}`,
+      `--proxy-client-key-file=${pki.frontProxyClient.key}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccount.publicKey}`,
+      `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
+      '--authorization-mode=RBAC',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      `--cert-dir=${join(this.dir, 'certs', run.spec.name)}`,
+      '--profiling=false',
+    ];
+    if (run.spec.runtimeConfig) args.push(`--runtime-config=${run.spec.runtimeConfig}`);
+    return args;
+  }
+
+  private async launchApiserver(name: string): Promise<void> {
+    const run = this.requireApiserver(name);
+    const binaries = this.opts.components.kubernetes[run.spec.version];
+    if (!binaries) throw new Error(`kube-apiserver ${run.spec.version} is not installed`);
+    const logFile = join(this.logsDir, `${name}.log`);
+    this.progress(`starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
+      (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''));
+    run.process = new ManagedProcess({
+      name,
+      command: binaries.kubeApiserver,
+      args: this.apiserverArgs(run),
+      logFile,
+      hostname: name,
+    });
+    const pki = this.requirePki();
+    const process = run.process;
+    await waitUntil(process, `kube-apiserver ${name}`, async () => {
+      const res = await httpsGet(`https://127.0.0.1:${run.port}/readyz`, { ca: pki.ca.cert, ...pki.admin }, {}, 2000);
+      return res.status === 200;
+    });
+    this.progress(`kube-apiserver ${name} is ready`);
+  }
+
+  /** Stops one apiserver (its identity lease is deleted by its clean shutdown). */
+  async stopApiserver(name: string): Promise<void> {
+    const run = this.requireApiserver(name);
+    await run.process?.stop();
+    run.process = undefined;
+    await this.writeState();
+  }
+
+  /** Starts one apiserver again, at another version or runtime-config if asked; same identity. */
+  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string } = {}): Promise<void> {
+    const run = this.requireApiserver(name);
+    if (run.process?.running) throw new Error(`apiserver ${name} is already running`);
+    const spec: ApiserverSpec = { ...run.spec, ...change };
+    validateSpecs([spec], this.opts.components);
+    run.spec = spec;
+    await this.launchApiserver(name);
+    await this.writeState();
+  }
+
+  state(): SandboxState {
+    const pki = this.requirePki();
+    const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
+      const direct = `https://127.0.0.1:${run.port}`;
+      const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
+      return {
+        name: run.spec.name,
+        version: run.spec.version,
+        ...(run.spec.runtimeConfig ? { runtimeConfig: run.spec.runtimeConfig } : {}),
+        hostname: run.spec.name,
+        direct,
+        kubeconfig: { direct: kubeconfigDirect },
+        running: run.process?.running ?? false,
+        logFile: join(this.logsDir, `${run.spec.name}.log`),
+      };
+    });
+    const newest = [...this.opts.apiservers].map((a) => a.version).sort(compareVersions).at(-1);
+    const kubectl = newest ? this.opts.components.kubernetes[newest]?.kubectl : undefined;
+    if (!kubectl) throw new Error('internal: no kubectl installed');
+    return {
+      pid: process.pid,
+      dir: this.dir,
+      apiservers,
+      kubectl,
+      ca: pki.ca.cert,
+      clientCerts: { admin: pki.admin, user: pki.user },
+      etcd: `http://127.0.0.1:${this.etcdPort}`,
+      logs: this.logsDir,
+      controlSocket: join(this.dir, 'control.sock'),
+    };
+  }
+
+  private async writeState(): Promise<void> {
+    const state = this.state();
+    const pki = this.requirePki();
+    for (const a of state.apiservers) {
+      await writeKubeconfig(a.kubeconfig.direct, { server: a.direct, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
+    }
+    writeState(this.statePath, state);
+  }
+
+  /** Stops every process (apiservers first, so they delete their leases while etcd is up). */
+  async down(): Promise<void> {
+    await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));
+    await this.etcd?.stop();
+    if (existsSync(this.statePath)) rmSync(this.statePath);
+  }
+
+  private requirePki(): SandboxPki {
+    if (!this.pki) throw new Error('internal: sandbox PKI not created');
+    return this.pki;
+  }
+
+  private requireApiserver(name: string): RunningApiserver {
+    const run = this.apiservers.get(name);
+    if (!run) throw new Error(`no apiserver named ${name} in this sandbox (have: ${[...this.apiservers.keys()].join(', ')})`);
+    return run;
+  }
+}
+
+function validateSpecs(specs: ApiserverSpec[], components: InstalledComponents): void {
+  if (specs.length === 0) throw new Error('a sandbox needs at least one apiserver');
+  const names = new Set<string>();
+  for (const spec of specs) {
+    if (names.has(spec.name)) throw new Error(`apiserver name ${spec.name} is used twice`);
+    names.add(spec.name);
+    if (!components.kubernetes[spec.version]) {
+      throw new Error(`kube-apiserver ${spec.version} is not installed (installed: ${Object.keys(components.kubernetes).join(', ')})`);
+    }
+    if (spec.runtimeConfig !== undefined && !/^[a-z0-9./=,-]+$/i.test(spec.runtimeConfig)) {
+      throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
+    }
+  }
+}
+
+/** Polls `ready` until it returns true; fails fast with the log tail if the process dies. */
+async function waitUntil(proc: ManagedProcess, what: string, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (!proc.running) throw new ComponentStartError(what, proc.describeExit(), proc.spec.logFile, proc.logTail());
+    try {
+      if (await ready()) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new ComponentStartError(what, `not ready after ${READY_TIMEOUT_MS / 1000} s`, proc.spec.logFile, proc.logTail());
+}
+
+export function compareVersions(a: string, b: string): number {
+  const pa = a.replace(/^v/, '').split('.').map(Number);
+  const pb = b.replace(/^v/, '').split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}

@@ -1,0 +1,52 @@
+// The sandbox state file: how tests, benchmarks and operators find the
+// running sandbox. Fields are only ever added, never renamed.
+import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+
+export interface KeyPair {
+  cert: string;
+  key: string;
+}
+
+export interface SandboxApiserverState {
+  name: string;
+  version: string;
+  runtimeConfig?: string;
+  /** Hostname in its UTS namespace: what its identity lease is named after. */
+  hostname: string;
+  direct: string;
+  /** The Envoy sidecar in front of it (when the sandbox runs sidecars). */
+  sidecar?: string;
+  kubeconfig: { direct: string; sidecar?: string };
+  running: boolean;
+  logFile: string;
+}
+
+export interface SandboxState {
+  /** Process that owns the sandbox (the foreground `sandbox up`). */
+  pid: number;
+  dir: string;
+  apiservers: SandboxApiserverState[];
+  kubectl: string;
+  ca: string;
+  clientCerts: { admin: KeyPair; user: KeyPair };
+  etcd: string;
+  logs: string;
+  /** Unix socket of the sandbox's control endpoint (stop/start apiservers). */
+  controlSocket: string;
+}
+
+export function writeState(path: string, state: SandboxState): void {
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n');
+  renameSync(tmp, path);
+}
+
+export function readState(path: string): SandboxState {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new Error(`no sandbox state at ${path}: is the sandbox up? (npx mvproxy sandbox up)`);
+  }
+  return JSON.parse(text) as SandboxState;
+}

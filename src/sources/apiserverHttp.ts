@@ -1,0 +1,198 @@
+// HTTPS GET to one apiserver at an operator-configured address, with the CA
+// and client credentials of a kubeconfig. One keep-alive agent per apiserver:
+// discovery is polled every second, a new TLS handshake each time would cost
+// more than the (usually 304) answer.
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { NetworkAddress } from '../model/cluster.js';
+
+export interface HttpResponse {
+  status: number;
+  /** The ETag response header, if any. */
+  etag?: string;
+  body: string;
+}
+
+/** Thrown for failures before a complete response arrived. */
+export class HttpTransportError extends Error {
+  constructor(
+    readonly kind: 'fetch' | 'timeout',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpTransportError';
+  }
+}
+
+/** The seam the discovery fetcher talks through; tests inject a fake. */
+export interface HttpTransport {
+  get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponse>;
+  /** Close idle keep-alive connections; the transport is unusable afterwards. */
+  close(): void;
+}
+
+export interface ApiserverHttpsOptions {
+  /** Per-request deadline, connect to last byte. */
+  timeoutMs?: number;
+  /**
+   * Name to verify the serving certificate against (and SNI). Default: the
+   * kubeconfig cluster's tls-server-name, else the address host.
+   */
+  tlsServerName?: string;
+  /** Refuse larger bodies (a discovery document is a few hundred KiB). */
+  maxBodyBytes?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 2000;
+const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+interface TlsMaterial {
+  ca?: https.RequestOptions['ca'];
+  cert?: https.RequestOptions['cert'];
+  key?: https.RequestOptions['key'];
+  servername?: string;
+  rejectUnauthorized?: boolean;
+}
+
+/**
+ * Transport that dials `address` directly (never the kubeconfig's server URL:
+ * peer addresses come from the operator's config only), authenticating with the
+ * kubeconfig's current user. Credentials are re-read per request so rotated
+ * tokens and certificates are picked up; the agent is rebuilt when the TLS
+ * material changes.
+ */
+export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions = {}): HttpTransport {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  let agent: https.Agent | undefined;
+  let agentTls: TlsMaterial | undefined;
+  let closed = false;
+
+  async function credentials(): Promise<{ tls: TlsMaterial; headers: Record<string, string> }> {
+    const opts: https.RequestOptions = {};
+    await kubeConfig.applyToHTTPSOptions(opts);
+    // applyToHTTPSOptions also builds an agent (possibly a proxy agent): unused, we dial the address directly.
+    const tls: TlsMaterial = {};
+    if (opts.ca !== undefined) tls.ca = opts.ca;
+    if (opts.cert !== undefined) tls.cert = opts.cert;
+    if (opts.key !== undefined) tls.key = opts.key;
+    if (opts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = opts.rejectUnauthorized;
+    const servername = options.tlsServerName ?? opts.servername;
+    if (servername !== undefined) tls.servername = servername;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(opts.headers ?? {})) {
+      if (typeof value === 'string' || typeof value === 'number') headers[name] = String(value);
+    }
+    if (opts.auth) headers['Authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+    return { tls, headers };
+  }
+
+  function agentFor(tls: TlsMaterial): https.Agent {
+    if (agent && agentTls && sameTls(agentTls, tls)) return agent;
+    agent?.destroy();
+    agentTls = tls;
+    agent = new https.Agent({ ...tls, keepAlive: true, maxSockets: 4, maxFreeSockets: 1 });
+    return agent;
+  }
+
+  return {
+    async get(path, headers, signal) {
+      if (closed) throw new HttpTransportError('fetch', 'transport closed');
+      let creds: { tls: TlsMaterial; headers: Record<string, string> };
+      try {
+        creds = await credentials();
+      } catch (err) {
+        throw new HttpTransportError('fetch', `reading kubeconfig credentials: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (closed) throw new HttpTransportError('fetch', 'transport closed');
+      const requestAgent = agentFor(creds.tls);
+      return new Promise<HttpResponse>((resolve, reject) => {
+        let timedOut = false;
+        const req = https.request({
+          host: address.host,
+          port: address.port,
+          path,
+          method: 'GET',
+          agent: requestAgent,
+          headers: { ...creds.headers, ...headers },
+          ...(creds.tls.servername !== undefined ? { servername: creds.tls.servername } : {}),
+        });
+        const deadline = setTimeout(() => {
+          timedOut = true;
+          req.destroy();
+        }, timeoutMs);
+        const onAbort = (): void => {
+          req.destroy();
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        let settled = false;
+        const finish = (): boolean => {
+          if (settled) return false;
+          settled = true;
+          clearTimeout(deadline);
+          signal.removeEventListener('abort', onAbort);
+          return true;
+        };
+        const fail = (err: Error): void => {
+          if (!finish()) return;
+          const target = `GET https://${formatHost(address)}${path}`;
+          if (timedOut) reject(new HttpTransportError('timeout', `${target}: no complete response within ${timeoutMs} ms`));
+          else if (signal.aborted) reject(new HttpTransportError('fetch', `${target}: aborted`));
+          else reject(new HttpTransportError('fetch', `${target}: ${err.message}`));
+        };
+        req.on('error', fail);
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > maxBodyBytes) {
+              fail(new Error(`response body larger than ${maxBodyBytes} bytes`));
+              req.destroy();
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('error', fail);
+          res.on('close', () => {
+            if (!res.complete) fail(new Error('connection closed before the response was complete'));
+          });
+          res.on('end', () => {
+            if (!finish()) return;
+            const etagHeader = res.headers.etag;
+            const response: HttpResponse = { status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') };
+            if (typeof etagHeader === 'string' && etagHeader !== '') response.etag = etagHeader;
+            resolve(response);
+          });
+        });
+        if (signal.aborted) req.destroy();
+        req.end();
+      });
+    },
+    close() {
+      closed = true;
+      agent?.destroy();
+      agent = undefined;
+    },
+  };
+}
+
+function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
+  return (
+    sameBytes(a.ca, b.ca) &&
+    sameBytes(a.cert, b.cert) &&
+    sameBytes(a.key, b.key) &&
+    a.servername === b.servername &&
+    a.rejectUnauthorized === b.rejectUnauthorized
+  );
+}
+
+function sameBytes(a: unknown, b: unknown): boolean {
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameBytes(x, b[i]));
+  return a === b;
+}
+
+export function formatHost(address: NetworkAddress): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}

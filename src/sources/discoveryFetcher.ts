@@ -1,0 +1,264 @@
+// Polls one apiserver's own aggregated discovery (`/api` and `/apis`) with
+// If-None-Match, so an unchanged document costs a 304. A failed poll keeps the
+// last good document: a restarting apiserver must not lose its served set
+// (DESIGN.md rule 4); the planner reads `reachable` instead.
+import { createHash } from 'node:crypto';
+import type { Logger } from '../util/log.js';
+import type { Metrics } from '../metrics.js';
+import type { ApiserverEndpoint } from '../model/cluster.js';
+import type { APIGroupDiscoveryList, ApiserverDiscovery } from '../model/discovery.js';
+import { parseAggregatedDiscovery } from '../model/servedSet.js';
+import { HttpTransportError, formatHost, type HttpTransport } from './apiserverHttp.js';
+import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
+
+/** Aggregated v2 with profile=nopeer first: a 1.36+ apiserver with upstream MVP on then answers with its local document. */
+export const AGGREGATED_DISCOVERY_ACCEPT =
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,' +
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+
+export const DEFAULT_DISCOVERY_INTERVAL_MS = 1000;
+
+export type DiscoverySyncErrorType = 'fetch' | 'timeout' | 'status' | 'parse';
+
+export interface DiscoveryUpdate {
+  /** Last good discovery; undefined until one fetch succeeded. */
+  discovery?: ApiserverDiscovery;
+  /** Combined ETag of `/api` and `/apis` for `discovery`. */
+  etag?: string;
+  /** Whether the latest attempt succeeded. */
+  reachable: boolean;
+}
+
+export interface DiscoveryFetcherOptions {
+  endpoint: ApiserverEndpoint;
+  transport: HttpTransport;
+  /** Called after an attempt changed the discovery or the reachability (and after the first attempt). */
+  onUpdate: (update: DiscoveryUpdate) => void;
+  logger: Logger;
+  metrics: Pick<Metrics, 'peerDiscoverySyncErrors'>;
+  timers?: Timers;
+  intervalMs?: number;
+}
+
+export class DiscoverySyncError extends Error {
+  constructor(
+    readonly type: DiscoverySyncErrorType,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DiscoverySyncError';
+  }
+}
+
+interface PathState {
+  etag: string;
+  list: APIGroupDiscoveryList;
+}
+
+type Health = 'unknown' | 'ok' | 'failing';
+
+const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const;
+
+export class DiscoveryFetcher {
+  private readonly endpoint: ApiserverEndpoint;
+  private readonly transport: HttpTransport;
+  private readonly onUpdate: (update: DiscoveryUpdate) => void;
+  private readonly logger: Logger;
+  private readonly metrics: Pick<Metrics, 'peerDiscoverySyncErrors'>;
+  private readonly timers: Timers;
+  private readonly intervalMs: number;
+
+  private core: PathState | undefined;
+  private groups: PathState | undefined;
+  private health: Health = 'unknown';
+  private started = false;
+  private stopped = false;
+  private running = false;
+  private timer: TimerHandle | undefined;
+  private inflight: AbortController | undefined;
+  /** Callers of refreshNow() waiting for a poll that starts after their call. */
+  private waitingForNextPoll: Array<() => void> = [];
+
+  constructor(options: DiscoveryFetcherOptions) {
+    this.endpoint = options.endpoint;
+    this.transport = options.transport;
+    this.onUpdate = options.onUpdate;
+    this.logger = options.logger.child({ apiserver: options.endpoint.name, address: formatHost(options.endpoint.address) });
+    this.metrics = options.metrics;
+    this.timers = options.timers ?? systemTimers;
+    this.intervalMs = options.intervalMs ?? DEFAULT_DISCOVERY_INTERVAL_MS;
+  }
+
+  /** Start polling; resolves when the first attempt finished (successful or not). */
+  start(): Promise<void> {
+    if (this.started) return Promise.resolve();
+    this.started = true;
+    return this.refreshNow();
+  }
+
+  /**
+   * Poll now instead of waiting for the interval (lease events). Resolves when
+   * a poll that started after this call finished; a poll already in flight may
+   * predate the change, so another one follows it.
+   */
+  refreshNow(): Promise<void> {
+    if (this.stopped || !this.started) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waitingForNextPoll.push(resolve);
+      if (!this.running) {
+        this.clearTimer();
+        void this.runPoll();
+      }
+    });
+  }
+
+  /** Stop polling, abort a request in flight, close the connection pool. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.clearTimer();
+    this.inflight?.abort();
+    this.transport.close();
+    this.releaseWaiters(this.waitingForNextPoll.splice(0));
+  }
+
+  /** Latest state, as last reported to onUpdate. */
+  current(): DiscoveryUpdate {
+    return this.update();
+  }
+
+  private async runPoll(): Promise<void> {
+    this.running = true;
+    const waiters = this.waitingForNextPoll.splice(0);
+    try {
+      await this.poll();
+    } finally {
+      this.running = false;
+      this.releaseWaiters(waiters);
+    }
+    if (this.stopped) return;
+    if (this.waitingForNextPoll.length > 0) {
+      void this.runPoll();
+    } else {
+      this.timer = this.timers.setTimeout(() => {
+        this.timer = undefined;
+        void this.runPoll();
+      }, this.intervalMs);
+    }
+  }
+
+  private async poll(): Promise<void> {
+    const controller = new AbortController();
+    this.inflight = controller;
+    let core: PathState;
+    let groups: PathState;
+    try {
+      [core, groups] = await Promise.all([
+        this.fetchDocument(DISCOVERY_PATHS.core, this.core, controller.signal),
+        this.fetchDocument(DISCOVERY_PATHS.groups, this.groups, controller.signal),
+      ]);
+    } catch (err) {
+      controller.abort(); // the sibling request, if still running
+      if (this.stopped) return;
+      this.recordFailure(err);
+      return;
+    } finally {
+      if (this.inflight === controller) this.inflight = undefined;
+    }
+    if (this.stopped) return;
+    const changed = core !== this.core || groups !== this.groups;
+    this.core = core;
+    this.groups = groups;
+    const previous = this.health;
+    this.health = 'ok';
+    if (previous === 'failing') this.logger.info('discovery fetch recovered');
+    else if (previous === 'unknown') this.logger.debug('discovery fetched');
+    if (changed || previous !== 'ok') this.emit();
+  }
+
+  /** Returns `previous` itself when the document did not change. */
+  private async fetchDocument(path: string, previous: PathState | undefined, signal: AbortSignal): Promise<PathState> {
+    const headers: Record<string, string> = { Accept: AGGREGATED_DISCOVERY_ACCEPT };
+    if (previous) headers['If-None-Match'] = previous.etag;
+    let response;
+    try {
+      response = await this.transport.get(path, headers, signal);
+    } catch (err) {
+      const type = err instanceof HttpTransportError ? err.kind : 'fetch';
+      throw new DiscoverySyncError(type, errorMessage(err));
+    }
+    if (response.status === 304) {
+      if (previous) return previous;
+      throw new DiscoverySyncError('status', `GET ${path}: 304 Not Modified without a previous document`);
+    }
+    if (response.status < 200 || response.status > 299) {
+      throw new DiscoverySyncError('status', `GET ${path}: HTTP ${response.status}${statusMessage(response.body)}`);
+    }
+    let list: APIGroupDiscoveryList;
+    try {
+      list = parseAggregatedDiscovery(JSON.parse(response.body));
+    } catch (err) {
+      throw new DiscoverySyncError('parse', `GET ${path}: ${errorMessage(err)}`);
+    }
+    // Without an ETag (or if the server ignores If-None-Match) the body's hash tells change apart.
+    const etag = response.etag ?? `"sha256:${createHash('sha256').update(response.body).digest('hex')}"`;
+    if (previous && previous.etag === etag) return previous;
+    return { etag, list };
+  }
+
+  private recordFailure(err: unknown): void {
+    const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
+    this.metrics.peerDiscoverySyncErrors.inc({ type });
+    const previous = this.health;
+    this.health = 'failing';
+    if (previous !== 'failing') {
+      this.logger.warn(
+        { errorType: type, err: errorMessage(err), keepingLastGood: this.core !== undefined },
+        'discovery fetch failing; apiserver marked unreachable',
+      );
+      this.emit();
+    }
+  }
+
+  private update(): DiscoveryUpdate {
+    const update: DiscoveryUpdate = { reachable: this.health === 'ok' };
+    if (this.core && this.groups) {
+      update.discovery = { core: this.core.list, groups: this.groups.list };
+      update.etag = `${this.core.etag},${this.groups.etag}`;
+    }
+    return update;
+  }
+
+  private emit(): void {
+    if (this.stopped) return;
+    try {
+      this.onUpdate(this.update());
+    } catch (err) {
+      this.logger.error({ err: errorMessage(err) }, 'discovery update listener threw');
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) {
+      this.timers.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private releaseWaiters(waiters: Array<() => void>): void {
+    for (const resolve of waiters) resolve();
+  }
+}
+
+/** The message of a metav1.Status body, if that is what the apiserver sent (never the request's headers). */
+function statusMessage(body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null && 'message' in parsed && typeof parsed.message === 'string') {
+      return `: ${parsed.message.slice(0, 200)}`;
+    }
+  } catch {
+    // not JSON: no detail
+  }
+  return '';
+}

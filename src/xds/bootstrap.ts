@@ -1,0 +1,137 @@
+// The static part of a sidecar's config: who it is (node id), where the
+// control plane is (cluster mvproxy_xds) and that everything else comes over
+// ADS. Output is Envoy's JSON form (Envoy reads JSON as YAML), so durations
+// are strings like "5s" and the object can be written to a file as is.
+import { isIP } from 'node:net';
+
+/** Static cluster that reaches the control plane; point other gRPC services (ext_proc, ALS) at it too. */
+export const CONTROL_PLANE_CLUSTER = 'mvproxy_xds';
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+export interface JsonObject {
+  [key: string]: JsonValue;
+}
+
+/** A PEM given as a file Envoy reads (and re-reads after rotation by restart) or inline. */
+export type PemSource = { filename: string } | { inline: string };
+
+export type ControlPlaneAddress =
+  | { unixSocket: string }
+  | {
+      host: string;
+      port: number;
+      tls: {
+        /** CA that signed the control plane's serving certificate. */
+        ca: PemSource;
+        /** Envoy's client certificate and key. */
+        cert: PemSource;
+        key: PemSource;
+        /** SNI to send; also required as a DNS SAN of the server certificate. */
+        serverName?: string;
+      };
+    };
+
+export interface SidecarBootstrapOptions {
+  /** xDS node id: the name of the apiserver this sidecar fronts. */
+  nodeId: string;
+  /** node.cluster; defaults to "mvproxy". */
+  nodeCluster?: string;
+  controlPlane: ControlPlaneAddress;
+  /** Admin interface: always 127.0.0.1 (port 0 = any free port), or a Unix socket. */
+  admin: { port: number } | { unixSocket: string };
+  /** Static runtime values; adds layered_runtime with a static and an admin layer. */
+  runtime?: JsonObject;
+  /** Extra static clusters (in Envoy JSON form). */
+  extraClusters?: JsonObject[];
+}
+
+function dataSource(source: PemSource): JsonObject {
+  return 'filename' in source ? { filename: source.filename } : { inline_string: source.inline };
+}
+
+function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
+  const cluster: JsonObject = {
+    name: CONTROL_PLANE_CLUSTER,
+    connect_timeout: '5s',
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: {
+          http2_protocol_options: {
+            // HTTP/2 pings find a dead control plane (or a dead NAT entry) in seconds.
+            connection_keepalive: { interval: '30s', timeout: '10s' },
+          },
+        },
+      },
+    },
+  };
+  if ('unixSocket' in address) {
+    cluster['type'] = 'STATIC';
+    cluster['load_assignment'] = loadAssignment({ pipe: { path: address.unixSocket } });
+    return cluster;
+  }
+  cluster['type'] = isIP(address.host) ? 'STATIC' : 'STRICT_DNS';
+  cluster['load_assignment'] = loadAssignment({ socket_address: { address: address.host, port_value: address.port } });
+  cluster['upstream_connection_options'] = {
+    tcp_keepalive: { keepalive_probes: 3, keepalive_time: 30, keepalive_interval: 10 },
+  };
+  const validation: JsonObject = { trusted_ca: dataSource(address.tls.ca) };
+  const tls: JsonObject = {
+    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+    common_tls_context: {
+      // gRPC servers (grpc-js/Node http2) insist on ALPN h2 over TLS.
+      alpn_protocols: ['h2'],
+      tls_certificates: [{ certificate_chain: dataSource(address.tls.cert), private_key: dataSource(address.tls.key) }],
+      validation_context: validation,
+    },
+  };
+  if (address.tls.serverName !== undefined) {
+    tls['sni'] = address.tls.serverName;
+    validation['match_typed_subject_alt_names'] = [{ san_type: 'DNS', matcher: { exact: address.tls.serverName } }];
+  }
+  cluster['transport_socket'] = { name: 'envoy.transport_sockets.tls', typed_config: tls };
+  return cluster;
+}
+
+function loadAssignment(address: JsonObject): JsonObject {
+  return {
+    cluster_name: CONTROL_PLANE_CLUSTER,
+    endpoints: [{ lb_endpoints: [{ endpoint: { address } }] }],
+  };
+}
+
+const ADS_SOURCE: JsonObject = { ads: {}, resource_api_version: 'V3' };
+
+/** Envoy bootstrap for a sidecar whose clusters, endpoints, listeners and routes all come over ADS. */
+export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
+  const adminAddress: JsonObject =
+    'unixSocket' in opts.admin
+      ? { pipe: { path: opts.admin.unixSocket, mode: 0o600 } }
+      : { socket_address: { address: '127.0.0.1', port_value: opts.admin.port } };
+  const bootstrap: JsonObject = {
+    node: { id: opts.nodeId, cluster: opts.nodeCluster ?? 'mvproxy' },
+    admin: { address: adminAddress },
+    dynamic_resources: {
+      ads_config: {
+        api_type: 'GRPC',
+        transport_api_version: 'V3',
+        grpc_services: [{ envoy_grpc: { cluster_name: CONTROL_PLANE_CLUSTER } }],
+        set_node_on_first_message_only: true,
+      },
+      cds_config: { ...ADS_SOURCE },
+      lds_config: { ...ADS_SOURCE },
+    },
+    static_resources: {
+      clusters: [controlPlaneCluster(opts.controlPlane), ...(opts.extraClusters ?? [])],
+    },
+  };
+  if (opts.runtime !== undefined) {
+    bootstrap['layered_runtime'] = {
+      layers: [
+        { name: 'static', static_layer: opts.runtime },
+        { name: 'admin', admin_layer: {} },
+      ],
+    };
+  }
+  return bootstrap;
+}

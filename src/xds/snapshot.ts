@@ -1,0 +1,196 @@
+// What one Envoy (one xDS node) should have: its resources, by type URL, each
+// type with a version derived from its content. Pure data and pure functions:
+// the same resources always give the same versions, so re-planning the same
+// state (or restarting mvproxy) never looks like a change to Envoy.
+import { createHash } from 'node:crypto';
+import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
+import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
+import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
+import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
+
+/** v3 type URLs of the resources mvproxy serves over ADS. */
+export const TYPE_URL = {
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+} as const;
+
+export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
+
+/**
+ * Order of a push: clusters and their endpoints before the listeners and
+ * routes that use them (Envoy's xDS "eventual consistency" rules).
+ */
+export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route];
+
+/** Types whose SotW reply is always the full set, whatever names Envoy asks for. */
+export const WILDCARD_TYPES: ReadonlySet<ResourceTypeUrl> = new Set([TYPE_URL.cluster, TYPE_URL.listener]);
+
+export type ClusterResource = Cluster & { '@type': typeof TYPE_URL.cluster };
+export type EndpointResource = ClusterLoadAssignment & { '@type': typeof TYPE_URL.endpoint };
+export type ListenerResource = Listener & { '@type': typeof TYPE_URL.listener };
+export type RouteResource = RouteConfiguration & { '@type': typeof TYPE_URL.route };
+/** A resource as a plain object carrying its '@type', ready to be sent as an Any. */
+export type Resource = ClusterResource | EndpointResource | ListenerResource | RouteResource;
+
+export interface TypeSnapshot {
+  /** Content hash of the resources of this type. */
+  readonly version: string;
+  /** By resource name, in name order. */
+  readonly resources: ReadonlyMap<string, Resource>;
+}
+
+export interface Snapshot {
+  readonly types: Readonly<Record<ResourceTypeUrl, TypeSnapshot>>;
+}
+
+export interface SnapshotInput {
+  clusters?: readonly Cluster[];
+  endpoints?: readonly ClusterLoadAssignment[];
+  listeners?: readonly Listener[];
+  routes?: readonly RouteConfiguration[];
+}
+
+export function isResourceTypeUrl(value: string): value is ResourceTypeUrl {
+  return (PUSH_ORDER as readonly string[]).includes(value);
+}
+
+/** Fully qualified proto message name of a type URL. */
+export function messageName(url: ResourceTypeUrl): string {
+  return url.slice(url.lastIndexOf('/') + 1);
+}
+
+/** The name Envoy knows a resource by (ClusterLoadAssignment uses cluster_name). */
+export function resourceName(resource: Resource): string {
+  const name = resource['@type'] === TYPE_URL.endpoint ? resource.cluster_name : resource.name;
+  return name ?? '';
+}
+
+/**
+ * JSON with object keys sorted and undefined members dropped, so equal content
+ * always serializes to the same string. Bytes become base64, bigints and
+ * non-finite numbers strings.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(canonicalize(value));
+}
+
+type Canonical = null | boolean | number | string | Canonical[] | { [key: string]: Canonical };
+
+function canonicalize(value: unknown): Canonical {
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case 'boolean':
+    case 'string':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : String(value);
+    case 'bigint':
+      return value.toString();
+    case 'object':
+      break;
+    default:
+      return null; // functions, symbols: not content
+  }
+  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') };
+  if (Array.isArray(value)) return value.map((item: unknown) => canonicalize(item));
+  const out: { [key: string]: Canonical } = {};
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record).sort()) {
+    const member = record[key];
+    if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
+    out[key] = canonicalize(member);
+  }
+  return out;
+}
+
+/** A stable short hash of some content (64 bits of SHA-256 over its canonical JSON). */
+export function contentVersion(content: unknown): string {
+  return createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 16);
+}
+
+function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly T[]): TypeSnapshot {
+  const byName = new Map<string, T>();
+  for (const item of items) {
+    const name = resourceName(item);
+    // A nameless or duplicated resource is a translator bug; Envoy would reject it anyway.
+    if (name === '') throw new Error(`snapshot: a ${messageName(url)} has no name`);
+    if (byName.has(name)) throw new Error(`snapshot: duplicate ${messageName(url)} "${name}"`);
+    byName.set(name, item);
+  }
+  const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  // Resources are a set for Envoy: hash them in name order, not input order.
+  return { version: contentVersion([...sorted.values()]), resources: sorted };
+}
+
+/**
+ * Builds a snapshot. Inputs are copied shallowly and tagged with '@type';
+ * callers must not mutate them afterwards (the versions would go stale).
+ */
+export function makeSnapshot(input: SnapshotInput): Snapshot {
+  return {
+    types: {
+      [TYPE_URL.cluster]: typeSnapshot(
+        TYPE_URL.cluster,
+        (input.clusters ?? []).map((r): ClusterResource => ({ ...r, '@type': TYPE_URL.cluster })),
+      ),
+      [TYPE_URL.endpoint]: typeSnapshot(
+        TYPE_URL.endpoint,
+        (input.endpoints ?? []).map((r): EndpointResource => ({ ...r, '@type': TYPE_URL.endpoint })),
+      ),
+      [TYPE_URL.listener]: typeSnapshot(
+        TYPE_URL.listener,
+        (input.listeners ?? []).map((r): ListenerResource => ({ ...r, '@type': TYPE_URL.listener })),
+      ),
+      [TYPE_URL.route]: typeSnapshot(
+        TYPE_URL.route,
+        (input.routes ?? []).map((r): RouteResource => ({ ...r, '@type': TYPE_URL.route })),
+      ),
+    },
+  };
+}
+
+export function emptySnapshot(): Snapshot {
+  return makeSnapshot({});
+}
+
+/** Version of each type, e.g. for status pages and for waiting on ACKs. */
+export function snapshotVersions(snapshot: Snapshot): Record<ResourceTypeUrl, string> {
+  return {
+    [TYPE_URL.cluster]: snapshot.types[TYPE_URL.cluster].version,
+    [TYPE_URL.endpoint]: snapshot.types[TYPE_URL.endpoint].version,
+    [TYPE_URL.listener]: snapshot.types[TYPE_URL.listener].version,
+    [TYPE_URL.route]: snapshot.types[TYPE_URL.route].version,
+  };
+}
+
+/**
+ * The resources of a type a SotW reply carries: the full set for CDS and LDS
+ * and for a request that names nothing (or '*'), else the named ones that exist.
+ */
+export function selectResources(snapshot: Snapshot, url: ResourceTypeUrl, names: readonly string[]): Resource[] {
+  const { resources } = snapshot.types[url];
+  if (WILDCARD_TYPES.has(url) || names.length === 0 || names.includes('*')) return [...resources.values()];
+  const picked: Resource[] = [];
+  for (const name of [...new Set(names)].sort()) {
+    const resource = resources.get(name);
+    if (resource) picked.push(resource);
+  }
+  return picked;
+}
+
+/**
+ * EDS names Envoy will ask for once it has this snapshot's clusters (an EDS
+ * cluster's service_name, else its name), limited to those the snapshot has.
+ */
+export function expectedEdsNames(snapshot: Snapshot): string[] {
+  const names = new Set<string>();
+  for (const resource of snapshot.types[TYPE_URL.cluster].resources.values()) {
+    if (resource['@type'] !== TYPE_URL.cluster) continue;
+    if (resource.type !== 'EDS' && resource.type !== 3) continue;
+    const name = resource.eds_cluster_config?.service_name || resource.name || '';
+    if (snapshot.types[TYPE_URL.endpoint].resources.has(name)) names.add(name);
+  }
+  return [...names].sort();
+}

@@ -1,0 +1,108 @@
+// Issue 2: the sandbox is a real mixed-version control plane.
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { httpsGet } from '../../src/util/https.js';
+import { startTestSandbox, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+import type { SandboxApiserverState } from '../../src/sandbox/state.js';
+
+const execFileAsync = promisify(execFile);
+const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () => {
+  let tb: TestSandbox;
+  let old: SandboxApiserverState;
+  let current: SandboxApiserverState;
+
+  before(async () => {
+    tb = await startTestSandbox([
+      { name: 'kas-a', version: 'v1.36.3' },
+      { name: 'kas-b', version: 'v1.37.2' },
+    ]);
+    [old, current] = tb.state().apiservers as [SandboxApiserverState, SandboxApiserverState];
+  });
+
+  const adminGet = (a: SandboxApiserverState, path: string, headers: Record<string, string> = {}) => {
+    const s = tb.state();
+    return httpsGet(a.direct + path, { ca: s.ca, ...s.clientCerts.admin }, headers);
+  };
+
+  it('each apiserver reports its real release on /version', async () => {
+    for (const a of [old, current]) {
+      const res = await adminGet(a, '/version');
+      assert.equal(res.status, 200);
+      assert.equal((JSON.parse(res.body) as { gitVersion: string }).gitVersion, a.version);
+    }
+  });
+
+  it('only v1.37.2 lists storagemigration.k8s.io/v1 in its own aggregated discovery', async () => {
+    const groupVersions = async (a: SandboxApiserverState): Promise<string[]> => {
+      const res = await adminGet(a, '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT });
+      assert.equal(res.status, 200);
+      const doc = JSON.parse(res.body) as { kind: string; items: { metadata: { name: string }; versions: { version: string }[] }[] };
+      assert.equal(doc.kind, 'APIGroupDiscoveryList');
+      return doc.items.flatMap((g) => g.versions.map((v) => `${g.metadata.name}/${v.version}`));
+    };
+    assert.ok((await groupVersions(current)).includes('storagemigration.k8s.io/v1'));
+    assert.ok(!(await groupVersions(old)).includes('storagemigration.k8s.io/v1'));
+  });
+
+  it('an object created through one apiserver is read through the other', async () => {
+    const created = await tb.kubectl(old.kubeconfig.direct, ['create', 'configmap', 'shared-etcd-probe', '-n', 'default', '--from-literal=k=v']);
+    assert.equal(created.code, 0, created.stderr);
+    const read = await tb.kubectl(current.kubeconfig.direct, ['get', 'configmap', 'shared-etcd-probe', '-n', 'default', '-o', 'jsonpath={.data.k}']);
+    assert.equal(read.code, 0, read.stderr);
+    assert.equal(read.stdout, 'v');
+  });
+
+  it('both apiservers hold identity leases with distinct names', async () => {
+    const names = await eventually(async () => {
+      const res = await tb.kubectl(current.kubeconfig.direct, ['get', 'leases', '-n', 'kube-system', '-l', 'apiserver.kubernetes.io/identity=kube-apiserver', '-o', 'jsonpath={range .items[*]}{.metadata.labels.kubernetes\\.io/hostname}={.metadata.name}{"\\n"}{end}']);
+      assert.equal(res.code, 0, res.stderr);
+      const byHost = new Map(res.stdout.trim().split('\n').map((l) => l.split('=') as [string, string]));
+      assert.ok(byHost.has('kas-a') && byHost.has('kas-b'), `leases: ${res.stdout}`);
+      return [byHost.get('kas-a'), byHost.get('kas-b')];
+    });
+    assert.notEqual(names[0], names[1]);
+  });
+
+  it('the admin certificate authenticates as a member of system:masters', async () => {
+    const res = await tb.kubectl(old.kubeconfig.direct, ['auth', 'whoami', '-o', 'json']);
+    assert.equal(res.code, 0, res.stderr);
+    const review = JSON.parse(res.stdout) as { status: { userInfo: { username: string; groups: string[] } } };
+    assert.equal(review.status.userInfo.username, 'mvproxy-admin');
+    assert.ok(review.status.userInfo.groups.includes('system:masters'));
+  });
+
+  it('the ordinary user certificate is only itself and is forbidden to list secrets', async () => {
+    const who = await tb.kubectl(old.kubeconfig.direct, ['auth', 'whoami', '-o', 'json'], { user: 'user' });
+    assert.equal(who.code, 0, who.stderr);
+    const review = JSON.parse(who.stdout) as { status: { userInfo: { username: string; groups: string[] } } };
+    assert.equal(review.status.userInfo.username, 'alice');
+    assert.deepEqual(review.status.userInfo.groups, ['system:authenticated']);
+    const list = await tb.kubectl(current.kubeconfig.direct, ['get', 'secrets', '-n', 'default'], { user: 'user' });
+    assert.notEqual(list.code, 0);
+    assert.match(list.stderr, /forbidden/i);
+  });
+});
+
+describe('sandbox command errors', () => {
+  it('an unknown release fails fast naming the releases that can be used', async () => {
+    const started = Date.now();
+    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.99.0', '--dir', '/tmp/mvproxy-never']), (err: { stderr: string }) => {
+      assert.match(err.stderr, /v1\.99\.0/);
+      assert.match(err.stderr, /v1\.37\.2/);
+      return true;
+    });
+    assert.ok(Date.now() - started < 60_000);
+  });
+
+  it('a malformed release is rejected before anything starts', async () => {
+    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'latest', '--dir', '/tmp/mvproxy-never']), (err: { stderr: string }) => {
+      assert.match(err.stderr, /latest/);
+      return true;
+    });
+  });
+});
