@@ -144,8 +144,8 @@ interface AdsStream {
 interface NodeRecord {
   encoded?: EncodedSnapshot;
   streams: Set<AdsStream>;
-  /** Type state of the last stream that closed, for status(). */
-  lastClosed?: AdsStream;
+  /** Type state of the last stream that closed, for status() while none is open. */
+  lastClosed?: Map<ResourceTypeUrl, StreamTypeState>;
   lastNack: Map<ResourceTypeUrl, NackRecord>;
   /** Version whose NACK was logged, per type: log once, count always. */
   nackLogged: Map<ResourceTypeUrl, string>;
@@ -241,10 +241,10 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   status(): Record<string, AdsNodeStatus> {
     const out: Record<string, AdsNodeStatus> = {};
     for (const [node, record] of [...this.nodes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const primary = this.primaryStream(record) ?? record.lastClosed;
+      const primary = this.primaryStream(record)?.types ?? record.lastClosed;
       const types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> = {};
       for (const url of PUSH_ORDER) {
-        const st = primary?.types.get(url);
+        const st = primary?.get(url);
         const lastNack = record.lastNack.get(url);
         if (!st && !lastNack) continue;
         const entry: AdsTypeStatus = { subscribed: st ? [...st.names] : [] };
@@ -401,7 +401,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     const node = stream.node;
     if (node === undefined) return;
     const record = this.nodes.get(node);
-    if (record?.streams.delete(stream)) record.lastClosed = stream;
+    if (record?.streams.delete(stream)) record.lastClosed = stream.types;
     stream.log.debug('ADS stream closed');
     this.safe(() => this.metrics.streamClosed?.(node));
     this.emit('disconnect', { node, streamId: stream.id });
@@ -602,8 +602,6 @@ export function createGrpcServer(options: grpc.ServerOptions = {}): grpc.Server 
     // Find dead Envoys (and half-open TCP) instead of holding their state forever.
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
-    'grpc.max_receive_message_length': 64 * 1024 * 1024,
-    'grpc.max_send_message_length': 64 * 1024 * 1024,
     ...options,
   });
 }

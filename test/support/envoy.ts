@@ -3,7 +3,7 @@
 // test (t.after) or, failing that, with this process (exit hook, and a
 // watchdog shell that kills Envoy when our stdin pipe to it closes).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +110,7 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
  * caller must stop() it (the exit hook and watchdog still apply).
  */
 export async function startEnvoy(t: TestContext | undefined, opts: EnvoyOptions): Promise<EnvoyInstance> {
+  const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'mvproxy-envoy-'));
   const configFile = join(dir, 'envoy.json');
   const logFile = join(dir, 'envoy.log');
@@ -152,6 +153,8 @@ export async function startEnvoy(t: TestContext | undefined, opts: EnvoyOptions)
       await exited;
       clearTimeout(timer);
     }
+    // Keep the logs of a folder the caller gave us; ours goes.
+    if (ownDir && !process.env['MVPROXY_KEEP_ENVOY_DIR']) rmSync(dir, { recursive: true, force: true });
   };
   t?.after(stop);
 
@@ -221,7 +224,10 @@ export async function validateEnvoyConfig(config: object): Promise<{ ok: boolean
       envoyBinary(),
       ['--mode', 'validate', '-c', file, '-l', 'warning', '--use-dynamic-base-id'],
       { timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ ok: !err, output: `${stdout}${stderr}` }),
+      (err, stdout, stderr) => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve({ ok: !err, output: `${stdout}${stderr}` });
+      },
     );
   });
 }

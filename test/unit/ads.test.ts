@@ -1,0 +1,572 @@
+// ADS server against a real grpc-js client over a Unix socket: the protocol
+// rules (ACK, NACK, stale nonce, ordering, names) without an Envoy.
+import { describe, it, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import pino from 'pino';
+import { envoyGrpc } from '../../src/xds/protos.js';
+import { AdsServer, NackError, createGrpcServer, listenUnix, shutdownGrpcServer, type AdsMetrics } from '../../src/servers/ads.js';
+import { TYPE_URL, anyOf, makeSnapshot, snapshotVersions, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
+import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
+import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import type { DiscoveryRequest } from '../../src/generated/envoy/service/discovery/v3/DiscoveryRequest.js';
+import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+
+const NODE = 'apiserver-a';
+const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URL;
+
+/** A small but complete config: EDS cluster, its endpoints, a listener using RDS, the route. */
+function config(opts: { port?: number; routeCluster?: string; extraCluster?: boolean } = {}): Snapshot {
+  const clusters = [
+    {
+      name: 'backend',
+      type: 'EDS' as const,
+      connect_timeout: { seconds: 1 },
+      eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' as const } },
+    },
+  ];
+  if (opts.extraCluster) clusters.push({ ...clusters[0]!, name: 'other' });
+  return makeSnapshot({
+    clusters,
+    endpoints: clusters.map((c) => ({
+      cluster_name: c.name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.port ?? 8080 } } } }] }],
+    })),
+    listeners: [
+      {
+        name: 'ingress',
+        address: { socket_address: { address: '127.0.0.1', port_value: 10000 } },
+        filter_chains: [
+          {
+            filters: [
+              {
+                name: 'envoy.filters.network.http_connection_manager',
+                typed_config: anyOf<HttpConnectionManager>('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', {
+                  stat_prefix: 'ingress',
+                  rds: { route_config_name: 'ingress', config_source: { ads: {}, resource_api_version: 'V3' } },
+                  http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf('envoy.extensions.filters.http.router.v3.Router', {}) }],
+                }),
+              },
+            ],
+          },
+        ],
+      },
+    ],
+    routes: [
+      {
+        name: 'ingress',
+        virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: opts.routeCluster ?? 'backend' } }] }],
+      },
+      { name: 'unused', virtual_hosts: [] },
+    ],
+  });
+}
+
+/** The client half of an ADS stream, as Envoy would drive it. */
+class FakeEnvoy {
+  readonly received: DiscoveryResponse__Output[] = [];
+  error: grpc.ServiceError | undefined;
+  private readonly client: grpc.Client;
+  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse__Output>;
+  private readonly queue: DiscoveryResponse__Output[] = [];
+  private wake: (() => void) | undefined;
+  private first = true;
+
+  /** node null: send no node at all. */
+  constructor(address: string, readonly node: string | null) {
+    const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
+    const client = new Client(address, grpc.credentials.createInsecure());
+    this.client = client;
+    this.call = client.StreamAggregatedResources();
+    this.call.on('data', (response: DiscoveryResponse__Output) => {
+      this.received.push(response);
+      this.queue.push(response);
+      this.wake?.();
+    });
+    this.call.on('error', (err: grpc.ServiceError) => {
+      this.error = err;
+      this.wake?.();
+    });
+  }
+
+  send(request: DiscoveryRequest): void {
+    // Like Envoy with set_node_on_first_message_only.
+    const withNode = this.first && this.node !== null ? { ...request, node: { id: this.node } } : request;
+    this.first = false;
+    this.call.write(withNode);
+  }
+
+  subscribe(typeUrl: ResourceTypeUrl, names: string[] = [], versionInfo = ''): void {
+    this.send({ type_url: typeUrl, resource_names: names, version_info: versionInfo });
+  }
+
+  ack(response: DiscoveryResponse__Output, names: string[] = []): void {
+    this.send({ type_url: response.type_url, version_info: response.version_info, response_nonce: response.nonce, resource_names: names });
+  }
+
+  nack(response: DiscoveryResponse__Output, message: string, keptVersion = '', names: string[] = []): void {
+    this.send({
+      type_url: response.type_url,
+      version_info: keptVersion,
+      response_nonce: response.nonce,
+      resource_names: names,
+      error_detail: { code: 3, message },
+    });
+  }
+
+  async next(timeoutMs = 3000): Promise<DiscoveryResponse__Output> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.queue.length === 0) {
+      if (this.error) throw this.error;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('no DiscoveryResponse within ' + timeoutMs + ' ms');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+    return this.queue.shift()!;
+  }
+
+  /** Asserts that nothing arrives for a while. */
+  async nothingFor(ms = 300): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    assert.deepEqual(
+      this.queue.map((r) => `${r.type_url} ${r.version_info}`),
+      [],
+      'expected no DiscoveryResponse',
+    );
+  }
+
+  async failure(timeoutMs = 3000): Promise<grpc.ServiceError> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.error && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (!this.error) throw new Error('stream did not fail');
+    return this.error;
+  }
+
+  close(): void {
+    this.call.cancel();
+    this.client.close();
+  }
+}
+
+interface Harness {
+  ads: AdsServer;
+  address: string;
+  path: string;
+  sent: Array<{ typeUrl: string; version: string }>;
+  nacks: number;
+  envoy(node?: string): FakeEnvoy;
+}
+
+async function harness(t: TestContext, options: { orderingTimeoutMs?: number } = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-ads-'));
+  const sent: Harness['sent'] = [];
+  const h = { nacks: 0 } as { nacks: number };
+  const metrics: AdsMetrics = {
+    responseSent: (_node, typeUrl, version) => sent.push({ typeUrl, version }),
+    nack: () => {
+      h.nacks++;
+    },
+  };
+  const ads = new AdsServer({ logger: pino({ level: 'silent' }), metrics, ...options });
+  const server = createGrpcServer();
+  ads.addToServer(server);
+  const path = join(dir, 'xds.sock');
+  const address = await listenUnix(server, path);
+  const clients: FakeEnvoy[] = [];
+  t.after(async () => {
+    for (const c of clients) c.close();
+    await shutdownGrpcServer(server, 100);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    ads,
+    address,
+    path,
+    sent,
+    get nacks() {
+      return h.nacks;
+    },
+    envoy(node?: string) {
+      const c = new FakeEnvoy(address, node ?? NODE);
+      clients.push(c);
+      return c;
+    },
+  };
+}
+
+function names(response: DiscoveryResponse__Output): string[] {
+  return (response.resources ?? []).map((r) => {
+    const fields = r as unknown as { name?: string; cluster_name?: string };
+    return fields.name ?? fields.cluster_name ?? '?';
+  });
+}
+
+describe('snapshot versions', () => {
+  it('same content gives the same version whatever the key and resource order', () => {
+    const a = makeSnapshot({
+      clusters: [
+        { name: 'a', connect_timeout: { seconds: 1 }, type: 'STATIC' },
+        { name: 'b', type: 'STATIC' },
+      ],
+    });
+    const b = makeSnapshot({
+      clusters: [
+        { type: 'STATIC', name: 'b' },
+        { type: 'STATIC', connect_timeout: { seconds: 1 }, name: 'a' },
+      ],
+    });
+    assert.deepEqual(snapshotVersions(a), snapshotVersions(b));
+  });
+
+  it('changed content gives a new version for that type only', () => {
+    const before = config({ port: 8080 });
+    const after = config({ port: 8081 });
+    assert.notEqual(after.types[EDS].version, before.types[EDS].version);
+    assert.equal(after.types[CDS].version, before.types[CDS].version);
+    assert.equal(after.types[LDS].version, before.types[LDS].version);
+    assert.equal(after.types[RDS].version, before.types[RDS].version);
+  });
+
+  it('duplicate resource names are refused', () => {
+    assert.throws(() => makeSnapshot({ clusters: [{ name: 'x' }, { name: 'x' }] }), /duplicate .*Cluster "x"/);
+  });
+});
+
+describe('ADS server', () => {
+  it('answers the first CDS request with the full cluster set at the snapshot version', async (t) => {
+    const h = await harness(t);
+    const snapshot = config({ extraCluster: true });
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    const response = await envoy.next();
+    assert.equal(response.type_url, CDS);
+    assert.equal(response.version_info, snapshot.types[CDS].version);
+    assert.deepEqual(names(response), ['backend', 'other']);
+    assert.equal((response.resources?.[0] as unknown as { '@type': string })['@type'], CDS);
+  });
+
+  it('records an ACK as the acked version', async (t) => {
+    const h = await harness(t);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    const response = await envoy.next();
+    envoy.ack(response);
+    await h.ads.waitForAck(NODE, CDS, snapshot.types[CDS].version, 3000);
+    const status = h.ads.status()[NODE]?.types[CDS];
+    assert.equal(status?.versionAcked, snapshot.types[CDS].version);
+    assert.equal(status?.versionSent, snapshot.types[CDS].version);
+    assert.equal(status?.nonce, response.nonce);
+  });
+
+  it('records a NACK with its message and does not resend the rejected version', async (t) => {
+    const h = await harness(t);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    const response = await envoy.next();
+    envoy.nack(response, 'Proto constraint validation failed: bad cluster');
+    const nack = await h.ads.waitForNack(NODE, CDS, snapshot.types[CDS].version, 3000);
+    assert.match(nack.message, /bad cluster/);
+    const status = h.ads.status()[NODE]?.types[CDS];
+    assert.equal(status?.lastNack?.version, snapshot.types[CDS].version);
+    assert.match(status?.lastNack?.message ?? '', /bad cluster/);
+    assert.equal(status?.versionAcked, '');
+    // Re-setting the same content (a re-plan of the same state) must not cause a NACK loop.
+    h.ads.setSnapshot(NODE, config());
+    await envoy.nothingFor(300);
+    assert.equal(h.sent.filter((s) => s.typeUrl === CDS).length, 1);
+    assert.equal(h.nacks, 1);
+  });
+
+  it('sends a changed snapshot after a NACK', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.nack(await envoy.next(), 'rejected');
+    const fixed = config({ extraCluster: true });
+    h.ads.setSnapshot(NODE, fixed);
+    const response = await envoy.next();
+    assert.equal(response.version_info, fixed.types[CDS].version);
+    assert.deepEqual(names(response), ['backend', 'other']);
+  });
+
+  it('pushes a snapshot change to a connected stream', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config({ port: 1 }));
+    const envoy = h.envoy();
+    envoy.subscribe(EDS, ['backend']);
+    envoy.ack(await envoy.next(), ['backend']);
+    const changed = config({ port: 2 });
+    h.ads.setSnapshot(NODE, changed);
+    const response = await envoy.next();
+    assert.equal(response.type_url, EDS);
+    assert.equal(response.version_info, changed.types[EDS].version);
+  });
+
+  it('ignores a request whose nonce is not the latest sent for its type', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config({ extraCluster: false }));
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    const first = await envoy.next();
+    envoy.ack(first);
+    const changed = config({ extraCluster: true });
+    h.ads.setSnapshot(NODE, changed);
+    const second = await envoy.next();
+    // A late NACK of the superseded response: must change nothing.
+    envoy.nack(first, 'late complaint about an old response');
+    await envoy.nothingFor(300);
+    assert.equal(h.ads.status()[NODE]?.types[CDS]?.lastNack, undefined);
+    assert.equal(h.nacks, 0);
+    envoy.ack(second);
+    await h.ads.waitForAck(NODE, CDS, changed.types[CDS].version, 3000);
+  });
+
+  it('sends CDS and EDS first and LDS and RDS only after they are ACKed', async (t) => {
+    const h = await harness(t);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.subscribe(EDS, ['backend']);
+    envoy.subscribe(LDS);
+    envoy.subscribe(RDS, ['ingress']);
+    await envoy.nothingFor(100);
+    h.ads.setSnapshot(NODE, config());
+    const cds = await envoy.next();
+    const eds = await envoy.next();
+    assert.deepEqual([cds.type_url, eds.type_url], [CDS, EDS]);
+    await envoy.nothingFor(300);
+    envoy.ack(cds);
+    await envoy.nothingFor(100);
+    envoy.ack(eds, ['backend']);
+    const lds = await envoy.next();
+    const rds = await envoy.next();
+    assert.deepEqual([lds.type_url, rds.type_url], [LDS, RDS]);
+  });
+
+  it('holds RDS until Envoy has asked for and ACKed the endpoints of a cluster it just accepted', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.subscribe(EDS, ['backend']);
+    envoy.subscribe(RDS, ['ingress']);
+    envoy.ack(await envoy.next());
+    envoy.ack(await envoy.next(), ['backend']);
+    envoy.ack(await envoy.next(), ['ingress']);
+    // New cluster "other" and a route to it.
+    const next = config({ extraCluster: true, routeCluster: 'other' });
+    h.ads.setSnapshot(NODE, next);
+    const cds = await envoy.next();
+    const eds = await envoy.next();
+    assert.deepEqual([cds.type_url, eds.type_url], [CDS, EDS]);
+    envoy.ack(cds);
+    envoy.ack(eds, ['backend']);
+    await envoy.nothingFor(300);
+    // Envoy now asks for the new cluster's endpoints (same nonce: a subscription change).
+    envoy.ack(eds, ['backend', 'other']);
+    const moreEds = await envoy.next();
+    assert.equal(moreEds.type_url, EDS);
+    assert.deepEqual(names(moreEds), ['backend', 'other']);
+    await envoy.nothingFor(200);
+    envoy.ack(moreEds, ['backend', 'other']);
+    const rds = await envoy.next();
+    assert.equal(rds.type_url, RDS);
+    assert.equal(rds.version_info, next.types[RDS].version);
+  });
+
+  it('sends LDS and RDS anyway when CDS is not answered within the ordering timeout', async (t) => {
+    const h = await harness(t, { orderingTimeoutMs: 300 });
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.subscribe(LDS);
+    h.ads.setSnapshot(NODE, config());
+    assert.equal((await envoy.next()).type_url, CDS);
+    const lds = await envoy.next(2000);
+    assert.equal(lds.type_url, LDS);
+  });
+
+  it('answers EDS and RDS with the requested names only, or all when none are named', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config({ extraCluster: true }));
+    const envoy = h.envoy();
+    envoy.subscribe(RDS, ['ingress']);
+    const named = await envoy.next();
+    assert.deepEqual(names(named), ['ingress']);
+    envoy.subscribe(EDS);
+    const all = await envoy.next();
+    assert.deepEqual(names(all), ['backend', 'other']);
+  });
+
+  it('sends again at the same version when Envoy subscribes to more names', async (t) => {
+    const h = await harness(t);
+    const snapshot = config({ extraCluster: true });
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(EDS, ['backend']);
+    const first = await envoy.next();
+    assert.deepEqual(names(first), ['backend']);
+    envoy.ack(first, ['backend', 'other']);
+    const second = await envoy.next();
+    assert.equal(second.version_info, snapshot.types[EDS].version);
+    assert.deepEqual(names(second), ['backend', 'other']);
+  });
+
+  it('keeps a node that connected before its snapshot waiting, then answers it', async (t) => {
+    const h = await harness(t);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    await envoy.nothingFor(300);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    assert.equal((await envoy.next()).version_info, snapshot.types[CDS].version);
+  });
+
+  it('gives a reconnecting Envoy the current snapshot even if it reports that version', async (t) => {
+    const h = await harness(t);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    const first = h.envoy();
+    first.subscribe(CDS);
+    first.ack(await first.next());
+    first.close();
+    const again = h.envoy();
+    again.subscribe(CDS, [], snapshot.types[CDS].version);
+    const response = await again.next();
+    assert.equal(response.version_info, snapshot.types[CDS].version);
+    assert.deepEqual(names(response), ['backend']);
+  });
+
+  it('refuses a stream whose first request has no node id', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    const anonymous = new FakeEnvoy(h.address, null);
+    t.after(() => anonymous.close());
+    anonymous.subscribe(CDS);
+    const err = await anonymous.failure();
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /node\.id/);
+  });
+
+  it('survives garbage bytes on its socket and keeps serving', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    for (const junk of [
+      Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'),
+      Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from('\x00\x00\x04\x99\xff\xff\xff\xff\xffjunkjunkjunk', 'latin1')]),
+      Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),
+    ]) {
+      await new Promise<void>((resolve) => {
+        const socket = connect(h.path, () => socket.end(junk));
+        socket.on('error', () => resolve());
+        socket.on('close', () => resolve());
+        socket.resume();
+      });
+    }
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    assert.equal((await envoy.next()).type_url, CDS);
+  });
+
+  it('waitForAck rejects when Envoy NACKs the awaited version', async (t) => {
+    const h = await harness(t);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    const waiting = h.ads.waitForAck(NODE, CDS, snapshot.types[CDS].version, 3000);
+    envoy.nack(await envoy.next(), 'no');
+    await assert.rejects(waiting, (err: unknown) => err instanceof NackError && err.nack.message === 'no');
+  });
+
+  it('keeps the last status of a node after its stream closes', async (t) => {
+    const h = await harness(t);
+    const snapshot = config();
+    h.ads.setSnapshot(NODE, snapshot);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.ack(await envoy.next());
+    await h.ads.waitForAck(NODE, CDS, snapshot.types[CDS].version, 3000);
+    const gone = new Promise((resolve) => h.ads.once('disconnect', resolve));
+    envoy.close();
+    await gone;
+    const status = h.ads.status()[NODE];
+    assert.equal(status?.connected, 0);
+    assert.equal(status?.types[CDS]?.versionAcked, snapshot.types[CDS].version);
+    assert.equal(h.ads.hasAcked(NODE, CDS, snapshot.types[CDS].version), false);
+  });
+  it('removeNode forgets a disconnected node entirely', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    h.ads.setSnapshot('apiserver-b', config());
+    h.ads.removeNode(NODE);
+    assert.deepEqual(Object.keys(h.ads.status()), ['apiserver-b']);
+  });
+
+  it('removeNode leaves a connected Envoy its stream but sends it nothing more', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.ack(await envoy.next());
+    h.ads.removeNode(NODE);
+    const status = h.ads.status()[NODE];
+    assert.equal(status?.connected, 1);
+    assert.equal(status?.snapshot, undefined);
+    await envoy.nothingFor(200);
+    assert.equal(envoy.error, undefined);
+  });
+
+  it('closeStreams ends open streams with UNAVAILABLE', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config());
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    await envoy.next();
+    h.ads.closeStreams();
+    const err = await envoy.failure();
+    assert.equal(err.code, grpc.status.UNAVAILABLE);
+    assert.equal(h.ads.status()[NODE]?.connected, 0);
+  });
+});
+
+describe('sidecar bootstrap', () => {
+  it('envoy/bootstrap.example.json is what sidecarBootstrap produces for the documented options', () => {
+    const example = new URL('../../../envoy/bootstrap.example.json', import.meta.url);
+    const expected = sidecarBootstrap({
+      nodeId: 'apiserver-1',
+      controlPlane: { unixSocket: '/run/mvproxy/xds.sock' },
+      admin: { port: 9901 },
+    });
+    assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
+  });
+
+  it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
+    assert.deepEqual(bootstrap['dynamic_resources'], {
+      ads_config: {
+        api_type: 'GRPC',
+        transport_api_version: 'V3',
+        grpc_services: [{ envoy_grpc: { cluster_name: 'mvproxy_xds' } }],
+        set_node_on_first_message_only: true,
+      },
+      cds_config: { ads: {}, resource_api_version: 'V3' },
+      lds_config: { ads: {}, resource_api_version: 'V3' },
+    });
+  });
+});
