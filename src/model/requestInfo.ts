@@ -40,9 +40,9 @@ export interface RequestInfo {
   name?: string;
   subresource?: string;
   /**
-   * Why the path could not be classified (malformed percent-encoding, an
-   * encoded slash, a special verb without a resource). Such requests are
-   * treated as non-resource requests: the local apiserver answers them.
+   * Why the path could not be classified (malformed percent-encoding, a
+   * special verb without a resource). Such requests are treated as
+   * non-resource requests: the local apiserver answers them.
    */
   error?: string;
 }
@@ -116,11 +116,11 @@ function splitPath(path: string): string[] {
 const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
 
 /**
- * Percent-decodes each segment on its own. Returns an error message for a
- * malformed escape or an encoded slash: Go decodes the whole path before
- * splitting it, so `a%2Fb` is two segments to the apiserver but one to Envoy's
- * route matcher. Such paths are left to the local apiserver, as the route
- * regexes do not match them either.
+ * Percent-decodes each segment on its own, so an encoded slash stays inside
+ * its segment, as Envoy's route matching sees it (Go would split there, but
+ * no Kubernetes name may contain a slash, so no real object is misrouted).
+ * Returns an error message for a malformed escape: every apiserver rejects
+ * those (400), and the route matchers leave them to the local one.
  */
 function decodeSegments(segments: string[]): string[] | string {
   const decoded: string[] = [];
@@ -130,7 +130,6 @@ function decodeSegments(segments: string[]): string[] | string {
       continue;
     }
     if (segment.replace(PERCENT_ESCAPE, '').includes('%')) return `malformed percent-encoding in path segment ${JSON.stringify(segment)}`;
-    if (/%2f/i.test(segment)) return `encoded slash in path segment ${JSON.stringify(segment)}`;
     const pieces = segment.split(/(%[0-9A-Fa-f]{2})/).map((piece) =>
       /^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8'),
     );

@@ -101,6 +101,9 @@ export class ClusterObserver {
   private debounceTimer: TimerHandle | undefined;
   private graceTimer: TimerHandle | undefined;
   private started = false;
+  /** Until every source made its first attempt, changes are held back so the first plan sees a complete model. */
+  private initialAttemptsDone = false;
+  private changedDuringStart = false;
   private stopped = false;
 
   constructor(options: ClusterObserverOptions) {
@@ -124,11 +127,16 @@ export class ClusterObserver {
     this.localOnlySource = sources.localOnly((groupVersions) => this.onLocalOnly(groupVersions));
   }
 
-  /** Start every source; resolves when each made its first attempt (the model is then as complete as it can be). */
+  /**
+   * Start every source; resolves when each made its first attempt (the model
+   * is then as complete as it can be). Listeners hear nothing before that.
+   */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     await Promise.all([this.leaseSource.start(), this.localOnlySource.start(), ...[...this.fetchers.values()].map((f) => f.start())]);
+    this.initialAttemptsDone = true;
+    if (this.changedDuringStart) this.notify();
   }
 
   /** Stop every watch, poll, timer and connection. Idempotent. */
@@ -200,7 +208,7 @@ export class ClusterObserver {
     if (!state) {
       if (!this.unknownHostnames.has(event.hostname)) {
         this.unknownHostnames.add(event.hostname);
-        this.logger.info({ hostname: event.hostname }, 'identity lease of an apiserver not in the configuration; ignored');
+        this.logger.info({ leaseHostname: event.hostname }, 'identity lease of an apiserver not in the configuration; ignored');
       }
       return;
     }
@@ -256,6 +264,10 @@ export class ClusterObserver {
 
   /** Coalesce a burst of events into one notification, at most debounceMs after the first. */
   private notify(): void {
+    if (!this.initialAttemptsDone) {
+      this.changedDuringStart = true;
+      return;
+    }
     if (this.stopped || this.debounceTimer !== undefined) return;
     this.debounceTimer = this.timers.setTimeout(() => {
       this.debounceTimer = undefined;

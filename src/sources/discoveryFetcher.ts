@@ -70,6 +70,8 @@ export class DiscoveryFetcher {
 
   private core: PathState | undefined;
   private groups: PathState | undefined;
+  /** Same object until a document changes, so consumers can compare by identity. */
+  private discovery: ApiserverDiscovery | undefined;
   private health: Health = 'unknown';
   private started = false;
   private stopped = false;
@@ -169,6 +171,7 @@ export class DiscoveryFetcher {
     const changed = core !== this.core || groups !== this.groups;
     this.core = core;
     this.groups = groups;
+    if (changed || !this.discovery) this.discovery = { core: core.list, groups: groups.list };
     const previous = this.health;
     this.health = 'ok';
     if (previous === 'failing') this.logger.info('discovery fetch recovered');
@@ -222,8 +225,8 @@ export class DiscoveryFetcher {
 
   private update(): DiscoveryUpdate {
     const update: DiscoveryUpdate = { reachable: this.health === 'ok' };
-    if (this.core && this.groups) {
-      update.discovery = { core: this.core.list, groups: this.groups.list };
+    if (this.discovery && this.core && this.groups) {
+      update.discovery = this.discovery;
       update.etag = `${this.core.etag},${this.groups.etag}`;
     }
     return update;

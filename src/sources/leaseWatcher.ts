@@ -140,11 +140,11 @@ export class LeaseWatcher {
         // Gone since it stopped being valid, not since we noticed.
         const goneAt = Math.min(now, expiredLease.expiresAt);
         this.hosts.set(hostname, { state: 'gone', leaseName: expiredLease.lease.name, goneAt });
-        this.logger.info({ hostname, lease: expiredLease.lease.name }, 'identity lease expired');
+        this.logger.info({ leaseHostname: hostname, lease: expiredLease.lease.name }, 'identity lease expired');
         this.emit({ type: 'gone', hostname, leaseName: expiredLease.lease.name, goneAt, reason: 'expired' });
       } else {
         this.hosts.set(hostname, { state: 'gone', leaseName: previous.lease.name, goneAt: now });
-        this.logger.info({ hostname, lease: previous.lease.name }, 'identity lease deleted');
+        this.logger.info({ leaseHostname: hostname, lease: previous.lease.name }, 'identity lease deleted');
         this.emit({ type: 'gone', hostname, leaseName: previous.lease.name, goneAt: now, reason: 'deleted' });
       }
     }

@@ -68,7 +68,6 @@ export class Reflector<T> {
   private store = new Map<string, T>();
   private health: 'unknown' | 'ok' | 'failing' = 'unknown';
   private started = false;
-  private loop: Promise<void> | undefined;
 
   constructor(options: ReflectorOptions<T>) {
     this.options = options;
@@ -83,18 +82,13 @@ export class Reflector<T> {
     if (this.started) return Promise.resolve();
     this.started = true;
     return new Promise((firstAttemptDone) => {
-      this.loop = this.run(firstAttemptDone);
+      void this.run(firstAttemptDone);
     });
   }
 
   stop(): void {
     this.controller.abort();
     this.sleeper.cancelAll();
-  }
-
-  /** Resolves when the loop has exited after stop() (for tests and clean shutdown). */
-  async stopped(): Promise<void> {
-    await this.loop;
   }
 
   private get aborted(): boolean {
@@ -311,6 +305,12 @@ export function createKubeListWatchClient(kubeConfig: KubeConfig, options: KubeL
         signal.addEventListener('abort', onAbort, { once: true });
         const timeoutSeconds = watchTimeoutSeconds + Math.floor(Math.random() * watchTimeoutSeconds);
         let failure: Error | undefined;
+        // The server ends the watch after timeoutSeconds; if it does not (dead peer, no FIN), end it ourselves.
+        let watchdogFired = false;
+        const watchdog = setTimeout(() => {
+          watchdogFired = true;
+          aborter?.abort();
+        }, (timeoutSeconds + 30) * 1000);
         watcher
           .watch(
             path,
@@ -326,17 +326,22 @@ export function createKubeListWatchClient(kubeConfig: KubeConfig, options: KubeL
               }
             },
             (err: unknown) => {
+              clearTimeout(watchdog);
               signal.removeEventListener('abort', onAbort);
               if (failure) reject(failure);
-              else if (signal.aborted || err === null || err === undefined) resolve();
+              else if (signal.aborted || watchdogFired || err === null || err === undefined) resolve();
               else reject(watchError(err));
             },
           )
           .then((controller) => {
             aborter = controller;
-            if (signal.aborted || failure) controller.abort();
+            if (signal.aborted || failure || watchdogFired) controller.abort();
           })
-          .catch((err: unknown) => reject(watchError(err)));
+          .catch((err: unknown) => {
+            clearTimeout(watchdog);
+            signal.removeEventListener('abort', onAbort);
+            reject(watchError(err));
+          });
       });
     },
   };
