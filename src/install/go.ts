@@ -33,7 +33,8 @@ export async function goEnv(): Promise<NodeJS.ProcessEnv> {
 /** Published versions of a module, as the module proxy lists them (pre-releases included). */
 export async function listModuleVersions(env: NodeJS.ProcessEnv, modulePath: string): Promise<string[]> {
   // Run outside any module so the query goes to the proxy, not a build list.
-  const out = await capture('go', ['list', '-m', '-versions', modulePath], { cwd: os.tmpdir(), env, timeoutMs: 120_000 });
+  const args = ['list', '-m', '-versions', modulePath];
+  const out = await capture('go', args, { cwd: os.tmpdir(), env, timeoutMs: 120_000 });
   return out.trim().split(/\s+/).slice(1);
 }
 
@@ -43,9 +44,15 @@ interface ModDownloadJson {
 }
 
 /** Downloads `module@version` into the module cache; returns the path of its go.mod. */
-export async function downloadModule(env: NodeJS.ProcessEnv, log: LogFn, modulePath: string, version: string): Promise<string> {
+export async function downloadModule(
+  env: NodeJS.ProcessEnv,
+  log: LogFn,
+  modulePath: string,
+  version: string,
+): Promise<string> {
+  const args = ['mod', 'download', '-json', `${modulePath}@${version}`];
   const out = await withProgress(log, { title: `downloading ${modulePath} ${version}` }, () =>
-    capture('go', ['mod', 'download', '-json', `${modulePath}@${version}`], { cwd: os.tmpdir(), env, timeoutMs: 30 * 60_000 }),
+    capture('go', args, { cwd: os.tmpdir(), env, timeoutMs: 30 * 60_000 }),
   );
   const info = JSON.parse(out) as ModDownloadJson;
   if (info.Error !== undefined || info.GoMod === undefined) {

@@ -13,7 +13,8 @@ const FALLBACK_GO_DIRECTIVE = '1.26.0';
  * published versions or the build resolves to the unusable v0.0.0 requires.
  */
 export function stagingModules(kubernetesGoModText: string): string[] {
-  const re = /^\s*(?:replace\s+)?(k8s\.io\/[A-Za-z0-9._-]+)\s*=>\s*\.\/staging\/src\/(k8s\.io\/[A-Za-z0-9._-]+)\s*(?:\/\/.*)?$/;
+  const module = String.raw`(k8s\.io/[A-Za-z0-9._-]+)`;
+  const re = new RegExp(String.raw`^\s*(?:replace\s+)?${module}\s*=>\s*\./staging/src/${module}\s*(?://.*)?$`);
   const found: string[] = [];
   for (const line of kubernetesGoModText.split(/\r?\n/)) {
     const m = re.exec(line);
@@ -79,9 +80,8 @@ export const ETCD_MODULE = 'go.etcd.io/etcd/server/v3';
 
 /** go.mod of the workspace that builds etcd (the etcd server module root is `package main`). */
 export function etcdBuildGoMod(etcdServerGoModText: string, version: EtcdVersion): string {
-  return [...headerLines('mvproxy.local/etcdbuild', etcdServerGoModText), `require ${ETCD_MODULE} ${version.version}`, ''].join(
-    '\n',
-  );
+  const header = headerLines('mvproxy.local/etcdbuild', etcdServerGoModText);
+  return [...header, `require ${ETCD_MODULE} ${version.version}`, ''].join('\n');
 }
 
 /**

@@ -136,6 +136,11 @@ export async function runLogged(cmd: string, args: readonly string[], opts: RunL
   const command = formatCommand(cmd, args);
   await fs.mkdir(path.dirname(opts.logFile), { recursive: true });
   const log = createWriteStream(opts.logFile);
+  // Kept and reported after the command: an unhandled stream error would crash the process.
+  let logError: Error | undefined;
+  log.on('error', (err) => {
+    logError = err;
+  });
   log.write(`# ${new Date().toISOString()} in ${opts.cwd ?? process.cwd()}\n$ ${command}\n`);
   const splitter = new LineSplitter();
   const tail = new Tail();
@@ -151,11 +156,23 @@ export async function runLogged(cmd: string, args: readonly string[], opts: RunL
   for (const line of splitter.flush()) takeLine(line);
   const reason = failureReason(outcome, opts.timeoutMs);
   log.write(`\n# ${reason ?? 'ok'}\n`);
-  await new Promise<void>((resolve) => log.end(resolve));
+  await new Promise<void>((resolve) => {
+    log.once('close', () => resolve());
+    log.end();
+  });
   if (reason !== undefined) {
     throw new Error(
-      commandFailureMessage({ command, reason, tail: tail.lines(), logFile: opts.logFile, ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}) }),
+      commandFailureMessage({
+        command,
+        reason,
+        tail: tail.lines(),
+        logFile: opts.logFile,
+        ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      }),
     );
+  }
+  if (logError !== undefined) {
+    throw new Error(`${command} succeeded but its log ${opts.logFile} could not be written: ${logError.message}`);
   }
 }
 
@@ -187,7 +204,12 @@ export async function capture(cmd: string, args: readonly string[], opts: SpawnO
  * Runs `binary ...args` and checks its output names `expected`; returns the
  * matching line. Guards against a build that silently stamped no version.
  */
-export async function verifyVersion(binary: string, args: readonly string[], expected: string, env?: NodeJS.ProcessEnv): Promise<string> {
+export async function verifyVersion(
+  binary: string,
+  args: readonly string[],
+  expected: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
   const output = await capture(binary, args, { timeoutMs: 60_000, ...(env !== undefined ? { env } : {}) });
   // Some binaries echo argv[0] (a temp path here); keep the marker free of it.
   const line = versionLine(output.split(binary).join(''), expected);

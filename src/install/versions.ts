@@ -60,9 +60,9 @@ function releaseParts(v: string): [number, number, number] | undefined {
 
 /**
  * The newest stable releases to suggest when a requested one does not exist:
- * every patch release of the newest `minors` minor versions, newest first.
+ * the patch releases of the newest `minors` minor versions, newest first, at most `max`.
  */
-export function suggestReleases(published: readonly string[], minors = 3): string[] {
+export function suggestReleases(published: readonly string[], minors = 3, max = 10): string[] {
   const releases = published
     .map((v) => ({ v, parts: releaseParts(v) }))
     .filter((r): r is { v: string; parts: [number, number, number] } => r.parts !== undefined)
@@ -76,6 +76,7 @@ export function suggestReleases(published: readonly string[], minors = 3): strin
       keptMinors.add(minorKey);
     }
     out.push(r.v);
+    if (out.length >= max) break;
   }
   return out;
 }

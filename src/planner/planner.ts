@@ -197,6 +197,6 @@ function compareRoutes(a: ResourceRoute, b: ResourceRoute): number {
 }
 
 /** Code-unit order: locale-independent, so plans are identical on every machine. */
-export function compareStrings(a: string, b: string): number {
+function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

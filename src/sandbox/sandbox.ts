@@ -2,7 +2,7 @@
 // (each in its own UTS namespace so each has its own identity lease), all
 // sharing etcd. Later layers add the mvproxy control plane and one Envoy
 // sidecar per apiserver.
-import { mkdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
@@ -11,6 +11,15 @@ import { ManagedProcess, ComponentStartError } from './processes.js';
 import { freePort, assertPortFree } from './ports.js';
 import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
+import { sidecarBootstrap } from '../xds/bootstrap.js';
+import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+/** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
+export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
 
 export interface ApiserverSpec {
   name: string;
@@ -25,16 +34,30 @@ export interface SandboxOptions {
   components: InstalledComponents;
   /** First port of a fixed block; by default every port is picked free by the kernel. */
   basePort?: number;
+  /** Start the mvproxy control plane and one Envoy sidecar per apiserver (default true). */
+  sidecars?: boolean;
   progress?: (line: string) => void;
 }
 
 interface RunningApiserver {
   spec: ApiserverSpec;
   port: number;
+  sidecarPort: number;
+  sidecarAdminPort: number;
   process?: ManagedProcess;
+  sidecar?: ManagedProcess;
 }
 
 const READY_TIMEOUT_MS = 120_000;
+
+interface PortLayout {
+  etcdClient: number;
+  etcdPeer: number;
+  controlPlaneAdmin: number;
+  apiservers: number[];
+  sidecars: number[];
+  sidecarAdmins: number[];
+}
 
 /** `kas-a`, `kas-b`, ...: apiserver names (and hostnames) in the order given. */
 export function defaultApiserverName(index: number): string {
@@ -46,6 +69,8 @@ export class Sandbox {
   private etcdPort = 0;
   private readonly apiservers = new Map<string, RunningApiserver>();
   private pki?: SandboxPki;
+  private controlPlane?: ManagedProcess;
+  private adminToken?: string;
   private readonly dir: string;
   private readonly progress: (line: string) => void;
 
@@ -82,29 +107,154 @@ export class Sandbox {
     await this.startEtcd(ports.etcdClient, ports.etcdPeer);
     this.opts.apiservers.forEach((spec, i) => {
       const port = ports.apiservers[i];
-      if (port === undefined) throw new Error('internal: port allocation mismatch');
-      this.apiservers.set(spec.name, { spec, port });
+      const sidecarPort = ports.sidecars[i];
+      const sidecarAdminPort = ports.sidecarAdmins[i];
+      if (port === undefined || sidecarPort === undefined || sidecarAdminPort === undefined) throw new Error('internal: port allocation mismatch');
+      this.apiservers.set(spec.name, { spec, port, sidecarPort, sidecarAdminPort });
     });
     // Start them together (each takes seconds to become ready), then wait for all.
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
+    if (this.withSidecars) {
+      this.adminToken = await this.createAdminToken();
+      await this.startControlPlane(ports.controlPlaneAdmin);
+      await Promise.all([...this.apiservers.keys()].map((name) => this.startSidecar(name)));
+    }
     await this.writeState();
   }
 
-  private async allocatePorts(): Promise<{ etcdClient: number; etcdPeer: number; apiservers: number[] }> {
+  private get withSidecars(): boolean {
+    return this.opts.sidecars ?? true;
+  }
+
+  /**
+   * With --base-port: etcd at base and base+1, control-plane admin at base+2,
+   * apiservers from base+10, sidecars from base+20, sidecar admins from base+30.
+   */
+  private async allocatePorts(): Promise<PortLayout> {
     const count = this.opts.apiservers.length;
+    const names = this.opts.apiservers.map((a) => a.name);
     if (this.opts.basePort !== undefined) {
       const base = this.opts.basePort;
-      const layout = { etcdClient: base, etcdPeer: base + 1, apiservers: Array.from({ length: count }, (_, i) => base + 10 + i) };
+      const block = (offset: number): number[] => Array.from({ length: count }, (_, i) => base + offset + i);
+      const layout: PortLayout = { etcdClient: base, etcdPeer: base + 1, controlPlaneAdmin: base + 2, apiservers: block(10), sidecars: block(20), sidecarAdmins: block(30) };
       await assertPortFree(layout.etcdClient, 'etcd (client)');
       await assertPortFree(layout.etcdPeer, 'etcd (peer)');
-      for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${this.opts.apiservers[i]?.name}`);
+      await assertPortFree(layout.controlPlaneAdmin, 'mvproxy admin');
+      for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${names[i]}`);
+      for (const [i, p] of layout.sidecars.entries()) await assertPortFree(p, `sidecar of ${names[i]}`);
+      for (const [i, p] of layout.sidecarAdmins.entries()) await assertPortFree(p, `sidecar admin of ${names[i]}`);
       return layout;
     }
-    const etcdClient = await freePort();
-    const etcdPeer = await freePort();
-    const apiservers: number[] = [];
-    for (let i = 0; i < count; i++) apiservers.push(await freePort());
-    return { etcdClient, etcdPeer, apiservers };
+    const many = async (): Promise<number[]> => {
+      const ports: number[] = [];
+      for (let i = 0; i < count; i++) ports.push(await freePort());
+      return ports;
+    };
+    return {
+      etcdClient: await freePort(),
+      etcdPeer: await freePort(),
+      controlPlaneAdmin: await freePort(),
+      apiservers: await many(),
+      sidecars: await many(),
+      sidecarAdmins: await many(),
+    };
+  }
+
+  /** A cluster-admin service-account token: what clients use through the sidecars. */
+  private async createAdminToken(): Promise<string> {
+    const first = [...this.apiservers.values()][0];
+    if (!first) throw new Error('internal: no apiserver');
+    const kubeconfig = join(this.dir, `kubeconfig-${first.spec.name}-direct`);
+    await this.writeKubeconfigs();
+    const kubectl = this.kubectlPath();
+    const run = (args: string[]): Promise<{ stdout: string }> => execFileAsync(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeout: 60_000 });
+    const sa = `system:serviceaccount:kube-system:${SANDBOX_ADMIN_SERVICE_ACCOUNT}`;
+    await run(['create', 'serviceaccount', '-n', 'kube-system', SANDBOX_ADMIN_SERVICE_ACCOUNT]).catch(() => undefined);
+    await run(['create', 'clusterrolebinding', SANDBOX_ADMIN_SERVICE_ACCOUNT, '--clusterrole=cluster-admin', `--user=${sa}`]).catch(() => undefined);
+    const { stdout } = await run(['create', 'token', '-n', 'kube-system', SANDBOX_ADMIN_SERVICE_ACCOUNT, '--duration=24h']);
+    return stdout.trim();
+  }
+
+  private get controlPlaneConfigPath(): string {
+    return join(this.dir, 'mvproxy.json');
+  }
+  private get xdsSocket(): string {
+    return join(this.dir, 'xds.sock');
+  }
+
+  /** The control plane is `mvproxy serve`, the same command an operator runs. */
+  private async startControlPlane(adminPort: number): Promise<void> {
+    const pki = this.requirePki();
+    // Watches go to the last apiserver: tests mostly stop the first ones.
+    const watched = [...this.apiservers.values()].at(-1);
+    if (!watched) throw new Error('internal: no apiserver');
+    const config = {
+      kubeconfig: join(this.dir, `kubeconfig-${watched.spec.name}-direct`),
+      apiservers: [...this.apiservers.values()].map((run) => ({
+        name: run.spec.name,
+        hostname: run.spec.name,
+        address: `127.0.0.1:${run.port}`,
+        sidecar: { listen: `127.0.0.1:${run.sidecarPort}`, servingCert: pki.serving[run.spec.name]?.cert, servingKey: pki.serving[run.spec.name]?.key },
+      })),
+      tls: {
+        clientCa: pki.ca.cert,
+        frontProxyClientCert: pki.frontProxyClient.cert,
+        frontProxyClientKey: pki.frontProxyClient.key,
+        peerCa: pki.peerCa,
+      },
+      xds: { unixSocket: this.xdsSocket },
+      admin: { listen: `127.0.0.1:${adminPort}` },
+      departedGraceSeconds: 300,
+      localOnlyGraceSeconds: 300,
+      discoveryPollMillis: 500,
+    };
+    writeFileSync(this.controlPlaneConfigPath, JSON.stringify(config, null, 2) + '\n');
+    this.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
+    this.controlPlaneAdminPort = adminPort;
+    await this.launchControlPlane();
+  }
+
+  private controlPlaneAdminPort = 0;
+
+  private async launchControlPlane(): Promise<void> {
+    const proc = new ManagedProcess({
+      name: 'mvproxy',
+      command: process.execPath,
+      args: [cliMain, 'serve', `--config=${this.controlPlaneConfigPath}`, '--log-level=info'],
+      logFile: join(this.logsDir, 'mvproxy.log'),
+    });
+    this.controlPlane = proc;
+    await waitUntil(proc, 'mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
+  }
+
+  /** Kills the control plane (no clean shutdown), as a crash would. */
+  async killControlPlane(): Promise<void> {
+    await this.controlPlane?.stop(0);
+  }
+
+  async restartControlPlane(): Promise<void> {
+    if (this.controlPlane?.running) throw new Error('the control plane is already running');
+    await this.launchControlPlane();
+  }
+
+  private async startSidecar(name: string): Promise<void> {
+    const run = this.requireApiserver(name);
+    const bootstrapPath = join(this.dir, `envoy-${name}.json`);
+    writeFileSync(bootstrapPath, JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { port: run.sidecarAdminPort } }), null, 2) + '\n');
+    this.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
+    run.sidecar = new ManagedProcess({
+      name: `envoy-${name}`,
+      command: this.opts.components.envoy,
+      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1'],
+      logFile: join(this.logsDir, `envoy-${name}.log`),
+    });
+    const pki = this.requirePki();
+    const sidecar = run.sidecar;
+    // Ready when the listener (pushed over ADS) answers with the apiserver behind it.
+    await waitUntil(sidecar, `Envoy sidecar of ${name}`, async () => {
+      const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${this.adminToken ?? ''}` }, 2000);
+      return res.status === 200;
+    });
   }
 
   private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
@@ -143,7 +293,9 @@ export class Sandbox {
       `--etcd-servers=http://127.0.0.1:${this.etcdPort}`,
       `--secure-port=${run.port}`,
       '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
+      // Loopback may not be advertised; the sandbox needs no `kubernetes` Service endpoints.
+      '--advertise-address=192.0.2.1',
+      '--endpoint-reconciler-type=none',
       `--tls-cert-file=${serving.cert}`,
       `--tls-private-key-file=${serving.key}`,
       `--client-ca-file=${pki.ca.cert}`,
@@ -190,7 +342,7 @@ export class Sandbox {
     this.progress(`kube-apiserver ${name} is ready`);
   }
 
-  /** Stops one apiserver (its identity lease is deleted by its clean shutdown). */
+  /** Stops one apiserver (its identity lease is deleted by its clean shutdown); its sidecar keeps running. */
   async stopApiserver(name: string): Promise<void> {
     const run = this.requireApiserver(name);
     await run.process?.stop();
@@ -214,20 +366,20 @@ export class Sandbox {
     const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
       const direct = `https://127.0.0.1:${run.port}`;
       const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
+      const sidecar = this.withSidecars ? { sidecar: `https://127.0.0.1:${run.sidecarPort}`, sidecarAdmin: `http://127.0.0.1:${run.sidecarAdminPort}` } : {};
       return {
         name: run.spec.name,
         version: run.spec.version,
         ...(run.spec.runtimeConfig ? { runtimeConfig: run.spec.runtimeConfig } : {}),
         hostname: run.spec.name,
         direct,
-        kubeconfig: { direct: kubeconfigDirect },
+        ...sidecar,
+        kubeconfig: { direct: kubeconfigDirect, ...(this.withSidecars ? { sidecar: join(this.dir, `kubeconfig-${run.spec.name}-sidecar`) } : {}) },
         running: run.process?.running ?? false,
         logFile: join(this.logsDir, `${run.spec.name}.log`),
       };
     });
-    const newest = [...this.opts.apiservers].map((a) => a.version).sort(compareVersions).at(-1);
-    const kubectl = newest ? this.opts.components.kubernetes[newest]?.kubectl : undefined;
-    if (!kubectl) throw new Error('internal: no kubectl installed');
+    const kubectl = this.kubectlPath();
     return {
       pid: process.pid,
       dir: this.dir,
@@ -238,20 +390,38 @@ export class Sandbox {
       etcd: `http://127.0.0.1:${this.etcdPort}`,
       logs: this.logsDir,
       controlSocket: join(this.dir, 'control.sock'),
+      ...(this.withSidecars ? { controlPlane: { admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`, config: this.controlPlaneConfigPath, xdsSocket: this.xdsSocket } } : {}),
     };
   }
 
-  private async writeState(): Promise<void> {
+  /** kubectl of the newest release in the sandbox. */
+  private kubectlPath(): string {
+    const newest = [...this.apiservers.values()].map((a) => a.spec.version).sort(compareVersions).at(-1);
+    const kubectl = newest ? this.opts.components.kubernetes[newest]?.kubectl : undefined;
+    if (!kubectl) throw new Error('internal: no kubectl installed');
+    return kubectl;
+  }
+
+  private async writeKubeconfigs(): Promise<SandboxState> {
     const state = this.state();
     const pki = this.requirePki();
     for (const a of state.apiservers) {
       await writeKubeconfig(a.kubeconfig.direct, { server: a.direct, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
+      if (a.sidecar && a.kubeconfig.sidecar && this.adminToken) {
+        await writeKubeconfig(a.kubeconfig.sidecar, { server: a.sidecar, caFile: pki.ca.cert, user: { token: this.adminToken }, name: a.name });
+      }
     }
-    writeState(this.statePath, state);
+    return state;
+  }
+
+  private async writeState(): Promise<void> {
+    writeState(this.statePath, await this.writeKubeconfigs());
   }
 
   /** Stops every process (apiservers first, so they delete their leases while etcd is up). */
   async down(): Promise<void> {
+    await Promise.all([...this.apiservers.values()].map((run) => run.sidecar?.stop(2000)));
+    await this.controlPlane?.stop(2000);
     await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));
     await this.etcd?.stop();
     if (existsSync(this.statePath)) rmSync(this.statePath);

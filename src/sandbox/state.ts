@@ -16,6 +16,8 @@ export interface SandboxApiserverState {
   direct: string;
   /** The Envoy sidecar in front of it (when the sandbox runs sidecars). */
   sidecar?: string;
+  /** The sidecar's Envoy admin endpoint (loopback). */
+  sidecarAdmin?: string;
   kubeconfig: { direct: string; sidecar?: string };
   running: boolean;
   logFile: string;
@@ -33,6 +35,8 @@ export interface SandboxState {
   logs: string;
   /** Unix socket of the sandbox's control endpoint (stop/start apiservers). */
   controlSocket: string;
+  /** The mvproxy control plane, when the sandbox runs sidecars. */
+  controlPlane?: { admin: string; config: string; xdsSocket: string };
 }
 
 export function writeState(path: string, state: SandboxState): void {

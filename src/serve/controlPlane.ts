@@ -1,0 +1,174 @@
+// The running control plane: observed state -> plans -> Envoy resources ->
+// ADS snapshots, recomputed whenever the observed model changes.
+import * as grpc from '@grpc/grpc-js';
+import { createServer, type Server as HttpServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { ServeConfig, ServedApiserver } from './config.js';
+import type { ClusterModel } from '../model/cluster.js';
+import type { Metrics } from '../metrics.js';
+import { ClusterObserver } from '../sources/clusterObserver.js';
+import { planSidecars } from '../planner/planner.js';
+import type { SidecarPlan } from '../planner/plan.js';
+import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
+import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
+import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
+import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
+
+export interface ControlPlaneDeps {
+  logger: Logger;
+  metrics: Metrics;
+  /** Defaults to loading config.kubeconfig. */
+  kubeConfig?: KubeConfig;
+}
+
+export class ControlPlane {
+  readonly ads: AdsServer;
+  private readonly observer: ClusterObserver;
+  private readonly grpcServer: grpc.Server;
+  private adminServer?: HttpServer;
+  private plans: SidecarPlan[] = [];
+  private lastModel?: ClusterModel;
+
+  constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
+    const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
+    this.ads = new AdsServer({
+      logger: deps.logger.child({ component: 'ads' }),
+      metrics: {
+        responseSent: (node, typeUrl) => deps.metrics.xdsPushes.inc({ node, type_url: typeUrl }),
+        nack: (node, typeUrl) => deps.metrics.xdsNacks.inc({ node, type_url: typeUrl }),
+      },
+    });
+    this.grpcServer = createGrpcServer();
+    this.ads.addToServer(this.grpcServer);
+    this.observer = new ClusterObserver({
+      kubeConfig,
+      endpoints: config.apiservers.map(({ name, hostname, address }) => ({ name, hostname, address })),
+      logger: deps.logger.child({ component: 'sources' }),
+      metrics: deps.metrics,
+      tlsServerName: config.tls.peerServerName,
+      leaseGraceMs: config.departedGraceSeconds * 1000,
+      localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
+      discoveryIntervalMs: config.discoveryPollMillis,
+    });
+    this.observer.onChange((model) => this.update(model));
+  }
+
+  async start(): Promise<{ xds: string[]; admin?: string }> {
+    const xds: string[] = [];
+    if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket));
+    if (this.config.xds.tcp) {
+      const tcp = this.config.xds.tcp;
+      const port = await listenMtls(this.grpcServer, {
+        host: tcp.host,
+        port: tcp.port,
+        ca: readFileSync(tcp.clientCa),
+        cert: readFileSync(tcp.cert),
+        key: readFileSync(tcp.key),
+      });
+      xds.push(`${tcp.host}:${port}`);
+    }
+    let admin: string | undefined;
+    if (this.config.admin) admin = await this.startAdmin(this.config.admin.host, this.config.admin.port);
+    await this.observer.start();
+    this.update(this.observer.snapshot());
+    return { xds, ...(admin ? { admin } : {}) };
+  }
+
+  /** Recomputes every sidecar's snapshot; ADS pushes only what changed. */
+  private update(model: ClusterModel): void {
+    this.lastModel = model;
+    const plans = planSidecars(model, { departedGraceMs: this.config.departedGraceSeconds * 1000 });
+    for (const plan of plans) {
+      const apiserver = this.config.apiservers.find((a) => a.name === plan.node);
+      if (!apiserver) continue;
+      const snapshot = makeSnapshot(translateSidecar(plan, this.translatorSettings(apiserver)));
+      this.ads.setSnapshot(plan.node, snapshot);
+      const previous = this.plans.find((p) => p.node === plan.node);
+      if (JSON.stringify(previous?.routes) !== JSON.stringify(plan.routes)) {
+        this.deps.logger.info({ node: plan.node, routes: plan.routes.length, versions: snapshotVersions(snapshot) }, 'plan changed');
+      }
+    }
+    this.plans = plans;
+  }
+
+  private translatorSettings(apiserver: ServedApiserver): TranslatorSettings {
+    const { tls } = this.config;
+    return {
+      listener: {
+        address: apiserver.sidecar.host,
+        port: apiserver.sidecar.port,
+        servingCertPath: apiserver.sidecar.servingCert,
+        servingKeyPath: apiserver.sidecar.servingKey,
+        clientCaPath: tls.clientCa,
+      },
+      upstream: {
+        frontProxyCertPath: tls.frontProxyClientCert,
+        frontProxyKeyPath: tls.frontProxyClientKey,
+        peerCaPath: tls.peerCa,
+        serverName: tls.peerServerName,
+      },
+      controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+    };
+  }
+
+  /** What the control plane currently believes and has pushed, for operators and tests. */
+  status(): unknown {
+    return {
+      apiservers: (this.lastModel?.apiservers ?? []).map((a) => ({
+        name: a.endpoint.name,
+        hostname: a.endpoint.hostname,
+        lease: a.lease ? { name: a.lease.name, holderIdentity: a.lease.holderIdentity } : null,
+        leaseGoneAt: a.leaseGoneAt ?? null,
+        reachable: a.reachable,
+        servedResources: a.servedSet.length,
+      })),
+      localOnly: this.lastModel?.localOnly ?? [],
+      plans: this.plans,
+      xds: this.ads.status(),
+    };
+  }
+
+  private startAdmin(host: string, port: number): Promise<string> {
+    const server = createServer((req, res) => {
+      const send = (status: number, type: string, body: string): void => {
+        res.writeHead(status, { 'content-type': type });
+        res.end(body);
+      };
+      if (req.url === '/metrics') {
+        this.deps.metrics.registry.metrics().then(
+          (text) => send(200, this.deps.metrics.registry.contentType, text),
+          (err: Error) => send(500, 'text/plain', err.message),
+        );
+      } else if (req.url === '/status') {
+        send(200, 'application/json', JSON.stringify(this.status(), null, 2) + '\n');
+      } else if (req.url === '/healthz') {
+        send(200, 'text/plain', 'ok\n');
+      } else {
+        send(404, 'text/plain', 'not found: try /metrics, /status or /healthz\n');
+      }
+    });
+    this.adminServer = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        const addr = server.address();
+        resolve(typeof addr === 'object' && addr ? `http://${host}:${addr.port}` : `http://${host}:${port}`);
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.observer.stop();
+    this.ads.closeStreams();
+    await shutdownGrpcServer(this.grpcServer, 1000);
+    await new Promise<void>((resolve) => (this.adminServer ? this.adminServer.close(() => resolve()) : resolve()));
+  }
+}
+
+function loadKubeConfig(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}

@@ -1,0 +1,137 @@
+// Upstream clusters: the local apiserver, each peer, and each set of peers a
+// route spreads over, every one in two flavours (HTTP/2-capable and HTTP/1.1
+// for upgrades).
+import { isIP } from 'node:net';
+import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
+import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
+import type { UpstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
+import type { HttpProtocolOptions } from '../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
+import type { PlannedApiserver } from '../planner/plan.js';
+import { http1ClusterName } from './names.js';
+import type { TranslatorSettings } from './settings.js';
+import { seconds, typedConfig } from './typed.js';
+
+/** A named group of apiservers load-balanced as one Envoy cluster. */
+export interface UpstreamSet {
+  /** Cluster name of the HTTP/2-capable flavour, and EDS service name of both. */
+  name: string;
+  /** Sorted by name. */
+  members: PlannedApiserver[];
+}
+
+const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
+const UPSTREAM_TLS_CONTEXT = 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
+
+/** Every watch holds a request open for its whole life: Envoy's default limit of 1024 is far too low. */
+const MANY = 1_000_000;
+
+/** Both flavours of the cluster for an upstream set, and its endpoints when they come over EDS. */
+export function clustersFor(set: UpstreamSet, settings: TranslatorSettings): { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] } {
+  const assignment = loadAssignment(set);
+  // EDS carries IP addresses only; a host name needs Envoy's DNS resolution,
+  // so such a set gets a STRICT_DNS cluster with its endpoints inline.
+  const viaEds = set.members.every((member) => isIP(member.address.host) !== 0);
+  const flavours: Array<{ name: string; http1Only: boolean }> = [
+    { name: set.name, http1Only: false },
+    { name: http1ClusterName(set.name), http1Only: true },
+  ];
+  const clusters = flavours.map(({ name, http1Only }): Cluster => {
+    const discovery: Cluster = viaEds
+      ? { type: 'EDS', eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: set.name } }
+      : { type: 'STRICT_DNS', load_assignment: { ...assignment, cluster_name: name } };
+    return {
+      name,
+      ...discovery,
+      connect_timeout: seconds(1),
+      // Watches are long-lived: balance on outstanding requests, not turns.
+      lb_policy: 'LEAST_REQUEST',
+      circuit_breakers: {
+        thresholds: [
+          {
+            priority: 'DEFAULT',
+            max_connections: { value: MANY },
+            max_pending_requests: { value: MANY },
+            max_requests: { value: MANY },
+            // Concurrent retries (default 3); retries happen only before anything was sent.
+            max_retries: { value: 1000 },
+          },
+        ],
+      },
+      // An apiserver's 5xx can be legitimate: eject only on connection failures.
+      outlier_detection: {
+        split_external_local_origin_errors: true,
+        consecutive_local_origin_failure: { value: 3 },
+        enforcing_consecutive_local_origin_failure: { value: 100 },
+        enforcing_local_origin_success_rate: { value: 0 },
+        enforcing_failure_percentage_local_origin: { value: 0 },
+        enforcing_consecutive_5xx: { value: 0 },
+        enforcing_consecutive_gateway_failure: { value: 0 },
+        enforcing_success_rate: { value: 0 },
+        enforcing_failure_percentage: { value: 0 },
+        interval: seconds(5),
+        base_ejection_time: seconds(10),
+        max_ejection_percent: { value: 100 },
+      },
+      transport_socket: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: typedConfig<UpstreamTlsContext>(UPSTREAM_TLS_CONTEXT, upstreamTls(settings, http1Only)),
+      },
+      typed_extension_protocol_options: {
+        [HTTP_PROTOCOL_OPTIONS]: typedConfig<HttpProtocolOptions>(HTTP_PROTOCOL_OPTIONS, protocolOptions(http1Only)),
+      },
+    };
+  });
+  return { clusters, endpoints: viaEds ? [assignment] : [] };
+}
+
+function loadAssignment(set: UpstreamSet): ClusterLoadAssignment {
+  return {
+    cluster_name: set.name,
+    endpoints: [
+      {
+        lb_endpoints: set.members.map((member) => ({
+          endpoint: {
+            address: { socket_address: { address: member.address.host, port_value: member.address.port } },
+            // Shown in admin output and logs; not used for routing.
+            hostname: member.name,
+          },
+        })),
+      },
+    ],
+  };
+}
+
+/**
+ * TLS to an apiserver: the front-proxy client certificate (the apiserver
+ * trusts X-Remote-* headers only from it) and the serving certificate checked
+ * against the peer CA for the in-cluster service name.
+ */
+function upstreamTls(settings: TranslatorSettings, http1Only: boolean): UpstreamTlsContext {
+  const { frontProxyCertPath, frontProxyKeyPath, peerCaPath, serverName } = settings.upstream;
+  return {
+    sni: serverName,
+    common_tls_context: {
+      tls_certificates: [{ certificate_chain: { filename: frontProxyCertPath }, private_key: { filename: frontProxyKeyPath } }],
+      validation_context: {
+        trusted_ca: { filename: peerCaPath },
+        match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: serverName } }],
+      },
+      // The HTTP/2-capable flavour negotiates h2 or http/1.1 by ALPN.
+      alpn_protocols: http1Only ? ['http/1.1'] : ['h2', 'http/1.1'],
+    },
+  };
+}
+
+function protocolOptions(http1Only: boolean): HttpProtocolOptions {
+  if (http1Only) {
+    // Envoy carries WebSocket and SPDY/3.1 upgrades over HTTP/1.1 connections only.
+    return { explicit_http_config: { http_protocol_options: {} } };
+  }
+  return {
+    auto_config: {
+      http_protocol_options: {},
+      // Detect a peer that vanished without closing its connections (watches would hang).
+      http2_protocol_options: { connection_keepalive: { interval: seconds(30), timeout: seconds(10) } },
+    },
+  };
+}

@@ -1,0 +1,95 @@
+// The client-facing TLS listener: one HTTP connection manager whose routes
+// come over RDS.
+import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
+import type { HeaderMutation } from '../generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
+import type { Router } from '../generated/envoy/extensions/filters/http/router/v3/Router.js';
+import type { HttpConnectionManager } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
+import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
+import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
+import type { TranslatorSettings } from './settings.js';
+import { seconds, typedConfig } from './typed.js';
+
+export const HTTP_CONNECTION_MANAGER = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+
+export function apiserverListener(settings: TranslatorSettings): Listener {
+  const { address, port } = settings.listener;
+  return {
+    name: LISTENER_NAME,
+    address: { socket_address: { address, port_value: port } },
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: typedConfig<HttpConnectionManager>(HTTP_CONNECTION_MANAGER, httpConnectionManager(settings)),
+          },
+        ],
+        transport_socket: {
+          name: 'envoy.transport_sockets.tls',
+          typed_config: typedConfig<DownstreamTlsContext>(
+            'envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+            downstreamTls(settings),
+          ),
+        },
+      },
+    ],
+  };
+}
+
+function httpConnectionManager(settings: TranslatorSettings): HttpConnectionManager {
+  return {
+    stat_prefix: LISTENER_NAME,
+    codec_type: 'AUTO',
+    rds: { config_source: { ads: {}, resource_api_version: 'V3' }, route_config_name: ROUTE_CONFIG_NAME },
+    http_filters: httpFilters(settings),
+    // Append the client's address to X-Forwarded-For (audit logs), trusting none sent by clients.
+    use_remote_address: { value: true },
+    xff_num_trusted_hops: 0,
+    upgrade_configs: [{ upgrade_type: 'websocket' }, { upgrade_type: 'SPDY/3.1' }],
+    // No overall or idle limit at this level: watches; routes set their own idle timeout.
+    stream_idle_timeout: seconds(0),
+    request_timeout: seconds(0),
+    // Route on the path the apiserver will see; keep '//' and '%2F' as the apiserver would.
+    normalize_path: { value: true },
+    merge_slashes: false,
+    path_with_escaped_slashes_action: 'KEEP_UNCHANGED',
+  };
+}
+
+/**
+ * Identity headers first, routing last. The ext_proc filter (per-request
+ * decisions, calling settings.controlPlaneCluster) will go between them.
+ */
+function httpFilters(_settings: TranslatorSettings): HttpFilter[] {
+  return [
+    {
+      // The apiserver trusts X-Remote-* from the sidecar's front-proxy
+      // certificate, so no client may supply them (X-Remote-Extra-* included).
+      name: 'envoy.filters.http.header_mutation',
+      typed_config: typedConfig<HeaderMutation>('envoy.extensions.filters.http.header_mutation.v3.HeaderMutation', {
+        mutations: { request_mutations: [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }] },
+      }),
+    },
+    {
+      name: 'envoy.filters.http.router',
+      typed_config: typedConfig<Router>('envoy.extensions.filters.http.router.v3.Router', {
+        // Apiservers need none of Envoy's x-envoy-* request headers.
+        suppress_envoy_headers: true,
+      }),
+    },
+  ];
+}
+
+/** Client certificates are optional (bearer tokens), but verified against the cluster client CA when presented. */
+function downstreamTls(settings: TranslatorSettings): DownstreamTlsContext {
+  const { servingCertPath, servingKeyPath, clientCaPath } = settings.listener;
+  return {
+    common_tls_context: {
+      tls_certificates: [{ certificate_chain: { filename: servingCertPath }, private_key: { filename: servingKeyPath } }],
+      validation_context: { trusted_ca: { filename: clientCaPath } },
+      alpn_protocols: ['h2', 'http/1.1'],
+    },
+    require_client_certificate: { value: false },
+  };
+}

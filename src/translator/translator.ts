@@ -1,0 +1,66 @@
+// The translator: a sidecar plan to the Envoy resources that implement it.
+// Pure and deterministic: same plan and settings, byte-identical output.
+import type { SidecarPlan } from '../planner/plan.js';
+import { clustersFor, type UpstreamSet } from './clusters.js';
+import { apiserverListener } from './listener.js';
+import { LOCAL_CLUSTER, peerClusterName } from './names.js';
+import { routeConfiguration } from './routes.js';
+import type { EnvoyResources, TranslatorSettings } from './settings.js';
+
+export type { EnvoyResources, TranslatorSettings } from './settings.js';
+export { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME } from './settings.js';
+export { PEER_PROXIED_HEADER, RETRY_AFTER_SECONDS } from './routes.js';
+export { LISTENER_NAME, LOCAL_CLUSTER, ROUTE_CONFIG_NAME, http1ClusterName, peerClusterName } from './names.js';
+
+export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings): EnvoyResources {
+  const sets = upstreamSets(plan);
+  const built = sets.map((set) => clustersFor(set, settings));
+  const clusters = built.flatMap((b) => b.clusters).sort(byName((c) => c.name ?? ''));
+  const endpoints = built.flatMap((b) => b.endpoints).sort(byName((e) => e.cluster_name ?? ''));
+
+  const names = clusters.map((c) => c.name ?? '');
+  const duplicate = names.find((name, i) => names.indexOf(name) !== i);
+  if (duplicate !== undefined) {
+    // Only possible with apiserver names that mimic the `-h1` suffix; refuse rather than misroute.
+    throw new Error(`apiserver names produce the cluster name ${JSON.stringify(duplicate)} twice (${plan.node})`);
+  }
+
+  return {
+    clusters,
+    endpoints,
+    listeners: [apiserverListener(settings)],
+    routes: [routeConfiguration(plan.routes)],
+  };
+}
+
+/**
+ * The local apiserver, each peer on its own (stable clusters, whether or not
+ * a route uses them now), and each multi-peer set a route spreads over: retries
+ * move between hosts of one cluster only, so a set must be one cluster.
+ */
+function upstreamSets(plan: SidecarPlan): UpstreamSet[] {
+  const byPeerName = new Map(plan.peers.map((peer) => [peer.name, peer]));
+  const sets = new Map<string, UpstreamSet>();
+  sets.set(LOCAL_CLUSTER, { name: LOCAL_CLUSTER, members: [plan.local] });
+  for (const peer of plan.peers) sets.set(peerClusterName([peer.name]), { name: peerClusterName([peer.name]), members: [peer] });
+  for (const route of plan.routes) {
+    if (route.action.kind !== 'peers') continue;
+    const name = peerClusterName(route.action.peers);
+    if (sets.has(name)) continue;
+    const members = [...route.action.peers].sort().map((peerName) => {
+      const peer = byPeerName.get(peerName);
+      if (peer === undefined) throw new Error(`plan for ${plan.node} routes to unknown peer ${JSON.stringify(peerName)}`);
+      return peer;
+    });
+    sets.set(name, { name, members });
+  }
+  return [...sets.values()];
+}
+
+function byName<T>(nameOf: (item: T) => string): (a: T, b: T) => number {
+  return (a, b) => {
+    const x = nameOf(a);
+    const y = nameOf(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
+}

@@ -1,0 +1,230 @@
+// The planner applies request rules 1-6 (DESIGN.md) per sidecar.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../../src/model/cluster.js';
+import { parseRequestPath } from '../../src/model/requestInfo.js';
+import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
+import { destinationForRequest, planSidecars } from '../../src/planner/planner.js';
+
+const NOW = 1_000_000;
+const GRACE_MS = 300_000;
+
+function served(group: string, version: string, resource: string, subresources: string[] = []): ServedResource {
+  return { group, version, resource, namespaced: true, verbs: ['get', 'list', 'watch'], subresources };
+}
+
+const CORE = [served('', 'v1', 'pods', ['log', 'status']), served('', 'v1', 'namespaces', ['finalize', 'status'])];
+const BATCH = [served('batch', 'v1', 'jobs', ['status']), served('batch', 'v1', 'cronjobs', ['status'])];
+
+interface ApiserverSpec {
+  serves: ServedResource[];
+  reachable?: boolean;
+  /** Lease deleted this long ago (no lease now). */
+  leaseGoneForMs?: number;
+}
+
+function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
+  const observation: ApiserverObservation = {
+    endpoint: { name, hostname: `host-${name}`, address: { host: `10.0.0.${index + 1}`, port: 6443 } },
+    servedSet: spec.serves,
+    reachable: spec.reachable ?? true,
+  };
+  if (spec.leaseGoneForMs === undefined) {
+    observation.lease = { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW - 1000 };
+  } else {
+    observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
+  }
+  return observation;
+}
+
+function model(apiservers: Record<string, ApiserverSpec>, localOnly: LocalOnlyGroupVersion[] = []): ClusterModel {
+  return { now: NOW, apiservers: Object.entries(apiservers).map(([name, spec], i) => apiserver(name, spec, i)), localOnly };
+}
+
+function planFor(node: string, m: ClusterModel): SidecarPlan {
+  const plan = planSidecars(m, { departedGraceMs: GRACE_MS }).find((p) => p.node === node);
+  assert.ok(plan, `a plan for ${node}`);
+  return plan;
+}
+
+function destination(plan: SidecarPlan, path: string, alreadyProxied = false): RequestDestination {
+  return destinationForRequest(plan, parseRequestPath(path), { alreadyProxied });
+}
+
+const LOCAL: RequestDestination = { kind: 'local' };
+
+describe('planSidecars', () => {
+  test('every apiserver gets a plan for its own node, listing all the others as peers', () => {
+    const plans = planSidecars(model({ b: { serves: CORE }, a: { serves: CORE }, c: { serves: CORE } }), { departedGraceMs: GRACE_MS });
+    assert.deepEqual(
+      plans.map((p) => [p.node, p.local.name, p.peers.map((peer) => peer.name)]),
+      [
+        ['a', 'a', ['b', 'c']],
+        ['b', 'b', ['a', 'c']],
+        ['c', 'c', ['a', 'b']],
+      ],
+    );
+    assert.deepEqual(plans[0]?.local.address, { host: '10.0.0.2', port: 6443 });
+  });
+
+  test('a non-resource request is routed to the local apiserver', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    for (const path of ['/apis', '/apis/batch/v1', '/healthz', '/openapi/v3/apis/batch/v1']) {
+      assert.deepEqual(destination(plan, path), LOCAL, path);
+    }
+  });
+
+  test('a request already proxied by a peer is served locally, never proxied again', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs', true), LOCAL);
+  });
+
+  test('a resource served locally is routed to the local apiserver (rule 1)', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }));
+    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), LOCAL);
+  });
+
+  test('with no peers every request is routed to the local apiserver', () => {
+    const plan = planFor('a', model({ a: { serves: CORE } }));
+    assert.deepEqual(plan.peers, []);
+    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
+  });
+
+  test('a resource served only by reachable peers is rerouted to them, sorted by name (rule 2)', () => {
+    // TestPeerProxiedRequest: b has batch/v1 off.
+    const plan = planFor('b', model({ c: { serves: [...CORE, ...BATCH] }, a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'peers', peers: ['a', 'c'] });
+    assert.deepEqual(
+      plan.routes.map((r) => [r.group, r.version, r.resource, r.subresource]),
+      [
+        ['batch', 'v1', 'cronjobs', undefined],
+        ['batch', 'v1', 'jobs', undefined],
+      ],
+    );
+  });
+
+  test('a resource served by nobody is routed to the local apiserver for an honest 404 (rule 3)', () => {
+    const plan = planFor('b', model({ a: { serves: CORE }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/example.com/v1/widgets'), LOCAL);
+  });
+
+  test('a resource served only by unreachable peers is unavailable: 503 (rule 4)', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('a resource served only by a peer whose lease left within the grace period is unavailable (rule 4)', () => {
+    // TestPeerProxiedRequestToThirdServerAfterFirstDies, before c is known: a stopped.
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('a peer that left recently gets no traffic even while it still answers', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000, reachable: true }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('a peer whose lease is gone longer than the grace period contributes nothing', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS + 1 }, b: { serves: CORE } }));
+    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
+  });
+
+  test('a resource served by a live peer and an unavailable one is rerouted to the live one only', () => {
+    // TestPeerProxiedRequestToThirdServerAfterFirstDies: a stopped, c still serves batch.
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000 }, b: { serves: CORE }, c: { serves: [...CORE, ...BATCH] } }),
+    );
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'peers', peers: ['c'] });
+  });
+
+  test('CRD and APIService group-versions are always local (rule 6)', () => {
+    const widgets = served('example.com', 'v1', 'widgets');
+    const metrics = served('metrics.k8s.io', 'v1beta1', 'pods');
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [...CORE, widgets, metrics] }, b: { serves: CORE } }, [
+        { group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' },
+        { group: 'metrics.k8s.io', version: 'v1beta1', source: 'APIService' },
+      ]),
+    );
+    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(destination(plan, '/apis/example.com/v1/widgets'), LOCAL);
+  });
+
+  test('a deleted CRD group-version stays local until its exclusion ends (rule 6)', () => {
+    const widgets = served('example.com', 'v1', 'widgets');
+    const specs = { a: { serves: [...CORE, widgets] }, b: { serves: CORE } };
+    const excludedFor = (ms: number): LocalOnlyGroupVersion[] => [
+      { group: 'example.com', version: 'v1', source: 'CustomResourceDefinition', excludedUntil: NOW + ms },
+    ];
+    assert.deepEqual(destination(planFor('b', model(specs, excludedFor(1))), '/apis/example.com/v1/widgets'), LOCAL);
+    assert.deepEqual(destination(planFor('b', model(specs, excludedFor(0))), '/apis/example.com/v1/widgets'), {
+      kind: 'peers',
+      peers: ['a'],
+    });
+  });
+
+  test('a subresource only a peer serves is rerouted on its own, its resource stays local', () => {
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [served('', 'v1', 'pods', ['ephemeralcontainers', 'log'])] }, b: { serves: [served('', 'v1', 'pods', ['log'])] } }),
+    );
+    assert.deepEqual(plan.routes, [
+      { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['a'] } },
+    ]);
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods/p1/ephemeralcontainers'), { kind: 'peers', peers: ['a'] });
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods/p1/log'), LOCAL);
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods/p1'), LOCAL);
+  });
+
+  test('a subresource served by fewer peers than its resource is rerouted to those peers only', () => {
+    const plan = planFor(
+      'b',
+      model({
+        a: { serves: [served('batch', 'v1', 'jobs', ['status'])] },
+        b: { serves: [] },
+        c: { serves: [served('batch', 'v1', 'jobs', [])] },
+      }),
+    );
+    assert.deepEqual(plan.routes, [
+      { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['a', 'c'] } },
+      { group: 'batch', version: 'v1', resource: 'jobs', subresource: 'status', action: { kind: 'peers', peers: ['a'] } },
+    ]);
+  });
+
+  test('a subresource served only by an unavailable peer is unavailable even where its resource is local', () => {
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [served('', 'v1', 'pods', ['resize'])], reachable: false }, b: { serves: [served('', 'v1', 'pods')] } }),
+    );
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/x/pods/p/resize'), { kind: 'unavailable', servedBy: ['a'] });
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/x/pods/p'), LOCAL);
+  });
+
+  test('planning the same model twice gives identical plans', () => {
+    const m = model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE, reachable: false }, c: { serves: [...BATCH] } });
+    assert.equal(JSON.stringify(planSidecars(m, { departedGraceMs: GRACE_MS })), JSON.stringify(planSidecars(m, { departedGraceMs: GRACE_MS })));
+  });
+
+  test('the order of apiservers and served resources does not change the plans', () => {
+    const specs: Record<string, ApiserverSpec> = {
+      a: { serves: [...CORE, ...BATCH] },
+      b: { serves: [served('', 'v1', 'pods', ['log'])] },
+      c: { serves: [...BATCH, served('', 'v1', 'pods', ['ephemeralcontainers', 'log'])] },
+    };
+    const forward = model(specs);
+    const reversed: ClusterModel = {
+      ...forward,
+      apiservers: [...forward.apiservers]
+        .reverse()
+        .map((a) => ({ ...a, servedSet: [...a.servedSet].reverse().map((s) => ({ ...s, subresources: [...s.subresources].reverse() })) })),
+    };
+    const opts = { departedGraceMs: GRACE_MS };
+    assert.equal(JSON.stringify(planSidecars(reversed, opts)), JSON.stringify(planSidecars(forward, opts)));
+  });
+});

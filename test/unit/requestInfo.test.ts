@@ -1,0 +1,221 @@
+// parseRequestPath mirrors kube-apiserver's RequestInfoFactory.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { parseRequestPath, type RequestInfo } from '../../src/model/requestInfo.js';
+
+/** The routing-relevant fields only, so expectations read like the upstream table. */
+function classify(path: string): Partial<RequestInfo> {
+  const info = parseRequestPath(path);
+  const picked: Partial<RequestInfo> = { isResourceRequest: info.isResourceRequest };
+  for (const key of ['group', 'version', 'namespace', 'resource', 'name', 'subresource', 'specialVerb'] as const) {
+    if (info[key] !== undefined && info[key] !== '') picked[key] = info[key];
+  }
+  return picked;
+}
+
+describe('parseRequestPath', () => {
+  test('a core-group collection is a resource request in group ""', () => {
+    assert.deepEqual(classify('/api/v1/pods'), { isResourceRequest: true, version: 'v1', resource: 'pods' });
+  });
+
+  test('a named group collection carries group and version', () => {
+    assert.deepEqual(classify('/apis/batch/v1/jobs'), { isResourceRequest: true, group: 'batch', version: 'v1', resource: 'jobs' });
+  });
+
+  test('/api/v1/namespaces/foo/pods is pods in namespace foo', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/pods'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'pods',
+    });
+  });
+
+  test('a namespaced object and its subresource', () => {
+    assert.deepEqual(classify('/apis/apps/v1/namespaces/foo/deployments/web/scale'), {
+      isResourceRequest: true,
+      group: 'apps',
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'deployments',
+      name: 'web',
+      subresource: 'scale',
+    });
+  });
+
+  test('parts after the subresource are not interpreted', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/services/web/proxy/some/path'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'services',
+      name: 'web',
+      subresource: 'proxy',
+    });
+  });
+
+  test('/api/v1/namespaces is the namespaces collection', () => {
+    assert.deepEqual(classify('/api/v1/namespaces'), { isResourceRequest: true, version: 'v1', resource: 'namespaces' });
+  });
+
+  test('/api/v1/namespaces/foo is the namespace foo, a namespaces object', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'namespaces',
+      name: 'foo',
+    });
+  });
+
+  test('/api/v1/namespaces/foo/status is the status subresource of namespaces', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/status'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'namespaces',
+      name: 'foo',
+      subresource: 'status',
+    });
+  });
+
+  test('/api/v1/namespaces/foo/finalize is the finalize subresource of namespaces', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/finalize'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'namespaces',
+      name: 'foo',
+      subresource: 'finalize',
+    });
+  });
+
+  test('an object named status inside a namespace belongs to its resource, not to namespaces', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/pods/status'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'pods',
+      name: 'status',
+    });
+  });
+
+  test('the legacy watch prefix sets the verb and parses the rest as usual', () => {
+    assert.deepEqual(classify('/api/v1/watch/namespaces/foo/pods/p1'), {
+      isResourceRequest: true,
+      version: 'v1',
+      specialVerb: 'watch',
+      namespace: 'foo',
+      resource: 'pods',
+      name: 'p1',
+    });
+    assert.deepEqual(classify('/apis/batch/v1/watch/jobs'), {
+      isResourceRequest: true,
+      group: 'batch',
+      version: 'v1',
+      specialVerb: 'watch',
+      resource: 'jobs',
+    });
+  });
+
+  test('after the legacy proxy prefix the third part is not a subresource', () => {
+    assert.deepEqual(classify('/api/v1/proxy/namespaces/foo/pods/p1/log'), {
+      isResourceRequest: true,
+      version: 'v1',
+      specialVerb: 'proxy',
+      namespace: 'foo',
+      resource: 'pods',
+      name: 'p1',
+    });
+  });
+
+  test('a special verb with nothing after it is flagged, not classified', () => {
+    const info = parseRequestPath('/api/v1/watch');
+    assert.equal(info.isResourceRequest, false);
+    assert.match(info.error ?? '', /unable to determine kind/);
+  });
+
+  test('trailing and leading slashes are trimmed as upstream does', () => {
+    const expected = { isResourceRequest: true, version: 'v1', namespace: 'foo', resource: 'namespaces', name: 'foo' };
+    assert.deepEqual(classify('/api/v1/namespaces/foo/'), expected);
+    assert.deepEqual(classify('/api/v1/namespaces/foo//'), expected);
+    assert.deepEqual(classify('//api/v1/namespaces/foo'), expected);
+  });
+
+  test('an inner empty segment counts as a part', () => {
+    // namespaces//pods: namespace "" (none), resource pods.
+    assert.deepEqual(classify('/api/v1/namespaces//pods'), { isResourceRequest: true, version: 'v1', resource: 'pods' });
+    // pods//log: name "" (none), subresource log.
+    assert.deepEqual(classify('/api/v1/pods//log'), { isResourceRequest: true, version: 'v1', resource: 'pods', subresource: 'log' });
+  });
+
+  test('the query string is ignored', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/pods?watch=true&labelSelector=a%3Db'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'pods',
+    });
+  });
+
+  test('percent-encoded characters are decoded per segment', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/f%6Fo/p%6Fds/a%3Ab'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'pods',
+      name: 'a:b',
+    });
+  });
+
+  test('an encoded slash stays inside its segment', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/foo/pods/a%2Fb'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'pods',
+      name: 'a/b',
+    });
+  });
+
+  test('a malformed escape is flagged and treated as a non-resource request', () => {
+    for (const path of ['/api/v1/pods/a%zz', '/api/v1/pods/%', '/apis/batch/v1/jobs%2']) {
+      const info = parseRequestPath(path);
+      assert.equal(info.isResourceRequest, false, path);
+      assert.match(info.error ?? '', /malformed percent-encoding/, path);
+    }
+  });
+
+  test('discovery and other non-resource paths are not resource requests', () => {
+    for (const path of [
+      '/',
+      '/api',
+      '/api/',
+      '/api/v1',
+      '/apis',
+      '/apis/apps',
+      '/apis/apps/v1',
+      '/apis/apps/v1/',
+      '/healthz',
+      '/livez/etcd',
+      '/readyz',
+      '/version',
+      '/metrics',
+      '/openapi/v2',
+      '/openapi/v3/apis/apps/v1',
+      '/.well-known/openid-configuration',
+      '/logs/kube-apiserver.log',
+    ]) {
+      const info = parseRequestPath(path);
+      assert.equal(info.isResourceRequest, false, path);
+      assert.equal(info.error, undefined, path);
+    }
+  });
+
+  test('never throws, whatever the input', () => {
+    for (const path of ['', '%', '/%E0%A4%A', '/api/v1/pods/%C3%28', '?', '#x', '/apis/a/b/c/%ff%fe']) {
+      assert.doesNotThrow(() => parseRequestPath(path), path);
+    }
+  });
+});

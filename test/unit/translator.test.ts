@@ -1,0 +1,642 @@
+// The translator turns a sidecar plan into Envoy resources that route every
+// request where the plan says, and that Envoy itself accepts.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import type { Cluster } from '../../src/generated/envoy/config/cluster/v3/Cluster.js';
+import type { HeaderMatcher } from '../../src/generated/envoy/config/route/v3/HeaderMatcher.js';
+import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
+import type { RouteMatch } from '../../src/generated/envoy/config/route/v3/RouteMatch.js';
+import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
+import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import type { DownstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
+import type { UpstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
+import type { HttpProtocolOptions } from '../../src/generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
+import type { Any } from '../../src/generated/google/protobuf/Any.js';
+import { parseRequestPath } from '../../src/model/requestInfo.js';
+import type { PlannedApiserver, RequestDestination, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
+import { destinationForRequest } from '../../src/planner/planner.js';
+import {
+  CONTROL_PLANE_CLUSTER,
+  PEER_PROXIED_HEADER,
+  PEER_SERVER_NAME,
+  http1ClusterName,
+  peerClusterName,
+  translateSidecar,
+  type EnvoyResources,
+  type TranslatorSettings,
+} from '../../src/translator/translator.js';
+import { envoyRoot } from '../../src/xds/protos.js';
+import { unknownFields, validateWithEnvoy } from '../support/validate.js';
+
+// ---------------------------------------------------------------- fixtures
+
+function apiserver(name: string, host: string): PlannedApiserver {
+  return { name, address: { host, port: 6443 } };
+}
+
+const A = apiserver('a', '10.0.0.1');
+const B = apiserver('b', '10.0.0.2');
+const C = apiserver('c', '10.0.0.3');
+
+function plan(routes: ResourceRoute[], peers: PlannedApiserver[] = [B, C]): SidecarPlan {
+  return { node: 'a', local: A, peers, routes };
+}
+
+const NO_PEERS = plan([], []);
+
+const REROUTES = plan([
+  { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['b'] } },
+  { group: 'batch', version: 'v1', resource: 'cronjobs', action: { kind: 'peers', peers: ['b', 'c'] } },
+  { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b', 'c'] } },
+  { group: 'storagemigration.k8s.io', version: 'v1', resource: 'storageversionmigrations', action: { kind: 'peers', peers: ['c'] } },
+]);
+
+const UNAVAILABLE = plan([
+  { group: 'apps', version: 'v1', resource: 'deployments', action: { kind: 'unavailable', servedBy: ['b'] } },
+  { group: '', version: 'v1', resource: 'pods', subresource: 'resize', action: { kind: 'unavailable', servedBy: ['b', 'c'] } },
+]);
+
+/** Every grammar corner at once: namespaces and its subresources, resources named like verbs, nested subresource routes. */
+const CONTRACT = plan([
+  { group: '', version: 'v1', resource: 'finalize', action: { kind: 'peers', peers: ['c'] } },
+  { group: '', version: 'v1', resource: 'namespaces', action: { kind: 'peers', peers: ['b'] } },
+  { group: '', version: 'v1', resource: 'namespaces', subresource: 'finalize', action: { kind: 'peers', peers: ['c'] } },
+  { group: '', version: 'v1', resource: 'namespaces', subresource: 'other', action: { kind: 'unavailable', servedBy: ['c'] } },
+  { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['b', 'c'] } },
+  { group: '', version: 'v1', resource: 'pods', subresource: 'status', action: { kind: 'unavailable', servedBy: ['c'] } },
+  { group: '', version: 'v1', resource: 'status', action: { kind: 'peers', peers: ['b'] } },
+  { group: '', version: 'v1', resource: 'watch', action: { kind: 'peers', peers: ['b', 'c'] } },
+  { group: '', version: 'v1', resource: 'watch', subresource: 'log', action: { kind: 'peers', peers: ['c'] } },
+  { group: 'apps', version: 'v1', resource: 'deployments', subresource: 'scale', action: { kind: 'unavailable', servedBy: ['b'] } },
+  { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['c'] } },
+  { group: 'batch', version: 'v1', resource: 'jobs', subresource: 'status', action: { kind: 'peers', peers: ['b'] } },
+]);
+
+/** The longest built-in names: their route regexes must fit Envoy's RE2 program-size limit. */
+const LONG_NAMES = plan([
+  {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1alpha1',
+    resource: 'validatingadmissionpolicybindings',
+    action: { kind: 'peers', peers: ['b'] },
+  },
+  {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1alpha1',
+    resource: 'validatingadmissionpolicies',
+    subresource: 'status',
+    action: { kind: 'unavailable', servedBy: ['b'] },
+  },
+  {
+    group: 'flowcontrol.apiserver.k8s.io',
+    version: 'v1beta3',
+    resource: 'prioritylevelconfigurations',
+    subresource: 'status',
+    action: { kind: 'peers', peers: ['b', 'c'] },
+  },
+  { group: '', version: 'v1', resource: 'namespaces', subresource: 'finalize', action: { kind: 'peers', peers: ['b'] } },
+]);
+
+let certDir: string;
+let settings: TranslatorSettings;
+
+before(() => {
+  certDir = mkdtempSync(join(tmpdir(), 'mvproxy-translator-'));
+  const file = (name: string): string => join(certDir, name);
+  for (const name of ['serving', 'client-ca', 'front-proxy', 'peer-ca']) {
+    const result = spawnSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=x'].concat(
+        ['-keyout', file(`${name}.key`), '-out', file(`${name}.crt`), '-days', '1'],
+      ),
+      { encoding: 'utf8' },
+    );
+    assert.equal(result.status, 0, result.stderr);
+  }
+  settings = {
+    listener: {
+      address: '127.0.0.1',
+      port: 6443,
+      servingCertPath: file('serving.crt'),
+      servingKeyPath: file('serving.key'),
+      clientCaPath: file('client-ca.crt'),
+    },
+    upstream: {
+      frontProxyCertPath: file('front-proxy.crt'),
+      frontProxyKeyPath: file('front-proxy.key'),
+      peerCaPath: file('peer-ca.crt'),
+      serverName: PEER_SERVER_NAME,
+    },
+    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+  };
+});
+
+after(() => rmSync(certDir, { recursive: true, force: true }));
+
+// ---------------------------------------------------------------- helpers
+
+/** The fields of an Any in `{'@type', ...}` form, as message T. */
+function unpack<T>(any: Any | null | undefined, typeName: string): T {
+  assert.ok(any && '@type' in any, `an Any of ${typeName}`);
+  assert.equal(any['@type'], `type.googleapis.com/${typeName}`);
+  return any as unknown as T;
+}
+
+function connectionManager(resources: EnvoyResources): HttpConnectionManager {
+  const filter = resources.listeners[0]?.filter_chains?.[0]?.filters?.[0];
+  assert.equal(filter?.name, 'envoy.filters.network.http_connection_manager');
+  return unpack<HttpConnectionManager>(
+    filter?.typed_config,
+    'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  );
+}
+
+function routesOf(resources: EnvoyResources): Route[] {
+  assert.equal(resources.routes.length, 1);
+  return resources.routes[0]?.virtual_hosts?.[0]?.routes ?? [];
+}
+
+function cluster(resources: EnvoyResources, name: string): Cluster {
+  const found = resources.clusters.find((c) => c.name === name);
+  assert.ok(found, `cluster ${name}`);
+  return found;
+}
+
+interface TestRequest {
+  /** As sent by the client; Envoy normalizes it before routing. */
+  path: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * What Envoy's `normalize_path` does before routing (checked against Envoy
+ * 1.40): decode escaped unreserved characters, turn backslashes into slashes,
+ * remove dot segments; other escapes and the query stay as they are.
+ */
+function envoyNormalize(rawPath: string): string {
+  const queryAt = rawPath.indexOf('?');
+  const path = queryAt === -1 ? rawPath : rawPath.slice(0, queryAt);
+  const query = queryAt === -1 ? '' : rawPath.slice(queryAt);
+  const decoded = path.replace(/\\/g, '/').replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16));
+    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escape;
+  });
+  const segments = decoded.split('/');
+  const output: string[] = [];
+  segments.forEach((segment, i) => {
+    const last = i === segments.length - 1;
+    if (segment === '.' || segment === '..') {
+      if (segment === '..' && output.length > 1) output.pop();
+      if (last) output.push('');
+      return;
+    }
+    output.push(segment);
+  });
+  return (output.join('/') || '/') + query;
+}
+
+function fullMatch(regex: string, value: string): boolean {
+  return new RegExp(`^(?:${regex})$`).test(value);
+}
+
+function headerMatches(matcher: HeaderMatcher, path: string, headers: Record<string, string>): boolean {
+  const known = new Set(['name', 'present_match', 'string_match']);
+  for (const key of Object.keys(matcher)) assert.ok(known.has(key), `the test evaluator understands header matcher field ${key}`);
+  const value = matcher.name === ':path' ? path : headers[matcher.name ?? ''];
+  if (matcher.present_match) return value !== undefined;
+  const regex = matcher.string_match?.safe_regex?.regex;
+  assert.ok(regex !== undefined, `header matcher ${matcher.name} is present_match or a safe_regex`);
+  return value !== undefined && fullMatch(regex, value);
+}
+
+/** Envoy's route match for the fields the translator uses; any other field fails the test. */
+function routeMatches(match: RouteMatch, request: TestRequest): boolean {
+  const known = new Set(['prefix', 'safe_regex', 'headers']);
+  for (const key of Object.keys(match)) assert.ok(known.has(key), `the test evaluator understands route match field ${key}`);
+  const path = envoyNormalize(request.path);
+  const pathWithoutQuery = path.split('?')[0] ?? '';
+  if (match.prefix !== undefined && match.prefix !== null && !path.startsWith(match.prefix)) return false;
+  if (match.safe_regex?.regex !== undefined && !fullMatch(match.safe_regex.regex, pathWithoutQuery)) return false;
+  return (match.headers ?? []).every((h) => headerMatches(h, path, request.headers ?? {}));
+}
+
+function selectRoute(resources: EnvoyResources, request: TestRequest): Route {
+  const route = routesOf(resources).find((r) => routeMatches(r.match ?? {}, request));
+  assert.ok(route, `some route matches ${request.path}`);
+  return route;
+}
+
+/** A destination as a comparable string: `local`, `peers b,c`, `unavailable c`. */
+function describeDestination(destination: RequestDestination): string {
+  if (destination.kind === 'local') return 'local';
+  if (destination.kind === 'peers') return `peers ${destination.peers.join(',')}`;
+  return `unavailable ${destination.servedBy.join(',')}`;
+}
+
+/** What the selected route does, in the same terms; upgrade routes report their HTTP/1.1 cluster. */
+function routedDestination(p: SidecarPlan, route: Route, upgrade: boolean): string {
+  if (route.direct_response) {
+    assert.equal(route.direct_response.status, 503);
+    const body = route.direct_response.body?.inline_string ?? '';
+    const servedBy = /\(([^)]*)\)$/.exec((JSON.parse(body) as { message: string }).message)?.[1] ?? '';
+    return `unavailable ${servedBy.split(', ').join(',')}`;
+  }
+  const clusterName = route.route?.cluster ?? '';
+  const sets = [['local'], ...p.routes.flatMap((r) => (r.action.kind === 'peers' ? [r.action.peers] : []))];
+  for (const set of sets) {
+    const base = set[0] === 'local' ? 'local' : peerClusterName(set);
+    const expectedName = upgrade ? http1ClusterName(base) : base;
+    if (clusterName === expectedName) return base === 'local' ? 'local' : `peers ${set.join(',')}`;
+  }
+  return `unknown cluster ${clusterName}${upgrade ? ' (for an upgrade)' : ''}`;
+}
+
+const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
+
+// ---------------------------------------------------------------- tests
+
+describe('translateSidecar', () => {
+  describe('routing contract', () => {
+    /** Paths hand-picked for the parser's corner cases. */
+    const cornerCases = [
+      '/',
+      '/api',
+      '/api/v1',
+      '/apis',
+      '/apis/batch',
+      '/apis/batch/v1',
+      '/apis/batch/v1/',
+      '/healthz',
+      '/version',
+      '/openapi/v3/apis/batch/v1',
+      '/api/v1/namespaces',
+      '/api/v1/namespaces/',
+      '/api/v1/namespaces/foo',
+      '/api/v1/namespaces/foo/',
+      '/api/v1/namespaces/foo//',
+      '/api/v1/namespaces/foo/status',
+      '/api/v1/namespaces/foo/finalize',
+      '/api/v1/namespaces/foo/finalize/x',
+      '/api/v1/namespaces/foo/other',
+      '/api/v1/namespaces/foo/pods',
+      '/api/v1/namespaces/foo/pods/p/status',
+      '/api/v1/namespaces/foo/pods/p/ephemeralcontainers',
+      '/api/v1/namespaces/foo/pods/p/log',
+      '/api/v1/namespaces/foo/namespaces/bar/other',
+      '/api/v1/namespaces/foo/namespaces/bar/finalize',
+      '/api/v1/namespaces//pods/p/status',
+      '/api/v1/namespaces//status',
+      '/api/v1/namespaces/foo/status/extra',
+      '/api/v1/pods//status',
+      '/api/v1/pods/p/status/',
+      '/api/v1/status',
+      '/api/v1/status/x',
+      '/api/v1/finalize',
+      '/api/v1/namespaces/foo/finalize',
+      '/api/v1/watch',
+      '/api/v1/watch/',
+      '/api/v1/watch/watch',
+      '/api/v1/watch/watch/x/log',
+      '/api/v1/proxy/watch/x/log',
+      '/api/v1/namespaces/foo/watch/x/log',
+      '/api/v1/watch/namespaces',
+      '/api/v1/watch/namespaces/foo',
+      '/api/v1/watch/namespaces/foo/pods',
+      '/api/v1/proxy/namespaces/foo/pods/p/status',
+      '/api/v1/watch/namespaces/foo/pods/p/status',
+      '/apis/batch/v1/jobs',
+      '/apis/batch/v1/jobs?watch=1&resourceVersion=0',
+      '/apis/batch/v1/jobs/j/status?x=/pods/a%zz',
+      '/apis/batch/v1/namespaces/ns/jobs/j',
+      '/apis/batch/v1/namespaces/ns/jobs/j/status',
+      '/apis/batch/v1/watch/namespaces/ns/jobs',
+      '/apis/batch/v1/proxy/namespaces/ns/jobs/j/status',
+      '/apis/batch/v1/namespaces/ns/jobsx',
+      '/apis/batch/v1/namespaces/ns/job',
+      '/apis/batch/v2/jobs',
+      '/apis/batchx/v1/jobs',
+      '/apis/batch/v1/cronjobs',
+      '/apis/apps/v1/namespaces/ns/deployments/d/scale',
+      '/apis/apps/v1/namespaces/ns/deployments/d',
+      '/apis/apps/v1/deployments//scale',
+      '//api/v1/namespaces/foo',
+      '///apis/batch/v1/jobs',
+      '/apis//batch/v1/jobs',
+      '/api/v1//namespaces',
+      // Encodings and normalization.
+      '/api/v1/namespaces/f%6Fo/p%6Fds/p/st%61tus',
+      '/apis/b%61tch/v1/jobs',
+      '/%61pis/batch/v1/jobs',
+      '/api/v1/namespaces/foo/pods/a%2Fb',
+      '/api/v1/namespaces/foo/pods/a%2Fb/status',
+      '/api/v1/namespaces/a%2Fb/status',
+      '/api/v1/namespaces/foo/pods/p%3A1/status',
+      '/api/v1/namespaces/foo/pods/a%zz/status',
+      '/apis/batch/v1/jobs/%',
+      '/apis/batch/v1/jobs/%4',
+      '/apis/batch/v1/namespaces/ns/jobs/j%25/status',
+      '/apis/batch/v1/x/../jobs',
+      '/apis/batch/v1/jobs/j/./status',
+      '/apis/batch/v1/jobs/j/status/..',
+      '/apis/batch/v1/%2e%2e/v1/jobs',
+      '/apis/batch/v1/namespaces\\ns\\jobs',
+    ];
+
+    /** Every shape of path for a set of resources and subresources, generated. */
+    function generatedPaths(): string[] {
+      const groupVersions = ['/api/v1', '/apis/batch/v1', '/apis/apps/v1'];
+      const resources = ['namespaces', 'pods', 'jobs', 'cronjobs', 'deployments', 'status', 'finalize', 'watch', 'proxy', 'other'];
+      const tails = ['', '/', '/n', '/n/', '/n/status', '/n/finalize', '/n/ephemeralcontainers', '/n/scale', '/n/log', '/n/other', '/n/status/x', '//status'];
+      const heads = ['', 'watch/', 'proxy/', 'namespaces/ns/', 'namespaces//', 'watch/namespaces/ns/', 'proxy/namespaces/ns/'];
+      const paths: string[] = [];
+      for (const gv of groupVersions) {
+        for (const head of heads) for (const resource of resources) for (const tail of tails) paths.push(`${gv}/${head}${resource}${tail}`);
+      }
+      return paths;
+    }
+
+    const paths = [...cornerCases, ...generatedPaths()];
+
+    function assertContract(p: SidecarPlan, request: TestRequest, alreadyProxied: boolean, upgrade: boolean): void {
+      const resources = translateSidecar(p, settings);
+      const expected = describeDestination(destinationForRequest(p, parseRequestPath(envoyNormalize(request.path)), { alreadyProxied }));
+      const actual = routedDestination(p, selectRoute(resources, request), upgrade);
+      assert.equal(actual, expected, `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}`);
+    }
+
+    test('route matchers send every path where parseRequestPath and the plan send it', () => {
+      for (const path of paths) assertContract(CONTRACT, { path }, false, false);
+    });
+
+    test('upgrade requests go where their path goes, over the HTTP/1.1 flavour of the cluster', () => {
+      for (const path of paths) assertContract(CONTRACT, { path, headers: UPGRADE }, false, true);
+    });
+
+    test('requests already carrying x-kubernetes-peer-proxied are always served locally', () => {
+      for (const path of paths) assertContract(CONTRACT, { path, headers: { [PEER_PROXIED_HEADER]: 'true' } }, true, false);
+      for (const path of paths) {
+        assertContract(CONTRACT, { path, headers: { [PEER_PROXIED_HEADER]: 'true', ...UPGRADE } }, true, true);
+      }
+    });
+
+    test('the contract holds for every representative plan', () => {
+      for (const p of [NO_PEERS, REROUTES, UNAVAILABLE, LONG_NAMES]) {
+        for (const path of [...cornerCases, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
+          assertContract(p, { path }, false, false);
+        }
+      }
+    });
+
+    test('route regexes stay in the subset RE2 and JavaScript agree on', () => {
+      const regexes = [REROUTES, UNAVAILABLE, CONTRACT, LONG_NAMES]
+        .flatMap((p) => routesOf(translateSidecar(p, settings)))
+        .flatMap((r) => [r.match?.safe_regex?.regex, ...(r.match?.headers ?? []).map((h) => h.string_match?.safe_regex?.regex)])
+        .filter((regex): regex is string => regex !== undefined);
+      assert.ok(regexes.length > 0);
+      for (const regex of regexes) {
+        // No lookaround, backreferences, named groups, lazy or possessive quantifiers, counted repetition.
+        assert.doesNotMatch(regex, /\(\?[=!<]|\\[1-9]|\(\?P|[*+?}]\?|[*+?]\+|\{\d/, regex);
+        assert.doesNotThrow(() => new RegExp(regex), regex);
+      }
+    });
+  });
+
+  describe('routes', () => {
+    test('a sidecar without peers sends everything to the local apiserver', () => {
+      const routes = routesOf(translateSidecar(NO_PEERS, settings));
+      assert.deepEqual(
+        routes.map((r) => [r.name, r.route?.cluster]),
+        [
+          ['peer-proxied (upgrade)', 'local-h1'],
+          ['peer-proxied', 'local'],
+          ['local (upgrade)', 'local-h1'],
+          ['local', 'local'],
+        ],
+      );
+    });
+
+    test('rerouted requests are marked x-kubernetes-peer-proxied; local ones are not', () => {
+      for (const route of routesOf(translateSidecar(REROUTES, settings))) {
+        const marks = (route.request_headers_to_add ?? []).filter((h) => h.header?.key === PEER_PROXIED_HEADER);
+        if (route.route?.cluster?.startsWith('local')) {
+          assert.deepEqual(marks, [], route.name);
+        } else {
+          assert.deepEqual(marks, [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }], route.name);
+        }
+      }
+    });
+
+    test('an unavailable resource answers 503 with a metav1.Status body, JSON content type and Retry-After', () => {
+      const route = selectRoute(translateSidecar(UNAVAILABLE, settings), { path: '/apis/apps/v1/namespaces/ns/deployments' });
+      assert.equal(route.direct_response?.status, 503);
+      const status: unknown = JSON.parse(route.direct_response?.body?.inline_string ?? '');
+      assert.deepEqual(status, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message:
+          'the server is currently unable to handle the request: apps/v1, Resource=deployments is served only by ' +
+          'apiservers that are unreachable or restarting (b)',
+        reason: 'ServiceUnavailable',
+        code: 503,
+      });
+      const headers = Object.fromEntries((route.response_headers_to_add ?? []).map((h) => [h.header?.key, h.header?.value]));
+      assert.deepEqual(headers, { 'retry-after': '1', 'content-type': 'application/json' });
+    });
+
+    test('every forwarding route streams without a timeout and retries only failures before sending', () => {
+      for (const route of routesOf(translateSidecar(REROUTES, settings))) {
+        if (route.route === undefined || route.route === null) continue;
+        assert.deepEqual(route.route.timeout, { seconds: 0 }, route.name);
+        assert.deepEqual(route.route.idle_timeout, { seconds: 3600 }, route.name);
+        const retry = route.route.retry_policy;
+        assert.equal(retry?.retry_on, 'connect-failure,refused-stream,reset-before-request', route.name);
+        assert.deepEqual(retry?.num_retries, { value: 3 });
+        assert.deepEqual(
+          retry?.retry_host_predicate?.map((p) => [p.name, p.typed_config && 'type_url' in p.typed_config ? p.typed_config.type_url : undefined]),
+          [
+            [
+              'envoy.retry_host_predicates.previous_hosts',
+              'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
+            ],
+          ],
+        );
+      }
+    });
+
+    test('subresource routes come before the route of their resource', () => {
+      const names = routesOf(translateSidecar(CONTRACT, settings)).map((r) => r.name ?? '');
+      const position = (name: string): number => names.indexOf(name);
+      assert.ok(position('reroute batch/v1, Resource=jobs/status') < position('reroute batch/v1, Resource=jobs'));
+      assert.ok(position('reroute /v1, Resource=namespaces/finalize #1') < position('reroute /v1, Resource=namespaces #1'));
+    });
+  });
+
+  describe('clusters', () => {
+    test('the local apiserver and every peer get a cluster and an HTTP/1.1 flavour, whether or not a route uses them', () => {
+      const resources = translateSidecar(plan([]), settings);
+      assert.deepEqual(
+        resources.clusters.map((c) => c.name),
+        ['local', 'local-h1', 'peer-b', 'peer-b-h1', 'peer-c', 'peer-c-h1'],
+      );
+      assert.deepEqual(
+        resources.endpoints.map((e) => [e.cluster_name, e.endpoints?.[0]?.lb_endpoints?.map((l) => l.endpoint?.address?.socket_address?.address)]),
+        [
+          ['local', ['10.0.0.1']],
+          ['peer-b', ['10.0.0.2']],
+          ['peer-c', ['10.0.0.3']],
+        ],
+      );
+    });
+
+    test('a route over several peers uses one cluster holding them all, so a retry can move to another peer', () => {
+      const resources = translateSidecar(REROUTES, settings);
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).route?.cluster, 'peers-b+c');
+      const endpoints = resources.endpoints.find((e) => e.cluster_name === 'peers-b+c');
+      assert.deepEqual(
+        endpoints?.endpoints?.[0]?.lb_endpoints?.map((l) => l.endpoint?.hostname),
+        ['b', 'c'],
+      );
+      assert.equal(cluster(resources, 'peers-b+c-h1').eds_cluster_config?.service_name, 'peers-b+c');
+    });
+
+    test('clusters are discovered over ADS (EDS) when every apiserver address is an IP', () => {
+      const local = cluster(translateSidecar(NO_PEERS, settings), 'local');
+      assert.equal(local.type, 'EDS');
+      assert.deepEqual(local.eds_cluster_config, { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: 'local' });
+    });
+
+    test('an apiserver reached by host name gets a DNS cluster with its endpoint inline', () => {
+      const resources = translateSidecar(plan([], [apiserver('b', 'apiserver-b.example')]), settings);
+      const peer = cluster(resources, 'peer-b');
+      assert.equal(peer.type, 'STRICT_DNS');
+      assert.equal(peer.load_assignment?.endpoints?.[0]?.lb_endpoints?.[0]?.endpoint?.address?.socket_address?.address, 'apiserver-b.example');
+      assert.equal(resources.endpoints.some((e) => e.cluster_name === 'peer-b'), false);
+    });
+
+    test('apiservers are reached with the front-proxy certificate and verified against the peer CA as kubernetes.default.svc', () => {
+      for (const c of translateSidecar(REROUTES, settings).clusters) {
+        assert.equal(c.transport_socket?.name, 'envoy.transport_sockets.tls');
+        const tls = unpack<UpstreamTlsContext>(c.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
+        assert.equal(tls.sni, 'kubernetes.default.svc', c.name);
+        assert.deepEqual(tls.common_tls_context?.tls_certificates, [
+          { certificate_chain: { filename: settings.upstream.frontProxyCertPath }, private_key: { filename: settings.upstream.frontProxyKeyPath } },
+        ]);
+        assert.deepEqual(tls.common_tls_context?.validation_context, {
+          trusted_ca: { filename: settings.upstream.peerCaPath },
+          match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: 'kubernetes.default.svc' } }],
+        });
+      }
+    });
+
+    test('the HTTP/1.1 flavour speaks only HTTP/1.1; the other negotiates HTTP/2', () => {
+      const resources = translateSidecar(NO_PEERS, settings);
+      const options = (name: string): HttpProtocolOptions =>
+        unpack<HttpProtocolOptions>(
+          cluster(resources, name).typed_extension_protocol_options?.['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'],
+          'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        );
+      assert.deepEqual(options('local-h1').explicit_http_config, { http_protocol_options: {} });
+      assert.ok(options('local').auto_config?.http2_protocol_options);
+    });
+
+    test('clusters eject apiservers on connection failures only, never on 5xx', () => {
+      const outlier = cluster(translateSidecar(NO_PEERS, settings), 'local').outlier_detection;
+      assert.equal(outlier?.split_external_local_origin_errors, true);
+      assert.deepEqual(outlier?.enforcing_consecutive_local_origin_failure, { value: 100 });
+      assert.deepEqual(outlier?.enforcing_consecutive_5xx, { value: 0 });
+      assert.deepEqual(outlier?.enforcing_success_rate, { value: 0 });
+    });
+
+    test('circuit breakers allow a million concurrent requests: every watch holds one', () => {
+      const threshold = cluster(translateSidecar(NO_PEERS, settings), 'local').circuit_breakers?.thresholds?.[0];
+      for (const limit of [threshold?.max_requests, threshold?.max_pending_requests, threshold?.max_connections]) {
+        assert.deepEqual(limit, { value: 1_000_000 });
+      }
+      assert.deepEqual(cluster(translateSidecar(NO_PEERS, settings), 'local').connect_timeout, { seconds: 1 });
+    });
+
+    test('apiserver names that would collide as cluster names are refused', () => {
+      assert.throws(() => translateSidecar(plan([], [apiserver('b', '10.0.0.2'), apiserver('b-h1', '10.0.0.3')]), settings), /twice/);
+    });
+  });
+
+  describe('listener', () => {
+    test('client-sent X-Remote-* headers are stripped before routing, by prefix and in any case', () => {
+      const filters = connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? [];
+      assert.deepEqual(
+        filters.map((f) => f.name),
+        ['envoy.filters.http.header_mutation', 'envoy.filters.http.router'],
+      );
+      const mutation = unpack<HeaderMutation>(filters[0]?.typed_config, 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation');
+      assert.deepEqual(mutation.mutations?.request_mutations, [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }]);
+    });
+
+    test('the connection manager keeps apiserver path semantics, sets X-Forwarded-For and allows upgrades and endless streams', () => {
+      const hcm = connectionManager(translateSidecar(NO_PEERS, settings));
+      assert.deepEqual(hcm.use_remote_address, { value: true });
+      assert.equal(hcm.xff_num_trusted_hops, 0);
+      assert.deepEqual(hcm.upgrade_configs, [{ upgrade_type: 'websocket' }, { upgrade_type: 'SPDY/3.1' }]);
+      assert.deepEqual(hcm.stream_idle_timeout, { seconds: 0 });
+      assert.deepEqual(hcm.request_timeout, { seconds: 0 });
+      assert.deepEqual(hcm.normalize_path, { value: true });
+      assert.equal(hcm.merge_slashes, false);
+      assert.equal(hcm.path_with_escaped_slashes_action, 'KEEP_UNCHANGED');
+      assert.equal(hcm.rds?.route_config_name, 'apiserver');
+    });
+
+    test('client certificates are optional but verified against the cluster client CA when presented', () => {
+      const chain = translateSidecar(NO_PEERS, settings).listeners[0]?.filter_chains?.[0];
+      const tls = unpack<DownstreamTlsContext>(chain?.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext');
+      assert.deepEqual(tls.require_client_certificate, { value: false });
+      assert.deepEqual(tls.common_tls_context?.validation_context, { trusted_ca: { filename: settings.listener.clientCaPath } });
+      assert.deepEqual(tls.common_tls_context?.tls_certificates, [
+        { certificate_chain: { filename: settings.listener.servingCertPath }, private_key: { filename: settings.listener.servingKeyPath } },
+      ]);
+    });
+  });
+
+  describe('output', () => {
+    test('translating the same plan twice gives byte-identical resources', () => {
+      assert.equal(JSON.stringify(translateSidecar(CONTRACT, settings)), JSON.stringify(translateSidecar(CONTRACT, settings)));
+    });
+
+    test('every field set is known to the loaded Envoy API, so protobuf encoding drops nothing', () => {
+      const root = envoyRoot();
+      const types = {
+        clusters: 'envoy.config.cluster.v3.Cluster',
+        endpoints: 'envoy.config.endpoint.v3.ClusterLoadAssignment',
+        listeners: 'envoy.config.listener.v3.Listener',
+        routes: 'envoy.config.route.v3.RouteConfiguration',
+      } as const;
+      for (const p of [NO_PEERS, REROUTES, UNAVAILABLE, CONTRACT]) {
+        const resources = translateSidecar(p, settings);
+        for (const [key, typeName] of Object.entries(types) as Array<[keyof typeof types, string]>) {
+          for (const resource of resources[key]) assert.deepEqual(unknownFields(root.lookupType(typeName), resource, key), []);
+        }
+      }
+    });
+  });
+
+  describe('envoy --mode validate', () => {
+    const cases: Array<[string, SidecarPlan]> = [
+      ['a sidecar without peers', NO_PEERS],
+      ['a sidecar rerouting resources and subresources to peers', REROUTES],
+      ['a sidecar answering 503 for unavailable resources', UNAVAILABLE],
+      ['a sidecar with every grammar corner case', CONTRACT],
+      ['a sidecar routing the longest built-in names', LONG_NAMES],
+    ];
+    for (const [what, p] of cases) {
+      test(`Envoy accepts the configuration of ${what}`, async () => {
+        const result = await validateWithEnvoy(translateSidecar(p, settings));
+        assert.ok(result.ok, result.output);
+      });
+    }
+  });
+});
