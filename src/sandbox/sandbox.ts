@@ -13,10 +13,7 @@ import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
 import { sidecarBootstrap } from '../xds/bootstrap.js';
 import { fileURLToPath } from 'node:url';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-
-const execFileAsync = promisify(execFile);
+import { KubeConfig, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
@@ -164,15 +161,27 @@ export class Sandbox {
   private async createAdminToken(): Promise<string> {
     const first = [...this.apiservers.values()][0];
     if (!first) throw new Error('internal: no apiserver');
-    const kubeconfig = join(this.dir, `kubeconfig-${first.spec.name}-direct`);
     await this.writeKubeconfigs();
-    const kubectl = this.kubectlPath();
-    const run = (args: string[]): Promise<{ stdout: string }> => execFileAsync(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeout: 60_000 });
-    const sa = `system:serviceaccount:kube-system:${SANDBOX_ADMIN_SERVICE_ACCOUNT}`;
-    await run(['create', 'serviceaccount', '-n', 'kube-system', SANDBOX_ADMIN_SERVICE_ACCOUNT]).catch(() => undefined);
-    await run(['create', 'clusterrolebinding', SANDBOX_ADMIN_SERVICE_ACCOUNT, '--clusterrole=cluster-admin', `--user=${sa}`]).catch(() => undefined);
-    const { stdout } = await run(['create', 'token', '-n', 'kube-system', SANDBOX_ADMIN_SERVICE_ACCOUNT, '--duration=24h']);
-    return stdout.trim();
+    const kc = new KubeConfig();
+    kc.loadFromFile(join(this.dir, `kubeconfig-${first.spec.name}-direct`));
+    const core = kc.makeApiClient(CoreV1Api);
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const namespace = 'kube-system';
+    const name = SANDBOX_ADMIN_SERVICE_ACCOUNT;
+    await ignoreConflict(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }));
+    await ignoreConflict(
+      rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'ServiceAccount', name, namespace }],
+        },
+      }),
+    );
+    const review = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } } });
+    const token = review.status?.token;
+    if (!token) throw new Error('the apiserver returned no service-account token');
+    return token;
   }
 
   private get controlPlaneConfigPath(): string {
@@ -467,6 +476,15 @@ async function waitUntil(proc: ManagedProcess, what: string, ready: () => Promis
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new ComponentStartError(what, `not ready after ${READY_TIMEOUT_MS / 1000} s`, proc.spec.logFile, proc.logTail());
+}
+
+/** Creating something that already exists (a restarted sandbox on the same etcd) is fine. */
+async function ignoreConflict(creation: Promise<unknown>): Promise<void> {
+  try {
+    await creation;
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
 }
 
 export function compareVersions(a: string, b: string): number {
