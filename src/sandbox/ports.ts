@@ -1,16 +1,28 @@
 import { createServer } from 'node:net';
 
-/** A port that is free right now on 127.0.0.1 (the kernel picks it). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('could not allocate a port');
-  return address.port;
+/**
+ * `count` distinct ports that are free right now on 127.0.0.1. All are held
+ * open until every one is picked, so the kernel cannot hand out one twice.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  try {
+    return await Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<number>((resolve, reject) => {
+            server.once('error', reject);
+            server.listen(0, '127.0.0.1', () => {
+              const address = server.address();
+              if (address === null || typeof address === 'string') reject(new Error('could not allocate a port'));
+              else resolve(address.port);
+            });
+          }),
+      ),
+    );
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+  }
 }
 
 /** Throws a clear error if `port` is already taken on 127.0.0.1. */

@@ -8,7 +8,7 @@ import type { InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { ManagedProcess, ComponentStartError } from './processes.js';
-import { freePort, assertPortFree } from './ports.js';
+import { freePorts, assertPortFree } from './ports.js';
 import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
 import { sidecarBootstrap } from '../xds/bootstrap.js';
@@ -142,19 +142,10 @@ export class Sandbox {
       for (const [i, p] of layout.sidecarAdmins.entries()) await assertPortFree(p, `sidecar admin of ${names[i]}`);
       return layout;
     }
-    const many = async (): Promise<number[]> => {
-      const ports: number[] = [];
-      for (let i = 0; i < count; i++) ports.push(await freePort());
-      return ports;
-    };
-    return {
-      etcdClient: await freePort(),
-      etcdPeer: await freePort(),
-      controlPlaneAdmin: await freePort(),
-      apiservers: await many(),
-      sidecars: await many(),
-      sidecarAdmins: await many(),
-    };
+    const ports = await freePorts(3 + 3 * count);
+    const take = (n: number): number[] => ports.splice(0, n);
+    const [etcdClient, etcdPeer, controlPlaneAdmin] = take(3) as [number, number, number];
+    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count), sidecarAdmins: take(count) };
   }
 
   /** A cluster-admin service-account token: what clients use through the sidecars. */
