@@ -1,4 +1,4 @@
-// Minimal HTTPS GET used by readiness probes and tests.
+// Minimal HTTPS client used by readiness probes, tests and benchmarks.
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
 
@@ -14,13 +14,21 @@ export interface HttpResult {
   body: string;
 }
 
-export function httpsGet(url: string, tls: TlsFiles, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<HttpResult> {
+export interface HttpsRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+}
+
+export function httpsRequest(url: string, tls: TlsFiles, req: HttpsRequest = {}): Promise<HttpResult> {
+  const timeoutMs = req.timeoutMs ?? 5000;
   return new Promise((resolve, reject) => {
-    const req = request(
+    const r = request(
       url,
       {
-        method: 'GET',
-        headers,
+        method: req.method ?? 'GET',
+        headers: req.headers ?? {},
         ca: readFileSync(tls.ca),
         ...(tls.cert ? { cert: readFileSync(tls.cert) } : {}),
         ...(tls.key ? { key: readFileSync(tls.key) } : {}),
@@ -34,8 +42,12 @@ export function httpsGet(url: string, tls: TlsFiles, headers: Record<string, str
         res.on('error', reject);
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms: GET ${url}`)));
-    req.on('error', reject);
-    req.end();
+    r.on('timeout', () => r.destroy(new Error(`timeout after ${timeoutMs} ms: ${req.method ?? 'GET'} ${url}`)));
+    r.on('error', reject);
+    r.end(req.body);
   });
+}
+
+export function httpsGet(url: string, tls: TlsFiles, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<HttpResult> {
+  return httpsRequest(url, tls, { headers, timeoutMs });
 }

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { ensureComponents } from '../../src/install/index.js';
 import { Sandbox, type ApiserverSpec } from '../../src/sandbox/sandbox.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
+import { httpsRequest } from '../../src/util/https.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -54,3 +55,48 @@ export async function eventually<T>(check: () => Promise<T>, timeoutMs = 60_000,
 
 export const AGGREGATED_DISCOVERY_NOPEER_ACCEPT =
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+
+/** A service-account token, optionally bound to a ClusterRole (created through the admin certificate). */
+export async function serviceAccountToken(state: SandboxState, name: string, clusterRole?: string): Promise<string> {
+  const { KubeConfig, CoreV1Api, RbacAuthorizationV1Api } = await import('@kubernetes/client-node');
+  const first = state.apiservers.find((a) => a.running);
+  if (!first) throw new Error('no running apiserver');
+  const kc = new KubeConfig();
+  kc.loadFromFile(first.kubeconfig.direct);
+  const core = kc.makeApiClient(CoreV1Api);
+  const namespace = 'default';
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(() => undefined);
+  if (clusterRole) {
+    await kc
+      .makeApiClient(RbacAuthorizationV1Api)
+      .createClusterRoleBinding({
+        body: {
+          metadata: { name: `${name}-${clusterRole}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+          subjects: [{ kind: 'ServiceAccount', name, namespace }],
+        },
+      })
+      .catch(() => undefined);
+  }
+  const review = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  const token = review.status?.token;
+  if (!token) throw new Error('no token returned');
+  return token;
+}
+
+/** A bearer-token API client for one base URL (a sidecar or an apiserver). */
+export function tokenClient(state: SandboxState, baseUrl: string, token: string) {
+  return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    httpsRequest(baseUrl + path, { ca: state.ca }, {
+      method,
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      timeoutMs: 15_000,
+    });
+}
+
+export function apiserverNamed(state: SandboxState, name: string): SandboxState['apiservers'][number] {
+  const a = state.apiservers.find((x) => x.name === name);
+  if (!a) throw new Error(`no apiserver ${name}`);
+  return a;
+}

@@ -1,0 +1,116 @@
+// Issue 3: requests through any sidecar reach an apiserver that serves them.
+// Skew is made the way upstream's integration tests make it: one release,
+// some groups turned off with --runtime-config.
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startTestSandbox,
+  eventually,
+  serviceAccountToken,
+  tokenClient,
+  apiserverNamed,
+  type TestSandbox,
+} from '../support/sandbox.js';
+
+const job = (name: string) => ({
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: { name },
+  spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } } },
+});
+
+const hpa = (name: string) => ({
+  apiVersion: 'autoscaling/v2',
+  kind: 'HorizontalPodAutoscaler',
+  metadata: { name },
+  spec: { scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'x' }, minReplicas: 1, maxReplicas: 2 },
+});
+
+describe('routing through sidecars: A serves everything, B lacks batch/v1 and autoscaling/v2, C lacks autoscaling/v2', () => {
+  let tb: TestSandbox;
+  let admin: string;
+  const through = (name: string, token = admin) => {
+    const s = tb.state();
+    const sidecar = apiserverNamed(s, name).sidecar;
+    if (!sidecar) throw new Error('sandbox has no sidecars');
+    return tokenClient(s, sidecar, token);
+  };
+
+  before(async () => {
+    tb = await startTestSandbox([
+      { name: 'kas-a', version: 'v1.37.2' },
+      { name: 'kas-b', version: 'v1.37.2', runtimeConfig: 'batch/v1=false,autoscaling/v2=false' },
+      { name: 'kas-c', version: 'v1.37.2', runtimeConfig: 'autoscaling/v2=false' },
+    ]);
+    admin = await serviceAccountToken(tb.state(), 'routing-admin', 'cluster-admin');
+  });
+
+  it('TestPeerProxiedRequest: a Job created through A is listed through B', async () => {
+    const created = await through('kas-a')('POST', '/apis/batch/v1/namespaces/default/jobs', job('peer-proxied'));
+    assert.equal(created.status, 201, created.body);
+    const listed = await eventually(async () => {
+      const res = await through('kas-b')('GET', '/apis/batch/v1/namespaces/default/jobs');
+      assert.equal(res.status, 200, res.body);
+      return JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
+    });
+    assert.ok(listed.items.some((j) => j.metadata.name === 'peer-proxied'));
+  });
+
+  it('a request already marked x-kubernetes-peer-proxied is served locally, never proxied again', async () => {
+    const res = await through('kas-b')('GET', '/apis/batch/v1/namespaces/default/jobs', undefined, { 'x-kubernetes-peer-proxied': 'true' });
+    assert.equal(res.status, 404);
+  });
+
+  it('a resource nobody serves gets the local apiserver\'s own 404', async () => {
+    const res = await through('kas-b')('GET', '/apis/widgets.example.com/v1/widgets');
+    assert.equal(res.status, 404);
+    assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'Status');
+  });
+
+  it('a token client that forges X-Remote-User and X-Remote-Group stays itself', async () => {
+    const nobody = await serviceAccountToken(tb.state(), 'nobody');
+    const forged = { 'x-remote-user': 'admin', 'x-remote-group': 'system:masters', 'x-remote-extra-scopes': 'everything' };
+    for (const server of ['kas-a', 'kas-b']) {
+      const review = await through(server, nobody)('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, forged);
+      assert.equal(review.status, 201, review.body);
+      const user = (JSON.parse(review.body) as { status: { userInfo: { username: string; groups: string[]; extra?: unknown } } }).status.userInfo;
+      assert.equal(user.username, 'system:serviceaccount:default:nobody');
+      assert.ok(!user.groups.includes('system:masters'));
+      assert.equal(user.extra, undefined);
+      const secrets = await through(server, nobody)('GET', '/api/v1/namespaces/default/secrets', undefined, forged);
+      assert.equal(secrets.status, 403);
+      const jobs = await through(server, nobody)('GET', '/apis/batch/v1/namespaces/default/jobs', undefined, forged);
+      assert.equal(jobs.status, 403, `rerouted request through ${server} must stay forbidden`);
+    }
+  });
+
+  it('TestPeerProxiedRequestToThirdServerAfterFirstDies: with A stopped, Jobs are listed through B via C', async () => {
+    await tb.sandbox.stopApiserver('kas-a');
+    const started = Date.now();
+    const listed = await eventually(async () => {
+      const res = await through('kas-b')('GET', '/apis/batch/v1/namespaces/default/jobs');
+      assert.equal(res.status, 200, res.body);
+      return JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
+    }, 60_000);
+    assert.ok(listed.items.some((j) => j.metadata.name === 'peer-proxied'));
+    assert.ok(Date.now() - started < 60_000);
+  });
+
+  it('a resource whose only serving peer is stopped answers 503 with a Status body and Retry-After, never 404', async () => {
+    const res = await through('kas-b')('GET', '/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers');
+    assert.equal(res.status, 503, res.body);
+    assert.ok(res.headers['retry-after'], 'Retry-After header');
+    const status = JSON.parse(res.body) as { kind: string; reason: string; code: number };
+    assert.equal(status.kind, 'Status');
+    assert.equal(status.reason, 'ServiceUnavailable');
+    assert.equal(status.code, 503);
+  });
+
+  it('that resource is served again once its peer is back', async () => {
+    await tb.sandbox.startApiserver('kas-a');
+    await eventually(async () => {
+      const created = await through('kas-b')('POST', '/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers', hpa('back-again'));
+      assert.equal(created.status, 201, created.body);
+    }, 30_000);
+  });
+});
