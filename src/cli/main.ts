@@ -3,6 +3,7 @@
 import { runInstall } from './install.js';
 import { runSandbox } from './sandbox.js';
 import { runServe } from './serve.js';
+import { runBenchCommand } from './bench.js';
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -12,6 +13,8 @@ commands:
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
   serve --config FILE [--log-level LEVEL]
                                        run the control plane (xDS for the sidecars, metrics and status)
+  bench [--rounds N --round-ms MS --concurrency N --convergence-samples N]
+                                       measure sidecar vs direct latency/throughput and routing convergence
   sandbox down [--dir DIR]             stop a detached sandbox
   sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
   sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
@@ -27,6 +30,8 @@ async function main(argv: string[]): Promise<number> {
       return runSandbox(rest);
     case 'serve':
       return runServe(rest);
+    case 'bench':
+      return runBenchCommand(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -227,6 +227,12 @@ export class Sandbox {
     await waitUntil(proc, 'mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
   }
 
+  /** The cluster-admin service-account token the sidecar kubeconfigs carry. */
+  adminBearerToken(): string {
+    if (!this.adminToken) throw new Error('this sandbox runs no sidecars, so it made no token');
+    return this.adminToken;
+  }
+
   /** Kills the control plane (no clean shutdown), as a crash would. */
   async killControlPlane(): Promise<void> {
     await this.controlPlane?.stop(0);
@@ -355,6 +361,8 @@ export class Sandbox {
     const run = this.requireApiserver(name);
     if (run.process?.running) throw new Error(`apiserver ${name} is already running`);
     const spec: ApiserverSpec = { ...run.spec, ...change };
+    // An empty runtime-config means "back to the release's defaults".
+    if (spec.runtimeConfig === '') delete spec.runtimeConfig;
     validateSpecs([spec], this.opts.components);
     run.spec = spec;
     await this.launchApiserver(name);

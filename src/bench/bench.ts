@@ -1,0 +1,121 @@
+// `mvproxy bench`: the figures issue 3 asks for, measured in one run against
+// a real sandbox (kube-apiserver v1.36.3 and v1.37.2, Envoy sidecars).
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureComponents } from '../install/index.js';
+import { Sandbox } from '../sandbox/sandbox.js';
+import type { SandboxState } from '../sandbox/state.js';
+import { httpsRequest } from '../util/https.js';
+import { compareAlternately, percentile, type LatencySummary, type LoadTarget } from './load.js';
+
+export interface BenchOptions {
+  rounds: number;
+  roundMs: number;
+  concurrency: number;
+  convergenceSamples: number;
+  progress: (line: string) => void;
+}
+
+const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
+
+export async function runBench(opts: BenchOptions): Promise<Record<string, unknown>> {
+  const components = await ensureComponents({ kubernetesVersions: ['v1.36.3', 'v1.37.2'], log: opts.progress });
+  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-bench-'));
+  const sandbox = await Sandbox.up({ dir, apiservers: [{ name: 'kas-a', version: 'v1.36.3' }, { name: 'kas-b', version: 'v1.37.2' }], components, progress: opts.progress });
+  try {
+    const state = sandbox.state();
+    const token = sandbox.adminBearerToken();
+    const [a, b] = state.apiservers as [SandboxState['apiservers'][number], SandboxState['apiservers'][number]];
+    const api = (base: string, method: string, path: string, body?: unknown) =>
+      httpsRequest(base + path, { ca: state.ca }, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    await api(a.direct, 'POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { k: 'v' } });
+    await api(b.direct, 'POST', '/apis/storagemigration.k8s.io/v1/storageversionmigrations', { metadata: { name: 'bench' }, spec: { resource: { group: 'apps', resource: 'deployments' } } });
+    const target = (base: string, path: string): LoadTarget => ({ url: base + path, ca: readFileSync(state.ca), headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+    const load = { rounds: opts.rounds, roundMs: opts.roundMs, concurrency: opts.concurrency };
+
+    opts.progress('measuring a locally served GET: sidecar vs direct ...');
+    const cmPath = '/api/v1/namespaces/default/configmaps/bench';
+    const local = await compareAlternately(target(a.sidecar ?? '', cmPath), target(a.direct, cmPath), load);
+
+    opts.progress('measuring a rerouted GET: v1.36.3 sidecar vs the v1.37.2 apiserver directly ...');
+    const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
+    const rerouted = await compareAlternately(target(a.sidecar ?? '', svmPath), target(b.direct, svmPath), load);
+
+    opts.progress(`measuring convergence over ${opts.convergenceSamples} served-set changes ...`);
+    const convergenceMs: number[] = [];
+    for (let i = 0; i < opts.convergenceSamples; i++) {
+      const batchOff = i % 2 === 0;
+      convergenceMs.push(await measureConvergence(sandbox, state, token, batchOff));
+      opts.progress(`  sample ${i + 1}: ${convergenceMs.at(-1)?.toFixed(0)} ms`);
+    }
+    const sorted = [...convergenceMs].sort((x, y) => x - y);
+    return {
+      concurrency: opts.concurrency,
+      rounds: opts.rounds,
+      roundMs: opts.roundMs,
+      local: withRatios(local),
+      rerouted: withRatios(rerouted),
+      convergence: { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) },
+    };
+  } finally {
+    await sandbox.down();
+  }
+}
+
+function withRatios(r: { candidate: LatencySummary; baseline: LatencySummary }): Record<string, unknown> {
+  const round = (n: number): number => Math.round(n * 100) / 100;
+  return {
+    sidecar: { p50Ms: round(r.candidate.p50), p99Ms: round(r.candidate.p99), rps: Math.round(r.candidate.throughput), errors: r.candidate.errors },
+    direct: { p50Ms: round(r.baseline.p50), p99Ms: round(r.baseline.p99), rps: Math.round(r.baseline.throughput), errors: r.baseline.errors },
+    p50Ratio: round(r.candidate.p50 / r.baseline.p50),
+    p99Ratio: round(r.candidate.p99 / r.baseline.p99),
+    throughputRatio: round(r.candidate.throughput / r.baseline.throughput),
+  };
+}
+
+/**
+ * Restarts kas-b with batch/v1 off (or back on), then measures from the moment
+ * its own discovery shows the change to the moment every sidecar has ACKed
+ * routes that reflect it.
+ */
+async function measureConvergence(sandbox: Sandbox, state: SandboxState, token: string, batchOff: boolean): Promise<number> {
+  const b = state.apiservers.find((x) => x.name === 'kas-b');
+  if (!b || !state.controlPlane) throw new Error('bench needs kas-b and the control plane');
+  await sandbox.stopApiserver('kas-b');
+  const restarted = sandbox.startApiserver('kas-b', { runtimeConfig: batchOff ? 'batch/v1=false' : '' });
+  // Poll the apiserver's own discovery until it shows the change.
+  let visibleAt = 0;
+  for (;;) {
+    try {
+      const res = await httpsRequest(b.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 });
+      if (res.status === 200) {
+        const servesBatch = (JSON.parse(res.body) as { items: { metadata: { name: string } }[] }).items.some((g) => g.metadata.name === 'batch');
+        if (servesBatch !== batchOff) {
+          visibleAt = performance.now();
+          break;
+        }
+      }
+    } catch {
+      // still starting
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // Poll the control plane until kas-b's plan reflects it and every sidecar ACKed what was sent.
+  for (;;) {
+    const status = (await (await fetch(`${state.controlPlane.admin}/status`)).json()) as ControlPlaneStatus;
+    const plan = status.plans.find((p) => p.node === 'kas-b');
+    const reroutesBatch = plan?.routes.some((r) => r.group === 'batch') ?? false;
+    const acked = Object.values(status.xds).every((n) => n.connected && Object.values(n.types).every((t) => t.versionAcked === t.versionSent));
+    if (reroutesBatch === batchOff && acked) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const convergedAt = performance.now();
+  await restarted;
+  return convergedAt - visibleAt;
+}
+
+interface ControlPlaneStatus {
+  plans: { node: string; routes: { group: string }[] }[];
+  xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
+}

@@ -1,0 +1,36 @@
+// Who counts as alive, for discovery and (meant to be shared with) routing.
+// The same rules as the planner's peer standing (src/planner/planner.ts), so
+// a resource that routes to a 503 is still listed in discovery: a resource
+// that vanishes from discovery looks deleted to the garbage collector and the
+// namespace controller, which is exactly what rule 4 forbids.
+import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
+
+/** How a peer counts right now: serving, known but not reachable (503), or gone. */
+export type PeerStanding = 'available' | 'unavailable' | 'gone';
+
+export function peerStanding(peer: ApiserverObservation, now: number, departedGraceMs: number): PeerStanding {
+  if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
+    // Left (clean shutdown or expiry): its resources must not turn into 404s
+    // while it restarts, but nothing is sent to it either.
+    return now - peer.leaseGoneAt <= departedGraceMs ? 'unavailable' : 'gone';
+  }
+  // A lease not seen yet (startup ordering) is judged by reachability alone.
+  return peer.reachable ? 'available' : 'unavailable';
+}
+
+/** Key of a group-version in the sets below. */
+export function groupVersionKey(group: string, version: string): string {
+  return JSON.stringify([group, version]);
+}
+
+/**
+ * Rule 6: CRD and APIService group-versions, including deleted ones still in
+ * their grace period, as groupVersionKey()s.
+ */
+export function activeLocalOnlyGroupVersions(model: Pick<ClusterModel, 'localOnly'>, now: number): Set<string> {
+  const active = new Set<string>();
+  for (const gv of model.localOnly) {
+    if (gv.excludedUntil === undefined || gv.excludedUntil > now) active.add(groupVersionKey(gv.group, gv.version));
+  }
+  return active;
+}
