@@ -4,6 +4,7 @@ import { runInstall } from './install.js';
 import { runSandbox } from './sandbox.js';
 import { runServe } from './serve.js';
 import { runBenchCommand } from './bench.js';
+import { runBootstrap } from './bootstrap.js';
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -13,6 +14,8 @@ commands:
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
   serve --config FILE [--log-level LEVEL]
                                        run the control plane (xDS for the sidecars, metrics and status)
+  bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F) [--admin-port N]
+                                       print the Envoy bootstrap of one apiserver's sidecar
   bench [--rounds N --round-ms MS --concurrency N --convergence-samples N]
                                        measure sidecar vs direct latency/throughput and routing convergence
   sandbox down [--dir DIR]             stop a detached sandbox
@@ -32,6 +35,8 @@ async function main(argv: string[]): Promise<number> {
       return runServe(rest);
     case 'bench':
       return runBenchCommand(rest);
+    case 'bootstrap':
+      return runBootstrap(rest);
     case undefined:
     case 'help':
     case '--help':

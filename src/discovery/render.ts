@@ -126,8 +126,7 @@ function isEmpty(value: unknown): boolean {
     value === '' ||
     value === 0 ||
     value === false ||
-    (Array.isArray(value) && value.length === 0) ||
-    (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0 && false)
+    (Array.isArray(value) && value.length === 0)
   );
 }
 

@@ -1,0 +1,44 @@
+// `mvproxy bootstrap`: prints the Envoy bootstrap for one apiserver's sidecar.
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
+
+export function runBootstrap(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      node: { type: 'string' },
+      'xds-socket': { type: 'string' },
+      'xds-address': { type: 'string' },
+      'xds-ca': { type: 'string' },
+      'xds-cert': { type: 'string' },
+      'xds-key': { type: 'string' },
+      'xds-server-name': { type: 'string' },
+      'admin-port': { type: 'string', default: '9901' },
+    },
+    strict: true,
+  });
+  const problems: string[] = [];
+  if (!values.node) problems.push('--node NAME (the apiserver name in the control plane config) is required');
+  if (!!values['xds-socket'] === !!values['xds-address']) problems.push('give exactly one of --xds-socket PATH or --xds-address HOST:PORT');
+  let controlPlane: ControlPlaneAddress | undefined;
+  if (values['xds-socket']) controlPlane = { unixSocket: resolve(values['xds-socket']) };
+  if (values['xds-address']) {
+    const m = /^([^:]+):(\d+)$/.exec(values['xds-address']);
+    const [ca, cert, key] = [values['xds-ca'], values['xds-cert'], values['xds-key']];
+    if (!m) problems.push(`--xds-address ${JSON.stringify(values['xds-address'])} is not HOST:PORT`);
+    if (!ca || !cert || !key) problems.push('--xds-address needs --xds-ca, --xds-cert and --xds-key (mutual TLS)');
+    if (m && ca && cert && key) {
+      controlPlane = {
+        host: m[1] ?? '',
+        port: Number(m[2]),
+        tls: { ca: { filename: resolve(ca) }, cert: { filename: resolve(cert) }, key: { filename: resolve(key) }, ...(values['xds-server-name'] ? { serverName: values['xds-server-name'] } : {}) },
+      };
+    }
+  }
+  const adminPort = Number(values['admin-port']);
+  if (!Number.isInteger(adminPort) || adminPort < 0 || adminPort > 65535) problems.push('--admin-port must be a port number');
+  if (problems.length > 0 || !controlPlane || !values.node) throw new Error(`cannot make a bootstrap:\n  - ${problems.join('\n  - ')}`);
+  process.stdout.write(JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin: { port: adminPort } }), null, 2) + '\n');
+  return 0;
+}
