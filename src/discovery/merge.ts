@@ -69,19 +69,17 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
     .filter((a) => a === local || options.departedGraceMs === undefined || peerStanding(a, now, options.departedGraceMs) !== 'gone')
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
 
-  const coreLists: APIGroupDiscovery[][] = [];
-  const groupLists: APIGroupDiscovery[][] = [];
-  for (const server of contributors) {
-    const discovery = server.discovery as ApiserverDiscovery;
-    // Peers never contribute local-only group-versions (rule 6).
-    const keep = server === local ? () => true : (group: string, version: string) => !localOnly.has(groupVersionKey(group, version));
-    coreLists.push(withoutVersions(discovery.core.items, keep));
-    groupLists.push(withoutVersions(discovery.groups.items, keep));
-  }
+  // Peers never contribute local-only group-versions (rule 6). Their lists
+  // still vote on the order, so the order is the same whichever apiserver is
+  // local: every apiserver lists a CRD in the same place.
+  const allows = contributors.map((server) =>
+    server === local ? () => true : (group: string, version: string) => !localOnly.has(groupVersionKey(group, version)),
+  );
+  const documents = contributors.map((server) => server.discovery as ApiserverDiscovery);
 
   const merged: MergedDiscovery = {
-    core: discoveryList(mergeGroups(coreLists)),
-    groups: discoveryList(mergeGroups(groupLists)),
+    core: discoveryList(mergeGroups(documents.map((d) => d.core.items), allows)),
+    groups: discoveryList(mergeGroups(documents.map((d) => d.groups.items), allows)),
     sources: contributors.map((a) => a.endpoint.name),
   };
   if (local?.discovery) merged.local = local.discovery;
@@ -92,36 +90,48 @@ function discoveryList(items: APIGroupDiscovery[]): APIGroupDiscoveryList {
   return { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items };
 }
 
-/** The groups with only the versions `keep` accepts; a group left with no version is dropped. */
-function withoutVersions(groups: readonly APIGroupDiscovery[], keep: (group: string, version: string) => boolean): APIGroupDiscovery[] {
+type GroupVersionFilter = (group: string, version: string) => boolean;
+
+/**
+ * Merge one list of groups per server (in server order). Every server's list
+ * votes on the order; only versions its filter allows are taken from it, and
+ * a group none of whose versions are allowed anywhere is left out.
+ */
+function mergeGroups(perServer: readonly APIGroupDiscovery[][], allows: readonly GroupVersionFilter[]): APIGroupDiscovery[] {
+  const order = consensusOrder(perServer.map((groups) => groups.map((g) => g.metadata.name)));
   const out: APIGroupDiscovery[] = [];
-  for (const group of groups) {
-    const versions = group.versions.filter((v) => keep(group.metadata.name, v.version));
-    if (versions.length === group.versions.length) out.push(group);
-    else if (versions.length > 0) out.push({ ...group, versions });
+  for (const name of order) {
+    const versionOrders: string[][] = [];
+    const allowedVersions: APIVersionDiscovery[][] = [];
+    let first: APIGroupDiscovery | undefined;
+    perServer.forEach((groups, server) => {
+      for (const group of groups.filter((g) => g.metadata.name === name)) {
+        versionOrders.push(group.versions.map((v) => v.version));
+        const allowed = group.versions.filter((v) => (allows[server] as GroupVersionFilter)(name, v.version));
+        allowedVersions.push(allowed);
+        if (first === undefined && allowed.length > 0) first = group;
+      }
+    });
+    if (first === undefined) continue;
+    const versions = mergeVersions(versionOrders, allowedVersions);
+    // A group that comes out exactly as one server listed it stays that object.
+    const firstVersions = first.versions;
+    const untouched = versions.length === firstVersions.length && versions.every((v, i) => v === firstVersions[i]);
+    out.push(untouched ? first : { ...first, versions });
   }
   return out;
 }
 
-/** Merge one list per server (in server order) into one list of groups. */
-function mergeGroups(perServer: readonly APIGroupDiscovery[][]): APIGroupDiscovery[] {
-  const order = consensusOrder(perServer.map((groups) => groups.map((g) => g.metadata.name)));
-  return order.map((name) => {
-    const entries = perServer.flatMap((groups) => groups.filter((g) => g.metadata.name === name));
-    const first = entries[0] as APIGroupDiscovery;
-    if (entries.length === 1) return first;
-    return { ...first, versions: mergeVersions(entries.map((g) => g.versions)) };
-  });
-}
-
-function mergeVersions(perServer: readonly APIVersionDiscovery[][]): APIVersionDiscovery[] {
-  const order = consensusOrder(perServer.map((versions) => versions.map((v) => v.version)));
-  return order.map((name) => {
+/** Versions ordered by every server's list, taken from the allowed ones. */
+function mergeVersions(orders: readonly string[][], perServer: readonly APIVersionDiscovery[][]): APIVersionDiscovery[] {
+  const out: APIVersionDiscovery[] = [];
+  for (const name of consensusOrder(orders)) {
     const entries = perServer.flatMap((versions) => versions.filter((v) => v.version === name));
-    const first = entries[0] as APIVersionDiscovery;
-    if (entries.length === 1) return first;
-    return { ...first, resources: mergeResources(entries.map((v) => v.resources)) };
-  });
+    const first = entries[0];
+    if (first === undefined) continue;
+    out.push(entries.length === 1 ? first : { ...first, resources: mergeResources(entries.map((v) => v.resources)) });
+  }
+  return out;
 }
 
 function mergeResources(perServer: readonly APIResourceDiscovery[][]): APIResourceDiscovery[] {

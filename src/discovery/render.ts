@@ -342,7 +342,7 @@ export function decodeAggregatedProtobuf(body: Buffer): APIGroupDiscoveryList {
     throw new Error('not a Kubernetes protobuf body (missing the k8s\\0 prefix)');
   }
   const { APIGroupDiscoveryList: listType, Unknown } = kubernetesProtoTypes();
-  const options = { longs: Number, arrays: true, objects: true, bytes: Buffer };
+  const options = { longs: Number, arrays: true, bytes: Buffer };
   const envelope = Unknown.toObject(Unknown.decode(body.subarray(PROTOBUF_MAGIC.length)), options) as {
     typeMeta?: { apiVersion?: string; kind?: string };
     raw?: Uint8Array;

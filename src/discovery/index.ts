@@ -1,0 +1,17 @@
+// Merged (peer-aggregated) discovery: pure functions the ext_proc server uses.
+export { mergeDiscovery, consensusOrder, type MergedDiscovery, type MergeOptions } from './merge.js';
+export {
+  renderAggregated,
+  renderAggregatedCached,
+  decodeAggregatedProtobuf,
+  encodeAggregatedProtobuf,
+  etagOf,
+  AGGREGATED_JSON_CONTENT_TYPE,
+  AGGREGATED_PROTOBUF_CONTENT_TYPE,
+  type AggregatedFormat,
+  type RenderedDocument,
+} from './render.js';
+export { negotiateDiscovery, parseAccept, type DiscoveryNegotiation, type MediaRange } from './negotiate.js';
+export { peerGroupDocument, parseGroupPath, LEGACY_DISCOVERY_CONTENT_TYPE, type GroupPath } from './peerGroup.js';
+export { discoveryResponse, etagMatches, type DiscoveryRequest, type DiscoveryReply, type DiscoveryPassThrough } from './response.js';
+export { peerStanding, activeLocalOnlyGroupVersions, groupVersionKey, type PeerStanding } from './liveness.js';

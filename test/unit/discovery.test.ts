@@ -1,0 +1,541 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, ApiserverDiscovery } from '../../src/model/discovery.js';
+import { parseAggregatedDiscovery, servedSetFromDiscovery } from '../../src/model/servedSet.js';
+import {
+  consensusOrder,
+  decodeAggregatedProtobuf,
+  discoveryResponse,
+  mergeDiscovery,
+  negotiateDiscovery,
+  peerGroupDocument,
+  renderAggregated,
+  type DiscoveryReply,
+  type MergedDiscovery,
+} from '../../src/discovery/index.js';
+
+// ---- fixtures ----------------------------------------------------------------
+
+const NOW = 1_700_000_000_000;
+
+function list(items: unknown[]): APIGroupDiscoveryList {
+  return parseAggregatedDiscovery({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items });
+}
+
+function resource(name: string, kind: string, verbs: string[], extra: Partial<APIResourceDiscovery> = {}): Record<string, unknown> {
+  return {
+    resource: name,
+    responseKind: { group: '', version: '', kind },
+    scope: 'Namespaced',
+    singularResource: name.replace(/s$/, ''),
+    verbs,
+    ...extra,
+  };
+}
+
+function group(name: string, versions: { version: string; resources: unknown[] }[]): Record<string, unknown> {
+  return { metadata: { name }, versions };
+}
+
+const CORE_V1 = [
+  group('', [
+    {
+      version: 'v1',
+      resources: [
+        resource('pods', 'Pod', ['create', 'delete', 'get', 'list'], {
+          shortNames: ['po'],
+          categories: ['all'],
+          subresources: [
+            { subresource: 'status', responseKind: { group: '', version: 'v1', kind: 'Pod' }, verbs: ['get', 'patch', 'update'] },
+          ],
+        }),
+        resource('namespaces', 'Namespace', ['get', 'list'], { scope: 'Cluster' }),
+      ],
+    },
+  ]),
+];
+
+const APPS = group('apps', [
+  {
+    version: 'v1',
+    resources: [
+      resource('deployments', 'Deployment', ['get', 'list'], {
+        responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+        shortNames: ['deploy'],
+        subresources: [{ subresource: 'status', responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' }, verbs: ['get'] }],
+      }),
+    ],
+  },
+]);
+
+const BATCH = group('batch', [
+  {
+    version: 'v1',
+    resources: [
+      resource('jobs', 'Job', ['create', 'get', 'list'], {
+        responseKind: { group: 'batch', version: 'v1', kind: 'Job' },
+        categories: ['all'],
+        subresources: [{ subresource: 'status', responseKind: { group: 'batch', version: 'v1', kind: 'Job' }, verbs: ['get', 'patch', 'update'] }],
+      }),
+      resource('cronjobs', 'CronJob', ['get', 'list'], { responseKind: { group: 'batch', version: 'v1', kind: 'CronJob' }, shortNames: ['cj'] }),
+    ],
+  },
+]);
+
+const CRD_GROUP = group('stable.example.com', [
+  { version: 'v1', resources: [resource('crontabs', 'CronTab', ['get', 'list'], { responseKind: { group: 'stable.example.com', version: 'v1', kind: 'CronTab' } })] },
+]);
+
+function discovery(groups: unknown[], core: unknown[] = CORE_V1): ApiserverDiscovery {
+  return { core: list(core), groups: list(groups) };
+}
+
+function apiserver(name: string, d: ApiserverDiscovery | undefined, extra: Partial<ApiserverObservation> = {}): ApiserverObservation {
+  const observation: ApiserverObservation = {
+    endpoint: { name, hostname: name, address: { host: `${name}.test`, port: 6443 } },
+    lease: { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW },
+    servedSet: d ? servedSetFromDiscovery(d) : [],
+    reachable: true,
+    ...extra,
+  };
+  if (d) observation.discovery = d;
+  return observation;
+}
+
+function model(apiservers: ApiserverObservation[], localOnly: LocalOnlyGroupVersion[] = []): ClusterModel {
+  return { now: NOW, apiservers, localOnly };
+}
+
+function groupNames(l: APIGroupDiscoveryList): string[] {
+  return l.items.map((g) => g.metadata.name);
+}
+
+function findGroup(l: APIGroupDiscoveryList, name: string): APIGroupDiscovery {
+  const found = l.items.find((g) => g.metadata.name === name);
+  assert.ok(found, `group ${name} in merged document`);
+  return found;
+}
+
+function findResource(l: APIGroupDiscoveryList, groupName: string, version: string, name: string): APIResourceDiscovery {
+  const found = findGroup(l, groupName)
+    .versions.find((v) => v.version === version)
+    ?.resources.find((r) => r.resource === name);
+  assert.ok(found, `${groupName}/${version}/${name} in merged document`);
+  return found;
+}
+
+function isReply(answer: ReturnType<typeof discoveryResponse>): answer is DiscoveryReply {
+  return !('passThrough' in answer);
+}
+
+const AGG_JSON = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const AGG_JSON_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
+const AGG_NOPEER = `${AGG_JSON};profile=nopeer`;
+const AGG_PROTOBUF = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
+// TestPeerAggregatedDiscovery's skew: A has apps/v1 off, B has batch/v1 off.
+function skewedPair(): ClusterModel {
+  return model([apiserver('a', discovery([BATCH])), apiserver('b', discovery([APPS]))]);
+}
+
+// ---- merge ---------------------------------------------------------------------
+
+describe('mergeDiscovery', () => {
+  test('merged document lists the groups of every live apiserver', () => {
+    const merged = mergeDiscovery('a', skewedPair(), NOW);
+    assert.deepEqual(groupNames(merged.groups).sort(), ['apps', 'batch']);
+    assert.deepEqual(merged.sources, ['a', 'b']);
+  });
+
+  test('merge keeps each server order and puts the preferred version first', () => {
+    const a = group('autoscaling', [
+      { version: 'v2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
+      { version: 'v1', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
+    ]);
+    const b = group('autoscaling', [
+      { version: 'v2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
+      { version: 'v1', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
+      { version: 'v2beta2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
+    ]);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS, a, BATCH])), apiserver('b', discovery([APPS, b, CRD_GROUP]))]), NOW);
+    assert.deepEqual(groupNames(merged.groups), ['apps', 'autoscaling', 'batch', 'stable.example.com']);
+    assert.deepEqual(
+      findGroup(merged.groups, 'autoscaling').versions.map((v) => v.version),
+      ['v2', 'v1', 'v2beta2'],
+    );
+  });
+
+  test('consensus order keeps every list relative order and breaks ties by first appearance', () => {
+    assert.deepEqual(consensusOrder([['a', 'b', 'd'], ['a', 'c', 'd']]), ['a', 'b', 'c', 'd']);
+    assert.deepEqual(consensusOrder([['x', 'z'], ['y', 'x']]), ['y', 'x', 'z']);
+    // Disagreeing lists (a cycle) still give one deterministic order.
+    assert.deepEqual(consensusOrder([['p', 'q'], ['q', 'p']]), ['p', 'q']);
+  });
+
+  test('a resource on several servers is the first entry with verbs and subresources unioned', () => {
+    const newer = group('apps', [
+      {
+        version: 'v1',
+        resources: [
+          resource('deployments', 'Deployment', ['get', 'list', 'watch'], {
+            responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+            shortNames: ['dep'],
+            subresources: [
+              { subresource: 'status', responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' }, verbs: ['get', 'patch'] },
+              { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'update'] },
+            ],
+          }),
+        ],
+      },
+    ]);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([newer]))]), NOW);
+    const deployments = findResource(merged.groups, 'apps', 'v1', 'deployments');
+    assert.deepEqual(deployments.verbs, ['get', 'list', 'watch']);
+    assert.deepEqual(deployments.shortNames, ['deploy'], 'the first server (by name) gives the entry');
+    assert.deepEqual(
+      deployments.subresources?.map((s) => [s.subresource, s.verbs]),
+      [
+        ['status', ['get', 'patch']],
+        ['scale', ['get', 'update']],
+      ],
+    );
+  });
+
+  test('merge gives the same document whichever server builds it', () => {
+    const localOnly: LocalOnlyGroupVersion[] = [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }];
+    const m = model(
+      [apiserver('a', discovery([APPS, CRD_GROUP])), apiserver('b', discovery([BATCH, CRD_GROUP])), apiserver('c', discovery([APPS, BATCH, CRD_GROUP]))],
+      localOnly,
+    );
+    const rendered = ['a', 'b', 'c'].map((name) => renderAggregated(mergeDiscovery(name, m, NOW).groups, 'json'));
+    assert.equal(rendered[1]?.body.toString(), rendered[0]?.body.toString());
+    assert.equal(rendered[2]?.body.toString(), rendered[0]?.body.toString());
+    assert.equal(rendered[1]?.etag, rendered[0]?.etag);
+  });
+
+  test('the core group is merged for /api', () => {
+    const newerCore = [
+      group('', [{ version: 'v1', resources: [resource('pods', 'Pod', ['create', 'delete', 'get', 'list', 'watch']), resource('services', 'Service', ['get'])] }]),
+    ];
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([], newerCore))]), NOW);
+    assert.deepEqual(
+      findGroup(merged.core, '').versions[0]?.resources.map((r) => r.resource),
+      ['pods', 'namespaces', 'services'],
+    );
+    assert.deepEqual(findResource(merged.core, '', 'v1', 'pods').verbs, ['create', 'delete', 'get', 'list', 'watch']);
+  });
+
+  test('a CRD group-version from a peer is not merged', () => {
+    const localOnly: LocalOnlyGroupVersion[] = [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }];
+    const m = model([apiserver('a', discovery([APPS])), apiserver('b', discovery([APPS, CRD_GROUP]))], localOnly);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW).groups), ['apps']);
+    assert.deepEqual(groupNames(mergeDiscovery('b', m, NOW).groups), ['apps', 'stable.example.com'], 'the local document is always used');
+  });
+
+  test('a deleted CRD within its grace period is still excluded from peers', () => {
+    const localOnly: LocalOnlyGroupVersion[] = [
+      { group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition', excludedUntil: NOW + 60_000 },
+    ];
+    // a already dropped the deleted CRD; b's document is stale.
+    const m = model([apiserver('a', discovery([APPS])), apiserver('b', discovery([APPS, CRD_GROUP]))], localOnly);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW).groups), ['apps']);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW + 60_000).groups), ['apps', 'stable.example.com'], 'after the grace period the exclusion ends');
+  });
+
+  test('an unreachable peer with a lease still contributes its resources', () => {
+    const m = model([apiserver('a', discovery([APPS])), apiserver('b', discovery([BATCH]), { reachable: false })]);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW).groups), ['apps', 'batch']);
+  });
+
+  test('a peer whose lease is gone past the departed grace does not contribute', () => {
+    const departed = apiserver('b', discovery([BATCH]), { leaseGoneAt: NOW - 120_000, reachable: false });
+    delete departed.lease;
+    const m = model([apiserver('a', discovery([APPS])), departed]);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { departedGraceMs: 60_000 }).groups), ['apps']);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { departedGraceMs: 300_000 }).groups), ['apps', 'batch'], 'within the grace it still counts');
+  });
+
+  test('an apiserver without known discovery contributes nothing', () => {
+    const m = model([apiserver('a', discovery([APPS])), apiserver('b', undefined)]);
+    const merged = mergeDiscovery('a', m, NOW);
+    assert.deepEqual(merged.sources, ['a']);
+    assert.deepEqual(groupNames(merged.groups), ['apps']);
+  });
+});
+
+// ---- rendering -----------------------------------------------------------------
+
+describe('renderAggregated', () => {
+  test('JSON is written in Go field order with a trailing newline', () => {
+    const doc = renderAggregated(list([APPS]), 'json');
+    assert.equal(doc.contentType, 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+    const text = doc.body.toString('utf8');
+    assert.ok(text.endsWith('}\n'));
+    assert.ok(
+      text.startsWith(
+        '{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{"name":"apps"},"versions":[{"version":"v1","resources":[{"resource":"deployments","responseKind":{"group":"apps","version":"v1","kind":"Deployment"},"scope":"Namespaced","singularResource":"deployment","verbs":["get","list"],"shortNames":["deploy"],"subresources":',
+      ),
+      text,
+    );
+  });
+
+  test('JSON keeps creationTimestamp null where the apiserver wrote it and omits the core group name', () => {
+    const core = list([{ metadata: { creationTimestamp: null }, versions: [{ version: 'v1', resources: [resource('pods', 'Pod', ['get'])] }] }]);
+    const text = renderAggregated(core, 'json').body.toString('utf8');
+    assert.ok(text.includes('"items":[{"metadata":{"creationTimestamp":null},"versions":'), text);
+  });
+
+  test('JSON escapes HTML characters as Go does', () => {
+    const odd = list([group('x.example.com', [{ version: 'v1', resources: [resource('things', 'A<B>&C', ['get'])] }])]);
+    assert.ok(renderAggregated(odd, 'json').body.toString('utf8').includes('"kind":"A\\u003cB\\u003e\\u0026C"'));
+  });
+
+  test('ETag is a quoted hash that changes with content only', () => {
+    const one = renderAggregated(list([APPS]), 'json');
+    const same = renderAggregated(list([APPS]), 'json');
+    const other = renderAggregated(list([APPS, BATCH]), 'json');
+    assert.match(one.etag, /^"[0-9A-F]{128}"$/);
+    assert.equal(same.etag, one.etag);
+    assert.notEqual(other.etag, one.etag);
+    assert.equal(renderAggregated(list([APPS]), 'protobuf').etag, one.etag, 'one ETag for both encodings, as upstream');
+  });
+
+  test('protobuf is the k8s magic and a runtime.Unknown that decodes to the JSON document', () => {
+    const merged = mergeDiscovery('a', skewedPair(), NOW);
+    const doc = renderAggregated(merged.groups, 'protobuf');
+    assert.equal(doc.contentType, 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+    assert.deepEqual([...doc.body.subarray(0, 4)], [0x6b, 0x38, 0x73, 0x00]);
+    const decoded = decodeAggregatedProtobuf(doc.body);
+    assert.deepEqual(
+      JSON.parse(renderAggregated(decoded, 'json').body.toString('utf8')),
+      JSON.parse(renderAggregated(merged.groups, 'json').body.toString('utf8')),
+    );
+  });
+
+  test('protobuf writes empty scalar fields as Go does', () => {
+    const body = renderAggregated(list([]), 'protobuf').body;
+    // Unknown{typeMeta, raw=ListMeta{selfLink:"",resourceVersion:"",continue:""}, contentEncoding:"", contentType:""}
+    const typeMeta = Buffer.concat([Buffer.from([0x0a, 22]), Buffer.from('apidiscovery.k8s.io/v2'), Buffer.from([0x12, 21]), Buffer.from('APIGroupDiscoveryList')]);
+    const raw = Buffer.from([0x0a, 0x06, 0x0a, 0x00, 0x12, 0x00, 0x1a, 0x00]);
+    const expected = Buffer.concat([
+      Buffer.from('k8s\0', 'latin1'),
+      Buffer.from([0x0a, typeMeta.length]),
+      typeMeta,
+      Buffer.from([0x12, raw.length]),
+      raw,
+      Buffer.from([0x1a, 0x00, 0x22, 0x00]),
+    ]);
+    assert.equal(body.toString('hex'), expected.toString('hex'));
+  });
+});
+
+// ---- negotiation -----------------------------------------------------------------
+
+describe('negotiateDiscovery', () => {
+  const table: [string, string | undefined, ReturnType<typeof negotiateDiscovery>][] = [
+    // client-go's acceptDiscoveryFormats (AcceptV2, AcceptV2Beta1, AcceptV1): kubectl and controllers
+    ['client-go default', `${AGG_JSON},${AGG_JSON_V2BETA1},application/json`, { kind: 'aggregated', format: 'json' }],
+    // client-go with NoPeerDiscovery: AcceptV2NoPeer first
+    ['client-go nopeer', `${AGG_NOPEER},${AGG_JSON},${AGG_JSON_V2BETA1},application/json`, { kind: 'nopeer' }],
+    // mvproxy's own fetcher and upstream peerproxy: AcceptV2Local (nopeer), AcceptV2, AcceptV1
+    ['mvproxy discovery fetcher', `${AGG_NOPEER},${AGG_JSON},application/json`, { kind: 'nopeer' }],
+    // client-go with UseLegacyDiscovery (AcceptV1)
+    ['client-go legacy', 'application/json', { kind: 'legacy' }],
+    // client-go 1.26 to 1.32 era: v2beta1 then JSON
+    ['old client-go', `${AGG_JSON_V2BETA1},application/json`, { kind: 'legacy' }],
+    ['no Accept header', undefined, { kind: 'legacy' }],
+    ['empty Accept header', '', { kind: 'legacy' }],
+    ['wildcard', '*/*', { kind: 'legacy' }],
+    ['protobuf aggregated', `${AGG_PROTOBUF},${AGG_JSON},application/json`, { kind: 'aggregated', format: 'protobuf' }],
+    ['protobuf nopeer', `${AGG_PROTOBUF};profile=nopeer,application/json`, { kind: 'nopeer' }],
+    ['q-values reorder', `${AGG_JSON};q=0.5,application/json;q=0.9`, { kind: 'legacy' }],
+    ['q=0 is not acceptable', `application/json;q=0,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
+    ['parameters in any order and with spaces', 'application/json; as=APIGroupDiscoveryList; v=v2; g=apidiscovery.k8s.io', { kind: 'aggregated', format: 'json' }],
+    ['quoted parameter values', 'application/json;g="apidiscovery.k8s.io";v="v2";as="APIGroupDiscoveryList"', { kind: 'aggregated', format: 'json' }],
+    ['unsupported media type is skipped', `text/html,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
+    ['a conversion discovery cannot do is skipped', `application/json;as=Table;v=v1;g=meta.k8s.io,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
+    ['aggregated YAML is not rendered; next range wins', `application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
+    ['media type is case-insensitive', 'Application/JSON;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList', { kind: 'aggregated', format: 'json' }],
+  ];
+  for (const [name, accept, expected] of table) {
+    test(`Accept negotiation: ${name}`, () => {
+      assert.deepEqual(negotiateDiscovery(accept), expected);
+    });
+  }
+});
+
+// ---- per-group documents -----------------------------------------------------------
+
+describe('peerGroupDocument', () => {
+  test('/apis/{group} served only by a peer is an APIGroup', () => {
+    const merged = mergeDiscovery('b', skewedPair(), NOW);
+    const doc = peerGroupDocument(merged, merged.local, '/apis/batch');
+    assert.ok(doc);
+    assert.equal(doc.contentType, 'application/json');
+    assert.equal(
+      doc.body.toString('utf8'),
+      '{"kind":"APIGroup","apiVersion":"v1","name":"batch","versions":[{"groupVersion":"batch/v1","version":"v1"}],"preferredVersion":{"groupVersion":"batch/v1","version":"v1"}}\n',
+    );
+  });
+
+  test('/apis/{group}/{version} served only by a peer is an APIResourceList with subresources', () => {
+    const merged = mergeDiscovery('b', skewedPair(), NOW);
+    const doc = peerGroupDocument(merged, merged.local, '/apis/batch/v1');
+    assert.ok(doc);
+    assert.deepEqual(JSON.parse(doc.body.toString('utf8')), {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: 'batch/v1',
+      resources: [
+        { name: 'jobs', singularName: 'job', namespaced: true, kind: 'Job', verbs: ['create', 'get', 'list'], categories: ['all'] },
+        { name: 'jobs/status', singularName: '', namespaced: true, kind: 'Job', verbs: ['get', 'patch', 'update'] },
+        { name: 'cronjobs', singularName: 'cronjob', namespaced: true, kind: 'CronJob', verbs: ['get', 'list'], shortNames: ['cj'] },
+      ],
+    });
+  });
+
+  test('a subresource of another group-version names its group and version', () => {
+    const scaled = group('apps', [
+      {
+        version: 'v1',
+        resources: [
+          resource('deployments', 'Deployment', ['get'], {
+            responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+            subresources: [{ subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get'] }],
+          }),
+        ],
+      },
+    ]);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([scaled]))]), NOW);
+    const doc = peerGroupDocument(merged, merged.local, '/apis/apps/v1');
+    assert.ok(doc);
+    assert.ok(doc.body.toString('utf8').includes('{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get"]}'));
+  });
+
+  test('a group-version the local apiserver serves fully is left to it', () => {
+    const merged = mergeDiscovery('a', skewedPair(), NOW);
+    assert.equal(peerGroupDocument(merged, merged.local, '/apis/batch'), undefined);
+    assert.equal(peerGroupDocument(merged, merged.local, '/apis/batch/v1'), undefined);
+    assert.equal(peerGroupDocument(merged, merged.local, '/api/v1'), undefined);
+    assert.equal(peerGroupDocument(merged, merged.local, '/apis/nobody.example.com'), undefined, 'unknown: the local apiserver gives the 404');
+  });
+
+  test('a group-version the local apiserver serves only in part gets the merged list', () => {
+    const newerCore = [group('', [{ version: 'v1', resources: [resource('pods', 'Pod', ['get']), resource('services', 'Service', ['get'])] }])];
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([], newerCore))]), NOW);
+    const doc = peerGroupDocument(merged, merged.local, '/api/v1');
+    assert.ok(doc);
+    const body = JSON.parse(doc.body.toString('utf8')) as { groupVersion: string; resources: { name: string }[] };
+    assert.equal(body.groupVersion, 'v1');
+    assert.deepEqual(
+      body.resources.map((r) => r.name),
+      ['pods', 'pods/status', 'namespaces', 'services'],
+    );
+  });
+
+  test('a group with a version only a peer serves gets the merged APIGroup', () => {
+    const newer = group('batch', [
+      { version: 'v2', resources: [resource('jobs', 'Job', ['get'])] },
+      { version: 'v1', resources: [resource('jobs', 'Job', ['get'])] },
+    ]);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([BATCH])), apiserver('b', discovery([newer]))]), NOW);
+    const doc = peerGroupDocument(merged, merged.local, '/apis/batch');
+    assert.ok(doc);
+    const body = JSON.parse(doc.body.toString('utf8')) as { versions: { version: string }[]; preferredVersion: { version: string } };
+    assert.deepEqual(
+      body.versions.map((v) => v.version),
+      ['v2', 'v1'],
+    );
+    assert.equal(body.preferredVersion.version, 'v2');
+  });
+});
+
+// ---- the entry point ---------------------------------------------------------------
+
+describe('discoveryResponse', () => {
+  function merged(): MergedDiscovery {
+    return mergeDiscovery('a', skewedPair(), NOW);
+  }
+
+  test('/apis with the aggregated Accept is the merged document with ETag, Vary and Cache-Control', () => {
+    const m = merged();
+    const answer = discoveryResponse({ path: '/apis', accept: `${AGG_JSON},${AGG_JSON_V2BETA1},application/json` }, m);
+    assert.ok(isReply(answer));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['content-type'], AGG_JSON);
+    assert.equal(answer.headers['vary'], 'Accept');
+    assert.equal(answer.headers['cache-control'], 'public');
+    assert.equal(answer.headers['etag'], renderAggregated(m.groups, 'json').etag);
+    assert.deepEqual(groupNames(parseAggregatedDiscovery(JSON.parse(answer.body.toString('utf8')))), ['batch', 'apps']);
+  });
+
+  test('If-None-Match with the current ETag answers 304', () => {
+    const m = merged();
+    const first = discoveryResponse({ path: '/apis', accept: AGG_JSON }, m);
+    assert.ok(isReply(first));
+    const etag = first.headers['etag'] as string;
+    const again = discoveryResponse({ path: '/apis', accept: AGG_JSON, ifNoneMatch: etag }, m);
+    assert.ok(isReply(again));
+    assert.equal(again.status, 304);
+    assert.equal(again.body.length, 0);
+    assert.equal(again.headers['etag'], etag);
+  });
+
+  test('a stale ETag after a change gets the new document', () => {
+    const before = discoveryResponse({ path: '/apis', accept: AGG_JSON }, merged());
+    assert.ok(isReply(before));
+    const changed = mergeDiscovery('a', model([apiserver('a', discovery([BATCH])), apiserver('b', discovery([APPS, CRD_GROUP]))]), NOW);
+    const after = discoveryResponse({ path: '/apis', accept: AGG_JSON, ifNoneMatch: before.headers['etag'] as string }, changed);
+    assert.ok(isReply(after));
+    assert.equal(after.status, 200);
+    assert.notEqual(after.headers['etag'], before.headers['etag']);
+  });
+
+  test('/api with the aggregated Accept is the merged core document', () => {
+    const answer = discoveryResponse({ path: '/api', accept: AGG_JSON }, merged());
+    assert.ok(isReply(answer));
+    assert.deepEqual(groupNames(parseAggregatedDiscovery(JSON.parse(answer.body.toString('utf8')))), ['']);
+  });
+
+  test('protobuf Accept gets the protobuf document', () => {
+    const answer = discoveryResponse({ path: '/apis', accept: `${AGG_PROTOBUF},${AGG_JSON}` }, merged());
+    assert.ok(isReply(answer));
+    assert.equal(answer.headers['content-type'], AGG_PROTOBUF);
+    assert.deepEqual(groupNames(decodeAggregatedProtobuf(answer.body)), ['batch', 'apps']);
+  });
+
+  test('a repeated request is a cache hit', () => {
+    const m = merged();
+    const first = discoveryResponse({ path: '/apis', accept: AGG_PROTOBUF }, m);
+    const second = discoveryResponse({ path: '/apis', accept: AGG_PROTOBUF }, m);
+    assert.ok(isReply(first) && isReply(second));
+    assert.equal(first.cache, 'miss');
+    assert.equal(second.cache, 'hit');
+  });
+
+  test('nopeer and legacy requests pass through to the local apiserver', () => {
+    assert.deepEqual(discoveryResponse({ path: '/apis', accept: `${AGG_NOPEER},${AGG_JSON}` }, merged()), { passThrough: true, reason: 'nopeer' });
+    assert.deepEqual(discoveryResponse({ path: '/apis', accept: 'application/json' }, merged()), { passThrough: true, reason: 'legacy' });
+  });
+
+  test('per-group paths served only by a peer are answered, others pass through', () => {
+    const answer = discoveryResponse({ path: '/apis/apps/v1', accept: 'application/json, */*' }, merged());
+    assert.ok(isReply(answer));
+    assert.equal(answer.document, 'group-version');
+    assert.equal(answer.headers['content-type'], 'application/json');
+    assert.deepEqual(discoveryResponse({ path: '/apis/batch/v1' }, merged()), { passThrough: true, reason: 'served-locally' });
+  });
+
+  test('resource and other paths pass through', () => {
+    assert.deepEqual(discoveryResponse({ path: '/apis/apps/v1/deployments' }, merged()), { passThrough: true, reason: 'not-discovery' });
+    assert.deepEqual(discoveryResponse({ path: '/healthz' }, merged()), { passThrough: true, reason: 'not-discovery' });
+    assert.deepEqual(discoveryResponse({ path: '/apis', method: 'POST', accept: AGG_JSON }, merged()), { passThrough: true, reason: 'not-discovery' });
+  });
+
+  test('without the local apiserver discovery the request passes through', () => {
+    const m = mergeDiscovery('a', model([apiserver('a', undefined), apiserver('b', discovery([APPS]))]), NOW);
+    assert.deepEqual(discoveryResponse({ path: '/apis', accept: AGG_JSON }, m), { passThrough: true, reason: 'no-local-discovery' });
+  });
+});
