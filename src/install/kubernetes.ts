@@ -38,7 +38,7 @@ const BINARIES: readonly BinarySpec[] = [
   {
     name: 'kube-apiserver',
     pkg: 'k8s.io/kubernetes/cmd/kube-apiserver',
-    firstTime: '~15 min',
+    firstTime: '~20 min',
     versionArgs: ['--version'],
     expected: (v) => `Kubernetes ${v.version}`,
   },
@@ -46,7 +46,7 @@ const BINARIES: readonly BinarySpec[] = [
     // Built second: it shares most packages with kube-apiserver, so it mostly links.
     name: 'kubectl',
     pkg: 'k8s.io/kubernetes/cmd/kubectl',
-    firstTime: '~5 min',
+    firstTime: '~2 min',
     versionArgs: ['version', '--client'],
     expected: (v) => `Client Version: ${v.version}`,
   },

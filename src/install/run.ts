@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 
 export const TAIL_LINES = 20;
 
@@ -19,18 +20,23 @@ function quoteArg(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Splits a byte stream into lines; `\r` counts as a break so progress bars do not pile up. */
+/**
+ * Splits one byte stream into lines; `\r` counts as a break so progress bars do
+ * not pile up. The decoder keeps a UTF-8 character cut between chunks whole.
+ */
 export class LineSplitter {
   private rest = '';
+  private readonly decoder = new StringDecoder('utf8');
 
-  push(chunk: string): string[] {
-    const parts = (this.rest + chunk).split(/\r\n|\n|\r/);
+  push(chunk: Buffer | string): string[] {
+    const text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    const parts = (this.rest + text).split(/\r\n|\n|\r/);
     this.rest = parts.pop() ?? '';
     return parts;
   }
 
   flush(): string[] {
-    const last = this.rest;
+    const last = this.rest + this.decoder.end();
     this.rest = '';
     return last === '' ? [] : [last];
   }
@@ -142,18 +148,17 @@ export async function runLogged(cmd: string, args: readonly string[], opts: RunL
     logError = err;
   });
   log.write(`# ${new Date().toISOString()} in ${opts.cwd ?? process.cwd()}\n$ ${command}\n`);
-  const splitter = new LineSplitter();
+  const splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
   const tail = new Tail();
   const takeLine = (line: string): void => {
     tail.push(line);
     opts.onLine?.(line);
   };
-  const outcome = await runChild(cmd, args, opts, (chunk) => {
+  const outcome = await runChild(cmd, args, opts, (chunk, stream) => {
     log.write(chunk);
-    // Both streams share one splitter: fine for line counting, go and pip write whole lines.
-    for (const line of splitter.push(chunk.toString('utf8'))) takeLine(line);
+    for (const line of splitters[stream].push(chunk)) takeLine(line);
   });
-  for (const line of splitter.flush()) takeLine(line);
+  for (const line of [...splitters.stdout.flush(), ...splitters.stderr.flush()]) takeLine(line);
   const reason = failureReason(outcome, opts.timeoutMs);
   log.write(`\n# ${reason ?? 'ok'}\n`);
   await new Promise<void>((resolve) => {
@@ -179,13 +184,13 @@ export async function runLogged(cmd: string, args: readonly string[], opts: RunL
 /** Runs a short command and returns its stdout; on failure the Error carries its output. */
 export async function capture(cmd: string, args: readonly string[], opts: SpawnOptions = {}): Promise<string> {
   const stdout: Buffer[] = [];
-  const splitter = new LineSplitter();
+  const splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
   const tail = new Tail();
   const outcome = await runChild(cmd, args, opts, (chunk, stream) => {
     if (stream === 'stdout') stdout.push(chunk);
-    for (const line of splitter.push(chunk.toString('utf8'))) tail.push(line);
+    for (const line of splitters[stream].push(chunk)) tail.push(line);
   });
-  for (const line of splitter.flush()) tail.push(line);
+  for (const line of [...splitters.stdout.flush(), ...splitters.stderr.flush()]) tail.push(line);
   const reason = failureReason(outcome, opts.timeoutMs);
   if (reason !== undefined) {
     throw new Error(

@@ -2,6 +2,7 @@
 // Pure and deterministic: same model, same plans (sorted, no clock reads).
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
 import type { RequestInfo } from '../model/requestInfo.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
 import type {
   PlannedApiserver,
   RequestDestination,
@@ -20,7 +21,7 @@ export interface PlannerOptions {
 
 /** One plan per declared apiserver, sorted by node name. */
 export function planSidecars(model: ClusterModel, opts: PlannerOptions): SidecarPlan[] {
-  const localOnly = activeLocalOnlyGroupVersions(model);
+  const localOnly = activeLocalOnlyGroupVersions(model, model.now);
   return [...model.apiservers]
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
     .map((local) => planSidecar(local, model, localOnly, opts));
@@ -46,19 +47,6 @@ export function destinationForRequest(
     (request.subresource !== undefined ? plan.routes.find((r) => matches(r, request.subresource)) : undefined) ??
     plan.routes.find((r) => matches(r, undefined));
   return route ? route.action : { kind: 'local' };
-}
-
-/** How a peer counts for routing right now. */
-type PeerStanding = 'available' | 'unavailable' | 'gone';
-
-function peerStanding(peer: ApiserverObservation, now: number, departedGraceMs: number): PeerStanding {
-  if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
-    // Left (clean shutdown or expiry): its resources must not turn into 404s
-    // while it restarts, but nothing is sent to it either.
-    return now - peer.leaseGoneAt <= departedGraceMs ? 'unavailable' : 'gone';
-  }
-  // A lease not seen yet (startup ordering) is judged by reachability alone.
-  return peer.reachable ? 'available' : 'unavailable';
 }
 
 /** What one apiserver serves, as lookup keys. */
@@ -166,21 +154,8 @@ function plannedApiserver(observation: ApiserverObservation): PlannedApiserver {
   return { name, address: { host: address.host, port: address.port } };
 }
 
-/** Rule 6: CRD and APIService group-versions, including deleted ones still in their grace period. */
-function activeLocalOnlyGroupVersions(model: ClusterModel): Set<string> {
-  const active = new Set<string>();
-  for (const gv of model.localOnly) {
-    if (gv.excludedUntil === undefined || gv.excludedUntil > model.now) active.add(groupVersionKey(gv.group, gv.version));
-  }
-  return active;
-}
-
 function sameDestination(a: RequestDestination, b: RequestDestination): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-function groupVersionKey(group: string, version: string): string {
-  return JSON.stringify([group, version]);
 }
 
 function resourceKey(group: string, version: string, resource: string, subresource?: string): string {

@@ -15,16 +15,20 @@ import { translateSidecar, type TranslatorSettings } from '../translator/transla
 import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
+import { ExtProcServer, type DiscoveryResponder } from '../servers/extProc.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
+  /** Merged discovery for the ext_proc service; without it discovery requests pass through to the local apiserver. */
+  discovery?: DiscoveryResponder;
 }
 
 export class ControlPlane {
   readonly ads: AdsServer;
+  readonly extProc: ExtProcServer;
   private readonly observer: ClusterObserver;
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
@@ -42,6 +46,13 @@ export class ControlPlane {
     });
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
+    // ext_proc (client-certificate identity, merged discovery): same gRPC server, socket and mTLS as ADS.
+    this.extProc = new ExtProcServer({
+      logger: deps.logger,
+      metrics: deps.metrics,
+      ...(deps.discovery ? { discovery: deps.discovery } : {}),
+    });
+    this.extProc.addToServer(this.grpcServer);
     this.observer = new ClusterObserver({
       kubeConfig,
       endpoints: config.apiservers.map(({ name, hostname, address }) => ({ name, hostname, address })),

@@ -6,13 +6,15 @@ import type { Router } from '../generated/envoy/extensions/filters/http/router/v
 import type { HttpConnectionManager } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
+import { extProcFilter, identityUnavailableLocalReply } from './extProc.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
 
 export const HTTP_CONNECTION_MANAGER = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 
-export function apiserverListener(settings: TranslatorSettings): Listener {
+/** The listener of sidecar `node` (the node names it to the ext_proc service). */
+export function apiserverListener(settings: TranslatorSettings, node: string): Listener {
   const { address, port } = settings.listener;
   return {
     name: LISTENER_NAME,
@@ -22,7 +24,7 @@ export function apiserverListener(settings: TranslatorSettings): Listener {
         filters: [
           {
             name: 'envoy.filters.network.http_connection_manager',
-            typed_config: typedConfig<HttpConnectionManager>(HTTP_CONNECTION_MANAGER, httpConnectionManager(settings)),
+            typed_config: typedConfig<HttpConnectionManager>(HTTP_CONNECTION_MANAGER, httpConnectionManager(settings, node)),
           },
         ],
         transport_socket: {
@@ -37,12 +39,12 @@ export function apiserverListener(settings: TranslatorSettings): Listener {
   };
 }
 
-function httpConnectionManager(settings: TranslatorSettings): HttpConnectionManager {
+function httpConnectionManager(settings: TranslatorSettings, node: string): HttpConnectionManager {
   return {
     stat_prefix: LISTENER_NAME,
     codec_type: 'AUTO',
     rds: { config_source: { ads: {}, resource_api_version: 'V3' }, route_config_name: ROUTE_CONFIG_NAME },
-    http_filters: httpFilters(settings),
+    http_filters: httpFilters(settings, node),
     // Append the client's address to X-Forwarded-For (audit logs), trusting none sent by clients.
     use_remote_address: { value: true },
     xff_num_trusted_hops: 0,
@@ -54,14 +56,21 @@ function httpConnectionManager(settings: TranslatorSettings): HttpConnectionMana
     normalize_path: { value: true },
     merge_slashes: false,
     path_with_escaped_slashes_action: 'KEEP_UNCHANGED',
+    // The verified client certificate goes to ext_proc in x-forwarded-client-cert
+    // (URL-encoded PEM); an XFCC header sent by a client is always dropped.
+    forward_client_cert_details: 'SANITIZE_SET',
+    set_current_client_cert_details: { cert: true },
+    // ext_proc failures become a 503 Status (retry) instead of an empty 500/504.
+    local_reply_config: identityUnavailableLocalReply(),
   };
 }
 
 /**
- * Identity headers first, routing last. The ext_proc filter (per-request
- * decisions, calling settings.controlPlaneCluster) will go between them.
+ * Identity headers first, routing last; between them ext_proc (identity from
+ * the client certificate, merged discovery), switched off per route except on
+ * client-certificate and discovery routes.
  */
-function httpFilters(_settings: TranslatorSettings): HttpFilter[] {
+function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
   return [
     {
       // The apiserver trusts X-Remote-* from the sidecar's front-proxy
@@ -71,6 +80,7 @@ function httpFilters(_settings: TranslatorSettings): HttpFilter[] {
         mutations: { request_mutations: [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }] },
       }),
     },
+    extProcFilter(settings, node),
     {
       name: 'envoy.filters.http.router',
       typed_config: typedConfig<Router>('envoy.extensions.filters.http.router.v3.Router', {

@@ -21,3 +21,19 @@ export function peerClusterName(peerNames: readonly string[]): string {
 export function http1ClusterName(cluster: string): string {
   return `${cluster}${HTTP1_SUFFIX}`;
 }
+
+/** Name of the ext_proc HTTP filter; per-route configs refer to it. */
+export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
+
+/** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */
+export const EXT_PROC_NODE_METADATA = 'x-mvproxy-node';
+
+/**
+ * gRPC metadata added by the discovery routes (per-route override): the
+ * request may be answered with merged discovery. Absent on certificate routes,
+ * so their ext_proc calls assert identity only.
+ */
+export const EXT_PROC_DISCOVERY_METADATA = 'x-mvproxy-discovery';
+
+/** Response code details of ext_proc's own failures (gRPC error, message timeout) in Envoy. */
+export const EXT_PROC_ERROR_DETAILS_PREFIX = 'ext_proc_error';

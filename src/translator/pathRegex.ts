@@ -114,6 +114,6 @@ function verbPattern(verbs: string[]): string {
   return `(?:(?:${verbs.sort().join('|')})/)`;
 }
 
-function escapeRegex(literal: string): string {
+export function escapeRegex(literal: string): string {
   return literal.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
 }

@@ -1,13 +1,20 @@
-// The route configuration: already-proxied requests stay local, each
-// resource route of the plan reroutes or answers 503, everything else is local.
+// The route configuration: already-proxied requests stay local, discovery
+// requests that may need merging go through ext_proc, each resource route of
+// the plan reroutes or answers 503, everything else is local.
+//
+// Every forwarding route has a client-certificate twin just before it (RouteMatch
+// tls_context presented and validated) that leaves ext_proc on, so mvproxy turns
+// the certificate into X-Remote-User/X-Remote-Group; the twin without it switches
+// ext_proc off (token clients, watches: no round trip). Both go to the same place.
 import type { HeaderMatcher } from '../generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
 import type { ResourceRoute, Unavailable } from '../planner/plan.js';
+import { extProcDisabled, extProcForDiscovery } from './extProc.js';
 import { http1ClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME } from './names.js';
-import { resourcePathMatch } from './pathRegex.js';
+import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { emptyTypedConfig, seconds } from './typed.js';
 
 /** The header upstream kube-apiserver sets on (and checks for) proxied requests. */
@@ -19,6 +26,18 @@ export const STREAM_IDLE_TIMEOUT_SECONDS = 3600;
 
 /** Upgrade requests (exec, attach, port-forward, proxy over WebSocket or SPDY/3.1) carry an Upgrade header. */
 const UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true };
+const NOT_UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true, invert_match: true };
+
+/** The client presented a certificate and Envoy verified it against the cluster client CA. */
+const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true }, validated: { value: true } };
+
+/** Suffix of the name of a route's client-certificate twin. */
+export const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
+
+/** What kube-apiserver's aggregated discovery Accept carries (DESIGN.md, Discovery). */
+export const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
+/** Asks for the local (unmerged) document: never answered by mvproxy. */
+export const NOPEER_PROFILE = 'profile=nopeer';
 
 export function routeConfiguration(routes: readonly ResourceRoute[]): RouteConfiguration {
   // Subresource routes first: each is a subset of its resource's regex. Regexes
@@ -33,6 +52,7 @@ export function routeConfiguration(routes: readonly ResourceRoute[]): RouteConfi
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, false),
+          ...discoveryRoutes(routes),
           ...ordered.flatMap(resourceRoutes),
           ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER, false),
         ],
@@ -53,20 +73,75 @@ function resourceRoutes(route: ResourceRoute): Route[] {
   });
 }
 
-/** An upgrade flavour (HTTP/1.1 cluster) and a normal one, in that order. */
+/**
+ * Discovery documents mvproxy may have to merge (ext_proc on for every
+ * client, the server decides and otherwise lets the request through to the
+ * local apiserver):
+ * - aggregated discovery, `/api` and `/apis` with the aggregated Accept and
+ *   without profile=nopeer;
+ * - `/apis/{g}`, `/apis/{g}/{v}` (`/api/{v}` for the core group) of every
+ *   group-version with a resource the plan does not serve locally: the local
+ *   apiserver's document lacks it. A group-version served entirely by peers
+ *   is one of them.
+ * Upgrade requests are never discovery; already-proxied ones matched earlier.
+ */
+function discoveryRoutes(routes: readonly ResourceRoute[]): Route[] {
+  const discovery = (name: string, match: RouteMatch): Route => ({
+    name,
+    match: { ...match, headers: [...(match.headers ?? []), NOT_UPGRADE_REQUEST] },
+    route: forwardAction(LOCAL_CLUSTER),
+    typed_per_filter_config: extProcForDiscovery(),
+  });
+  const aggregated = discovery('discovery (aggregated)', {
+    safe_regex: { regex: '/apis?/?' },
+    headers: [
+      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
+      { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
+    ],
+  });
+  const versionsByGroup = new Map<string, string[]>();
+  for (const route of routes) {
+    const versions = versionsByGroup.get(route.group) ?? [];
+    if (!versions.includes(route.version)) versions.push(route.version);
+    versionsByGroup.set(route.group, versions);
+  }
+  const perGroup = [...versionsByGroup.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .flatMap(([group, versions]) => {
+      const groupPath = group === '' ? '/api' : `/apis/${escapeRegex(group)}`;
+      // The core group has no group document (`/api` is the aggregated one above).
+      const groupRoute = group === '' ? [] : [discovery(`discovery ${group}`, { safe_regex: { regex: `${groupPath}/?` } })];
+      const versionRoutes = [...versions]
+        .sort()
+        .map((version) => discovery(`discovery ${group}/${version}`, { safe_regex: { regex: `${groupPath}/${escapeRegex(version)}/?` } }));
+      return [...groupRoute, ...versionRoutes];
+    });
+  return [aggregated, ...perGroup];
+}
+
+/**
+ * An upgrade flavour (HTTP/1.1 cluster) and a normal one, in that order, each
+ * preceded by its client-certificate twin (ext_proc on); the others switch
+ * ext_proc off.
+ */
 function forwardRoutes(name: string, match: RouteMatch, cluster: string, markProxied: boolean): Route[] {
   const headersToAdd = markProxied
     ? { request_headers_to_add: [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const }] }
     : {};
-  return [
+  const upgradeMatch: RouteMatch = { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] };
+  const flavours: Array<[string, RouteMatch, string]> = [
+    [`${name} (upgrade)`, upgradeMatch, http1ClusterName(cluster)],
+    [name, match, cluster],
+  ];
+  return flavours.flatMap(([flavourName, flavourMatch, flavourCluster]): Route[] => [
     {
-      name: `${name} (upgrade)`,
-      match: { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] },
-      route: forwardAction(http1ClusterName(cluster)),
+      name: `${flavourName}${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`,
+      match: { ...flavourMatch, tls_context: CLIENT_CERTIFICATE },
+      route: forwardAction(flavourCluster),
       ...headersToAdd,
     },
-    { name, match, route: forwardAction(cluster), ...headersToAdd },
-  ];
+    { name: flavourName, match: flavourMatch, route: forwardAction(flavourCluster), ...headersToAdd, typed_per_filter_config: extProcDisabled() },
+  ]);
 }
 
 function forwardAction(cluster: string): RouteAction {
@@ -107,6 +182,8 @@ function unavailableRoute(name: string, match: RouteMatch, route: ResourceRoute,
   return {
     name,
     match,
+    // Answered by Envoy itself: no identity needed, so no client-certificate twin.
+    typed_per_filter_config: extProcDisabled(),
     direct_response: { status: 503, body: { inline_string: JSON.stringify(status) } },
     response_headers_to_add: [
       { header: { key: 'retry-after', value: String(RETRY_AFTER_SECONDS) }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },

@@ -28,7 +28,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
   return {
     clusters,
     endpoints,
-    listeners: [apiserverListener(settings)],
+    listeners: [apiserverListener(settings, plan.node)],
     routes: [routeConfiguration(plan.routes)],
   };
 }

@@ -363,6 +363,13 @@ describe('child process helpers', () => {
     assert.deepEqual(s.flush(), ['d']);
   });
 
+  it('keeps a UTF-8 character split across chunks whole', () => {
+    const s = new LineSplitter();
+    const bytes = Buffer.from('é\n');
+    assert.deepEqual(s.push(bytes.subarray(0, 1)), []);
+    assert.deepEqual(s.push(bytes.subarray(1)), ['é']);
+  });
+
   it('keeps only the last non-empty lines', () => {
     const t = new Tail(2);
     for (const l of ['1', '', '2', '3']) t.push(l);

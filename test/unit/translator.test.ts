@@ -11,6 +11,8 @@ import type { Cluster } from '../../src/generated/envoy/config/cluster/v3/Cluste
 import type { HeaderMatcher } from '../../src/generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import type { RouteMatch } from '../../src/generated/envoy/config/route/v3/RouteMatch.js';
+import type { ExternalProcessor } from '../../src/generated/envoy/extensions/filters/http/ext_proc/v3/ExternalProcessor.js';
+import type { ExtProcPerRoute } from '../../src/generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
 import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { DownstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
@@ -171,6 +173,8 @@ interface TestRequest {
   /** As sent by the client; Envoy normalizes it before routing. */
   path: string;
   headers?: Record<string, string>;
+  /** The client presented a certificate Envoy verified. */
+  clientCert?: boolean;
 }
 
 /**
@@ -205,21 +209,36 @@ function fullMatch(regex: string, value: string): boolean {
 }
 
 function headerMatches(matcher: HeaderMatcher, path: string, headers: Record<string, string>): boolean {
-  const known = new Set(['name', 'present_match', 'string_match']);
+  const known = new Set(['name', 'present_match', 'string_match', 'invert_match']);
   for (const key of Object.keys(matcher)) assert.ok(known.has(key), `the test evaluator understands header matcher field ${key}`);
   const value = matcher.name === ':path' ? path : headers[matcher.name ?? ''];
-  if (matcher.present_match) return value !== undefined;
-  const regex = matcher.string_match?.safe_regex?.regex;
-  assert.ok(regex !== undefined, `header matcher ${matcher.name} is present_match or a safe_regex`);
-  return value !== undefined && fullMatch(regex, value);
+  const invert = matcher.invert_match === true;
+  if (matcher.present_match) return (value !== undefined) !== invert;
+  const stringMatch = matcher.string_match ?? {};
+  for (const key of Object.keys(stringMatch)) assert.ok(['safe_regex', 'contains', 'ignore_case'].includes(key), `string matcher field ${key}`);
+  if (value === undefined) return false; // Envoy: a missing header matches no string matcher, inverted or not
+  if (stringMatch.contains !== undefined) {
+    const found = stringMatch.ignore_case
+      ? value.toLowerCase().includes(stringMatch.contains.toLowerCase())
+      : value.includes(stringMatch.contains);
+    return found !== invert;
+  }
+  const regex = stringMatch.safe_regex?.regex;
+  assert.ok(regex !== undefined, `header matcher ${matcher.name} is present_match, contains or a safe_regex`);
+  return fullMatch(regex, value) !== invert;
 }
 
 /** Envoy's route match for the fields the translator uses; any other field fails the test. */
 function routeMatches(match: RouteMatch, request: TestRequest): boolean {
-  const known = new Set(['prefix', 'safe_regex', 'headers']);
+  const known = new Set(['prefix', 'safe_regex', 'headers', 'tls_context']);
   for (const key of Object.keys(match)) assert.ok(known.has(key), `the test evaluator understands route match field ${key}`);
   const path = envoyNormalize(request.path);
   const pathWithoutQuery = path.split('?')[0] ?? '';
+  if (match.tls_context) {
+    // Verified certificates only: a presented certificate that fails verification fails the handshake.
+    assert.deepEqual(match.tls_context, { presented: { value: true }, validated: { value: true } });
+    if (request.clientCert !== true) return false;
+  }
   if (match.prefix !== undefined && match.prefix !== null && !path.startsWith(match.prefix)) return false;
   if (match.safe_regex?.regex !== undefined && !fullMatch(match.safe_regex.regex, pathWithoutQuery)) return false;
   return (match.headers ?? []).every((h) => headerMatches(h, path, request.headers ?? {}));
@@ -257,6 +276,17 @@ function routedDestination(p: SidecarPlan, route: Route, upgrade: boolean): stri
 }
 
 const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
+/** What kubectl and client-go send for aggregated discovery (without profile=nopeer). */
+const AGGREGATED =
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
+
+/** Whether Envoy calls ext_proc on this route: on in the filter chain, off where the route says so. */
+function extProcOn(route: Route): boolean {
+  const perRoute = route.typed_per_filter_config?.['envoy.filters.http.ext_proc'];
+  if (perRoute === undefined) return true;
+  const config = unpack<ExtProcPerRoute>(perRoute, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute');
+  return config.disabled !== true;
+}
 
 // ---------------------------------------------------------------- tests
 
@@ -362,11 +392,18 @@ describe('translateSidecar', () => {
 
     const paths = [...cornerCases, ...generatedPaths()];
 
+    /** Same destination with and without a client certificate; ext_proc only for certificates (and discovery). */
     function assertContract(p: SidecarPlan, request: TestRequest, alreadyProxied: boolean, upgrade: boolean): void {
       const resources = translateSidecar(p, settings);
       const expected = describeDestination(destinationForRequest(p, parseRequestPath(envoyNormalize(request.path)), { alreadyProxied }));
-      const actual = routedDestination(p, selectRoute(resources, request), upgrade);
-      assert.equal(actual, expected, `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}`);
+      for (const clientCert of [false, true]) {
+        const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
+        const route = selectRoute(resources, { ...request, clientCert });
+        assert.equal(routedDestination(p, route, upgrade), expected, what);
+        const discovery = (route.name ?? '').startsWith('discovery');
+        const wantsExtProc = route.direct_response ? false : clientCert || discovery;
+        assert.equal(extProcOn(route), wantsExtProc, `${what}: ext_proc ${wantsExtProc ? 'on' : 'off'} (route ${route.name})`);
+      }
     }
 
     test('route matchers send every path where parseRequestPath and the plan send it', () => {
@@ -381,6 +418,16 @@ describe('translateSidecar', () => {
       for (const path of paths) assertContract(CONTRACT, { path, headers: { [PEER_PROXIED_HEADER]: 'true' } }, true, false);
       for (const path of paths) {
         assertContract(CONTRACT, { path, headers: { [PEER_PROXIED_HEADER]: 'true', ...UPGRADE } }, true, true);
+      }
+    });
+
+    test('discovery requests go where their path goes, and through ext_proc on the discovery routes only', () => {
+      const accepts = [AGGREGATED, `${AGGREGATED};profile=nopeer,${AGGREGATED}`, 'application/json'];
+      for (const p of [CONTRACT, REROUTES]) {
+        for (const path of [...cornerCases, '/apis/', '/api/', '/apis/batch/', '/apis/batch/v1?timeout=32s']) {
+          for (const accept of accepts) assertContract(p, { path, headers: { accept } }, false, false);
+          assertContract(p, { path, headers: { accept: AGGREGATED, ...UPGRADE } }, false, true);
+        }
       }
     });
 
@@ -412,9 +459,14 @@ describe('translateSidecar', () => {
       assert.deepEqual(
         routes.map((r) => [r.name, r.route?.cluster]),
         [
+          ['peer-proxied (upgrade) (client certificate)', 'local-h1'],
           ['peer-proxied (upgrade)', 'local-h1'],
+          ['peer-proxied (client certificate)', 'local'],
           ['peer-proxied', 'local'],
+          ['discovery (aggregated)', 'local'],
+          ['local (upgrade) (client certificate)', 'local-h1'],
           ['local (upgrade)', 'local-h1'],
+          ['local (client certificate)', 'local'],
           ['local', 'local'],
         ],
       );
@@ -572,7 +624,7 @@ describe('translateSidecar', () => {
       const filters = connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? [];
       assert.deepEqual(
         filters.map((f) => f.name),
-        ['envoy.filters.http.header_mutation', 'envoy.filters.http.router'],
+        ['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router'],
       );
       const mutation = unpack<HeaderMutation>(filters[0]?.typed_config, 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation');
       assert.deepEqual(mutation.mutations?.request_mutations, [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }]);
@@ -599,6 +651,122 @@ describe('translateSidecar', () => {
       assert.deepEqual(tls.common_tls_context?.tls_certificates, [
         { certificate_chain: { filename: settings.listener.servingCertPath }, private_key: { filename: settings.listener.servingKeyPath } },
       ]);
+    });
+  });
+
+  describe('ext_proc', () => {
+    function extProcConfig(resources: EnvoyResources): ExternalProcessor {
+      const filter = (connectionManager(resources).http_filters ?? []).find((f) => f.name === 'envoy.filters.http.ext_proc');
+      return unpack<ExternalProcessor>(filter?.typed_config, 'envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor');
+    }
+
+    test('ext_proc calls the control-plane cluster as this node, fails closed and sees request headers only', () => {
+      const config = extProcConfig(translateSidecar(NO_PEERS, settings));
+      assert.deepEqual(config.grpc_service, {
+        envoy_grpc: { cluster_name: CONTROL_PLANE_CLUSTER },
+        initial_metadata: [{ key: 'x-mvproxy-node', value: 'a' }],
+      });
+      assert.equal(config.failure_mode_allow, false);
+      assert.equal(config.allow_mode_override, false);
+      assert.equal(config.disable_clear_route_cache, true);
+      assert.deepEqual(config.message_timeout, { seconds: 1, nanos: 0 });
+      assert.deepEqual(config.mutation_rules, { disallow_is_error: { value: true } });
+      assert.deepEqual(config.processing_mode, {
+        request_header_mode: 'SEND',
+        response_header_mode: 'SKIP',
+        request_body_mode: 'NONE',
+        response_body_mode: 'NONE',
+        request_trailer_mode: 'SKIP',
+        response_trailer_mode: 'SKIP',
+      });
+    });
+
+    test('the verified client certificate reaches ext_proc in x-forwarded-client-cert; a client-sent one never does', () => {
+      const hcm = connectionManager(translateSidecar(NO_PEERS, settings));
+      assert.equal(hcm.forward_client_cert_details, 'SANITIZE_SET');
+      assert.deepEqual(hcm.set_current_client_cert_details, { cert: true });
+    });
+
+    test('an ext_proc failure becomes a 503 Status with Retry-After, selected by its response code details', () => {
+      const mappers = connectionManager(translateSidecar(NO_PEERS, settings)).local_reply_config?.mappers ?? [];
+      assert.equal(mappers.length, 1);
+      const mapper = mappers[0];
+      const cel = mapper?.filter?.extension_filter;
+      assert.equal(cel?.name, 'envoy.access_loggers.extension_filters.cel');
+      const any = cel?.typed_config;
+      assert.ok(any && 'type_url' in any);
+      assert.equal(any.type_url, 'type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter');
+      const expression = "response.code_details.startsWith('ext_proc_error')";
+      assert.deepEqual(Buffer.from(String(any.value), 'base64'), Buffer.concat([Buffer.from([0x0a, expression.length]), Buffer.from(expression)]));
+      assert.deepEqual(mapper?.status_code, { value: 503 });
+      const status = JSON.parse(mapper?.body?.inline_string ?? '') as { code: number; reason: string; message: string };
+      assert.equal(status.code, 503);
+      assert.equal(status.reason, 'ServiceUnavailable');
+      assert.match(status.message, /identity service/);
+      assert.equal(mapper?.body_format_override?.content_type, 'application/json');
+      assert.deepEqual(mapper?.headers_to_add?.map((h) => [h.header?.key, h.header?.value]), [['retry-after', '1']]);
+    });
+
+    test('every forwarding route has a client-certificate twin just before it, going to the same cluster', () => {
+      const routes = routesOf(translateSidecar(CONTRACT, settings));
+      routes.forEach((route, i) => {
+        if (!(route.name ?? '').endsWith(' (client certificate)')) return;
+        const twin = routes[i + 1];
+        assert.equal(twin?.name, (route.name ?? '').replace(' (client certificate)', ''));
+        assert.equal(twin?.route?.cluster, route.route?.cluster);
+        assert.deepEqual(twin?.request_headers_to_add, route.request_headers_to_add);
+        assert.deepEqual({ ...route.match, tls_context: undefined }, { ...twin?.match, tls_context: undefined });
+        assert.equal(extProcOn(route), true);
+        assert.equal(extProcOn(twin as Route), false);
+      });
+      const forwarding = routes.filter((r) => r.route && !(r.name ?? '').startsWith('discovery'));
+      assert.equal(forwarding.filter((r) => (r.name ?? '').endsWith(' (client certificate)')).length * 2, forwarding.length);
+    });
+
+    test('unavailable resources are answered by Envoy without calling ext_proc, certificate or not', () => {
+      const resources = translateSidecar(UNAVAILABLE, settings);
+      for (const clientCert of [false, true]) {
+        const route = selectRoute(resources, { path: '/apis/apps/v1/deployments', clientCert });
+        assert.equal(route.direct_response?.status, 503);
+        assert.equal(extProcOn(route), false);
+      }
+    });
+
+    test('aggregated discovery without profile=nopeer goes through ext_proc, marked as discovery, for every client', () => {
+      const resources = translateSidecar(NO_PEERS, settings);
+      for (const path of ['/apis', '/api', '/apis?timeout=32s']) {
+        for (const clientCert of [false, true]) {
+          const route = selectRoute(resources, { path, headers: { accept: AGGREGATED }, clientCert });
+          assert.equal(route.name, 'discovery (aggregated)', path);
+          const perRoute = unpack<ExtProcPerRoute>(
+            route.typed_per_filter_config?.['envoy.filters.http.ext_proc'],
+            'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
+          );
+          assert.deepEqual(perRoute, {
+            '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
+            overrides: { grpc_initial_metadata: [{ key: 'x-mvproxy-discovery', value: 'true' }] },
+          });
+        }
+      }
+      const nopeer = selectRoute(resources, { path: '/apis', headers: { accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } });
+      assert.equal(nopeer.name, 'local');
+      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: 'application/json' } }).name, 'local');
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v1', headers: { accept: AGGREGATED } }).name, 'local');
+    });
+
+    test('group and group-version documents with resources not served locally go through ext_proc', () => {
+      const resources = translateSidecar(REROUTES, settings);
+      const names = (path: string): string | undefined => selectRoute(resources, { path }).name;
+      assert.equal(names('/apis/batch'), 'discovery batch');
+      assert.equal(names('/apis/batch/'), 'discovery batch');
+      assert.equal(names('/apis/batch/v1'), 'discovery batch/v1');
+      assert.equal(names('/apis/batch/v1/?timeout=32s'), 'discovery batch/v1');
+      assert.equal(names('/apis/storagemigration.k8s.io/v1'), 'discovery storagemigration.k8s.io/v1');
+      assert.equal(names('/api/v1'), 'discovery /v1');
+      assert.equal(names('/apis/batch/v2'), 'local');
+      assert.equal(names('/apis/storagemigrationxk8s.io/v1'), 'local');
+      assert.equal(names('/apis/apps/v1'), 'local');
+      assert.equal(names('/apis/batch/v1/jobs'), 'reroute batch/v1, Resource=jobs');
     });
   });
 

@@ -1,9 +1,9 @@
-// Who counts as alive, for discovery and (meant to be shared with) routing.
-// The same rules as the planner's peer standing (src/planner/planner.ts), so
+// Who counts as alive: one rule for routing (planner) and discovery (merge).
+// Shared so
 // a resource that routes to a 503 is still listed in discovery: a resource
 // that vanishes from discovery looks deleted to the garbage collector and the
 // namespace controller, which is exactly what rule 4 forbids.
-import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
+import type { ApiserverObservation, ClusterModel } from './cluster.js';
 
 /** How a peer counts right now: serving, known but not reachable (503), or gone. */
 export type PeerStanding = 'available' | 'unavailable' | 'gone';

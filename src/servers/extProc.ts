@@ -1,0 +1,312 @@
+// The ext_proc service (envoy.service.ext_proc.v3.ExternalProcessor) the
+// sidecars call for client-certificate requests and for discovery requests
+// that may need merging (see src/translator/extProc.ts for when).
+//
+// One gRPC stream per HTTP request. Envoy sends the request headers only
+// (processing_mode), and the answer is one of:
+// - identity: X-Remote-User = CN, one X-Remote-Group per O, from the client
+//   certificate Envoy verified and put in x-forwarded-client-cert;
+// - discovery: an immediate response with the merged document (from the
+//   injected DiscoveryResponder);
+// - pass: no identity to assert (no certificate, or one without a CN);
+// - error: a certificate that cannot be trusted as an identity (401, fail
+//   closed), or a broken discovery responder (503).
+// Every headers answer removes x-forwarded-client-cert and every client-sent
+// x-remote-* header (the header_mutation filter already strips those before
+// ext_proc runs; this is the second line, as filter order could change).
+//
+// Never logged: certificates (PEM), tokens, header values other than the path.
+import * as grpc from '@grpc/grpc-js';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { HeaderValueOption } from '../generated/envoy/config/core/v3/HeaderValueOption.js';
+import type { ExternalProcessorHandlers } from '../generated/envoy/service/ext_proc/v3/ExternalProcessor.js';
+import type { HeaderMutation } from '../generated/envoy/service/ext_proc/v3/HeaderMutation.js';
+import type { HttpHeaders__Output } from '../generated/envoy/service/ext_proc/v3/HttpHeaders.js';
+import type { ProcessingRequest__Output } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
+import type { ProcessingResponse } from '../generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
+import type { StatusCode } from '../generated/envoy/type/v3/StatusCode.js';
+import { identityFromXfcc, type Identity } from '../identity/identity.js';
+import type { Metrics } from '../metrics.js';
+import { EXT_PROC_DISCOVERY_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
+import { envoyGrpc } from '../xds/protos.js';
+
+export interface DiscoveryRequest {
+  /** The request path, query included, as Envoy routed it. */
+  path: string;
+  accept?: string;
+  ifNoneMatch?: string;
+}
+
+export interface DiscoveryAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Answers a discovery request for a sidecar's node, or undefined to let it through to the local apiserver. */
+export type DiscoveryResponder = (node: string, request: DiscoveryRequest) => DiscoveryAnswer | undefined;
+
+export type ExtProcResult = 'identity' | 'discovery' | 'pass' | 'error';
+
+export interface ExtProcServerOptions {
+  logger: Logger;
+  metrics: Metrics;
+  discovery?: DiscoveryResponder;
+  /** Milliseconds, monotonic; performance.now by default. */
+  clock?: () => number;
+}
+
+export const XFCC_HEADER = 'x-forwarded-client-cert';
+export const REMOTE_USER_HEADER = 'x-remote-user';
+export const REMOTE_GROUP_HEADER = 'x-remote-group';
+const REMOTE_PREFIX = 'x-remote-';
+
+/** Response code details of mvproxy's own immediate responses (never Envoy's `ext_proc_error...`). */
+export const DETAILS = {
+  rejected: 'mvproxy_client_certificate_rejected',
+  discovery: 'mvproxy_merged_discovery',
+  discoveryError: 'mvproxy_discovery_error',
+} as const;
+
+/** Paths of discovery documents: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v} (trailing slash allowed). */
+const DISCOVERY_PATH = /^\/(?:api(?:\/[^/?]+)?|apis(?:\/[^/?]+){0,2})\/?(?:\?.*)?$/;
+
+/** Headers an immediate response must not set itself (Envoy frames the body). */
+const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+
+/** Request headers by lowercase name; repeated headers keep every value in order. */
+type Headers = Map<string, string[]>;
+
+export interface Decision {
+  result: ExtProcResult;
+  response: ProcessingResponse;
+}
+
+export class ExtProcServer {
+  private readonly log: Logger;
+  private readonly metrics: Metrics;
+  private readonly discovery: DiscoveryResponder | undefined;
+  private readonly clock: () => number;
+
+  constructor(opts: ExtProcServerOptions) {
+    this.log = opts.logger.child({ component: 'ext_proc' });
+    this.metrics = opts.metrics;
+    this.discovery = opts.discovery;
+    this.clock = opts.clock ?? (() => performance.now());
+  }
+
+  /** Registers the ExternalProcessor service on a gRPC server (which may host ADS too). */
+  addToServer(server: grpc.Server): void {
+    const handlers: ExternalProcessorHandlers = {
+      Process: (call) => this.openStream(call),
+    };
+    server.addService(envoyGrpc().envoy.service.ext_proc.v3.ExternalProcessor.service, handlers);
+  }
+
+  private openStream(call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>): void {
+    const node = firstMetadata(call.metadata, EXT_PROC_NODE_METADATA) ?? '';
+    const discoveryRoute = firstMetadata(call.metadata, EXT_PROC_DISCOVERY_METADATA) === 'true';
+    let closed = false;
+    const fail = (code: grpc.status, details: string): void => {
+      if (closed) return;
+      closed = true;
+      call.emit('error', Object.assign(new Error(details), { code, details }));
+    };
+    call.on('data', (message: ProcessingRequest__Output) => {
+      if (closed) return;
+      let response: ProcessingResponse | undefined;
+      try {
+        response = this.process(node, discoveryRoute, message);
+      } catch (err) {
+        // A bug here must not pass a certificate request through unauthenticated: end the stream, Envoy fails closed.
+        this.log.error({ err, node }, 'ext_proc request failed');
+        this.metrics.extProcRequests.inc({ result: 'error' });
+        fail(grpc.status.INTERNAL, 'mvproxy could not process the request');
+        return;
+      }
+      if (response === undefined) {
+        this.log.warn({ node }, 'ext_proc message of an unknown kind');
+        this.metrics.extProcRequests.inc({ result: 'error' });
+        fail(grpc.status.UNIMPLEMENTED, 'mvproxy does not handle this ext_proc message');
+        return;
+      }
+      try {
+        call.write(response);
+      } catch (err) {
+        this.log.debug({ err, node }, 'ext_proc stream closed before the answer');
+      }
+    });
+    call.on('end', () => {
+      if (closed) return;
+      closed = true;
+      try {
+        call.end();
+      } catch {
+        // already gone
+      }
+    });
+    call.on('error', (err: Error) => {
+      closed = true;
+      this.log.debug({ err: err.message, node }, 'ext_proc stream error');
+    });
+    call.on('cancelled', () => {
+      closed = true;
+    });
+  }
+
+  /**
+   * The answer to one message of a stream, or undefined for a message of no
+   * known kind. Messages Envoy should not send with our processing mode
+   * (bodies, trailers, response headers) get a pass-through answer of their kind.
+   */
+  process(node: string, discoveryRoute: boolean, message: ProcessingRequest__Output): ProcessingResponse | undefined {
+    if (message.request_headers) {
+      const started = this.clock();
+      const decision = this.decide(node, discoveryRoute, message.request_headers);
+      this.metrics.extProcRequests.inc({ result: decision.result });
+      this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
+      return decision.response;
+    }
+    if (message.response_headers) return { response_headers: {} };
+    if (message.request_body) return { request_body: {} };
+    if (message.response_body) return { response_body: {} };
+    if (message.request_trailers) return { request_trailers: {} };
+    if (message.response_trailers) return { response_trailers: {} };
+    return undefined;
+  }
+
+  /** What to do with one request's headers. */
+  decide(node: string, discoveryRoute: boolean, request: HttpHeaders__Output): Decision {
+    const headers = requestHeaders(request);
+    const path = headers.get(':path')?.[0] ?? '';
+    const xfcc = headers.get(XFCC_HEADER);
+
+    // More than one XFCC cannot come from Envoy's SANITIZE_SET.
+    const identity = identityFromXfcc(xfcc === undefined ? undefined : xfcc.length === 1 ? xfcc[0] : ',');
+    if (identity.kind === 'rejected') {
+      this.log.warn({ node, path, reason: identity.reason }, 'client certificate rejected');
+      return { result: 'error', response: { immediate_response: unauthorized() } };
+    }
+    const asserted = identity.kind === 'identity' ? identity.identity : undefined;
+    if (asserted) this.log.debug({ node, path, user: asserted.user, groups: asserted.groups }, 'client certificate identity');
+
+    if (discoveryRoute && this.discovery && DISCOVERY_PATH.test(path) && (asserted !== undefined || headers.has('authorization'))) {
+      // Only clients with credentials: an immediate answer skips the
+      // apiserver's authentication, and anonymous clients may not read discovery.
+      const request: DiscoveryRequest = { path };
+      const accept = headers.get('accept');
+      if (accept !== undefined) request.accept = accept.join(', ');
+      const ifNoneMatch = headers.get('if-none-match');
+      if (ifNoneMatch !== undefined) request.ifNoneMatch = ifNoneMatch.join(', ');
+      let answer: DiscoveryAnswer | undefined;
+      try {
+        answer = this.discovery(node, request);
+      } catch (err) {
+        this.log.error({ err, node, path }, 'discovery responder failed');
+        return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+      }
+      if (answer !== undefined) {
+        if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599) {
+          this.log.error({ node, path, status: answer.status }, 'discovery responder gave an invalid status');
+          return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+        }
+        return { result: 'discovery', response: { immediate_response: discoveryAnswer(answer) } };
+      }
+    }
+
+    return {
+      result: asserted ? 'identity' : 'pass',
+      response: { request_headers: { response: { header_mutation: identityMutation(headers, asserted), clear_route_cache: false } } },
+    };
+  }
+}
+
+function firstMetadata(metadata: grpc.Metadata, key: string): string | undefined {
+  const value = metadata.get(key)[0];
+  if (value === undefined) return undefined;
+  return typeof value === 'string' ? value : value.toString('utf8');
+}
+
+function requestHeaders(message: HttpHeaders__Output): Headers {
+  const headers: Headers = new Map();
+  for (const header of message.headers?.headers ?? []) {
+    const key = (header.key ?? '').toLowerCase();
+    // Envoy sends raw_value (bytes); older versions sent value.
+    const value = header.raw_value !== undefined && header.raw_value.length > 0 ? header.raw_value.toString('utf8') : header.value ?? '';
+    const values = headers.get(key) ?? [];
+    values.push(value);
+    headers.set(key, values);
+  }
+  return headers;
+}
+
+function set(key: string, value: string, appendAction: HeaderValueOption['append_action']): HeaderValueOption {
+  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append_action: appendAction };
+}
+
+/**
+ * Sets the identity (first value overwrites whatever is there, the others
+ * append) and removes XFCC and every other x-remote-* header. A header that
+ * is set is never also in remove_headers, so the result does not depend on
+ * the order Envoy applies the two lists in.
+ */
+export function identityMutation(headers: ReadonlyMap<string, readonly string[]>, identity: Identity | undefined): HeaderMutation {
+  const setHeaders: HeaderValueOption[] = [];
+  if (identity) {
+    setHeaders.push(set(REMOTE_USER_HEADER, identity.user, 'OVERWRITE_IF_EXISTS_OR_ADD'));
+    identity.groups.forEach((group, i) =>
+      setHeaders.push(set(REMOTE_GROUP_HEADER, group, i === 0 ? 'OVERWRITE_IF_EXISTS_OR_ADD' : 'APPEND_IF_EXISTS_OR_ADD')),
+    );
+  }
+  const setNames = new Set(setHeaders.map((h) => h.header?.key ?? ''));
+  const remove = new Set<string>([XFCC_HEADER]);
+  for (const name of headers.keys()) if (name.startsWith(REMOTE_PREFIX) && !setNames.has(name)) remove.add(name);
+  // Without identity nothing is set, so these go even when the client did not send them.
+  for (const name of [REMOTE_USER_HEADER, REMOTE_GROUP_HEADER]) if (!setNames.has(name)) remove.add(name);
+  const mutation: HeaderMutation = { remove_headers: [...remove].sort() };
+  if (setHeaders.length > 0) mutation.set_headers = setHeaders;
+  return mutation;
+}
+
+function status(code: number, reason: string, message: string): Buffer {
+  return Buffer.from(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }));
+}
+
+/** What kube-apiserver answers when authentication fails. */
+function unauthorized(): ProcessingResponse['immediate_response'] {
+  return {
+    status: { code: 401 },
+    headers: { set_headers: [set('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD')] },
+    body: status(401, 'Unauthorized', 'Unauthorized'),
+    details: DETAILS.rejected,
+  };
+}
+
+function discoveryUnavailable(): ProcessingResponse['immediate_response'] {
+  return {
+    status: { code: 503 },
+    headers: {
+      set_headers: [
+        set('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+        set('retry-after', '1', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+      ],
+    },
+    body: status(503, 'ServiceUnavailable', 'the server is currently unable to handle the request: merged discovery is unavailable'),
+    details: DETAILS.discoveryError,
+  };
+}
+
+function discoveryAnswer(answer: DiscoveryAnswer): ProcessingResponse['immediate_response'] {
+  const setHeaders = Object.entries(answer.headers)
+    .map(([key, value]) => [key.toLowerCase(), value] as const)
+    .filter(([key]) => !key.startsWith(':') && !FRAMING_HEADERS.has(key))
+    .map(([key, value]) => set(key, value, 'OVERWRITE_IF_EXISTS_OR_ADD'));
+  return {
+    // HttpStatus.code is Envoy's StatusCode enum, whose numbers are the HTTP codes.
+    status: { code: answer.status as StatusCode },
+    headers: { set_headers: setHeaders },
+    body: answer.body,
+    details: DETAILS.discovery,
+  };
+}

@@ -1,0 +1,133 @@
+// The ext_proc filter (identity for client-certificate requests, merged
+// discovery) and what goes with it: the per-route switches and the 503 that
+// replaces Envoy's empty 500/504 when the ext_proc service fails.
+//
+// ext_proc is on in the filter chain and switched off per route: only routes
+// matching a verified client certificate, and the discovery routes, leave it
+// on. A route that forgets to switch it off costs a round trip, never identity.
+import type { HeaderValue } from '../generated/envoy/config/core/v3/HeaderValue.js';
+import type { ExternalProcessor } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExternalProcessor.js';
+import type { ExtProcPerRoute } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
+import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
+import type { LocalReplyConfig } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/LocalReplyConfig.js';
+import type { Any } from '../generated/google/protobuf/Any.js';
+import {
+  EXT_PROC_DISCOVERY_METADATA,
+  EXT_PROC_ERROR_DETAILS_PREFIX,
+  EXT_PROC_FILTER,
+  EXT_PROC_NODE_METADATA,
+} from './names.js';
+import type { TranslatorSettings } from './settings.js';
+import { typedConfig } from './typed.js';
+
+const EXT_PROC_PER_ROUTE = 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute';
+
+/** How long Envoy waits for one ext_proc answer (Envoy's default, 200 ms, is too tight for a busy control plane). */
+export const EXT_PROC_MESSAGE_TIMEOUT_MS = 1000;
+
+/** Seconds a client should wait before retrying when the identity service is down. */
+export const IDENTITY_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+export function extProcFilter(settings: TranslatorSettings, node: string): HttpFilter {
+  const config: ExternalProcessor = {
+    grpc_service: {
+      envoy_grpc: { cluster_name: settings.controlPlaneCluster },
+      // Tells mvproxy which sidecar (and so which plan and discovery) is asking.
+      initial_metadata: [{ key: EXT_PROC_NODE_METADATA, value: node }],
+    },
+    // Fail closed: a certificate request never reaches an apiserver without its identity.
+    failure_mode_allow: false,
+    // Request headers only: bodies are never buffered, so watches and streams flow.
+    processing_mode: {
+      request_header_mode: 'SEND',
+      response_header_mode: 'SKIP',
+      request_body_mode: 'NONE',
+      response_body_mode: 'NONE',
+      request_trailer_mode: 'SKIP',
+      response_trailer_mode: 'SKIP',
+    },
+    message_timeout: { seconds: Math.floor(EXT_PROC_MESSAGE_TIMEOUT_MS / 1000), nanos: (EXT_PROC_MESSAGE_TIMEOUT_MS % 1000) * 1_000_000 },
+    allow_mode_override: false,
+    // Routing was decided on what the client sent; identity headers never re-route.
+    disable_clear_route_cache: true,
+    // A mutation Envoy refuses fails the request rather than being skipped silently.
+    mutation_rules: { disallow_is_error: { value: true } },
+    stat_prefix: 'mvproxy',
+  };
+  return {
+    name: EXT_PROC_FILTER,
+    typed_config: typedConfig<ExternalProcessor>('envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor', config),
+  };
+}
+
+/** typed_per_filter_config of a route that must never call ext_proc. */
+export function extProcDisabled(): Record<string, Any> {
+  return { [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, { disabled: true }) };
+}
+
+/** typed_per_filter_config of a discovery route: ext_proc on, told the request may get merged discovery. */
+export function extProcForDiscovery(): Record<string, Any> {
+  const marker: HeaderValue = { key: EXT_PROC_DISCOVERY_METADATA, value: 'true' };
+  return { [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, { overrides: { grpc_initial_metadata: [marker] } }) };
+}
+
+/**
+ * Envoy answers an ext_proc failure (service down: 500; no answer within the
+ * message timeout: 504) with an empty body. The API snapshot mvproxy encodes
+ * with predates ExternalProcessor.status_on_error, so the HCM maps those local
+ * replies, recognized by their response code details, to a 503 Status the
+ * client retries. Replies from the apiserver are never local replies; direct
+ * 503 routes and other local replies have other details and stay as they are.
+ */
+export function identityUnavailableLocalReply(): LocalReplyConfig {
+  const status = {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message:
+      'the server is currently unable to handle the request: the identity service for client-certificate ' +
+      'requests (mvproxy ext_proc) is unavailable',
+    reason: 'ServiceUnavailable',
+    code: 503,
+  };
+  return {
+    mappers: [
+      {
+        filter: {
+          extension_filter: {
+            name: 'envoy.access_loggers.extension_filters.cel',
+            typed_config: celFilter(`response.code_details.startsWith('${EXT_PROC_ERROR_DETAILS_PREFIX}')`),
+          },
+        },
+        status_code: { value: 503 },
+        body: { inline_string: JSON.stringify(status) },
+        body_format_override: { text_format_source: { inline_string: '%LOCAL_REPLY_BODY%' }, content_type: 'application/json' },
+        headers_to_add: [
+          {
+            header: { key: 'retry-after', value: String(IDENTITY_UNAVAILABLE_RETRY_AFTER_SECONDS) },
+            append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/**
+ * envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter as a raw
+ * Any. Its proto is not among those mvproxy loads (proto/envoy_api.proto), and
+ * an unloaded '@type' would encode as an empty Any; the message is one string
+ * field (`expression = 1`), encoded here by hand.
+ */
+export function celFilter(expression: string): Any {
+  const text = Buffer.from(expression, 'utf8');
+  const length: number[] = [];
+  let n = text.length;
+  do {
+    length.push((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    n >>>= 7;
+  } while (n > 0);
+  const value = Buffer.concat([Buffer.from([0x0a, ...length]), text]);
+  return { type_url: 'type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter', value: value.toString('base64') };
+}
