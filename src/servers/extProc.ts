@@ -241,8 +241,14 @@ function requestHeaders(message: HttpHeaders__Output): Headers {
   return headers;
 }
 
-function set(key: string, value: string, appendAction: HeaderValueOption['append_action']): HeaderValueOption {
-  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append_action: appendAction };
+function set(key: string, value: string, appendAction: 'OVERWRITE_IF_EXISTS_OR_ADD' | 'APPEND_IF_EXISTS_OR_ADD'): HeaderValueOption {
+  return {
+    header: { key, raw_value: Buffer.from(value, 'utf8') },
+    // Envoy's ext_proc reads the (deprecated) append flag, not append_action
+    // (checked with Envoy 1.40: without it every value overwrites the last).
+    append: { value: appendAction === 'APPEND_IF_EXISTS_OR_ADD' },
+    append_action: appendAction,
+  };
 }
 
 /**

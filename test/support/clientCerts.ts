@@ -64,7 +64,7 @@ export async function testCa(commonName: string): Promise<TestCert> {
 
 export interface LeafOptions {
   /** The subject, RDN by RDN: `[{O: ['a']}, {CN: ['x'], O: ['b']}]` (the second is multi-valued). Or a DN string. */
-  name: X509Types.JsonName | string;
+  name: X509Types.JsonNameParams | string;
   /** Extended key usages; none: no EKU extension. */
   usages?: Array<'client' | 'server'>;
   dnsNames?: string[];
@@ -90,7 +90,7 @@ export async function testLeaf(issuer: TestCert, opts: LeafOptions): Promise<Tes
   if (sans.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(sans, false));
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
-    subject: opts.name,
+    subject: new x509.Name(opts.name),
     issuer: issuer.cert.subjectName,
     ...validity(),
     publicKey: keys.publicKey,

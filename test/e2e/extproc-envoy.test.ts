@@ -1,0 +1,281 @@
+// Identity and discovery through a real Envoy: the translator's listener and
+// routes pushed over ADS, ext_proc served by mvproxy on the same gRPC server,
+// and a Node https "apiserver" that requires the front-proxy client
+// certificate and echoes the headers it receives.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type * as grpc from '@grpc/grpc-js';
+import pino from 'pino';
+
+import { createMetrics, type Metrics } from '../../src/metrics.js';
+import type { SidecarPlan } from '../../src/planner/plan.js';
+import { AdsServer, createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
+import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
+import { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME, translateSidecar, type TranslatorSettings } from '../../src/translator/translator.js';
+import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
+import { makeSnapshot } from '../../src/xds/snapshot.js';
+import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
+import { eventually, startEnvoy, type EnvoyInstance } from '../support/envoy.js';
+
+const NODE = 'a';
+const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+/** Not valid UTF-8, with NUL and high bytes: must reach the client unchanged. */
+const DISCOVERY_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0xfe, 0x80, 0x0a, 0x7b]);
+
+interface Echo {
+  path: string;
+  headers: Record<string, string[]>;
+}
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+let dir: string;
+let envoy: EnvoyInstance;
+let grpcServer: grpc.Server;
+let apiserver: HttpsServer;
+let metrics: Metrics;
+let listenerPort: number;
+let servingCa: TestCert;
+let alice: TestCert;
+const discoveryCalls: Array<{ node: string; request: DiscoveryRequest }> = [];
+/** Ends the responses of requests the apiserver holds open. */
+const hanging: Array<() => void> = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function write(name: string, content: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, content, { mode: 0o600 });
+  return file;
+}
+
+function send(path: string, opts: { cert?: TestCert; headers?: Record<string, string> } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: listenerPort,
+        path,
+        method: 'GET',
+        ca: servingCa.certPem,
+        servername: 'localhost',
+        headers: opts.headers ?? {},
+        ...(opts.cert ? { cert: opts.cert.certPem, key: opts.cert.keyPem } : {}),
+        agent: false,
+        timeout: 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function echoed(reply: Reply): Echo {
+  assert.equal(reply.status, 200, reply.body.toString());
+  return JSON.parse(reply.body.toString('utf8')) as Echo;
+}
+
+async function extProcCalls(): Promise<number> {
+  return (await metrics.extProcRequests.get()).values.reduce((sum, v) => sum + v.value, 0);
+}
+
+const FORGED = {
+  'X-Remote-User': 'mallory',
+  'X-Remote-Group': 'system:masters',
+  'X-Remote-Extra-Scopes': 'everything',
+  'X-Forwarded-Client-Cert': 'Hash=00;Cert="forged"',
+};
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'mvproxy-extproc-e2e-'));
+  const clientCa = await testCa('cluster client CA');
+  servingCa = await testCa('apiserver serving CA');
+  const frontProxyCa = await testCa('front-proxy CA');
+  const frontProxy = await testLeaf(frontProxyCa, { name: [{ CN: ['front-proxy-client'] }], usages: ['client'] });
+  const apiserverServing = await testLeaf(servingCa, { name: [{ CN: ['kube-apiserver'] }], usages: ['server'], dnsNames: [PEER_SERVER_NAME] });
+  const sidecarServing = await testLeaf(servingCa, { name: [{ CN: ['sidecar'] }], usages: ['server'], dnsNames: ['localhost'], ips: ['127.0.0.1'] });
+  alice = await testLeaf(clientCa, { name: [{ O: ['system:masters'] }, { O: ['team, a+b'] }, { CN: ['alice'] }], usages: ['client'] });
+
+  // The "apiserver": only the front-proxy certificate gets in; echoes what it received.
+  apiserver = createHttpsServer(
+    { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // A watch: headers now, the rest when the test lets go.
+      if (req.url?.includes('watch=hang')) {
+        res.write(JSON.stringify(body));
+        hanging.push(() => res.end());
+        return;
+      }
+      res.end(JSON.stringify(body));
+    },
+  );
+  await new Promise<void>((resolve) => apiserver.listen(0, '127.0.0.1', resolve));
+  const apiserverPort = (apiserver.address() as AddressInfo).port;
+
+  metrics = createMetrics();
+  grpcServer = createGrpcServer();
+  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
+  ads.addToServer(grpcServer);
+  new ExtProcServer({
+    logger: pino({ level: 'silent' }),
+    metrics,
+    discovery: (node, request) => {
+      discoveryCalls.push({ node, request });
+      return { status: 200, headers: { 'content-type': 'application/vnd.kubernetes.protobuf', etag: '"merged"', vary: 'Accept' }, body: DISCOVERY_BODY };
+    },
+  }).addToServer(grpcServer);
+  const socket = join(dir, 'mvproxy.sock');
+  await listenUnix(grpcServer, socket);
+
+  listenerPort = await freePort();
+  const settings: TranslatorSettings = {
+    listener: {
+      address: '127.0.0.1',
+      port: listenerPort,
+      servingCertPath: write('sidecar.crt', sidecarServing.certPem),
+      servingKeyPath: write('sidecar.key', sidecarServing.keyPem),
+      clientCaPath: write('client-ca.crt', clientCa.certPem),
+    },
+    upstream: {
+      frontProxyCertPath: write('front-proxy.crt', frontProxy.certPem),
+      frontProxyKeyPath: write('front-proxy.key', frontProxy.keyPem),
+      peerCaPath: write('peer-ca.crt', servingCa.certPem),
+      serverName: PEER_SERVER_NAME,
+    },
+    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+  };
+  const plan: SidecarPlan = { node: NODE, local: { name: NODE, address: { host: '127.0.0.1', port: apiserverPort } }, peers: [], routes: [] };
+  ads.setSnapshot(NODE, makeSnapshot(translateSidecar(plan, settings)));
+
+  envoy = await startEnvoy(undefined, {
+    bootstrap: sidecarBootstrap({ nodeId: NODE, controlPlane: { unixSocket: socket }, admin: { port: 0 } }),
+  });
+  await eventually('the sidecar listener serves', 20_000, async () => {
+    const reply = await send('/healthz');
+    return reply.status === 200 ? true : undefined;
+  });
+});
+
+after(async () => {
+  for (const end of hanging) end();
+  await envoy?.stop();
+  if (grpcServer) await shutdownGrpcServer(grpcServer, 100);
+  await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('ext_proc through a real Envoy', () => {
+  test('a client certificate arrives as X-Remote-User and one X-Remote-Group per O; forged identity headers are gone', async () => {
+    const echo = echoed(await send('/api/v1/namespaces/default/pods', { cert: alice, headers: FORGED }));
+    assert.deepEqual(echo.headers['x-remote-user'], ['alice']);
+    assert.deepEqual(echo.headers['x-remote-group'], ['system:masters', 'team, a+b']);
+    assert.equal(echo.headers['x-remote-extra-scopes'], undefined);
+    assert.equal(echo.headers['x-forwarded-client-cert'], undefined);
+    // Audit logs see the client (Envoy writes its own address for a loopback client).
+    assert.equal(echo.headers['x-forwarded-for']?.length, 1);
+  });
+
+  test('a client without certificate arrives without identity headers and never calls ext_proc', async () => {
+    const calls = await extProcCalls();
+    const echo = echoed(await send('/api/v1/namespaces/default/pods?watch=1', { headers: { ...FORGED, Authorization: 'Bearer token' } }));
+    for (const name of ['x-remote-user', 'x-remote-group', 'x-remote-extra-scopes', 'x-forwarded-client-cert']) {
+      assert.equal(echo.headers[name], undefined, name);
+    }
+    assert.deepEqual(echo.headers['authorization'], ['Bearer token']);
+    assert.equal(await extProcCalls(), calls);
+  });
+
+  test('the ext_proc stream of a certificate watch closes once its headers are answered', async () => {
+    // Every open stream holds a request on the control-plane cluster (circuit breaker: 1024 by default).
+    const active = async (): Promise<number> => {
+      const text = (await envoy.admin('/stats?filter=^cluster\\.mvproxy_xds\\.upstream_rq_active$')).body;
+      return Number(/upstream_rq_active: (\d+)/.exec(text)?.[1] ?? NaN);
+    };
+    const idle = await active(); // the ADS stream
+    assert.equal(idle, 1, "only the ADS stream is open before the watch");
+    const watch = new Promise<number>((resolve, reject) => {
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: listenerPort,
+          path: '/api/v1/pods?watch=hang',
+          ca: servingCa.certPem,
+          servername: 'localhost',
+          cert: alice.certPem,
+          key: alice.keyPem,
+          agent: false,
+        },
+        (res) => {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(await watch, 200);
+    await eventually('the ext_proc stream to close while the watch stays open', 5000, async () => ((await active()) === idle ? true : undefined));
+    for (const end of hanging.splice(0)) end();
+  });
+
+  test('merged discovery is answered by mvproxy through Envoy, body bytes and headers intact', async () => {
+    discoveryCalls.length = 0;
+    const reply = await send('/apis?timeout=32s', { headers: { Accept: AGGREGATED, Authorization: 'Bearer token', 'If-None-Match': '"old"' } });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(reply.body, DISCOVERY_BODY);
+    assert.equal(reply.headers['content-type'], 'application/vnd.kubernetes.protobuf');
+    assert.equal(reply.headers['etag'], '"merged"');
+    assert.equal(reply.headers['vary'], 'Accept');
+    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { path: '/apis?timeout=32s', accept: AGGREGATED, ifNoneMatch: '"old"' } }]);
+  });
+
+  test('discovery with profile=nopeer goes to the local apiserver, with the certificate identity', async () => {
+    discoveryCalls.length = 0;
+    const echo = echoed(await send('/apis', { cert: alice, headers: { Accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } }));
+    assert.equal(echo.path, '/apis');
+    assert.deepEqual(echo.headers['x-remote-user'], ['alice']);
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('with ext_proc down, certificate requests fail closed with a 503 Status and token requests still work', async () => {
+    await shutdownGrpcServer(grpcServer, 100);
+    const refused = await send('/api/v1/namespaces/default/pods', { cert: alice });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers['content-type'], 'application/json');
+    assert.equal(refused.headers['retry-after'], '1');
+    const status = JSON.parse(refused.body.toString('utf8')) as { kind: string; code: number; reason: string; message: string };
+    assert.deepEqual([status.kind, status.code, status.reason], ['Status', 503, 'ServiceUnavailable']);
+    assert.match(status.message, /identity service/);
+
+    const echo = echoed(await send('/api/v1/namespaces/default/pods', { headers: { Authorization: 'Bearer token' } }));
+    assert.equal(echo.headers['x-remote-user'], undefined);
+  });
+});
