@@ -15,15 +15,14 @@ import { translateSidecar, type TranslatorSettings } from '../translator/transla
 import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
-import { ExtProcServer, type DiscoveryResponder } from '../servers/extProc.js';
+import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
+import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
-  /** Merged discovery for the ext_proc service; without it discovery requests pass through to the local apiserver. */
-  discovery?: DiscoveryResponder;
 }
 
 export class ControlPlane {
@@ -33,6 +32,8 @@ export class ControlPlane {
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
   private plans: SidecarPlan[] = [];
+  /** Each sidecar's merged discovery, recomputed with the plans (documents are rendered lazily and memoized). */
+  private readonly mergedByNode = new Map<string, MergedDiscovery>();
   private lastModel?: ClusterModel;
 
   constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
@@ -50,7 +51,7 @@ export class ControlPlane {
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,
-      ...(deps.discovery ? { discovery: deps.discovery } : {}),
+      discovery: (node, request) => this.answerDiscovery(node, request),
     });
     this.extProc.addToServer(this.grpcServer);
     this.observer = new ClusterObserver({
@@ -102,6 +103,23 @@ export class ControlPlane {
       }
     }
     this.plans = plans;
+    for (const plan of plans) {
+      this.mergedByNode.set(plan.node, mergeDiscovery(plan.node, model, model.now, { departedGraceMs: this.config.departedGraceSeconds * 1000 }));
+    }
+  }
+
+  /** The merged discovery a sidecar serves, or undefined to let the local apiserver answer. */
+  private answerDiscovery(node: string, request: DiscoveryRequest): DiscoveryAnswer | undefined {
+    const merged = this.mergedByNode.get(node);
+    if (!merged) return undefined;
+    const answer = discoveryResponse(request, merged);
+    if ('passThrough' in answer) {
+      if (answer.reason === 'nopeer') this.deps.metrics.nopeerDiscoveryRequests.inc();
+      return undefined;
+    }
+    if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
+    else this.deps.metrics.peerAggregatedCacheMisses.inc();
+    return { status: answer.status, headers: answer.headers, body: answer.body };
   }
 
   private translatorSettings(apiserver: ServedApiserver): TranslatorSettings {
