@@ -1,0 +1,170 @@
+// Issue 4: one complete discovery on every sidecar (upstream's peer-aggregated
+// discovery scenarios, ported), and client-certificate identity through them.
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { httpsRequest, type HttpResult } from '../../src/util/https.js';
+import { startTestSandbox, eventually, apiserverNamed, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+
+const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+
+interface DiscoveryDoc {
+  items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
+}
+const groupsOf = (res: HttpResult): string[] => (JSON.parse(res.body) as DiscoveryDoc).items.map((g) => g.metadata.name);
+
+const crd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.mvproxy.example.com' },
+  spec: {
+    group: 'mvproxy.example.com',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+    scope: 'Namespaced',
+    versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+};
+
+describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => {
+  let tb: TestSandbox;
+  const as = (who: 'admin' | 'user', server: string, via: 'sidecar' | 'direct') => {
+    const s = tb.state();
+    const a = apiserverNamed(s, server);
+    const base = via === 'sidecar' ? (a.sidecar ?? '') : a.direct;
+    return (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
+      httpsRequest(base + path, { ca: s.ca, ...s.clientCerts[who] }, {
+        method,
+        headers: { accept: 'application/json', ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+        timeoutMs: 15_000,
+      });
+  };
+
+  before(async () => {
+    tb = await startTestSandbox([
+      { name: 'kas-a', version: 'v1.37.2', runtimeConfig: 'apps/v1=false' },
+      { name: 'kas-b', version: 'v1.37.2', runtimeConfig: 'batch/v1=false' },
+    ]);
+  });
+
+  it('TestPeerAggregatedDiscovery: each nopeer document lacks its disabled group', async () => {
+    assert.ok(!groupsOf(await as('admin', 'kas-a', 'direct')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT })).includes('apps'));
+    assert.ok(!groupsOf(await as('admin', 'kas-b', 'direct')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT })).includes('batch'));
+  });
+
+  it('TestPeerAggregatedDiscovery: the merged document on both sidecars shows apps and batch', async () => {
+    for (const server of ['kas-a', 'kas-b']) {
+      await eventually(async () => {
+        const groups = groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT }));
+        assert.ok(groups.includes('apps') && groups.includes('batch'), `${server}: ${groups.join(',')}`);
+      }, 60_000);
+    }
+  });
+
+  it('profile=nopeer through a sidecar gets the local apiserver\'s own document', async () => {
+    const groups = groupsOf(await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT }));
+    assert.ok(!groups.includes('apps'));
+  });
+
+  it('the merged document has the same ETag whichever sidecar answers, with Vary: Accept and 304 on If-None-Match', async () => {
+    const [a, b] = await Promise.all(['kas-a', 'kas-b'].map((s) => as('admin', s, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })));
+    assert.ok(a?.headers['etag'], 'ETag');
+    assert.equal(a?.headers['etag'], b?.headers['etag']);
+    assert.match(String(a?.headers['vary']), /accept/i);
+    const again = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT, 'if-none-match': String(a?.headers['etag']) });
+    assert.equal(again.status, 304);
+  });
+
+  it('a client with a made-up token does not get the merged document', async () => {
+    const s = tb.state();
+    const res = await httpsRequest(`${apiserverNamed(s, 'kas-a').sidecar}/apis`, { ca: s.ca }, { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } });
+    assert.equal(res.status, 401);
+  });
+
+  it('TestPeerAggregatedDiscoveryWithCRD: a CRD created on A appears in both merged documents, changes the ETag, and disappears after deletion', async () => {
+    const before = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const created = await as('admin', 'kas-a', 'direct')('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {}, crd);
+    assert.equal(created.status, 201, created.body);
+    for (const server of ['kas-a', 'kas-b']) {
+      await eventually(async () => assert.ok(groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')), 60_000);
+    }
+    const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    assert.notEqual(after.headers['etag'], before.headers['etag']);
+    const deleted = await as('admin', 'kas-a', 'direct')('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
+    assert.equal(deleted.status, 200, deleted.body);
+    for (const server of ['kas-a', 'kas-b']) {
+      await eventually(async () => assert.ok(!groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')), 60_000);
+    }
+  });
+
+  it('the ordinary-user certificate is itself through either sidecar, forged X-Remote headers or not', async () => {
+    const forged = { 'x-remote-user': 'mvproxy-admin', 'x-remote-group': 'system:masters', 'x-remote-extra-scopes': 'all' };
+    for (const server of ['kas-a', 'kas-b']) {
+      for (const headers of [{}, forged]) {
+        const res = await as('user', server, 'sidecar')('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', headers, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+        assert.equal(res.status, 201, res.body);
+        const user = (JSON.parse(res.body) as { status: { userInfo: { username: string; groups: string[]; extra?: unknown } } }).status.userInfo;
+        assert.equal(user.username, 'alice');
+        assert.deepEqual(user.groups, ['system:authenticated']);
+        assert.equal(user.extra, undefined);
+      }
+    }
+  });
+
+  it('the ordinary user is forbidden where RBAC forbids it, on a local and on a rerouted resource', async () => {
+    for (const server of ['kas-a', 'kas-b']) {
+      assert.equal((await as('user', server, 'sidecar')('GET', '/api/v1/namespaces/default/secrets', { 'x-remote-group': 'system:masters' })).status, 403);
+      assert.equal((await as('user', server, 'sidecar')('GET', '/apis/batch/v1/namespaces/default/jobs', { 'x-remote-group': 'system:masters' })).status, 403);
+      assert.equal((await as('user', server, 'sidecar')('GET', '/apis/apps/v1/namespaces/default/deployments')).status, 403);
+    }
+  });
+
+  it('the ordinary user is allowed where a RoleBinding allows it, on a local and on a rerouted resource', async () => {
+    const admin = as('admin', 'kas-a', 'direct');
+    const role = await admin('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {}, {
+      metadata: { name: 'alice-reader' },
+      rules: [{ apiGroups: ['batch', 'apps'], resources: ['jobs', 'deployments'], verbs: ['get', 'list', 'watch'] }],
+    });
+    assert.equal(role.status, 201, role.body);
+    const binding = await admin('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {}, {
+      metadata: { name: 'alice-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alice-reader' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    });
+    assert.equal(binding.status, 201, binding.body);
+    for (const server of ['kas-a', 'kas-b']) {
+      await eventually(async () => {
+        assert.equal((await as('user', server, 'sidecar')('GET', '/apis/batch/v1/namespaces/default/jobs')).status, 200);
+        assert.equal((await as('user', server, 'sidecar')('GET', '/apis/apps/v1/namespaces/default/deployments')).status, 200);
+      }, 30_000);
+    }
+  });
+
+  it('kubectl with a fresh discovery cache sees the same resources on every sidecar', async () => {
+    const lists = await Promise.all(
+      ['kas-a', 'kas-b'].map(async (server) => {
+        const cacheDir = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+        const res = await tb.kubectl(apiserverNamed(tb.state(), server).kubeconfig.sidecar ?? '', ['api-resources', '--cache-dir', cacheDir, '-o', 'name']);
+        assert.equal(res.code, 0, res.stderr);
+        return res.stdout.trim().split('\n').sort();
+      }),
+    );
+    assert.deepEqual(lists[0], lists[1]);
+    assert.ok(lists[0]?.includes('jobs.batch') && lists[0]?.includes('deployments.apps'));
+  });
+
+  it('@kubernetes/client-node sees the same groups on every sidecar', async () => {
+    const { KubeConfig, ApisApi } = await import('@kubernetes/client-node');
+    const groups = await Promise.all(
+      ['kas-a', 'kas-b'].map(async (server) => {
+        const kc = new KubeConfig();
+        kc.loadFromFile(apiserverNamed(tb.state(), server).kubeconfig.sidecar ?? '');
+        const list = await kc.makeApiClient(ApisApi).getAPIVersions();
+        return list.groups.map((g) => g.name).sort();
+      }),
+    );
+    assert.deepEqual(groups[0], groups[1]);
+  });
+});
