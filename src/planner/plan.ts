@@ -41,6 +41,22 @@ export interface ResourceRoute {
   action: ResourceRouteAction;
 }
 
+/**
+ * A discovery document the local apiserver cannot answer because it serves
+ * nothing there: `/apis/{g}/{v}` (`/api/{v}`) of a group-version served only
+ * by peers, and `/apis/{g}` of a group none of whose versions is local. It
+ * goes to a peer that serves it (which authenticates the caller itself), or
+ * answers 503 while those peers are unreachable. Partly local groups and
+ * group-versions stay local.
+ */
+export interface GroupDocumentRoute {
+  /** "" for the core group (which has no group document, only `/api/{v}`). */
+  group: string;
+  /** Absent for the group document `/apis/{group}`. */
+  version?: string;
+  action: ResourceRouteAction;
+}
+
 export interface SidecarPlan {
   /** xDS node id of the sidecar: the local apiserver's endpoint name. */
   node: string;
@@ -49,4 +65,6 @@ export interface SidecarPlan {
   peers: PlannedApiserver[];
   /** Sorted by group, version, resource, then subresource (whole resource first). */
   routes: ResourceRoute[];
+  /** Sorted by group, then version (the group document first). */
+  groupDocuments: GroupDocumentRoute[];
 }

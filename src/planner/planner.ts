@@ -4,6 +4,7 @@ import type { ApiserverObservation, ClusterModel, ServedResource } from '../mode
 import type { RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
 import type {
+  GroupDocumentRoute,
   PlannedApiserver,
   RequestDestination,
   ResourceRoute,
@@ -37,7 +38,14 @@ export function destinationForRequest(
   request: RequestInfo,
   options: { alreadyProxied?: boolean } = {},
 ): RequestDestination {
-  if (options.alreadyProxied || !request.isResourceRequest || request.resource === undefined) return { kind: 'local' };
+  if (options.alreadyProxied) return { kind: 'local' };
+  if (!request.isResourceRequest || request.resource === undefined) {
+    const document = groupDocumentOf(request.path);
+    const route =
+      document &&
+      plan.groupDocuments.find((d) => d.group === document.group && d.version === document.version);
+    return route ? route.action : { kind: 'local' };
+  }
   const matches = (route: ResourceRoute, subresource: string | undefined): boolean =>
     route.group === request.group &&
     route.version === request.version &&
@@ -47,6 +55,19 @@ export function destinationForRequest(
     (request.subresource !== undefined ? plan.routes.find((r) => matches(r, request.subresource)) : undefined) ??
     plan.routes.find((r) => matches(r, undefined));
   return route ? route.action : { kind: 'local' };
+}
+
+/**
+ * The group or group-version a discovery document path names: `/apis/{g}`,
+ * `/apis/{g}/{v}`, `/api/{v}`, one trailing slash allowed, as the route
+ * matchers see it (no other normalization).
+ */
+export function groupDocumentOf(path: string): { group: string; version?: string } | undefined {
+  const bare = path.replace(/[?#].*$/, '');
+  const apis = /^\/apis\/([^/]+)(?:\/([^/]+))?\/?$/.exec(bare);
+  if (apis) return apis[2] === undefined ? { group: apis[1] as string } : { group: apis[1] as string, version: apis[2] };
+  const core = /^\/api\/([^/]+)\/?$/.exec(bare);
+  return core ? { group: '', version: core[1] as string } : undefined;
 }
 
 /** What one apiserver serves, as lookup keys. */
@@ -140,7 +161,43 @@ function planSidecar(
     local: plannedApiserver(local),
     peers: others.map(plannedApiserver),
     routes,
+    groupDocuments: groupDocumentRoutes(local, ratedPeers, localOnly),
   };
+}
+
+/**
+ * Discovery documents served only by peers: group-versions of which the
+ * local apiserver serves nothing, and groups of which it serves no version
+ * (never local-only group-versions, rule 6). Sent to the available peers
+ * that serve anything there, else 503 while some unavailable peer does.
+ */
+function groupDocumentRoutes(local: ApiserverObservation, ratedPeers: readonly RatedPeer[], localOnly: ReadonlySet<string>): GroupDocumentRoute[] {
+  const localGroups = new Set(local.servedSet.map((s) => s.group));
+  const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
+  const peerOnly = new Map<string, { group: string; version: string }>();
+  for (const peer of ratedPeers) {
+    for (const { group, version } of peer.servedSet) {
+      const key = groupVersionKey(group, version);
+      if (!localOnly.has(key) && !localGroupVersions.has(key)) peerOnly.set(key, { group, version });
+    }
+  }
+  const actionFor = (serves: (s: ServedResource) => boolean): ResourceRouteAction => {
+    const serving = ratedPeers.filter((p) => p.servedSet.some(serves));
+    const available = serving.filter((p) => p.standing === 'available').map((p) => p.name);
+    if (available.length > 0) return { kind: 'peers', peers: available };
+    return { kind: 'unavailable', servedBy: serving.map((p) => p.name) };
+  };
+  const documents: GroupDocumentRoute[] = [];
+  const peerOnlyGroups = new Set<string>();
+  for (const { group, version } of peerOnly.values()) {
+    documents.push({ group, version, action: actionFor((s) => s.group === group && s.version === version) });
+    // The core group has no group document: `/api` is the list of its versions.
+    if (group !== '' && !localGroups.has(group)) peerOnlyGroups.add(group);
+  }
+  for (const group of peerOnlyGroups) {
+    documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
+  }
+  return documents.sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version ?? '', b.version ?? ''));
 }
 
 function routeFor(id: ResourceId, action: ResourceRouteAction): ResourceRoute {

@@ -1,19 +1,25 @@
 // The ext_proc service (envoy.service.ext_proc.v3.ExternalProcessor) the
-// sidecars call for client-certificate requests and for discovery requests
-// that may need merging (see src/translator/extProc.ts for when).
+// sidecars call for client-certificate requests and for aggregated discovery
+// (see src/translator/extProc.ts for when).
 //
-// One gRPC stream per HTTP request. Envoy sends the request headers only
-// (processing_mode), and the answer is one of:
+// One gRPC stream per HTTP request. Request headers get one of:
 // - identity: X-Remote-User = CN, one X-Remote-Group per O, from the client
 //   certificate Envoy verified and put in x-forwarded-client-cert;
-// - discovery: an immediate response with the merged document (from the
-//   injected DiscoveryResponder);
 // - pass: no identity to assert (no certificate, or one without a CN);
 // - error: a certificate that cannot be trusted as an identity (401, fail
-//   closed), or a broken discovery responder (503).
+//   closed).
 // Every headers answer removes x-forwarded-client-cert and every client-sent
 // x-remote-* header (the header_mutation filter already strips those before
 // ext_proc runs; this is the second line, as filter order could change).
+//
+// Aggregated discovery (`/api`, `/apis` on the route marked as discovery) is
+// never answered on the request: the local apiserver authenticates and
+// authorizes the client first. The request goes on without If-None-Match (so
+// the apiserver never answers a 304 about its own document), and on the
+// response headers an apiserver 200 (or 304) is replaced by the merged
+// document from the injected DiscoveryResponder (or a 304 when the client's
+// If-None-Match names the merged ETag): result `discovery`. Any other status
+// (401, 403, 5xx) reaches the client untouched; a broken responder gives 503.
 //
 // Never logged: certificates (PEM), tokens, header values other than the path.
 import * as grpc from '@grpc/grpc-js';
@@ -44,7 +50,7 @@ export interface DiscoveryAnswer {
   body: Buffer;
 }
 
-/** Answers a discovery request for a sidecar's node, or undefined to let it through to the local apiserver. */
+/** Answers an authorized discovery request for a sidecar's node, or undefined to leave the local apiserver's answer. */
 export type DiscoveryResponder = (node: string, request: DiscoveryRequest) => DiscoveryAnswer | undefined;
 
 export type ExtProcResult = 'identity' | 'discovery' | 'pass' | 'error';
@@ -69,8 +75,13 @@ export const DETAILS = {
   discoveryError: 'mvproxy_discovery_error',
 } as const;
 
-/** Paths of discovery documents: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v} (trailing slash allowed). */
-const DISCOVERY_PATH = /^\/(?:api(?:\/[^/?]+)?|apis(?:\/[^/?]+){0,2})\/?(?:\?.*)?$/;
+/** Paths of the aggregated discovery documents: /api, /apis (trailing slash, query allowed). */
+const DISCOVERY_PATH = /^\/apis?\/?(?:\?.*)?$/;
+
+/** Statuses of the local apiserver that mean the client may read discovery (304: it had the apiserver's ETag). */
+const AUTHORIZED_STATUSES: ReadonlySet<string> = new Set(['200', '304']);
+
+const IF_NONE_MATCH = 'if-none-match';
 
 /** Headers an immediate response must not set itself (Envoy frames the body). */
 const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
@@ -81,6 +92,12 @@ type Headers = Map<string, string[]>;
 export interface Decision {
   result: ExtProcResult;
   response: ProcessingResponse;
+}
+
+/** What one stream remembers between its request and response headers. */
+export interface StreamState {
+  /** Set on the request headers of an aggregated discovery request. */
+  discovery?: DiscoveryRequest;
 }
 
 export class ExtProcServer {
@@ -107,6 +124,7 @@ export class ExtProcServer {
   private openStream(call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>): void {
     const node = firstMetadata(call.metadata, EXT_PROC_NODE_METADATA) ?? '';
     const discoveryRoute = firstMetadata(call.metadata, EXT_PROC_DISCOVERY_METADATA) === 'true';
+    const state: StreamState = {};
     let closed = false;
     const fail = (code: grpc.status, details: string): void => {
       if (closed) return;
@@ -117,7 +135,7 @@ export class ExtProcServer {
       if (closed) return;
       let response: ProcessingResponse | undefined;
       try {
-        response = this.process(node, discoveryRoute, message);
+        response = this.process(node, discoveryRoute, message, state);
       } catch (err) {
         // A bug here must not pass a certificate request through unauthenticated: end the stream, Envoy fails closed.
         this.log.error({ err, node }, 'ext_proc request failed');
@@ -157,18 +175,26 @@ export class ExtProcServer {
 
   /**
    * The answer to one message of a stream, or undefined for a message of no
-   * known kind. Messages Envoy should not send with our processing mode
-   * (bodies, trailers, response headers) get a pass-through answer of their kind.
+   * known kind. `state` carries what a discovery stream's request headers
+   * leave for its response headers. Messages Envoy should not send with our
+   * processing modes (bodies, trailers) get a pass-through answer of their kind.
    */
-  process(node: string, discoveryRoute: boolean, message: ProcessingRequest__Output): ProcessingResponse | undefined {
+  process(node: string, discoveryRoute: boolean, message: ProcessingRequest__Output, state: StreamState = {}): ProcessingResponse | undefined {
     if (message.request_headers) {
       const started = this.clock();
-      const decision = this.decide(node, discoveryRoute, message.request_headers);
+      const decision = this.decide(node, discoveryRoute, message.request_headers, state);
       this.metrics.extProcRequests.inc({ result: decision.result });
       this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
       return decision.response;
     }
-    if (message.response_headers) return { response_headers: {} };
+    if (message.response_headers) {
+      const started = this.clock();
+      const decision = this.decideResponse(node, message.response_headers, state);
+      if (decision === undefined) return { response_headers: {} };
+      this.metrics.extProcRequests.inc({ result: decision.result });
+      this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
+      return decision.response;
+    }
     if (message.request_body) return { request_body: {} };
     if (message.response_body) return { response_body: {} };
     if (message.request_trailers) return { request_trailers: {} };
@@ -177,7 +203,7 @@ export class ExtProcServer {
   }
 
   /** What to do with one request's headers. */
-  decide(node: string, discoveryRoute: boolean, request: HttpHeaders__Output): Decision {
+  decide(node: string, discoveryRoute: boolean, request: HttpHeaders__Output, state: StreamState = {}): Decision {
     const headers = requestHeaders(request);
     const path = headers.get(':path')?.[0] ?? '';
     const xfcc = headers.get(XFCC_HEADER);
@@ -191,34 +217,49 @@ export class ExtProcServer {
     const asserted = identity.kind === 'identity' ? identity.identity : undefined;
     if (asserted) this.log.debug({ node, path, user: asserted.user, groups: asserted.groups }, 'client certificate identity');
 
-    if (discoveryRoute && this.discovery && DISCOVERY_PATH.test(path) && (asserted !== undefined || headers.has('authorization'))) {
-      // Only clients with credentials: an immediate answer skips the
-      // apiserver's authentication, and anonymous clients may not read discovery.
-      const request: DiscoveryRequest = { path };
+    const mutation = identityMutation(headers, asserted);
+    if (discoveryRoute && this.discovery && DISCOVERY_PATH.test(path)) {
+      // Answered (maybe) on the response headers, once the apiserver has said 200.
+      const discovery: DiscoveryRequest = { path };
       const accept = headers.get('accept');
-      if (accept !== undefined) request.accept = accept.join(', ');
-      const ifNoneMatch = headers.get('if-none-match');
-      if (ifNoneMatch !== undefined) request.ifNoneMatch = ifNoneMatch.join(', ');
-      let answer: DiscoveryAnswer | undefined;
-      try {
-        answer = this.discovery(node, request);
-      } catch (err) {
-        this.log.error({ err, node, path }, 'discovery responder failed');
-        return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
-      }
-      if (answer !== undefined) {
-        if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599) {
-          this.log.error({ node, path, status: answer.status }, 'discovery responder gave an invalid status');
-          return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
-        }
-        return { result: 'discovery', response: { immediate_response: discoveryAnswer(answer) } };
-      }
+      if (accept !== undefined) discovery.accept = accept.join(', ');
+      const ifNoneMatch = headers.get(IF_NONE_MATCH);
+      if (ifNoneMatch !== undefined) discovery.ifNoneMatch = ifNoneMatch.join(', ');
+      state.discovery = discovery;
+      // Our 304 is decided against the merged ETag; the apiserver must answer in full.
+      mutation.remove_headers = [...(mutation.remove_headers ?? []), IF_NONE_MATCH].sort();
     }
 
     return {
       result: asserted ? 'identity' : 'pass',
-      response: { request_headers: { response: { header_mutation: identityMutation(headers, asserted), clear_route_cache: false } } },
+      response: { request_headers: { response: { header_mutation: mutation, clear_route_cache: false } } },
     };
+  }
+
+  /**
+   * What to do with the local apiserver's response headers: undefined to let
+   * them through (not a discovery stream, the apiserver refused, the
+   * responder has no answer), else the merged document or an error.
+   */
+  decideResponse(node: string, response: HttpHeaders__Output, state: StreamState): Decision | undefined {
+    const request = state.discovery;
+    if (request === undefined || this.discovery === undefined) return undefined;
+    const status = requestHeaders(response).get(':status')?.[0] ?? '';
+    // 401, 403, 5xx...: the client may not read discovery, or the apiserver failed; it says so itself.
+    if (!AUTHORIZED_STATUSES.has(status)) return undefined;
+    let answer: DiscoveryAnswer | undefined;
+    try {
+      answer = this.discovery(node, request);
+    } catch (err) {
+      this.log.error({ err, node, path: request.path }, 'discovery responder failed');
+      return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+    }
+    if (answer === undefined) return undefined;
+    if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599) {
+      this.log.error({ node, path: request.path, status: answer.status }, 'discovery responder gave an invalid status');
+      return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+    }
+    return { result: 'discovery', response: { immediate_response: discoveryAnswer(answer) } };
   }
 }
 

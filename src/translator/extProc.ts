@@ -1,13 +1,14 @@
 // The ext_proc filter (identity for client-certificate requests, merged
-// discovery) and what goes with it: the per-route switches and the 503 that
+// aggregated discovery) and what goes with it: the per-route switches and the 503 that
 // replaces Envoy's empty 500/504 when the ext_proc service fails.
 //
 // ext_proc is on in the filter chain and switched off per route: only routes
-// matching a verified client certificate, and the discovery routes, leave it
-// on. A route that forgets to switch it off costs a round trip, never identity.
+// matching a verified client certificate, and the aggregated discovery route,
+// leave it on. A route that forgets to switch it off costs a round trip, never identity.
 import type { HeaderValue } from '../generated/envoy/config/core/v3/HeaderValue.js';
 import type { ExternalProcessor } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExternalProcessor.js';
 import type { ExtProcPerRoute } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
+import type { ProcessingMode } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ProcessingMode.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { LocalReplyConfig } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/LocalReplyConfig.js';
 import type { Any } from '../generated/google/protobuf/Any.js';
@@ -65,10 +66,33 @@ export function extProcDisabled(): Record<string, Any> {
   return { [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, { disabled: true }) };
 }
 
-/** typed_per_filter_config of a discovery route: ext_proc on, told the request may get merged discovery. */
+/**
+ * Processing mode of the aggregated discovery route: request headers (identity,
+ * If-None-Match held back) and response headers (the apiserver's verdict:
+ * only its 200 is replaced by the merged document); bodies never.
+ */
+export const DISCOVERY_PROCESSING_MODE: ProcessingMode = {
+  request_header_mode: 'SEND',
+  response_header_mode: 'SEND',
+  request_body_mode: 'NONE',
+  response_body_mode: 'NONE',
+  request_trailer_mode: 'SKIP',
+  response_trailer_mode: 'SKIP',
+};
+
+/**
+ * typed_per_filter_config of the aggregated discovery route: ext_proc on, told
+ * the request may get merged discovery, and also sent the response headers
+ * (ExtProcPerRoute.overrides.processing_mode; allow_mode_override is about
+ * the server changing modes, not routes).
+ */
 export function extProcForDiscovery(): Record<string, Any> {
   const marker: HeaderValue = { key: EXT_PROC_DISCOVERY_METADATA, value: 'true' };
-  return { [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, { overrides: { grpc_initial_metadata: [marker] } }) };
+  return {
+    [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, {
+      overrides: { processing_mode: DISCOVERY_PROCESSING_MODE, grpc_initial_metadata: [marker] },
+    }),
+  };
 }
 
 /**

@@ -29,8 +29,8 @@ export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 export const EXT_PROC_NODE_METADATA = 'x-mvproxy-node';
 
 /**
- * gRPC metadata added by the discovery routes (per-route override): the
- * request may be answered with merged discovery. Absent on certificate routes,
+ * gRPC metadata added by the aggregated discovery route (per-route override):
+ * an authorized answer may be replaced with merged discovery. Absent on certificate routes,
  * so their ext_proc calls assert identity only.
  */
 export const EXT_PROC_DISCOVERY_METADATA = 'x-mvproxy-discovery';

@@ -1,6 +1,8 @@
-// The route configuration: already-proxied requests stay local, discovery
-// requests that may need merging go through ext_proc, each resource route of
-// the plan reroutes or answers 503, everything else is local.
+// The route configuration: already-proxied requests stay local, aggregated
+// discovery goes to the local apiserver through ext_proc (which replaces an
+// authorized answer with the merged document), discovery documents served only
+// by peers and each resource route of the plan reroute or answer 503,
+// everything else is local.
 //
 // Every forwarding route has a client-certificate twin just before it (RouteMatch
 // tls_context presented and validated) that leaves ext_proc on, so mvproxy turns
@@ -11,7 +13,7 @@ import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
-import type { ResourceRoute, Unavailable } from '../planner/plan.js';
+import type { GroupDocumentRoute, ResourceRoute, Unavailable } from '../planner/plan.js';
 import { extProcDisabled, extProcForDiscovery } from './extProc.js';
 import { http1ClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
@@ -39,7 +41,7 @@ export const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
 /** Asks for the local (unmerged) document: never answered by mvproxy. */
 export const NOPEER_PROFILE = 'profile=nopeer';
 
-export function routeConfiguration(routes: readonly ResourceRoute[]): RouteConfiguration {
+export function routeConfiguration(routes: readonly ResourceRoute[], groupDocuments: readonly GroupDocumentRoute[] = []): RouteConfiguration {
   // Subresource routes first: each is a subset of its resource's regex. Regexes
   // of different resources are disjoint, so no other order matters.
   const ordered = [...routes.filter((r) => r.subresource !== undefined), ...routes.filter((r) => r.subresource === undefined)];
@@ -52,7 +54,8 @@ export function routeConfiguration(routes: readonly ResourceRoute[]): RouteConfi
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, false),
-          ...discoveryRoutes(routes),
+          aggregatedDiscoveryRoute(),
+          ...groupDocuments.flatMap(groupDocumentRoutes),
           ...ordered.flatMap(resourceRoutes),
           ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER, false),
         ],
@@ -68,55 +71,50 @@ function resourceRoutes(route: ResourceRoute): Route[] {
   return pathForms.flatMap((form, i): Route[] => {
     const match: RouteMatch = { safe_regex: { regex: form }, headers: [pin] };
     const name = `${kind} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
-    if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, route, route.action)];
+    if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, describe(route), route.action)];
     return forwardRoutes(name, match, peerClusterName(route.action.peers), true);
   });
 }
 
 /**
- * Discovery documents mvproxy may have to merge (ext_proc on for every
- * client, the server decides and otherwise lets the request through to the
- * local apiserver):
- * - aggregated discovery, `/api` and `/apis` with the aggregated Accept and
- *   without profile=nopeer;
- * - `/apis/{g}`, `/apis/{g}/{v}` (`/api/{v}` for the core group) of every
- *   group-version with a resource the plan does not serve locally: the local
- *   apiserver's document lacks it. A group-version served entirely by peers
- *   is one of them.
- * Upgrade requests are never discovery; already-proxied ones matched earlier.
+ * `/apis/{g}`, `/apis/{g}/{v}` (`/api/{v}`) where the local apiserver serves
+ * nothing: the peer serves the document itself and authenticates the caller,
+ * so no ext_proc beyond the usual certificate identity. The query is not part
+ * of what safe_regex matches.
  */
-function discoveryRoutes(routes: readonly ResourceRoute[]): Route[] {
-  const discovery = (name: string, match: RouteMatch): Route => ({
-    name,
-    match: { ...match, headers: [...(match.headers ?? []), NOT_UPGRADE_REQUEST] },
+function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
+  const prefix = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
+  const regex = document.version === undefined ? `${prefix}/?` : `${prefix}/${escapeRegex(document.version)}/?`;
+  const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
+  const match: RouteMatch = { safe_regex: { regex } };
+  if (document.action.kind === 'unavailable') {
+    return [unavailableRoute(`unavailable discovery ${what}`, match, `the discovery document of ${what}`, document.action)];
+  }
+  return forwardRoutes(`reroute discovery ${what}`, match, peerClusterName(document.action.peers), true);
+}
+
+/**
+ * Aggregated discovery, `/api` and `/apis` with the aggregated Accept and
+ * without profile=nopeer: to the local apiserver, which authenticates and
+ * authorizes the client, with ext_proc on for every client on both header
+ * phases; it replaces the apiserver's 200 with the merged document (and lets
+ * every other answer, 401 and 403 included, through). Upgrade requests are
+ * never discovery; already-proxied ones matched earlier.
+ */
+function aggregatedDiscoveryRoute(): Route {
+  return {
+    name: 'discovery (aggregated)',
+    match: {
+      safe_regex: { regex: '/apis?/?' },
+      headers: [
+        { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
+        { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
+        NOT_UPGRADE_REQUEST,
+      ],
+    },
     route: forwardAction(LOCAL_CLUSTER),
     typed_per_filter_config: extProcForDiscovery(),
-  });
-  const aggregated = discovery('discovery (aggregated)', {
-    safe_regex: { regex: '/apis?/?' },
-    headers: [
-      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
-      { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
-    ],
-  });
-  const versionsByGroup = new Map<string, string[]>();
-  for (const route of routes) {
-    const versions = versionsByGroup.get(route.group) ?? [];
-    if (!versions.includes(route.version)) versions.push(route.version);
-    versionsByGroup.set(route.group, versions);
-  }
-  const perGroup = [...versionsByGroup.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .flatMap(([group, versions]) => {
-      const groupPath = group === '' ? '/api' : `/apis/${escapeRegex(group)}`;
-      // The core group has no group document (`/api` is the aggregated one above).
-      const groupRoute = group === '' ? [] : [discovery(`discovery ${group}`, { safe_regex: { regex: `${groupPath}/?` } })];
-      const versionRoutes = [...versions]
-        .sort()
-        .map((version) => discovery(`discovery ${group}/${version}`, { safe_regex: { regex: `${groupPath}/${escapeRegex(version)}/?` } }));
-      return [...groupRoute, ...versionRoutes];
-    });
-  return [aggregated, ...perGroup];
+  };
 }
 
 /**
@@ -167,14 +165,14 @@ function forwardAction(cluster: string): RouteAction {
 }
 
 /** Rule 4: a 503 the client retries, never a 404 that garbage collection would act on. */
-function unavailableRoute(name: string, match: RouteMatch, route: ResourceRoute, action: Unavailable): Route {
+function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable): Route {
   const status = {
     kind: 'Status',
     apiVersion: 'v1',
     metadata: {},
     status: 'Failure',
     message:
-      `the server is currently unable to handle the request: ${describe(route)} is served only by ` +
+      `the server is currently unable to handle the request: ${what} is served only by ` +
       `apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,
     reason: 'ServiceUnavailable',
     code: 503,

@@ -29,21 +29,22 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     clusters,
     endpoints,
     listeners: [apiserverListener(settings, plan.node)],
-    routes: [routeConfiguration(plan.routes)],
+    routes: [routeConfiguration(plan.routes, plan.groupDocuments)],
   };
 }
 
 /**
  * The local apiserver, each peer on its own (stable clusters, whether or not
  * a route uses them now), and each multi-peer set a route spreads over: retries
- * move between hosts of one cluster only, so a set must be one cluster.
+ * move between hosts of one cluster only, so a set must be one cluster
+ * (resource routes and group-document routes alike).
  */
 function upstreamSets(plan: SidecarPlan): UpstreamSet[] {
   const byPeerName = new Map(plan.peers.map((peer) => [peer.name, peer]));
   const sets = new Map<string, UpstreamSet>();
   sets.set(LOCAL_CLUSTER, { name: LOCAL_CLUSTER, members: [plan.local] });
   for (const peer of plan.peers) sets.set(peerClusterName([peer.name]), { name: peerClusterName([peer.name]), members: [peer] });
-  for (const route of plan.routes) {
+  for (const route of [...plan.routes, ...plan.groupDocuments]) {
     if (route.action.kind !== 'peers') continue;
     const name = peerClusterName(route.action.peers);
     if (sets.has(name)) continue;

@@ -49,10 +49,28 @@ function dataSource(source: PemSource): JsonObject {
   return 'filename' in source ? { filename: source.filename } : { inline_string: source.inline };
 }
 
+/**
+ * Every ext_proc stream is a request on the control-plane cluster (one per
+ * certificate or discovery request in flight), beside the ADS stream: Envoy's
+ * default limit of 1024 would turn a busy sidecar's requests into 503s.
+ */
+export const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
+
 function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
   const cluster: JsonObject = {
     name: CONTROL_PLANE_CLUSTER,
     connect_timeout: '5s',
+    circuit_breakers: {
+      thresholds: [
+        {
+          priority: 'DEFAULT',
+          max_connections: CONTROL_PLANE_CIRCUIT_LIMIT,
+          max_pending_requests: CONTROL_PLANE_CIRCUIT_LIMIT,
+          max_requests: CONTROL_PLANE_CIRCUIT_LIMIT,
+          max_retries: CONTROL_PLANE_CIRCUIT_LIMIT,
+        },
+      ],
+    },
     typed_extension_protocol_options: {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
         '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',

@@ -1,6 +1,6 @@
 // Issue 4: one complete discovery on every sidecar (upstream's peer-aggregated
 // discovery scenarios, ported), and client-certificate identity through them.
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +48,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
       { name: 'kas-b', version: 'v1.37.2', runtimeConfig: 'batch/v1=false' },
     ]);
   });
+  after(() => tb?.sandbox.down());
 
   it('TestPeerAggregatedDiscovery: each nopeer document lacks its disabled group', async () => {
     assert.ok(!groupsOf(await as('admin', 'kas-a', 'direct')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT })).includes('apps'));

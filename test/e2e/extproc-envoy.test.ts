@@ -1,7 +1,8 @@
 // Identity and discovery through a real Envoy: the translator's listener and
 // routes pushed over ADS, ext_proc served by mvproxy on the same gRPC server,
-// and a Node https "apiserver" that requires the front-proxy client
-// certificate and echoes the headers it receives.
+// and Node https "apiservers" (local and one peer) that require the
+// front-proxy client certificate and echo the headers they receive. The local
+// one authenticates discovery like kube-apiserver: 401 for unknown tokens.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
@@ -27,6 +28,14 @@ const NODE = 'a';
 const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 /** Not valid UTF-8, with NUL and high bytes: must reach the client unchanged. */
 const DISCOVERY_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0xfe, 0x80, 0x0a, 0x7b]);
+/** The local apiserver's own aggregated document and its ETag. */
+const LOCAL_DOCUMENT = '{"kind":"APIGroupDiscoveryList","items":[]}';
+const LOCAL_ETAG = '"local"';
+const MERGED_ETAG = '"merged"';
+/** The one token the fake apiserver knows. */
+const KNOWN_TOKEN = 'Bearer known-token';
+/** A group-version only the peer serves. */
+const PEER_GROUP = 'storagemigration.k8s.io';
 
 interface Echo {
   path: string;
@@ -43,6 +52,9 @@ let dir: string;
 let envoy: EnvoyInstance;
 let grpcServer: grpc.Server;
 let apiserver: HttpsServer;
+let peer: HttpsServer;
+/** Headers of the last discovery request the local apiserver received. */
+let lastDiscoveryHeaders: IncomingHttpHeaders | undefined;
 let metrics: Metrics;
 let listenerPort: number;
 let servingCa: TestCert;
@@ -122,10 +134,29 @@ before(async () => {
   const sidecarServing = await testLeaf(servingCa, { name: [{ CN: ['sidecar'] }], usages: ['server'], dnsNames: ['localhost'], ips: ['127.0.0.1'] });
   alice = await testLeaf(clientCa, { name: [{ O: ['system:masters'] }, { O: ['team, a+b'] }, { CN: ['alice'] }], usages: ['client'] });
 
-  // The "apiserver": only the front-proxy certificate gets in; echoes what it received.
+  // The "apiserver": only the front-proxy certificate gets in; echoes what it
+  // received, except for aggregated discovery, which it authenticates: a known
+  // token or a front-proxy identity gets its own document, anything else 401.
   apiserver = createHttpsServer(
     { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
     (req, res) => {
+      const path = (req.url ?? '').split('?', 1)[0];
+      if (path === '/apis' || path === '/api') {
+        lastDiscoveryHeaders = req.headers;
+        if (req.headers['authorization'] !== KNOWN_TOKEN && req.headers['x-remote-user'] === undefined) {
+          res.writeHead(401, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }));
+          return;
+        }
+        if (req.headers['if-none-match'] === LOCAL_ETAG) {
+          res.writeHead(304, { etag: LOCAL_ETAG });
+          res.end();
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json', etag: LOCAL_ETAG });
+        res.end(LOCAL_DOCUMENT);
+        return;
+      }
       const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
       res.writeHead(200, { 'content-type': 'application/json' });
       // A watch: headers now, the rest when the test lets go.
@@ -140,6 +171,18 @@ before(async () => {
   await new Promise<void>((resolve) => apiserver.listen(0, '127.0.0.1', resolve));
   const apiserverPort = (apiserver.address() as AddressInfo).port;
 
+  // The peer: serves PEER_GROUP's documents itself; echoes what it received, marked as the peer.
+  peer = createHttpsServer(
+    { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      const body: Echo & { server: string } = { server: 'peer', path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    },
+  );
+  await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
+  const peerPort = (peer.address() as AddressInfo).port;
+
   metrics = createMetrics();
   grpcServer = createGrpcServer();
   const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
@@ -149,7 +192,9 @@ before(async () => {
     metrics,
     discovery: (node, request) => {
       discoveryCalls.push({ node, request });
-      return { status: 200, headers: { 'content-type': 'application/vnd.kubernetes.protobuf', etag: '"merged"', vary: 'Accept' }, body: DISCOVERY_BODY };
+      const cacheHeaders = { etag: MERGED_ETAG, vary: 'Accept' };
+      if (request.ifNoneMatch === MERGED_ETAG) return { status: 304, headers: cacheHeaders, body: Buffer.alloc(0) };
+      return { status: 200, headers: { 'content-type': 'application/vnd.kubernetes.protobuf', ...cacheHeaders }, body: DISCOVERY_BODY };
     },
   }).addToServer(grpcServer);
   const socket = join(dir, 'mvproxy.sock');
@@ -172,7 +217,16 @@ before(async () => {
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
   };
-  const plan: SidecarPlan = { node: NODE, local: { name: NODE, address: { host: '127.0.0.1', port: apiserverPort } }, peers: [], routes: [] };
+  const plan: SidecarPlan = {
+    node: NODE,
+    local: { name: NODE, address: { host: '127.0.0.1', port: apiserverPort } },
+    peers: [{ name: 'b', address: { host: '127.0.0.1', port: peerPort } }],
+    routes: [],
+    groupDocuments: [
+      { group: PEER_GROUP, action: { kind: 'peers', peers: ['b'] } },
+      { group: PEER_GROUP, version: 'v1', action: { kind: 'peers', peers: ['b'] } },
+    ],
+  };
   ads.setSnapshot(NODE, makeSnapshot(translateSidecar(plan, settings)));
 
   envoy = await startEnvoy(undefined, {
@@ -189,6 +243,7 @@ after(async () => {
   await envoy?.stop();
   if (grpcServer) await shutdownGrpcServer(grpcServer, 100);
   await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
+  await new Promise<void>((resolve) => (peer ? peer.close(() => resolve()) : resolve()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -246,22 +301,83 @@ describe('ext_proc through a real Envoy', () => {
     for (const end of hanging.splice(0)) end();
   });
 
-  test('merged discovery is answered by mvproxy through Envoy, body bytes and headers intact', async () => {
+  test('a made-up bearer token on aggregated discovery gets the apiserver\'s own 401, never the merged document', async () => {
     discoveryCalls.length = 0;
-    const reply = await send('/apis?timeout=32s', { headers: { Accept: AGGREGATED, Authorization: 'Bearer token', 'If-None-Match': '"old"' } });
+    const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up' } });
+    assert.equal(reply.status, 401);
+    const status = JSON.parse(reply.body.toString('utf8')) as { kind: string; code: number };
+    assert.deepEqual([status.kind, status.code], ['Status', 401]);
+    assert.equal(reply.headers['etag'], undefined);
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('aggregated discovery without credentials gets the apiserver\'s own 401', async () => {
+    discoveryCalls.length = 0;
+    const reply = await send('/api', { headers: { Accept: AGGREGATED } });
+    assert.equal(reply.status, 401);
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('an authenticated client gets the merged document, body bytes intact, with its ETag and Vary: Accept', async () => {
+    discoveryCalls.length = 0;
+    const reply = await send('/apis?timeout=32s', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'If-None-Match': LOCAL_ETAG } });
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body, DISCOVERY_BODY);
     assert.equal(reply.headers['content-type'], 'application/vnd.kubernetes.protobuf');
-    assert.equal(reply.headers['etag'], '"merged"');
+    assert.equal(reply.headers['etag'], MERGED_ETAG);
     assert.equal(reply.headers['vary'], 'Accept');
-    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { path: '/apis?timeout=32s', accept: AGGREGATED, ifNoneMatch: '"old"' } }]);
+    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { path: '/apis?timeout=32s', accept: AGGREGATED, ifNoneMatch: LOCAL_ETAG } }]);
+    // The apiserver answered in full: it never saw the client's If-None-Match.
+    assert.equal(lastDiscoveryHeaders?.['if-none-match'], undefined);
+    assert.equal(lastDiscoveryHeaders?.['authorization'], KNOWN_TOKEN);
   });
 
-  test('discovery with profile=nopeer goes to the local apiserver, with the certificate identity', async () => {
+  test('If-None-Match with the merged ETag gets a 304 once the apiserver has authorized the client', async () => {
+    const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'If-None-Match': MERGED_ETAG } });
+    assert.equal(reply.status, 304);
+    assert.equal(reply.headers['etag'], MERGED_ETAG);
+    assert.equal(reply.body.length, 0);
+    const refused = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up', 'If-None-Match': MERGED_ETAG } });
+    assert.equal(refused.status, 401);
+  });
+
+  test('a certificate client gets the merged document; the apiserver authenticated it by its asserted identity', async () => {
     discoveryCalls.length = 0;
-    const echo = echoed(await send('/apis', { cert: alice, headers: { Accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } }));
-    assert.equal(echo.path, '/apis');
-    assert.deepEqual(echo.headers['x-remote-user'], ['alice']);
+    const reply = await send('/api', { cert: alice, headers: { Accept: AGGREGATED } });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(reply.body, DISCOVERY_BODY);
+    assert.equal(lastDiscoveryHeaders?.['x-remote-user'], 'alice');
+    assert.equal(discoveryCalls.length, 1);
+  });
+
+  test('the group-version document of a peer-only group-version is answered by the peer, which sees the caller', async () => {
+    discoveryCalls.length = 0;
+    const calls = await extProcCalls();
+    for (const path of [`/apis/${PEER_GROUP}/v1`, `/apis/${PEER_GROUP}`, `/apis/${PEER_GROUP}/v1/?timeout=32s`]) {
+      const reply = await send(path, { headers: { Authorization: 'Bearer made-up' } });
+      const echo = JSON.parse(reply.body.toString('utf8')) as Echo & { server?: string };
+      assert.equal(echo.server, 'peer', path);
+      assert.equal(echo.path, path);
+      assert.deepEqual(echo.headers['authorization'], ['Bearer made-up']);
+      assert.deepEqual(echo.headers['x-kubernetes-peer-proxied'], ['true']);
+    }
+    assert.equal(await extProcCalls(), calls, 'token requests to a peer need no ext_proc');
+    const withCert = JSON.parse((await send(`/apis/${PEER_GROUP}/v1`, { cert: alice })).body.toString('utf8')) as Echo & { server?: string };
+    assert.equal(withCert.server, 'peer');
+    assert.deepEqual(withCert.headers['x-remote-user'], ['alice']);
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('discovery with profile=nopeer is the local apiserver\'s own answer, If-None-Match and certificate identity included', async () => {
+    discoveryCalls.length = 0;
+    const nopeer = `${AGGREGATED.split(',')[0]};profile=nopeer`;
+    const reply = await send('/apis', { cert: alice, headers: { Accept: nopeer } });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.toString('utf8'), LOCAL_DOCUMENT);
+    assert.equal(reply.headers['etag'], LOCAL_ETAG);
+    assert.equal(lastDiscoveryHeaders?.['x-remote-user'], 'alice');
+    const cached = await send('/apis', { headers: { Accept: nopeer, Authorization: KNOWN_TOKEN, 'If-None-Match': LOCAL_ETAG } });
+    assert.equal(cached.status, 304);
     assert.deepEqual(discoveryCalls, []);
   });
 

@@ -1,7 +1,7 @@
 // Issue 3: requests through any sidecar reach an apiserver that serves them.
 // Skew is made the way upstream's integration tests make it: one release,
 // some groups turned off with --runtime-config.
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   startTestSandbox,
@@ -44,6 +44,7 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     ]);
     admin = await serviceAccountToken(tb.state(), 'routing-admin', 'cluster-admin');
   });
+  after(() => tb?.sandbox.down());
 
   it('TestPeerProxiedRequest: a Job created through A is listed through B', async () => {
     const created = await through('kas-a')('POST', '/apis/batch/v1/namespaces/default/jobs', job('peer-proxied'));

@@ -1,5 +1,5 @@
 // Issue 2: the sandbox is a real mixed-version control plane.
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -23,6 +23,7 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
     ]);
     [old, current] = tb.state().apiservers as [SandboxApiserverState, SandboxApiserverState];
   });
+  after(() => tb?.sandbox.down());
 
   const adminGet = (a: SandboxApiserverState, path: string, headers: Record<string, string> = {}) => {
     const s = tb.state();

@@ -1,7 +1,7 @@
 // Issue 3 with real skew: kube-apiserver v1.36.3 does not serve
 // storagemigration.k8s.io/v1, v1.37.2 does. Everything goes through the
 // v1.36.3 apiserver's sidecar.
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
@@ -56,6 +56,7 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
     ]);
     token = await serviceAccountToken(tb.state(), 'skew-admin', 'cluster-admin');
   });
+  after(() => tb?.sandbox.down());
 
   it('creates a StorageVersionMigration that only v1.37.2 serves', async () => {
     const res = await old()('POST', SVM_PATH, svm('through-old'));

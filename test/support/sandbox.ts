@@ -1,7 +1,6 @@
-// Starts a real sandbox (etcd + kube-apiservers) for one test file and stops
-// it when the file's tests end. Children die with the test process even if
-// it is killed (see src/sandbox/processes.ts).
-import { after } from 'node:test';
+// Starts a real sandbox (etcd + kube-apiservers, sidecars, control plane) for
+// one test file; the file stops it in an `after` hook. Children die with the
+// test process even if it is killed (see src/sandbox/processes.ts).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +23,6 @@ export async function startTestSandbox(specs: ApiserverSpec[]): Promise<TestSand
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));
   const sandbox = await Sandbox.up({ dir, apiservers: specs, components });
-  after(() => sandbox.down());
   const state = (): SandboxState => sandbox.state();
   const kubectl: TestSandbox['kubectl'] = async (kubeconfig, args, opts = {}) => {
     const s = state();

@@ -20,7 +20,7 @@ import type { UpstreamTlsContext } from '../../src/generated/envoy/extensions/tr
 import type { HttpProtocolOptions } from '../../src/generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
 import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
-import type { PlannedApiserver, RequestDestination, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
+import type { GroupDocumentRoute, PlannedApiserver, RequestDestination, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
 import { destinationForRequest } from '../../src/planner/planner.js';
 import {
   CONTROL_PLANE_CLUSTER,
@@ -45,8 +45,8 @@ const A = apiserver('a', '10.0.0.1');
 const B = apiserver('b', '10.0.0.2');
 const C = apiserver('c', '10.0.0.3');
 
-function plan(routes: ResourceRoute[], peers: PlannedApiserver[] = [B, C]): SidecarPlan {
-  return { node: 'a', local: A, peers, routes };
+function plan(routes: ResourceRoute[], peers: PlannedApiserver[] = [B, C], groupDocuments: GroupDocumentRoute[] = []): SidecarPlan {
+  return { node: 'a', local: A, peers, routes, groupDocuments };
 }
 
 const NO_PEERS = plan([], []);
