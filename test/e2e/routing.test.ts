@@ -63,9 +63,12 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
   });
 
   it('a resource nobody serves gets the local apiserver\'s own 404', async () => {
-    const res = await through('kas-b')('GET', '/apis/widgets.example.com/v1/widgets');
-    assert.equal(res.status, 404);
-    assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'Status');
+    const unknownGroup = await through('kas-b')('GET', '/apis/widgets.example.com/v1/widgets');
+    assert.equal(unknownGroup.status, 404);
+    assert.equal(unknownGroup.body.trim(), '404 page not found'); // the apiserver's answer for an unknown group
+    const unknownResource = await through('kas-b')('GET', '/api/v1/namespaces/default/widgets');
+    assert.equal(unknownResource.status, 404);
+    assert.equal((JSON.parse(unknownResource.body) as { kind: string }).kind, 'Status');
   });
 
   it('a token client that forges X-Remote-User and X-Remote-Group stays itself', async () => {
@@ -74,10 +77,10 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     for (const server of ['kas-a', 'kas-b']) {
       const review = await through(server, nobody)('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, forged);
       assert.equal(review.status, 201, review.body);
-      const user = (JSON.parse(review.body) as { status: { userInfo: { username: string; groups: string[]; extra?: unknown } } }).status.userInfo;
+      const user = (JSON.parse(review.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status.userInfo;
       assert.equal(user.username, 'system:serviceaccount:default:nobody');
       assert.ok(!user.groups.includes('system:masters'));
-      assert.equal(user.extra, undefined);
+      assert.equal(user.extra?.['scopes'], undefined);
       const secrets = await through(server, nobody)('GET', '/api/v1/namespaces/default/secrets', undefined, forged);
       assert.equal(secrets.status, 403);
       const jobs = await through(server, nobody)('GET', '/apis/batch/v1/namespaces/default/jobs', undefined, forged);

@@ -70,9 +70,53 @@ describe('planSidecars', () => {
 
   test('a non-resource request is routed to the local apiserver', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
-    for (const path of ['/apis', '/apis/batch/v1', '/healthz', '/openapi/v3/apis/batch/v1']) {
+    for (const path of ['/apis', '/api', '/api/v1', '/apis/apps/v1', '/healthz', '/openapi/v3/apis/batch/v1']) {
       assert.deepEqual(destination(plan, path), LOCAL, path);
     }
+  });
+
+  test('the discovery documents of a group-version served only by peers are routed to the peers serving it', () => {
+    const plan = planFor('b', model({ c: { serves: [...CORE, ...BATCH] }, a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    assert.deepEqual(plan.groupDocuments, [
+      { group: 'batch', action: { kind: 'peers', peers: ['a', 'c'] } },
+      { group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['a', 'c'] } },
+    ]);
+    for (const path of ['/apis/batch', '/apis/batch/', '/apis/batch/v1', '/apis/batch/v1/', '/apis/batch/v1?timeout=32s']) {
+      assert.deepEqual(destination(plan, path), { kind: 'peers', peers: ['a', 'c'] }, path);
+    }
+  });
+
+  test('the group document of a group with a local version stays local; its peer-only version goes to the peer', () => {
+    const batchV2 = served('batch', 'v2', 'jobs');
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH, batchV2] }, b: { serves: [...CORE, ...BATCH] } }));
+    assert.deepEqual(plan.groupDocuments, [{ group: 'batch', version: 'v2', action: { kind: 'peers', peers: ['a'] } }]);
+    assert.deepEqual(destination(plan, '/apis/batch'), LOCAL);
+    assert.deepEqual(destination(plan, '/apis/batch/v1'), LOCAL);
+    assert.deepEqual(destination(plan, '/apis/batch/v2'), { kind: 'peers', peers: ['a'] });
+  });
+
+  test('a group-version partly served locally keeps its discovery documents local', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, served('batch', 'v1', 'jobs')] } }));
+    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(destination(plan, '/apis/batch/v1'), LOCAL);
+  });
+
+  test('the discovery documents of a group-version served only by unreachable peers are unavailable (503)', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1'), { kind: 'unavailable', servedBy: ['a'] });
+    assert.deepEqual(destination(plan, '/apis/batch'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('local-only group-versions (rule 6) get no group-document routes', () => {
+    const crd = served('example.com', 'v1', 'widgets');
+    const plan = planFor('b', model({ a: { serves: [...CORE, crd] }, b: { serves: CORE } }, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]));
+    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(destination(plan, '/apis/example.com/v1'), LOCAL);
+  });
+
+  test('discovery documents already proxied by a peer are served locally', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1', true), LOCAL);
   });
 
   test('a request already proxied by a peer is served locally, never proxied again', () => {

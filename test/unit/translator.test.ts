@@ -51,17 +51,34 @@ function plan(routes: ResourceRoute[], peers: PlannedApiserver[] = [B, C], group
 
 const NO_PEERS = plan([], []);
 
-const REROUTES = plan([
-  { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['b'] } },
-  { group: 'batch', version: 'v1', resource: 'cronjobs', action: { kind: 'peers', peers: ['b', 'c'] } },
-  { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b', 'c'] } },
-  { group: 'storagemigration.k8s.io', version: 'v1', resource: 'storageversionmigrations', action: { kind: 'peers', peers: ['c'] } },
-]);
+/** batch/v1 and storagemigration.k8s.io/v1 are served only by peers; the local apiserver serves batch/v2. */
+const REROUTES = plan(
+  [
+    { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['b'] } },
+    { group: 'batch', version: 'v1', resource: 'cronjobs', action: { kind: 'peers', peers: ['b', 'c'] } },
+    { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b', 'c'] } },
+    { group: 'storagemigration.k8s.io', version: 'v1', resource: 'storageversionmigrations', action: { kind: 'peers', peers: ['c'] } },
+  ],
+  [B, C],
+  [
+    { group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['b', 'c'] } },
+    { group: 'storagemigration.k8s.io', action: { kind: 'peers', peers: ['c'] } },
+    { group: 'storagemigration.k8s.io', version: 'v1', action: { kind: 'peers', peers: ['c'] } },
+  ],
+);
 
-const UNAVAILABLE = plan([
-  { group: 'apps', version: 'v1', resource: 'deployments', action: { kind: 'unavailable', servedBy: ['b'] } },
-  { group: '', version: 'v1', resource: 'pods', subresource: 'resize', action: { kind: 'unavailable', servedBy: ['b', 'c'] } },
-]);
+/** apps/v1 is served only by an unreachable peer. */
+const UNAVAILABLE = plan(
+  [
+    { group: 'apps', version: 'v1', resource: 'deployments', action: { kind: 'unavailable', servedBy: ['b'] } },
+    { group: '', version: 'v1', resource: 'pods', subresource: 'resize', action: { kind: 'unavailable', servedBy: ['b', 'c'] } },
+  ],
+  [B, C],
+  [
+    { group: 'apps', action: { kind: 'unavailable', servedBy: ['b'] } },
+    { group: 'apps', version: 'v1', action: { kind: 'unavailable', servedBy: ['b'] } },
+  ],
+);
 
 /** Every grammar corner at once: namespaces and its subresources, resources named like verbs, nested subresource routes. */
 const CONTRACT = plan([
@@ -266,7 +283,7 @@ function routedDestination(p: SidecarPlan, route: Route, upgrade: boolean): stri
     return `unavailable ${servedBy.split(', ').join(',')}`;
   }
   const clusterName = route.route?.cluster ?? '';
-  const sets = [['local'], ...p.routes.flatMap((r) => (r.action.kind === 'peers' ? [r.action.peers] : []))];
+  const sets = [['local'], ...[...p.routes, ...p.groupDocuments].flatMap((r) => (r.action.kind === 'peers' ? [r.action.peers] : []))];
   for (const set of sets) {
     const base = set[0] === 'local' ? 'local' : peerClusterName(set);
     const expectedName = upgrade ? http1ClusterName(base) : base;
@@ -423,7 +440,7 @@ describe('translateSidecar', () => {
 
     test('discovery requests go where their path goes, and through ext_proc on the discovery routes only', () => {
       const accepts = [AGGREGATED, `${AGGREGATED};profile=nopeer,${AGGREGATED}`, 'application/json'];
-      for (const p of [CONTRACT, REROUTES]) {
+      for (const p of [CONTRACT, REROUTES, UNAVAILABLE]) {
         for (const path of [...cornerCases, '/apis/', '/api/', '/apis/batch/', '/apis/batch/v1?timeout=32s']) {
           for (const accept of accepts) assertContract(p, { path, headers: { accept } }, false, false);
           assertContract(p, { path, headers: { accept: AGGREGATED, ...UPGRADE } }, false, true);
@@ -433,7 +450,8 @@ describe('translateSidecar', () => {
 
     test('the contract holds for every representative plan', () => {
       for (const p of [NO_PEERS, REROUTES, UNAVAILABLE, LONG_NAMES]) {
-        for (const path of [...cornerCases, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
+        const documents = ['/apis/apps', '/apis/apps/', '/apis/storagemigration.k8s.io', '/apis/storagemigration.k8s.io/v1/', '/apis/batch/v2'];
+        for (const path of [...cornerCases, ...documents, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
           assertContract(p, { path }, false, false);
         }
       }
@@ -660,7 +678,7 @@ describe('translateSidecar', () => {
       return unpack<ExternalProcessor>(filter?.typed_config, 'envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor');
     }
 
-    test('ext_proc calls the control-plane cluster as this node, fails closed and sees request headers only', () => {
+    test('ext_proc calls the control-plane cluster as this node, fails closed and by default sees request headers only', () => {
       const config = extProcConfig(translateSidecar(NO_PEERS, settings));
       assert.deepEqual(config.grpc_service, {
         envoy_grpc: { cluster_name: CONTROL_PLANE_CLUSTER },
@@ -732,41 +750,88 @@ describe('translateSidecar', () => {
       }
     });
 
-    test('aggregated discovery without profile=nopeer goes through ext_proc, marked as discovery, for every client', () => {
+    test('aggregated discovery without profile=nopeer goes to the local apiserver through ext_proc on both header phases, for every client', () => {
       const resources = translateSidecar(NO_PEERS, settings);
       for (const path of ['/apis', '/api', '/apis?timeout=32s']) {
         for (const clientCert of [false, true]) {
           const route = selectRoute(resources, { path, headers: { accept: AGGREGATED }, clientCert });
           assert.equal(route.name, 'discovery (aggregated)', path);
+          assert.equal(route.route?.cluster, 'local');
           const perRoute = unpack<ExtProcPerRoute>(
             route.typed_per_filter_config?.['envoy.filters.http.ext_proc'],
             'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
           );
           assert.deepEqual(perRoute, {
             '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
-            overrides: { grpc_initial_metadata: [{ key: 'x-mvproxy-discovery', value: 'true' }] },
+            overrides: {
+              processing_mode: {
+                request_header_mode: 'SEND',
+                response_header_mode: 'SEND',
+                request_body_mode: 'NONE',
+                response_body_mode: 'NONE',
+                request_trailer_mode: 'SKIP',
+                response_trailer_mode: 'SKIP',
+              },
+              grpc_initial_metadata: [{ key: 'x-mvproxy-discovery', value: 'true' }],
+            },
           });
         }
       }
+    });
+
+    test('discovery with profile=nopeer, unaggregated discovery and group documents served locally skip ext_proc', () => {
+      const resources = translateSidecar(REROUTES, settings);
       const nopeer = selectRoute(resources, { path: '/apis', headers: { accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } });
       assert.equal(nopeer.name, 'local');
       assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: 'application/json' } }).name, 'local');
-      assert.equal(selectRoute(resources, { path: '/apis/batch/v1', headers: { accept: AGGREGATED } }).name, 'local');
+      assert.equal(selectRoute(resources, { path: '/apis/batch', headers: { accept: AGGREGATED } }).name, 'local');
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v2', headers: { accept: AGGREGATED } }).name, 'local');
     });
 
-    test('group and group-version documents with resources not served locally go through ext_proc', () => {
+    test('group and group-version documents served only by peers go to those peers, marked proxied, ext_proc only for certificates', () => {
       const resources = translateSidecar(REROUTES, settings);
-      const names = (path: string): string | undefined => selectRoute(resources, { path }).name;
-      assert.equal(names('/apis/batch'), 'discovery batch');
-      assert.equal(names('/apis/batch/'), 'discovery batch');
-      assert.equal(names('/apis/batch/v1'), 'discovery batch/v1');
-      assert.equal(names('/apis/batch/v1/?timeout=32s'), 'discovery batch/v1');
-      assert.equal(names('/apis/storagemigration.k8s.io/v1'), 'discovery storagemigration.k8s.io/v1');
-      assert.equal(names('/api/v1'), 'discovery /v1');
-      assert.equal(names('/apis/batch/v2'), 'local');
-      assert.equal(names('/apis/storagemigrationxk8s.io/v1'), 'local');
-      assert.equal(names('/apis/apps/v1'), 'local');
-      assert.equal(names('/apis/batch/v1/jobs'), 'reroute batch/v1, Resource=jobs');
+      const expectations: Array<[string, string, string]> = [
+        ['/apis/batch/v1', 'reroute discovery batch/v1', peerClusterName(['b', 'c'])],
+        ['/apis/batch/v1/?timeout=32s', 'reroute discovery batch/v1', peerClusterName(['b', 'c'])],
+        ['/apis/storagemigration.k8s.io', 'reroute discovery storagemigration.k8s.io', peerClusterName(['c'])],
+        ['/apis/storagemigration.k8s.io/', 'reroute discovery storagemigration.k8s.io', peerClusterName(['c'])],
+        ['/apis/storagemigration.k8s.io/v1', 'reroute discovery storagemigration.k8s.io/v1', peerClusterName(['c'])],
+      ];
+      for (const [path, name, cluster] of expectations) {
+        for (const clientCert of [false, true]) {
+          const route = selectRoute(resources, { path, clientCert });
+          assert.equal(route.name, clientCert ? `${name} (client certificate)` : name, path);
+          assert.equal(route.route?.cluster, cluster, path);
+          assert.equal(extProcOn(route), clientCert, path);
+          assert.deepEqual(
+            (route.request_headers_to_add ?? []).map((h) => [h.header?.key, h.header?.value]),
+            [[PEER_PROXIED_HEADER, 'true']],
+          );
+        }
+      }
+      assert.equal(selectRoute(resources, { path: '/apis/storagemigrationxk8s.io/v1' }).name, 'local');
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).name, 'reroute batch/v1, Resource=jobs');
+    });
+
+    test('group documents served only by unreachable peers are a 503 Status from Envoy, without ext_proc', () => {
+      const resources = translateSidecar(UNAVAILABLE, settings);
+      for (const path of ['/apis/apps', '/apis/apps/v1']) {
+        for (const clientCert of [false, true]) {
+          const route = selectRoute(resources, { path, clientCert });
+          assert.equal(route.direct_response?.status, 503, path);
+          assert.equal(extProcOn(route), false, path);
+          const status = JSON.parse(route.direct_response?.body?.inline_string ?? '') as { code: number; message: string };
+          assert.equal(status.code, 503);
+          assert.match(status.message, /the discovery document of apps(\/v1)? is served only by apiservers that are unreachable or restarting \(b\)$/);
+        }
+      }
+    });
+
+    test('each peer set of a group-document route gets its cluster even when no resource route uses it', () => {
+      const only = plan([], [B, C], [{ group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['b', 'c'] } }]);
+      const names = translateSidecar(only, settings).clusters.map((c) => c.name);
+      assert.ok(names.includes(peerClusterName(['b', 'c'])));
+      assert.ok(names.includes(http1ClusterName(peerClusterName(['b', 'c']))));
     });
   });
 
