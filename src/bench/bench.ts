@@ -34,13 +34,19 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     const target = (base: string, path: string): LoadTarget => ({ url: base + path, ca: readFileSync(state.ca), headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
     const load = { rounds: opts.rounds, roundMs: opts.roundMs, concurrency: opts.concurrency };
 
-    opts.progress('measuring a locally served GET: sidecar vs direct ...');
+    // Latency is measured with one request in flight (what a client waits for);
+    // throughput with `concurrency` in flight (the machine saturated).
+    const measure = async (what: string, sidecar: LoadTarget, direct: LoadTarget): Promise<Record<string, unknown>> => {
+      opts.progress(`measuring ${what}: latency (1 in flight) ...`);
+      const latency = await compareAlternately(sidecar, direct, { ...load, concurrency: 1 });
+      opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight) ...`);
+      const throughput = await compareAlternately(sidecar, direct, load);
+      return { latency: withRatios(latency), throughput: withRatios(throughput) };
+    };
     const cmPath = '/api/v1/namespaces/default/configmaps/bench';
-    const local = await compareAlternately(target(a.sidecar ?? '', cmPath), target(a.direct, cmPath), load);
-
-    opts.progress('measuring a rerouted GET: v1.36.3 sidecar vs the v1.37.2 apiserver directly ...');
+    const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath));
     const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
-    const rerouted = await compareAlternately(target(a.sidecar ?? '', svmPath), target(b.direct, svmPath), load);
+    const rerouted = await measure('a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly', target(a.sidecar ?? '', svmPath), target(b.direct, svmPath));
 
     opts.progress(`measuring convergence over ${opts.convergenceSamples} served-set changes ...`);
     const convergenceMs: number[] = [];
@@ -54,8 +60,8 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       concurrency: opts.concurrency,
       rounds: opts.rounds,
       roundMs: opts.roundMs,
-      local: withRatios(local),
-      rerouted: withRatios(rerouted),
+      local,
+      rerouted,
       convergence: { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) },
     };
   } finally {

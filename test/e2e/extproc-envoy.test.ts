@@ -301,6 +301,13 @@ describe('ext_proc through a real Envoy', () => {
     for (const end of hanging.splice(0)) end();
   });
 
+  test('the control-plane cluster that ext_proc streams share has its circuit breakers raised', async () => {
+    const clusters = (await envoy.admin('/clusters')).body;
+    for (const limit of ['max_connections', 'max_pending_requests', 'max_requests', 'max_retries']) {
+      assert.match(clusters, new RegExp(`^mvproxy_xds::default_priority::${limit}::1000000$`, 'm'), limit);
+    }
+  });
+
   test('a made-up bearer token on aggregated discovery gets the apiserver\'s own 401, never the merged document', async () => {
     discoveryCalls.length = 0;
     const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up' } });

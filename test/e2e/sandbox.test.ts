@@ -5,6 +5,12 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { httpsGet } from '../../src/util/https.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SandboxState } from '../../src/sandbox/state.js';
 import { startTestSandbox, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
 import type { SandboxApiserverState } from '../../src/sandbox/state.js';
 
@@ -89,7 +95,60 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
   });
 });
 
+/** Processes whose command line mentions `dir`: what a sandbox in `dir` could have left behind. */
+async function processesUsing(dir: string): Promise<string[]> {
+  const { stdout } = await execFileAsync('ps', ['-eo', 'pid=,args=']);
+  return stdout.split('\n').filter((line) => line.includes(dir) && !line.includes('ps -eo'));
+}
+
 describe('sandbox command errors', () => {
+  it('a port already taken is named in the error and nothing is left running', async () => {
+    const blocker = createServer().listen(0, '127.0.0.1');
+    await once(blocker, 'listening');
+    const port = (blocker.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-port-'));
+    try {
+      await assert.rejects(
+        execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.37.2', '--dir', dir, '--base-port', String(port)]),
+        (err: { stderr: string }) => {
+          assert.match(err.stderr, new RegExp(`port ${port} for etcd \\(client\\) is not available`));
+          return true;
+        },
+      );
+      assert.deepEqual(await processesUsing(dir), []);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('a component that dies on start fails with the tail of its log and nothing is left running', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-dies-'));
+    await assert.rejects(
+      execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.37.2:no.such.group/v1=true', '--dir', dir]),
+      (err: { stderr: string }) => {
+        assert.match(err.stderr, /kube-apiserver kas-a failed to start: exited with code/);
+        assert.match(err.stderr, /--- last lines of .*kas-a\.log ---/);
+        assert.match(err.stderr, /no\.such\.group/);
+        return true;
+      },
+    );
+    assert.deepEqual(await processesUsing(dir), []);
+  });
+
+  it('up --detach returns once ready and down stops every process', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-detach-'));
+    const up = await execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--detach', '--apiserver', 'v1.37.2', '--dir', dir], { timeout: 180_000 });
+    const statePath = up.stdout.trim();
+    const state = JSON.parse(readFileSync(statePath, 'utf8')) as SandboxState;
+    const a = state.apiservers[0];
+    assert.ok(a?.sidecar);
+    const ready = await httpsGet(`${a.direct}/readyz`, { ca: state.ca, ...state.clientCerts.admin });
+    assert.equal(ready.status, 200);
+    assert.ok((await processesUsing(dir)).length >= 4, 'etcd, apiserver, control plane and sidecar are running');
+    await execFileAsync(process.execPath, [cli, 'sandbox', 'down', '--dir', dir], { timeout: 120_000 });
+    assert.deepEqual(await processesUsing(dir), []);
+  });
+
   it('an unknown release fails fast naming the releases that can be used', async () => {
     const started = Date.now();
     await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.99.0', '--dir', '/tmp/mvproxy-never']), (err: { stderr: string }) => {

@@ -556,6 +556,15 @@ describe('sidecar bootstrap', () => {
     assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
   });
 
+  it('raises the control plane cluster\'s circuit breakers: every ext_proc stream in flight is a request on it', () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
+    const clusters = (bootstrap['static_resources'] as { clusters: Array<Record<string, unknown>> }).clusters;
+    const cluster = clusters.find((c) => c['name'] === 'mvproxy_xds');
+    assert.deepEqual(cluster?.['circuit_breakers'], {
+      thresholds: [{ priority: 'DEFAULT', max_connections: 1_000_000, max_pending_requests: 1_000_000, max_requests: 1_000_000, max_retries: 1_000_000 }],
+    });
+  });
+
   it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
     const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
     assert.deepEqual(bootstrap['dynamic_resources'], {

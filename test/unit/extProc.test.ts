@@ -102,6 +102,23 @@ async function oneRequest(request: ProcessingRequest, metadata?: Record<string, 
   return response;
 }
 
+const DISCOVERY = { 'x-mvproxy-node': NODE, 'x-mvproxy-discovery': 'true' };
+
+/** Request headers, then the apiserver's response headers with this status, on one stream: both answers. */
+async function discoveryExchange(
+  request: ProcessingRequest,
+  status: string,
+  metadata: Record<string, string> = DISCOVERY,
+): Promise<[ProcessingResponse__Output, ProcessingResponse__Output]> {
+  const { stream, next } = openStream(metadata);
+  stream.write(request);
+  const first = await next();
+  stream.write({ response_headers: { headers: { headers: [{ key: ':status', raw_value: Buffer.from(status) }] } } });
+  const second = await next();
+  stream.end();
+  return [first, second];
+}
+
 /** [key, raw value, append_action, append]: Envoy 1.40's ext_proc reads `append`, so both must agree. */
 function setHeaders(response: ProcessingResponse__Output): Array<[string, string, string]> {
   const mutation = response.request_headers?.response?.header_mutation;
@@ -179,19 +196,29 @@ describe('ExtProcServer', () => {
     assert.deepEqual(kinds, ['request_headers', 'request_body', 'response_headers', 'response_trailers']);
   });
 
-  test('a discovery route with credentials is answered immediately by the responder, bytes intact', async () => {
+  test('on a discovery route the request goes on to the apiserver without If-None-Match, the responder not asked yet', async () => {
+    discoveryCalls.length = 0;
+    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    const response = await oneRequest(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"abc"'], ['authorization', 'Bearer t']]), DISCOVERY);
+    assert.equal(response.immediate_response, undefined);
+    assert.ok(response.request_headers?.response?.header_mutation?.remove_headers?.includes('if-none-match'));
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('an apiserver 200 on a discovery route is replaced by the responder\'s document, bytes and headers intact', async () => {
     discoveryCalls.length = 0;
     const body = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0x80, 0x0a]);
     respond = () => ({ status: 200, headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf', etag: '"abc"', 'content-length': '7' }, body });
     const before = await counter('discovery');
-    const response = await oneRequest(
+    const [, response] = await discoveryExchange(
       base('/apis?timeout=32s', [['accept', AGGREGATED], ['if-none-match', '"old"'], ['authorization', 'Bearer t']]),
-      { 'x-mvproxy-node': NODE, 'x-mvproxy-discovery': 'true' },
+      '200',
     );
     assert.deepEqual(discoveryCalls, [{ node: NODE, request: { path: '/apis?timeout=32s', accept: AGGREGATED, ifNoneMatch: '"old"' } }]);
     const immediate = response.immediate_response;
     assert.equal(immediate?.status?.code, 'OK');
     assert.deepEqual(immediate?.body, body);
+    assert.equal(immediate?.details, 'mvproxy_merged_discovery');
     assert.deepEqual(
       (immediate?.headers?.set_headers ?? []).map((h) => [h.header?.key, h.header?.raw_value?.toString()]),
       [
@@ -202,54 +229,72 @@ describe('ExtProcServer', () => {
     assert.equal(await counter('discovery'), before + 1);
   });
 
+  test('an apiserver 304 on a discovery route is replaced like a 200', async () => {
+    respond = () => ({ status: 200, headers: { etag: '"abc"' }, body: Buffer.from('{}') });
+    const [, response] = await discoveryExchange(base('/api', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '304');
+    assert.equal(response.immediate_response?.status?.code, 'OK');
+  });
+
   test('a 304 from the responder is sent as is', async () => {
     respond = () => ({ status: 304, headers: { etag: '"abc"' }, body: Buffer.alloc(0) });
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"abc"'], ['authorization', 'Bearer t']]), {
-      'x-mvproxy-node': NODE,
-      'x-mvproxy-discovery': 'true',
-    });
+    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"abc"'], ['authorization', 'Bearer t']]), '200');
     assert.equal(response.immediate_response?.status?.code, 'NotModified');
   });
 
-  test('when the responder passes, a discovery request with a certificate continues with its identity', async () => {
+  test('an apiserver 401, 403 or 5xx on a discovery route reaches the client untouched; the responder is not asked', async () => {
+    discoveryCalls.length = 0;
+    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    for (const status of ['401', '403', '404', '500', '503']) {
+      const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer made-up']]), status);
+      assert.ok(response.response_headers, status);
+      assert.equal(response.immediate_response, undefined, status);
+    }
+    assert.deepEqual(discoveryCalls, []);
+  });
+
+  test('when the responder has no answer the apiserver\'s 200 passes', async () => {
     respond = () => undefined;
-    const response = await oneRequest(base('/apis/batch/v1', [['x-forwarded-client-cert', xfccFor(alice.certPem)]]), {
-      'x-mvproxy-node': NODE,
-      'x-mvproxy-discovery': 'true',
-    });
-    assert.equal(setHeaders(response)[0]?.[1], 'alice');
+    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
+    assert.ok(response.response_headers);
+    assert.equal(response.immediate_response, undefined);
   });
 
-  test('the responder is not asked without the discovery route marker', async () => {
+  test('a certificate request on a discovery route continues with its identity, and its 200 is replaced', async () => {
+    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    const [request, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['x-forwarded-client-cert', xfccFor(alice.certPem)]]), '200');
+    assert.equal(setHeaders(request)[0]?.[1], 'alice');
+    assert.equal(response.immediate_response?.status?.code, 'OK');
+  });
+
+  test('without the discovery route marker the responder is never asked and If-None-Match stays', async () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED], ['x-forwarded-client-cert', xfccFor(alice.certPem)]]));
+    const [request, response] = await discoveryExchange(
+      base('/apis', [['accept', AGGREGATED], ['if-none-match', '"x"'], ['x-forwarded-client-cert', xfccFor(alice.certPem)]]),
+      '200',
+      { 'x-mvproxy-node': NODE },
+    );
     assert.deepEqual(discoveryCalls, []);
-    assert.equal(setHeaders(response)[0]?.[1], 'alice');
+    assert.equal(setHeaders(request)[0]?.[1], 'alice');
+    assert.ok(!request.request_headers?.response?.header_mutation?.remove_headers?.includes('if-none-match'));
+    assert.ok(response.response_headers);
   });
 
-  test('the responder is not asked for clients without credentials: the apiserver decides what they may see', async () => {
+  test('the responder is not asked for paths other than /api and /apis, even on a discovery route', async () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED]]), { 'x-mvproxy-node': NODE, 'x-mvproxy-discovery': 'true' });
-    assert.deepEqual(discoveryCalls, []);
-    assert.ok(response.request_headers);
-  });
-
-  test('the responder is not asked for paths that are not discovery documents', async () => {
-    discoveryCalls.length = 0;
-    await oneRequest(base('/apis/batch/v1/jobs', [['authorization', 'Bearer t']]), { 'x-mvproxy-node': NODE, 'x-mvproxy-discovery': 'true' });
+    for (const path of ['/apis/batch/v1', '/apis/batch', '/api/v1', '/apis/batch/v1/jobs']) {
+      const [, response] = await discoveryExchange(base(path, [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
+      assert.ok(response.response_headers, path);
+    }
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('a failing responder gives a 503 Status with Retry-After', async () => {
+  test('a failing responder turns the apiserver\'s 200 into a 503 Status with Retry-After', async () => {
     respond = () => {
       throw new Error('boom');
     };
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), {
-      'x-mvproxy-node': NODE,
-      'x-mvproxy-discovery': 'true',
-    });
+    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
     assert.equal(response.immediate_response?.status?.code, 'ServiceUnavailable');
     const keys = (response.immediate_response?.headers?.set_headers ?? []).map((h) => h.header?.key);
     assert.ok(keys.includes('retry-after'));
