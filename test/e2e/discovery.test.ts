@@ -2,7 +2,8 @@
 // discovery scenarios, ported), and client-certificate identity through them.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpsRequest, type HttpResult } from '../../src/util/https.js';
@@ -142,6 +143,52 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
       }, 30_000);
     }
   });
+
+  it('a watch through a rerouted route arrives with the certificate identity', async () => {
+    const s = tb.state();
+    const url = `${apiserverNamed(s, 'kas-b').sidecar}/apis/batch/v1/namespaces/default/jobs?watch=1`;
+    const events = new Promise<string>((resolve, reject) => {
+      const req = request(url, { ca: readFileSync(s.ca), cert: readFileSync(s.clientCerts.user.cert), key: readFileSync(s.clientCerts.user.key) }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`watch as alice answered ${res.statusCode}`));
+        res.on('data', (chunk: Buffer) => {
+          if (chunk.toString('utf8').includes('"watched-by-alice"')) {
+            req.destroy();
+            resolve(chunk.toString('utf8'));
+          }
+        });
+        void as('admin', 'kas-a', 'direct')('POST', '/apis/batch/v1/namespaces/default/jobs', {}, {
+          metadata: { name: 'watched-by-alice' },
+          spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } } },
+        });
+      });
+      req.setTimeout(30_000, () => req.destroy(new Error('no event within 30 s')));
+      req.on('error', (err) => ((err as { code?: string }).code === 'ECONNRESET' ? undefined : reject(err)));
+      req.end();
+    });
+    assert.match(await events, /"type":"ADDED"/);
+  });
+
+  // An upgrade to a pod that does not exist still reaches the apiserver's
+  // authorization, which names the user it saw.
+  const upgradeHeaders = {
+    WebSocket: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+    SPDY: { connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' },
+  } as const;
+  for (const transport of ['WebSocket', 'SPDY'] as const) {
+    for (const [subresource, query] of [['exec', 'command=true&stdout=true'], ['portforward', 'ports=80']] as const) {
+      it(`a ${subresource} upgrade over ${transport} reaches the apiserver with the certificate identity`, async () => {
+        for (const server of ['kas-a', 'kas-b']) {
+          const path = `/api/v1/namespaces/default/pods/no-such-pod/${subresource}?${query}`;
+          const method = transport === 'SPDY' ? 'POST' : 'GET';
+          const asAlice = await as('user', server, 'sidecar')(method, path, upgradeHeaders[transport]);
+          assert.equal(asAlice.status, 403, asAlice.body);
+          assert.match(asAlice.body, new RegExp(`User \\\\"alice\\\\" cannot \\w+ resource \\\\"pods/${subresource}\\\\"`));
+          const asAdmin = await as('admin', server, 'sidecar')(method, path, upgradeHeaders[transport]);
+          assert.equal(asAdmin.status, 404, asAdmin.body);
+        }
+      });
+    }
+  }
 
   it('kubectl with a fresh discovery cache sees the same resources on every sidecar', async () => {
     const lists = await Promise.all(

@@ -16,7 +16,7 @@ const execFileAsync = promisify(execFile);
 export interface TestSandbox {
   sandbox: Sandbox;
   state: () => SandboxState;
-  kubectl: (kubeconfig: string, args: string[], opts?: { user?: 'admin' | 'user' }) => Promise<{ stdout: string; stderr: string; code: number }>;
+  kubectl: (kubeconfig: string, args: string[], opts?: { user?: 'admin' | 'user'; env?: Record<string, string> }) => Promise<{ stdout: string; stderr: string; code: number }>;
 }
 
 export async function startTestSandbox(specs: ApiserverSpec[]): Promise<TestSandbox> {
@@ -28,7 +28,7 @@ export async function startTestSandbox(specs: ApiserverSpec[]): Promise<TestSand
     const s = state();
     const identity = opts.user === 'user' ? [`--client-certificate=${s.clientCerts.user.cert}`, `--client-key=${s.clientCerts.user.key}`] : [];
     try {
-      const { stdout, stderr } = await execFileAsync(s.kubectl, [`--kubeconfig=${kubeconfig}`, ...identity, ...args], { timeout: 60_000 });
+      const { stdout, stderr } = await execFileAsync(s.kubectl, [`--kubeconfig=${kubeconfig}`, ...identity, ...args], { timeout: 60_000, env: { ...process.env, ...opts.env } });
       return { stdout, stderr, code: 0 };
     } catch (err) {
       const e = err as { stdout?: string; stderr?: string; code?: number };
