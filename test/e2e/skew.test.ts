@@ -4,7 +4,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
-import { readFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 
 const SVM_PATH = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
@@ -90,6 +92,29 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
     const res = await old()('DELETE', `${SVM_PATH}/through-old`);
     assert.equal(res.status, 200, res.body);
     await eventually(async () => assert.equal((await old()('GET', `${SVM_PATH}/through-old`)).status, 404));
+  });
+
+  it('kubectl api-resources and get storageversionmigrations work through the v1.36.3 sidecar with the admin certificate', async () => {
+    const kubeconfig = apiserverNamed(tb.state(), 'kas-a').kubeconfig.sidecar ?? '';
+    const cacheDir = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+    const resources = await tb.kubectl(kubeconfig, ['api-resources', '--cache-dir', cacheDir, '-o', 'name']);
+    assert.equal(resources.code, 0, resources.stderr);
+    assert.match(resources.stdout, /^storageversionmigrations\.storagemigration\.k8s\.io$/m);
+    const listed = await tb.kubectl(kubeconfig, ['get', 'storageversionmigrations', '--cache-dir', cacheDir, '-o', 'name']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /storageversionmigration\.storagemigration\.k8s\.io\/watched/);
+  });
+
+  it('per-group discovery of storagemigration.k8s.io/v1 answers on the v1.36.3 sidecar as on an apiserver that serves it', async () => {
+    const kubeconfig = apiserverNamed(tb.state(), 'kas-a').kubeconfig.sidecar ?? '';
+    const groupVersion = await tb.kubectl(kubeconfig, ['get', '--raw', '/apis/storagemigration.k8s.io/v1']);
+    assert.equal(groupVersion.code, 0, groupVersion.stderr);
+    const list = JSON.parse(groupVersion.stdout) as { kind: string; resources: { name: string }[] };
+    assert.equal(list.kind, 'APIResourceList');
+    assert.ok(list.resources.some((r) => r.name === 'storageversionmigrations'));
+    const group = await tb.kubectl(kubeconfig, ['get', '--raw', '/apis/storagemigration.k8s.io']);
+    assert.equal(group.code, 0, group.stderr);
+    assert.equal((JSON.parse(group.stdout) as { kind: string; name: string }).name, 'storagemigration.k8s.io');
   });
 
   it('the control plane killed and restarted under traffic fails no request, and the sidecars resync', async () => {
