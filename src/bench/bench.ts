@@ -7,6 +7,7 @@ import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
 import { httpsRequest } from '../util/https.js';
+import { loadExtProc } from './extProcLoad.js';
 import { compareAlternately, percentile, type LatencySummary, type LoadTarget } from './load.js';
 
 export interface BenchOptions {
@@ -47,6 +48,11 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath));
     const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
     const rerouted = await measure('a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly', target(a.sidecar ?? '', svmPath), target(b.direct, svmPath));
+    // Certificate clients pay one ext_proc round trip per request (identity headers).
+    const withCert = (t: LoadTarget): LoadTarget => ({ url: t.url, ca: t.ca, headers: { accept: 'application/json' }, cert: readFileSync(state.clientCerts.admin.cert), key: readFileSync(state.clientCerts.admin.key) });
+    const certificate = await measure('a locally served GET with a client certificate, sidecar vs direct', withCert(target(a.sidecar ?? '', cmPath)), withCert(target(a.direct, cmPath)));
+    opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
+    const extProc = await loadExtProc(readFileSync(state.clientCerts.admin.cert, 'utf8'), opts.concurrency * 2, opts.rounds * opts.roundMs);
 
     opts.progress(`measuring convergence over ${opts.convergenceSamples} served-set changes ...`);
     const convergenceMs: number[] = [];
@@ -62,6 +68,8 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       roundMs: opts.roundMs,
       local,
       rerouted,
+      certificate,
+      extProc,
       convergence: { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) },
     };
   } finally {

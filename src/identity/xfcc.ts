@@ -5,6 +5,8 @@
 // drops any XFCC a client sends, so the header is Envoy's own statement about
 // the verified TLS peer.
 
+import { createHash, X509Certificate } from 'node:crypto';
+
 export class XfccError extends Error {}
 
 /** Key/value pairs of the single XFCC element (keys lowercased). */
@@ -90,4 +92,10 @@ export function xfccCertificate(header: string): { pem: string; hash?: string } 
   }
   const hash = element.get('hash');
   return hash === undefined ? { pem } : { pem, hash };
+}
+
+/** The XFCC value Envoy writes for a verified client certificate (Hash and Cert). */
+export function formatXfcc(certPem: string): string {
+  const hash = createHash('sha256').update(new X509Certificate(certPem).raw).digest('hex');
+  return `Hash=${hash};Cert="${encodeURIComponent(certPem)}"`;
 }

@@ -1,6 +1,6 @@
 // Throwaway certificates for identity tests: a CA and leaves with arbitrary
 // subjects (several O, multi-valued RDNs, special characters) and usages.
-import { KeyObject, X509Certificate, createHash, randomBytes, webcrypto } from 'node:crypto';
+import { KeyObject, X509Certificate, randomBytes, webcrypto } from 'node:crypto';
 import type * as X509Types from '@peculiar/x509';
 
 type X509Module = typeof X509Types;
@@ -102,7 +102,4 @@ export async function testLeaf(issuer: TestCert, opts: LeafOptions): Promise<Tes
 }
 
 /** The XFCC value Envoy writes for a certificate (SANITIZE_SET, cert: true). */
-export function xfccFor(certPem: string): string {
-  const hash = createHash('sha256').update(new X509Certificate(certPem).raw).digest('hex');
-  return `Hash=${hash};Cert="${encodeURIComponent(certPem)}"`;
-}
+export { formatXfcc as xfccFor } from '../../src/identity/xfcc.js';
