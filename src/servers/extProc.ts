@@ -36,6 +36,7 @@ import { identityFromXfcc, type Identity } from '../identity/identity.js';
 import type { Metrics } from '../metrics.js';
 import { EXT_PROC_DISCOVERY_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';
+import { failureStatus } from '../model/status.js';
 
 export interface DiscoveryRequest {
   /** The request path, query included, as Envoy routed it. */
@@ -317,7 +318,7 @@ export function identityMutation(headers: ReadonlyMap<string, readonly string[]>
 }
 
 function status(code: number, reason: string, message: string): Buffer {
-  return Buffer.from(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }));
+  return Buffer.from(JSON.stringify(failureStatus(code, reason, message)));
 }
 
 /** What kube-apiserver answers when authentication fails. */

@@ -74,15 +74,8 @@ export type ClusterModelListener = (model: ClusterModel) => void;
 export const DEFAULT_LEASE_GRACE_MS = 5 * 60 * 1000;
 export const DEFAULT_DEBOUNCE_MS = 50;
 
-interface ApiserverState {
-  endpoint: ApiserverEndpoint;
-  lease?: LeaseObservation;
-  leaseGoneAt?: number;
-  discovery?: ApiserverDiscovery;
-  discoveryEtag?: string;
-  servedSet: ServedResource[];
-  reachable: boolean;
-}
+/** The observer's own, mutable copy of each apiserver's observation. */
+type ApiserverState = ApiserverObservation;
 
 export class ClusterObserver {
   private readonly logger: Logger;

@@ -20,6 +20,7 @@ import {
 } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
+import { serviceUnavailableJson } from '../model/status.js';
 
 const EXT_PROC_PER_ROUTE = 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute';
 
@@ -104,17 +105,9 @@ export function extProcForDiscovery(): Record<string, Any> {
  * 503 routes and other local replies have other details and stay as they are.
  */
 export function identityUnavailableLocalReply(): LocalReplyConfig {
-  const status = {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message:
-      'the server is currently unable to handle the request: the identity service for client-certificate ' +
-      'requests (mvproxy ext_proc) is unavailable',
-    reason: 'ServiceUnavailable',
-    code: 503,
-  };
+  const body = serviceUnavailableJson(
+    'the identity service for client-certificate requests (mvproxy ext_proc) is unavailable',
+  );
   return {
     mappers: [
       {
@@ -125,7 +118,7 @@ export function identityUnavailableLocalReply(): LocalReplyConfig {
           },
         },
         status_code: { value: 503 },
-        body: { inline_string: JSON.stringify(status) },
+        body: { inline_string: body },
         body_format_override: { text_format_source: { inline_string: '%LOCAL_REPLY_BODY%' }, content_type: 'application/json' },
         headers_to_add: [
           {

@@ -18,6 +18,7 @@ import { extProcDisabled, extProcForDiscovery } from './extProc.js';
 import { http1ClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { emptyTypedConfig, seconds } from './typed.js';
+import { serviceUnavailableJson } from '../model/status.js';
 
 /** The header upstream kube-apiserver sets on (and checks for) proxied requests. */
 export const PEER_PROXIED_HEADER = 'x-kubernetes-peer-proxied';
@@ -166,23 +167,15 @@ function forwardAction(cluster: string): RouteAction {
 
 /** Rule 4: a 503 the client retries, never a 404 that garbage collection would act on. */
 function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable): Route {
-  const status = {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message:
-      `the server is currently unable to handle the request: ${what} is served only by ` +
-      `apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,
-    reason: 'ServiceUnavailable',
-    code: 503,
-  };
+  const body = serviceUnavailableJson(
+    `${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,
+  );
   return {
     name,
     match,
     // Answered by Envoy itself: no identity needed, so no client-certificate twin.
     typed_per_filter_config: extProcDisabled(),
-    direct_response: { status: 503, body: { inline_string: JSON.stringify(status) } },
+    direct_response: { status: 503, body: { inline_string: body } },
     response_headers_to_add: [
       { header: { key: 'retry-after', value: String(RETRY_AFTER_SECONDS) }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },
       { header: { key: 'content-type', value: 'application/json' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },

@@ -1,0 +1,21 @@
+// metav1.Status, the body every Kubernetes error carries; mvproxy's own
+// answers (503s, 401s) use it so clients handle them like an apiserver's.
+
+export interface Status {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  status: 'Failure';
+  message: string;
+  reason: string;
+  code: number;
+}
+
+export function failureStatus(code: number, reason: string, message: string): Status {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+}
+
+/** The JSON a client gets when a request cannot be served now and should be retried. */
+export function serviceUnavailableJson(why: string): string {
+  return JSON.stringify(failureStatus(503, 'ServiceUnavailable', `the server is currently unable to handle the request: ${why}`));
+}
