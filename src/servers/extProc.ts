@@ -32,7 +32,10 @@ import type { HttpHeaders__Output } from '../generated/envoy/service/ext_proc/v3
 import type { ProcessingRequest__Output } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import type { ProcessingResponse } from '../generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
 import type { StatusCode } from '../generated/envoy/type/v3/StatusCode.js';
-import { identityFromXfcc, type Identity } from '../identity/identity.js';
+import { identityFromXfcc, type Identity, type IdentityResult } from '../identity/identity.js';
+
+/** Distinct client certificates whose identity is remembered. */
+const IDENTITY_CACHE_SIZE = 4096;
 import type { Metrics } from '../metrics.js';
 import { EXT_PROC_DISCOVERY_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';
@@ -103,12 +106,14 @@ export interface StreamState {
 
 export class ExtProcServer {
   private readonly log: Logger;
+  private readonly identityCache: Map<string, IdentityResult>;
   private readonly metrics: Metrics;
   private readonly discovery: DiscoveryResponder | undefined;
   private readonly clock: () => number;
 
   constructor(opts: ExtProcServerOptions) {
     this.log = opts.logger.child({ component: 'ext_proc' });
+    this.identityCache = new Map();
     this.metrics = opts.metrics;
     this.discovery = opts.discovery;
     this.clock = opts.clock ?? (() => performance.now());
@@ -203,6 +208,25 @@ export class ExtProcServer {
     return undefined;
   }
 
+  /**
+   * The identity an XFCC value asserts. Parsing a certificate costs far more
+   * than the rest of a call, and the same clients (kubelets, controllers) send
+   * the same certificate on every request, so results are kept per value.
+   */
+  private identityOf(xfcc: string | undefined): IdentityResult {
+    if (xfcc === undefined) return identityFromXfcc(undefined);
+    const cached = this.identityCache.get(xfcc);
+    if (cached) return cached;
+    const identity = identityFromXfcc(xfcc);
+    if (this.identityCache.size >= IDENTITY_CACHE_SIZE) {
+      // Evict the oldest entry (Map keeps insertion order).
+      const oldest = this.identityCache.keys().next().value;
+      if (oldest !== undefined) this.identityCache.delete(oldest);
+    }
+    this.identityCache.set(xfcc, identity);
+    return identity;
+  }
+
   /** What to do with one request's headers. */
   decide(node: string, discoveryRoute: boolean, request: HttpHeaders__Output, state: StreamState = {}): Decision {
     const headers = requestHeaders(request);
@@ -210,7 +234,7 @@ export class ExtProcServer {
     const xfcc = headers.get(XFCC_HEADER);
 
     // More than one XFCC cannot come from Envoy's SANITIZE_SET.
-    const identity = identityFromXfcc(xfcc === undefined ? undefined : xfcc.length === 1 ? xfcc[0] : ',');
+    const identity = this.identityOf(xfcc === undefined ? undefined : xfcc.length === 1 ? xfcc[0] : ',');
     if (identity.kind === 'rejected') {
       this.log.warn({ node, path, reason: identity.reason }, 'client certificate rejected');
       return { result: 'error', response: { immediate_response: unauthorized() } };
