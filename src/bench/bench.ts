@@ -8,6 +8,7 @@ import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
 import { httpsRequest } from '../util/https.js';
 import { loadExtProc } from './extProcLoad.js';
+import { startBareEnvoy } from './bareEnvoy.js';
 import { compareAlternately, percentile, type LatencySummary, type LoadTarget } from './load.js';
 
 export interface BenchOptions {
@@ -46,6 +47,9 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     };
     const cmPath = '/api/v1/namespaces/default/configmaps/bench';
     const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath));
+    // Reference: what any Envoy hop costs here, without mvproxy's configuration.
+    const bare = await startBareEnvoy({ envoy: components.envoy, dir, pki: sandbox.pkiFiles(), servingName: 'kas-a', upstreamPort: sandbox.apiserverPort('kas-a') });
+    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath)).finally(() => bare.stop());
     const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
     const rerouted = await measure('a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly', target(a.sidecar ?? '', svmPath), target(b.direct, svmPath));
     // Certificate clients pay one ext_proc round trip per request (identity headers).
@@ -67,6 +71,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       rounds: opts.rounds,
       roundMs: opts.roundMs,
       local,
+      minimalEnvoy,
       rerouted,
       certificate,
       extProc,

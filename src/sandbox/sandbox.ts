@@ -227,7 +227,17 @@ export class Sandbox {
     await waitUntil(proc, 'mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
   }
 
-  /** The cluster-admin service-account token the sidecar kubeconfigs carry. */
+  /** The sandbox's certificates and keys. */
+  pkiFiles(): SandboxPki {
+    return this.requirePki();
+  }
+
+  /** Where an apiserver listens, for tools that build their own proxies in front of it. */
+  apiserverPort(name: string): number {
+    return this.requireApiserver(name).port;
+  }
+
+  /** The cluster-admin service-account token (what token clients use in tests and benchmarks). */
   adminBearerToken(): string {
     if (!this.adminToken) throw new Error('this sandbox runs no sidecars, so it made no token');
     return this.adminToken;

@@ -1,0 +1,104 @@
+// A minimal Envoy for reference: one TLS listener, the router, one route to
+// one apiserver over TLS with the front-proxy certificate. Measured beside
+// the sidecar, it separates the cost of an Envoy hop on this machine from the
+// cost of mvproxy's configuration (filters, routes, ext_proc).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ManagedProcess, ComponentStartError } from '../sandbox/processes.js';
+import { freePorts } from '../sandbox/ports.js';
+import type { SandboxPki } from '../sandbox/pki.js';
+
+export interface BareEnvoy {
+  url: string;
+  stop: () => Promise<void>;
+}
+
+export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: SandboxPki; servingName: string; upstreamPort: number }): Promise<BareEnvoy> {
+  const serving = opts.pki.serving[opts.servingName];
+  if (!serving) throw new Error(`no serving certificate for ${opts.servingName}`);
+  const [port] = (await freePorts(1)) as [number];
+  const file = (filename: string): { filename: string } => ({ filename });
+  const config = {
+    admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } },
+    static_resources: {
+      listeners: [
+        {
+          name: 'bare',
+          address: { socket_address: { address: '127.0.0.1', port_value: port } },
+          filter_chains: [
+            {
+              filters: [
+                {
+                  name: 'envoy.filters.network.http_connection_manager',
+                  typed_config: {
+                    '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+                    stat_prefix: 'bare',
+                    route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } }] }] },
+                    http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+                  },
+                },
+              ],
+              transport_socket: {
+                name: 'envoy.transport_sockets.tls',
+                typed_config: {
+                  '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+                  common_tls_context: { tls_certificates: [{ certificate_chain: file(serving.cert), private_key: file(serving.key) }] },
+                },
+              },
+            },
+          ],
+        },
+      ],
+      clusters: [
+        {
+          name: 'apiserver',
+          type: 'STATIC',
+          connect_timeout: '1s',
+          load_assignment: {
+            cluster_name: 'apiserver',
+            endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.upstreamPort } } } }] }],
+          },
+          typed_extension_protocol_options: {
+            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+              '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+              auto_config: { http_protocol_options: {}, http2_protocol_options: {} },
+            },
+          },
+          transport_socket: {
+            name: 'envoy.transport_sockets.tls',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+              sni: 'kubernetes.default.svc',
+              common_tls_context: {
+                alpn_protocols: ['h2', 'http/1.1'],
+                tls_certificates: [{ certificate_chain: file(opts.pki.frontProxyClient.cert), private_key: file(opts.pki.frontProxyClient.key) }],
+                validation_context: { trusted_ca: file(opts.pki.peerCa) },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  const configPath = join(opts.dir, 'bare-envoy.json');
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const proc = new ManagedProcess({
+    name: 'bare-envoy',
+    command: opts.envoy,
+    args: ['-c', configPath, '--use-dynamic-base-id', '-l', 'warning'],
+    logFile: join(opts.dir, 'bare-envoy.log'),
+  });
+  const url = `https://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (!proc.running) throw new ComponentStartError('reference Envoy', proc.describeExit(), proc.spec.logFile, proc.logTail());
+    const listening = await fetch(url).then(
+      () => true,
+      (err: { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED',
+    );
+    if (listening) break;
+    if (Date.now() > deadline) throw new ComponentStartError('reference Envoy', 'not listening after 30 s', proc.spec.logFile, proc.logTail());
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, stop: () => proc.stop(2000) };
+}
