@@ -16,6 +16,7 @@ import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
+import { AccessLogServer } from '../servers/accessLog.js';
 import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
 
 export interface ControlPlaneDeps {
@@ -28,6 +29,7 @@ export interface ControlPlaneDeps {
 export class ControlPlane {
   readonly ads: AdsServer;
   readonly extProc: ExtProcServer;
+  readonly accessLog: AccessLogServer;
   private readonly observer: ClusterObserver;
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
@@ -54,6 +56,9 @@ export class ControlPlane {
       discovery: (node, request) => this.answerDiscovery(node, request),
     });
     this.extProc.addToServer(this.grpcServer);
+    // Access log of rerouted and unavailable-route requests: the upstream MVP counters.
+    this.accessLog = new AccessLogServer({ logger: deps.logger, metrics: deps.metrics });
+    this.accessLog.addToServer(this.grpcServer);
     this.observer = new ClusterObserver({
       kubeConfig,
       endpoints: config.apiservers.map(({ name, hostname, address }) => ({ name, hostname, address })),

@@ -6,6 +6,7 @@ import type { Router } from '../generated/envoy/extensions/filters/http/router/v
 import type { HttpConnectionManager } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
+import { httpAccessLogs } from './accessLog.js';
 import { extProcFilter, identityUnavailableLocalReply } from './extProc.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import type { TranslatorSettings } from './settings.js';
@@ -62,6 +63,8 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     set_current_client_cert_details: { cert: true },
     // ext_proc failures become a 503 Status (retry) instead of an empty 500/504.
     local_reply_config: identityUnavailableLocalReply(),
+    // Rerouted and unavailable-route requests only, to mvproxy's metrics.
+    access_log: httpAccessLogs(settings),
   };
 }
 

@@ -14,6 +14,7 @@ import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
 import type { GroupDocumentRoute, ResourceRoute, Unavailable } from '../planner/plan.js';
+import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { extProcDisabled, extProcForDiscovery } from './extProc.js';
 import { http1ClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
@@ -54,11 +55,11 @@ export function routeConfiguration(routes: readonly ResourceRoute[], groupDocume
         domains: ['*'],
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
-          ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, false),
+          ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER),
           aggregatedDiscoveryRoute(),
           ...groupDocuments.flatMap(groupDocumentRoutes),
           ...ordered.flatMap(resourceRoutes),
-          ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER, false),
+          ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER),
         ],
       },
     ],
@@ -69,11 +70,12 @@ function resourceRoutes(route: ResourceRoute): Route[] {
   const { pathForms, groupVersionPin } = resourcePathMatch(route);
   const pin: HeaderMatcher = { name: ':path', string_match: { safe_regex: { regex: groupVersionPin } } };
   const kind = route.action.kind === 'peers' ? 'reroute' : 'unavailable';
+  const logged: LoggedRoute = { kind, group: route.group, version: route.version, resource: route.resource, subresource: route.subresource ?? '' };
   return pathForms.flatMap((form, i): Route[] => {
     const match: RouteMatch = { safe_regex: { regex: form }, headers: [pin] };
     const name = `${kind} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
-    if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, describe(route), route.action)];
-    return forwardRoutes(name, match, peerClusterName(route.action.peers), true);
+    if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, describe(route), route.action, logged)];
+    return forwardRoutes(name, match, peerClusterName(route.action.peers), logged);
   });
 }
 
@@ -88,10 +90,11 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
   const regex = document.version === undefined ? `${prefix}/?` : `${prefix}/${escapeRegex(document.version)}/?`;
   const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
   const match: RouteMatch = { safe_regex: { regex } };
+  const logged = (kind: LoggedRoute['kind']): LoggedRoute => ({ kind, group: document.group, version: document.version ?? '', resource: '', subresource: '' });
   if (document.action.kind === 'unavailable') {
-    return [unavailableRoute(`unavailable discovery ${what}`, match, `the discovery document of ${what}`, document.action)];
+    return [unavailableRoute(`unavailable discovery ${what}`, match, `the discovery document of ${what}`, document.action, logged('unavailable'))];
   }
-  return forwardRoutes(`reroute discovery ${what}`, match, peerClusterName(document.action.peers), true);
+  return forwardRoutes(`reroute discovery ${what}`, match, peerClusterName(document.action.peers), logged('reroute'));
 }
 
 /**
@@ -121,11 +124,15 @@ function aggregatedDiscoveryRoute(): Route {
 /**
  * An upgrade flavour (HTTP/1.1 cluster) and a normal one, in that order, each
  * preceded by its client-certificate twin (ext_proc on); the others switch
- * ext_proc off.
+ * ext_proc off. `rerouted` (routes to peers) marks the request as proxied and
+ * puts the route in the access log (route metadata).
  */
-function forwardRoutes(name: string, match: RouteMatch, cluster: string, markProxied: boolean): Route[] {
-  const headersToAdd = markProxied
-    ? { request_headers_to_add: [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const }] }
+function forwardRoutes(name: string, match: RouteMatch, cluster: string, rerouted?: LoggedRoute): Route[] {
+  const rerouteFields = rerouted
+    ? {
+        request_headers_to_add: [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const }],
+        metadata: loggedRouteMetadata(rerouted),
+      }
     : {};
   const upgradeMatch: RouteMatch = { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] };
   const flavours: Array<[string, RouteMatch, string]> = [
@@ -137,9 +144,9 @@ function forwardRoutes(name: string, match: RouteMatch, cluster: string, markPro
       name: `${flavourName}${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`,
       match: { ...flavourMatch, tls_context: CLIENT_CERTIFICATE },
       route: forwardAction(flavourCluster),
-      ...headersToAdd,
+      ...rerouteFields,
     },
-    { name: flavourName, match: flavourMatch, route: forwardAction(flavourCluster), ...headersToAdd, typed_per_filter_config: extProcDisabled() },
+    { name: flavourName, match: flavourMatch, route: forwardAction(flavourCluster), ...rerouteFields, typed_per_filter_config: extProcDisabled() },
   ]);
 }
 
@@ -166,13 +173,14 @@ function forwardAction(cluster: string): RouteAction {
 }
 
 /** Rule 4: a 503 the client retries, never a 404 that garbage collection would act on. */
-function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable): Route {
+function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable, logged: LoggedRoute): Route {
   const body = serviceUnavailableJson(
     `${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,
   );
   return {
     name,
     match,
+    metadata: loggedRouteMetadata(logged),
     // Answered by Envoy itself: no identity needed, so no client-certificate twin.
     typed_per_filter_config: extProcDisabled(),
     direct_response: { status: 503, body: { inline_string: body } },
