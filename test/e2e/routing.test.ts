@@ -57,6 +57,14 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.ok(listed.items.some((j) => j.metadata.name === 'peer-proxied'));
   });
 
+  it('rerouted requests are counted in apiserver_rerouted_request_total with upstream\'s labels', async () => {
+    const adminUrl = tb.state().controlPlane?.admin ?? '';
+    await eventually(async () => {
+      const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
+      assert.match(metrics, /apiserver_rerouted_request_total\{code="200",group="batch",version="v1",resource="jobs"\} [1-9]/);
+    }, 10_000);
+  });
+
   it('a request already marked x-kubernetes-peer-proxied is served locally, never proxied again', async () => {
     const res = await through('kas-b')('GET', '/apis/batch/v1/namespaces/default/jobs', undefined, { 'x-kubernetes-peer-proxied': 'true' });
     assert.equal(res.status, 404);
