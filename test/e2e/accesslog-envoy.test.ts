@@ -18,11 +18,12 @@ import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { AccessLogServer, type LoggedRequest } from '../../src/servers/accessLog.js';
 import { AdsServer, createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
-import { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME, translateSidecar, type TranslatorSettings } from '../../src/translator/translator.js';
+import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
 import { makeSnapshot } from '../../src/xds/snapshot.js';
 import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
 import { eventually, startEnvoy, type EnvoyInstance } from '../support/envoy.js';
+import { sidecarSettings } from '../support/translatorFixtures.js';
 
 const NODE = 'a';
 /** Envoy flushes its access log buffer every second; allow for a slow machine. */
@@ -138,22 +139,14 @@ before(async () => {
   await listenUnix(grpcServer, socket);
 
   listenerPort = await freePort();
-  const settings: TranslatorSettings = {
-    listener: {
-      address: '127.0.0.1',
-      port: listenerPort,
-      servingCertPath: write('sidecar.crt', sidecarServing.certPem),
-      servingKeyPath: write('sidecar.key', sidecarServing.keyPem),
-      clientCaPath: write('client-ca.crt', clientCa.certPem),
-    },
-    upstream: {
-      frontProxyCertPath: write('front-proxy.crt', frontProxy.certPem),
-      frontProxyKeyPath: write('front-proxy.key', frontProxy.keyPem),
-      peerCaPath: write('peer-ca.crt', servingCa.certPem),
-      serverName: PEER_SERVER_NAME,
-    },
-    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-  };
+  const settings = sidecarSettings(listenerPort, {
+    servingCert: write('sidecar.crt', sidecarServing.certPem),
+    servingKey: write('sidecar.key', sidecarServing.keyPem),
+    clientCa: write('client-ca.crt', clientCa.certPem),
+    frontProxyCert: write('front-proxy.crt', frontProxy.certPem),
+    frontProxyKey: write('front-proxy.key', frontProxy.keyPem),
+    peerCa: write('peer-ca.crt', servingCa.certPem),
+  });
   const plan: SidecarPlan = {
     node: NODE,
     local: { name: NODE, address: { host: '127.0.0.1', port: (apiserver.address() as AddressInfo).port } },

@@ -3,7 +3,6 @@
 // server turns log entries into upstream MVP's counters, directly and over a
 // real gRPC stream.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,15 +18,15 @@ import type { HttpGrpcAccessLogConfig } from '../../src/generated/envoy/extensio
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { StreamAccessLogsMessage } from '../../src/generated/envoy/service/accesslog/v3/StreamAccessLogsMessage.js';
 import type { StreamAccessLogsResponse__Output } from '../../src/generated/envoy/service/accesslog/v3/StreamAccessLogsResponse.js';
-import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { AccessLogServer } from '../../src/servers/accessLog.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
 import { ACCESS_LOG_FILTER_EXPRESSION, ACCESS_LOG_NAME } from '../../src/translator/accessLog.js';
-import { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME, translateSidecar, type TranslatorSettings } from '../../src/translator/translator.js';
+import { CONTROL_PLANE_CLUSTER, translateSidecar, type TranslatorSettings } from '../../src/translator/translator.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
 import { validateWithEnvoy } from '../support/validate.js';
+import { throwawaySettings, unpack } from '../support/translatorFixtures.js';
 
 // ---------------------------------------------------------------- fixtures
 
@@ -51,44 +50,13 @@ let settings: TranslatorSettings;
 
 before(() => {
   certDir = mkdtempSync(join(tmpdir(), 'mvproxy-accesslog-'));
-  const file = (name: string): string => join(certDir, name);
-  for (const name of ['serving', 'client-ca', 'front-proxy', 'peer-ca']) {
-    const result = spawnSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=x'].concat(
-        ['-keyout', file(`${name}.key`), '-out', file(`${name}.crt`), '-days', '1'],
-      ),
-      { encoding: 'utf8' },
-    );
-    assert.equal(result.status, 0, result.stderr);
-  }
-  settings = {
-    listener: {
-      address: '127.0.0.1',
-      port: 6443,
-      servingCertPath: file('serving.crt'),
-      servingKeyPath: file('serving.key'),
-      clientCaPath: file('client-ca.crt'),
-    },
-    upstream: {
-      frontProxyCertPath: file('front-proxy.crt'),
-      frontProxyKeyPath: file('front-proxy.key'),
-      peerCaPath: file('peer-ca.crt'),
-      serverName: PEER_SERVER_NAME,
-    },
-    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-  };
+  settings = throwawaySettings(certDir);
 });
 
 after(() => rmSync(certDir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- helpers
 
-function unpack<T>(any: Any | null | undefined, typeName: string): T {
-  assert.ok(any && '@type' in any, `an Any of ${typeName}`);
-  assert.equal(any['@type'], `type.googleapis.com/${typeName}`);
-  return any as unknown as T;
-}
 
 function hcm(): HttpConnectionManager {
   const listener = translateSidecar(PLAN, settings).listeners[0];

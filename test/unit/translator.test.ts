@@ -1,7 +1,6 @@
 // The translator turns a sidecar plan into Envoy resources that route every
 // request where the plan says, and that Envoy itself accepts.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,14 +17,12 @@ import type { HttpConnectionManager } from '../../src/generated/envoy/extensions
 import type { DownstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { UpstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
 import type { HttpProtocolOptions } from '../../src/generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
-import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { GroupDocumentRoute, PlannedApiserver, RequestDestination, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
 import { destinationForRequest } from '../../src/planner/planner.js';
 import {
   CONTROL_PLANE_CLUSTER,
   PEER_PROXIED_HEADER,
-  PEER_SERVER_NAME,
   http1ClusterName,
   peerClusterName,
   translateSidecar,
@@ -34,6 +31,7 @@ import {
 } from '../../src/translator/translator.js';
 import { envoyRoot } from '../../src/xds/protos.js';
 import { unknownFields, validateWithEnvoy } from '../support/validate.js';
+import { throwawaySettings, unpack } from '../support/translatorFixtures.js';
 
 // ---------------------------------------------------------------- fixtures
 
@@ -126,45 +124,13 @@ let settings: TranslatorSettings;
 
 before(() => {
   certDir = mkdtempSync(join(tmpdir(), 'mvproxy-translator-'));
-  const file = (name: string): string => join(certDir, name);
-  for (const name of ['serving', 'client-ca', 'front-proxy', 'peer-ca']) {
-    const result = spawnSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=x'].concat(
-        ['-keyout', file(`${name}.key`), '-out', file(`${name}.crt`), '-days', '1'],
-      ),
-      { encoding: 'utf8' },
-    );
-    assert.equal(result.status, 0, result.stderr);
-  }
-  settings = {
-    listener: {
-      address: '127.0.0.1',
-      port: 6443,
-      servingCertPath: file('serving.crt'),
-      servingKeyPath: file('serving.key'),
-      clientCaPath: file('client-ca.crt'),
-    },
-    upstream: {
-      frontProxyCertPath: file('front-proxy.crt'),
-      frontProxyKeyPath: file('front-proxy.key'),
-      peerCaPath: file('peer-ca.crt'),
-      serverName: PEER_SERVER_NAME,
-    },
-    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-  };
+  settings = throwawaySettings(certDir);
 });
 
 after(() => rmSync(certDir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- helpers
 
-/** The fields of an Any in `{'@type', ...}` form, as message T. */
-function unpack<T>(any: Any | null | undefined, typeName: string): T {
-  assert.ok(any && '@type' in any, `an Any of ${typeName}`);
-  assert.equal(any['@type'], `type.googleapis.com/${typeName}`);
-  return any as unknown as T;
-}
 
 function connectionManager(resources: EnvoyResources): HttpConnectionManager {
   const filter = resources.listeners[0]?.filter_chains?.[0]?.filters?.[0];
