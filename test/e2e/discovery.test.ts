@@ -79,6 +79,16 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     assert.equal(again.status, 304);
   });
 
+  it('a client asking for protobuf gets the merged document as protobuf, with the same ETag as JSON', async () => {
+    const protobuf = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' });
+    assert.equal(protobuf.status, 200);
+    assert.match(String(protobuf.headers['content-type']), /^application\/vnd\.kubernetes\.protobuf;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
+    assert.ok(protobuf.body.startsWith('k8s\u0000'), 'Kubernetes protobuf envelope');
+    assert.ok(protobuf.body.includes('batch') && protobuf.body.includes('apps'));
+    const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    assert.equal(protobuf.headers['etag'], json.headers['etag']);
+  });
+
   it('a client with a made-up token does not get the merged document', async () => {
     const s = tb.state();
     const res = await httpsRequest(`${apiserverNamed(s, 'kas-a').sidecar}/apis`, { ca: s.ca }, { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } });
