@@ -132,12 +132,18 @@ function planSidecar(
     }
   }
 
+  // The local apiserver judged like a peer: while it is down or restarting
+  // (say, for its upgrade) its sidecar routes around it, so what it served
+  // goes to peers that serve it, or answers 503, never a connection error.
+  const localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
   const decide = (key: string): RequestDestination => {
-    if (localServed.serves(key)) return { kind: 'local' }; // rule 1
+    const servedLocally = localServed.serves(key);
+    if (servedLocally && localAvailable) return { kind: 'local' }; // rule 1
     const servingPeers = ratedPeers.filter((p) => p.served.serves(key));
     const available = servingPeers.filter((p) => p.standing === 'available').map((p) => p.name);
     if (available.length > 0) return { kind: 'peers', peers: available }; // rule 2
-    if (servingPeers.length > 0) return { kind: 'unavailable', servedBy: servingPeers.map((p) => p.name) }; // rule 4
+    const servedBy = [...(servedLocally ? [local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
+    if (servedBy.length > 0 && (servingPeers.length > 0 || !localAvailable)) return { kind: 'unavailable', servedBy }; // rule 4
     return { kind: 'local' }; // rule 3: the local apiserver gives the honest 404
   };
 

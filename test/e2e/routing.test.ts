@@ -118,6 +118,17 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.equal(status.code, 503);
   });
 
+  it('the stopped apiserver\'s own sidecar routes around it: what peers serve goes to them, the rest answers 503', async () => {
+    await eventually(async () => {
+      const configmaps = await through('kas-a')('GET', '/api/v1/namespaces/default/configmaps');
+      assert.equal(configmaps.status, 200, configmaps.body);
+    }, 30_000);
+    const hpas = await through('kas-a')('GET', '/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers');
+    assert.equal(hpas.status, 503, hpas.body);
+    assert.equal((JSON.parse(hpas.body) as { reason: string }).reason, 'ServiceUnavailable');
+    assert.ok(hpas.headers['retry-after']);
+  });
+
   it('that resource is served again once its peer is back', async () => {
     await tb.sandbox.startApiserver('kas-a');
     await eventually(async () => {

@@ -68,6 +68,21 @@ describe('planSidecars', () => {
     assert.deepEqual(plans[0]?.local.address, { host: '10.0.0.2', port: 6443 });
   });
 
+  test('while the local apiserver is unreachable, what it served goes to the peers that serve it', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods'), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('while the local apiserver is restarting, what only it served answers 503, not 404', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000 }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('while the local apiserver is down, a resource nobody served still goes to it for the honest answer', () => {
+    const plan = planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/widgets.example.com/v1/widgets'), LOCAL);
+  });
+
   test('a non-resource request is routed to the local apiserver', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
     for (const path of ['/apis', '/api', '/api/v1', '/apis/apps/v1', '/healthz', '/openapi/v3/apis/batch/v1']) {
