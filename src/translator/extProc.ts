@@ -10,25 +10,19 @@ import type { ExternalProcessor } from '../generated/envoy/extensions/filters/ht
 import type { ExtProcPerRoute } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
 import type { ProcessingMode } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ProcessingMode.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
-import type { LocalReplyConfig } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/LocalReplyConfig.js';
 import type { Any } from '../generated/google/protobuf/Any.js';
 import {
   EXT_PROC_DISCOVERY_METADATA,
-  EXT_PROC_ERROR_DETAILS_PREFIX,
   EXT_PROC_FILTER,
   EXT_PROC_NODE_METADATA,
 } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
-import { serviceUnavailableJson } from '../model/status.js';
 
 const EXT_PROC_PER_ROUTE = 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute';
 
 /** How long Envoy waits for one ext_proc answer (Envoy's default, 200 ms, is too tight for a busy control plane). */
 export const EXT_PROC_MESSAGE_TIMEOUT_MS = 1000;
-
-/** Seconds a client should wait before retrying when the identity service is down. */
-export const IDENTITY_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 export function extProcFilter(settings: TranslatorSettings, node: string): HttpFilter {
   const config: ExternalProcessor = {
@@ -96,55 +90,3 @@ export function extProcForDiscovery(): Record<string, Any> {
   };
 }
 
-/**
- * Envoy answers an ext_proc failure (service down: 500; no answer within the
- * message timeout: 504) with an empty body. The API snapshot mvproxy encodes
- * with predates ExternalProcessor.status_on_error, so the HCM maps those local
- * replies, recognized by their response code details, to a 503 Status the
- * client retries. Replies from the apiserver are never local replies; direct
- * 503 routes and other local replies have other details and stay as they are.
- */
-export function identityUnavailableLocalReply(): LocalReplyConfig {
-  const body = serviceUnavailableJson(
-    'the identity service for client-certificate requests (mvproxy ext_proc) is unavailable',
-  );
-  return {
-    mappers: [
-      {
-        filter: {
-          extension_filter: {
-            name: 'envoy.access_loggers.extension_filters.cel',
-            typed_config: celFilter(`response.code_details.startsWith('${EXT_PROC_ERROR_DETAILS_PREFIX}')`),
-          },
-        },
-        status_code: { value: 503 },
-        body: { inline_string: body },
-        body_format_override: { text_format_source: { inline_string: '%LOCAL_REPLY_BODY%' }, content_type: 'application/json' },
-        headers_to_add: [
-          {
-            header: { key: 'retry-after', value: String(IDENTITY_UNAVAILABLE_RETRY_AFTER_SECONDS) },
-            append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
-          },
-        ],
-      },
-    ],
-  };
-}
-
-/**
- * envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter as a raw
- * Any. Its proto is not among those mvproxy loads (proto/envoy_api.proto), and
- * an unloaded '@type' would encode as an empty Any; the message is one string
- * field (`expression = 1`), encoded here by hand.
- */
-export function celFilter(expression: string): Any {
-  const text = Buffer.from(expression, 'utf8');
-  const length: number[] = [];
-  let n = text.length;
-  do {
-    length.push((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
-    n >>>= 7;
-  } while (n > 0);
-  const value = Buffer.concat([Buffer.from([0x0a, ...length]), text]);
-  return { type_url: 'type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter', value: value.toString('base64') };
-}

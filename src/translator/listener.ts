@@ -7,7 +7,8 @@ import type { HttpConnectionManager } from '../generated/envoy/extensions/filter
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import { httpAccessLogs } from './accessLog.js';
-import { extProcFilter, identityUnavailableLocalReply } from './extProc.js';
+import { extProcFilter } from './extProc.js';
+import { localReplyConfig } from './localReplies.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
@@ -62,7 +63,7 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     forward_client_cert_details: 'SANITIZE_SET',
     set_current_client_cert_details: { cert: true },
     // ext_proc failures become a 503 Status (retry) instead of an empty 500/504.
-    local_reply_config: identityUnavailableLocalReply(),
+    local_reply_config: localReplyConfig(),
     // Rerouted and unavailable-route requests only, to mvproxy's metrics.
     access_log: httpAccessLogs(settings),
   };

@@ -129,6 +129,14 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.ok(hpas.headers['retry-after']);
   });
 
+  it('a request only the stopped apiserver itself can answer gets a 503 Status with Retry-After from its sidecar', async () => {
+    const version = await through('kas-a')('GET', '/version');
+    assert.equal(version.status, 503, version.body);
+    assert.match(String(version.headers['content-type']), /^application\/json/);
+    assert.equal((JSON.parse(version.body) as { kind: string; reason: string }).reason, 'ServiceUnavailable');
+    assert.ok(version.headers['retry-after']);
+  });
+
   it('that resource is served again once its peer is back', async () => {
     await tb.sandbox.startApiserver('kas-a');
     await eventually(async () => {

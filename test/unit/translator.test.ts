@@ -32,6 +32,7 @@ import {
 import { envoyRoot } from '../../src/xds/protos.js';
 import { unknownFields, validateWithEnvoy } from '../support/validate.js';
 import { throwawaySettings, unpack } from '../support/translatorFixtures.js';
+import type { ResponseMapper } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/ResponseMapper.js';
 
 // ---------------------------------------------------------------- fixtures
 
@@ -130,6 +131,16 @@ before(() => {
 after(() => rmSync(certDir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- helpers
+
+function assertRetryableStatus(mapper: ResponseMapper | undefined, message: RegExp): void {
+  assert.deepEqual(mapper?.status_code, { value: 503 });
+  const status = JSON.parse(mapper?.body?.inline_string ?? '') as { code: number; reason: string; message: string };
+  assert.equal(status.code, 503);
+  assert.equal(status.reason, 'ServiceUnavailable');
+  assert.match(status.message, message);
+  assert.equal(mapper?.body_format_override?.content_type, 'application/json');
+  assert.deepEqual(mapper?.headers_to_add?.map((h) => [h.header?.key, h.header?.value]), [['retry-after', '1']]);
+}
 
 
 function connectionManager(resources: EnvoyResources): HttpConnectionManager {
@@ -673,22 +684,19 @@ describe('translateSidecar', () => {
 
     test('an ext_proc failure becomes a 503 Status with Retry-After, selected by its response code details', () => {
       const mappers = connectionManager(translateSidecar(NO_PEERS, settings)).local_reply_config?.mappers ?? [];
-      assert.equal(mappers.length, 1);
-      const mapper = mappers[0];
+      const mapper = mappers.find((m) => m.filter?.extension_filter !== undefined);
       const cel = mapper?.filter?.extension_filter;
       assert.equal(cel?.name, 'envoy.access_loggers.extension_filters.cel');
-      const any = cel?.typed_config;
-      assert.ok(any && 'type_url' in any);
-      assert.equal(any.type_url, 'type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter');
-      const expression = "response.code_details.startsWith('ext_proc_error')";
-      assert.deepEqual(Buffer.from(String(any.value), 'base64'), Buffer.concat([Buffer.from([0x0a, expression.length]), Buffer.from(expression)]));
-      assert.deepEqual(mapper?.status_code, { value: 503 });
-      const status = JSON.parse(mapper?.body?.inline_string ?? '') as { code: number; reason: string; message: string };
-      assert.equal(status.code, 503);
-      assert.equal(status.reason, 'ServiceUnavailable');
-      assert.match(status.message, /identity service/);
-      assert.equal(mapper?.body_format_override?.content_type, 'application/json');
-      assert.deepEqual(mapper?.headers_to_add?.map((h) => [h.header?.key, h.header?.value]), [['retry-after', '1']]);
+      const expression = unpack<{ expression: string }>(cel?.typed_config, 'envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter');
+      assert.equal(expression.expression, "response.code_details.startsWith('ext_proc_error')");
+      assertRetryableStatus(mapper, /identity service/);
+    });
+
+    test('a request that reached no apiserver gets a 503 Status with Retry-After, never an empty or plain-text 503', () => {
+      const mappers = connectionManager(translateSidecar(NO_PEERS, settings)).local_reply_config?.mappers ?? [];
+      const mapper = mappers.find((m) => m.filter?.response_flag_filter !== undefined);
+      assert.deepEqual(mapper?.filter?.response_flag_filter?.flags, ['UF', 'UH', 'URX', 'UO', 'UC']);
+      assertRetryableStatus(mapper, /no apiserver could be reached/);
     });
 
     test('every forwarding route has a client-certificate twin just before it, going to the same cluster', () => {
