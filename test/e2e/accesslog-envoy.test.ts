@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -24,6 +24,7 @@ import { makeSnapshot } from '../../src/xds/snapshot.js';
 import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
 import { eventually, startEnvoy, type EnvoyInstance } from '../support/envoy.js';
 import { sidecarSettings } from '../support/translatorFixtures.js';
+import { freePorts } from '../../src/sandbox/ports.js';
 
 const NODE = 'a';
 /** Envoy flushes its access log buffer every second; allow for a slow machine. */
@@ -55,15 +56,10 @@ let accessLog: RecordingAccessLogServer;
 let listenerPort: number;
 let servingCa: TestCert;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+async function freePort(): Promise<number> {
+  const [port] = await freePorts(1);
+  if (port === undefined) throw new Error('no free port');
+  return port;
 }
 
 function write(name: string, content: string): string {
