@@ -33,6 +33,8 @@ export interface SandboxOptions {
   basePort?: number;
   /** Start the mvproxy control plane and one Envoy sidecar per apiserver (default true). */
   sidecars?: boolean;
+  /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
+  peerEgressProxy?: string;
   progress?: (line: string) => void;
 }
 
@@ -204,6 +206,7 @@ export class Sandbox {
       },
       xds: { unixSocket: this.xdsSocket },
       admin: { listen: `127.0.0.1:${adminPort}` },
+      ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
       departedGraceSeconds: 300,
       localOnlyGraceSeconds: 300,
       discoveryPollMillis: 500,

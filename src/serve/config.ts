@@ -44,6 +44,8 @@ export interface ServeConfig {
   };
   /** Metrics and status (HTTP, plain); keep it on loopback. */
   admin?: { host: string; port: number };
+  /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
+  peerEgressProxy?: { host: string; port: number };
   departedGraceSeconds: number;
   localOnlyGraceSeconds: number;
   discoveryPollMillis: number;
@@ -107,6 +109,7 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
   }
   if (!config.xds.unixSocket && !config.xds.tcp) problems.push('xds: set unixSocket, tcp, or both (sidecars need a way to reach the control plane)');
   if (r.has('admin')) config.admin = r.object('admin').hostPort('listen');
+  if (r.has('peerEgressProxy')) config.peerEgressProxy = r.hostPort('peerEgressProxy');
 
   if (config.apiservers.length === 0) problems.push('apiservers: list at least one apiserver');
   const seen = (what: string, values: string[]): void => {

@@ -142,6 +142,7 @@ export class ControlPlane {
         frontProxyKeyPath: tls.frontProxyClientKey,
         peerCaPath: tls.peerCa,
         serverName: tls.peerServerName,
+        ...(this.config.peerEgressProxy ? { egressProxy: this.config.peerEgressProxy } : {}),
       },
       controlPlaneCluster: CONTROL_PLANE_CLUSTER,
     };

@@ -5,6 +5,9 @@ import { isIP } from 'node:net';
 import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { UpstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
+import type { Http11ProxyUpstreamTransport } from '../generated/envoy/extensions/transport_sockets/http_11_proxy/v3/Http11ProxyUpstreamTransport.js';
+import type { Address } from '../generated/envoy/config/core/v3/Address.js';
+import type { TransportSocket } from '../generated/envoy/config/core/v3/TransportSocket.js';
 import type { HttpProtocolOptions } from '../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
 import type { PlannedApiserver } from '../planner/plan.js';
 import { http1ClusterName } from './names.js';
@@ -21,13 +24,18 @@ export interface UpstreamSet {
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const UPSTREAM_TLS_CONTEXT = 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
+const HTTP_11_PROXY_TRANSPORT = 'envoy.extensions.transport_sockets.http_11_proxy.v3.Http11ProxyUpstreamTransport';
+const ADDRESS = 'envoy.config.core.v3.Address';
+/** Endpoint metadata key Envoy's HTTP/1.1 proxy transport socket reads the proxy address from. */
+const EGRESS_PROXY_METADATA = 'envoy.http11_proxy_transport_socket.proxy_address';
 
 /** Every watch holds a request open for its whole life: Envoy's default limit of 1024 is far too low. */
 const MANY = 1_000_000;
 
 /** Both flavours of the cluster for an upstream set, and its endpoints when they come over EDS. */
-export function clustersFor(set: UpstreamSet, settings: TranslatorSettings): { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] } {
-  const assignment = loadAssignment(set);
+export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peers: boolean): { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] } {
+  const egressProxy = peers ? settings.upstream.egressProxy : undefined;
+  const assignment = loadAssignment(set, egressProxy);
   // EDS carries IP addresses only; a host name needs Envoy's DNS resolution,
   // so such a set gets a STRICT_DNS cluster with its endpoints inline.
   const viaEds = set.members.every((member) => isIP(member.address.host) !== 0);
@@ -72,10 +80,7 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings): { c
         base_ejection_time: seconds(10),
         max_ejection_percent: { value: 100 },
       },
-      transport_socket: {
-        name: 'envoy.transport_sockets.tls',
-        typed_config: typedConfig<UpstreamTlsContext>(UPSTREAM_TLS_CONTEXT, upstreamTls(settings, http1Only)),
-      },
+      transport_socket: upstreamTransport(upstreamTls(settings, http1Only), egressProxy !== undefined),
       typed_extension_protocol_options: {
         [HTTP_PROTOCOL_OPTIONS]: typedConfig<HttpProtocolOptions>(HTTP_PROTOCOL_OPTIONS, protocolOptions(http1Only)),
       },
@@ -84,7 +89,7 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings): { c
   return { clusters, endpoints: viaEds ? [assignment] : [] };
 }
 
-function loadAssignment(set: UpstreamSet): ClusterLoadAssignment {
+function loadAssignment(set: UpstreamSet, egressProxy: { host: string; port: number } | undefined): ClusterLoadAssignment {
   return {
     cluster_name: set.name,
     endpoints: [
@@ -92,12 +97,33 @@ function loadAssignment(set: UpstreamSet): ClusterLoadAssignment {
         lb_endpoints: set.members.map((member) => ({
           endpoint: {
             address: { socket_address: { address: member.address.host, port_value: member.address.port } },
-            // Shown in admin output and logs; not used for routing.
-            hostname: member.name,
+            // Shown in admin output and logs. Not through an egress proxy: Envoy
+            // would send it as the CONNECT target, which the proxy cannot resolve.
+            ...(egressProxy ? {} : { hostname: member.name }),
           },
+          // Where the HTTP/1.1 proxy transport socket sends its CONNECT.
+          ...(egressProxy
+            ? {
+                metadata: {
+                  typed_filter_metadata: {
+                    [EGRESS_PROXY_METADATA]: typedConfig<Address>(ADDRESS, { socket_address: { address: egressProxy.host, port_value: egressProxy.port } }),
+                  },
+                },
+              }
+            : {}),
         })),
       },
     ],
+  };
+}
+
+/** TLS to the apiserver, inside an HTTP CONNECT tunnel when an egress proxy is configured. */
+function upstreamTransport(tls: UpstreamTlsContext, viaEgressProxy: boolean): TransportSocket {
+  const socket: TransportSocket = { name: 'envoy.transport_sockets.tls', typed_config: typedConfig<UpstreamTlsContext>(UPSTREAM_TLS_CONTEXT, tls) };
+  if (!viaEgressProxy) return socket;
+  return {
+    name: 'envoy.transport_sockets.http_11_proxy',
+    typed_config: typedConfig<Http11ProxyUpstreamTransport>(HTTP_11_PROXY_TRANSPORT, { transport_socket: socket }),
   };
 }
 

@@ -32,6 +32,12 @@ export interface TranslatorSettings {
     peerCaPath: string;
     /** SNI sent and DNS SAN required: PEER_SERVER_NAME. */
     serverName: string;
+    /**
+     * An HTTP CONNECT proxy that connections to PEERS go through (as upstream's
+     * --egress-selector-config-file does for its peer proxy); the local
+     * apiserver is always reached directly.
+     */
+    egressProxy?: { host: string; port: number };
   };
   /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER); ext_proc will call it. */
   controlPlaneCluster: string;

@@ -14,7 +14,7 @@ export { LISTENER_NAME, LOCAL_CLUSTER, ROUTE_CONFIG_NAME, http1ClusterName, peer
 
 export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings): EnvoyResources {
   const sets = upstreamSets(plan);
-  const built = sets.map((set) => clustersFor(set, settings));
+  const built = sets.map((set) => clustersFor(set, settings, set.name !== LOCAL_CLUSTER));
   const clusters = built.flatMap((b) => b.clusters).sort(byName((c) => c.name ?? ''));
   const endpoints = built.flatMap((b) => b.endpoints).sort(byName((e) => e.cluster_name ?? ''));
 

@@ -11,6 +11,7 @@ import {
   apiserverNamed,
   type TestSandbox,
 } from '../support/sandbox.js';
+import { startConnectProxy, type ConnectProxy } from '../support/connectProxy.js';
 
 const job = (name: string) => ({
   apiVersion: 'batch/v1',
@@ -36,15 +37,25 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     return tokenClient(s, sidecar, token);
   };
 
+  let egress: ConnectProxy;
+
   before(async () => {
-    tb = await startTestSandbox([
-      { name: 'kas-a', version: 'v1.37.2' },
-      { name: 'kas-b', version: 'v1.37.2', runtimeConfig: 'batch/v1=false,autoscaling/v2=false' },
-      { name: 'kas-c', version: 'v1.37.2', runtimeConfig: 'autoscaling/v2=false' },
-    ]);
+    // Every peer connection goes through an HTTP CONNECT egress proxy (upstream's egress selector).
+    egress = await startConnectProxy();
+    tb = await startTestSandbox(
+      [
+        { name: 'kas-a', version: 'v1.37.2' },
+        { name: 'kas-b', version: 'v1.37.2', runtimeConfig: 'batch/v1=false,autoscaling/v2=false' },
+        { name: 'kas-c', version: 'v1.37.2', runtimeConfig: 'autoscaling/v2=false' },
+      ],
+      { peerEgressProxy: egress.address },
+    );
     admin = await serviceAccountToken(tb.state(), 'routing-admin', 'cluster-admin');
   });
-  after(() => tb?.sandbox.down());
+  after(async () => {
+    await tb?.sandbox.down();
+    await egress?.close();
+  });
 
   it('TestPeerProxiedRequest: a Job created through A is listed through B', async () => {
     const created = await through('kas-a')('POST', '/apis/batch/v1/namespaces/default/jobs', job('peer-proxied'));
@@ -55,6 +66,15 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
       return JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
     });
     assert.ok(listed.items.some((j) => j.metadata.name === 'peer-proxied'));
+  });
+
+  it('TestPeerProxy_EgressDialerIsUsed: peer connections go through the configured egress proxy, local ones do not', () => {
+    const s = tb.state();
+    const port = (name: string): string => new URL(apiserverNamed(s, name).direct).port;
+    // kas-b's sidecar sent its Jobs requests to kas-a or kas-c (both serve batch/v1).
+    assert.ok(egress.targets.some((t) => t.endsWith(`:${port('kas-a')}`) || t.endsWith(`:${port('kas-c')}`)), `CONNECTs seen: ${egress.targets.join(', ')}`);
+    // Nothing is rerouted to kas-b, while its own sidecar has served plenty of local requests: those went direct.
+    assert.ok(!egress.targets.some((t) => t.endsWith(`:${port('kas-b')}`)), `CONNECTs seen: ${egress.targets.join(', ')}`);
   });
 
   it('rerouted requests are counted in apiserver_rerouted_request_total with upstream\'s labels', async () => {

@@ -19,10 +19,10 @@ export interface TestSandbox {
   kubectl: (kubeconfig: string, args: string[], opts?: { user?: 'admin' | 'user'; env?: Record<string, string> }) => Promise<{ stdout: string; stderr: string; code: number }>;
 }
 
-export async function startTestSandbox(specs: ApiserverSpec[]): Promise<TestSandbox> {
+export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEgressProxy?: string } = {}): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));
-  const sandbox = await Sandbox.up({ dir, apiservers: specs, components });
+  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, ...options });
   const state = (): SandboxState => sandbox.state();
   const kubectl: TestSandbox['kubectl'] = async (kubeconfig, args, opts = {}) => {
     const s = state();

@@ -54,6 +54,11 @@ describe('serve configuration', () => {
     assert.ok(problemsOf({ ...valid, apiservers: [a] }).some((p) => /is not host:port/.test(p)));
   });
 
+  it('a peer egress proxy is read as host:port', () => {
+    assert.deepEqual(parseServeConfig({ ...valid, peerEgressProxy: 'proxy.internal:3128' }, '/etc/mvproxy', false).peerEgressProxy, { host: 'proxy.internal', port: 3128 });
+    assert.ok(problemsOf({ ...valid, peerEgressProxy: 'no-port' }).some((p) => p.startsWith('peerEgressProxy')));
+  });
+
   it('referenced files must exist when checked', () => {
     assert.throws(() => parseServeConfig(valid, '/nonexistent', true), /does not exist/);
   });

@@ -542,6 +542,23 @@ describe('translateSidecar', () => {
       );
     });
 
+    test('with an egress proxy, peer connections are tunneled through it and the local apiserver is reached directly', () => {
+      const egress = { ...settings, upstream: { ...settings.upstream, egressProxy: { host: '10.9.9.9', port: 3128 } } };
+      const resources = translateSidecar(REROUTES, egress);
+      assert.equal(cluster(resources, 'local').transport_socket?.name, 'envoy.transport_sockets.tls');
+      for (const name of ['peer-b', 'peer-b-h1']) assert.equal(cluster(resources, name).transport_socket?.name, 'envoy.transport_sockets.http_11_proxy');
+      const peerEndpoint = resources.endpoints.find((e) => e.cluster_name === 'peer-b')?.endpoints?.[0]?.lb_endpoints?.[0];
+      const proxy = unpack<{ socket_address: { address: string; port_value: number } }>(
+        peerEndpoint?.metadata?.typed_filter_metadata?.['envoy.http11_proxy_transport_socket.proxy_address'],
+        'envoy.config.core.v3.Address',
+      );
+      assert.deepEqual(proxy.socket_address, { address: '10.9.9.9', port_value: 3128 });
+      // The CONNECT target is the endpoint's address, never a name the proxy cannot resolve.
+      assert.equal(peerEndpoint?.endpoint?.hostname, undefined);
+      const localEndpoint = resources.endpoints.find((e) => e.cluster_name === 'local')?.endpoints?.[0]?.lb_endpoints?.[0];
+      assert.equal(localEndpoint?.metadata, undefined);
+    });
+
     test('a route over several peers uses one cluster holding them all, so a retry can move to another peer', () => {
       const resources = translateSidecar(REROUTES, settings);
       assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).route?.cluster, 'peers-b+c');
@@ -839,6 +856,11 @@ describe('translateSidecar', () => {
       ['a sidecar with every grammar corner case', CONTRACT],
       ['a sidecar routing the longest built-in names', LONG_NAMES],
     ];
+    test('Envoy accepts the configuration of a sidecar reaching peers through an egress proxy', async () => {
+      const egress = { ...settings, upstream: { ...settings.upstream, egressProxy: { host: '127.0.0.1', port: 3128 } } };
+      const result = await validateWithEnvoy(translateSidecar(REROUTES, egress));
+      assert.ok(result.ok, result.output);
+    });
     for (const [what, p] of cases) {
       test(`Envoy accepts the configuration of ${what}`, async () => {
         const result = await validateWithEnvoy(translateSidecar(p, settings));
