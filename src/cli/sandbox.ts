@@ -9,6 +9,7 @@ import { Sandbox, defaultApiserverName, type ApiserverSpec } from '../sandbox/sa
 import { readState } from '../sandbox/state.js';
 import { serveControl, callControl } from '../sandbox/control.js';
 import { tailOfFile } from '../sandbox/processes.js';
+import { processAlive } from '../util/process.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -125,15 +126,6 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
     }
     if (exited) throw new Error(`sandbox failed to start:\n${tailOfFile(logFile, 30)}`);
     await new Promise((r) => setTimeout(r, 500));
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

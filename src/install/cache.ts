@@ -14,6 +14,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { processAlive } from '../util/process.js';
 
 export function resolveCacheRoot(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string {
   const fromEnv = env['MVPROXY_CACHE'];
@@ -83,16 +84,6 @@ export function tempOwnerPid(name: string): number | undefined {
   if (!name.startsWith(TEMP_PREFIX)) return undefined;
   const m = /-(\d+)$/.exec(name);
   return m ? Number(m[1]) : undefined;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but is not ours to signal.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Removes temp entries left in `dir` by installers that were killed. */
