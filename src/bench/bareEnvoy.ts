@@ -4,7 +4,7 @@
 // cost of mvproxy's configuration (filters, routes, ext_proc).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManagedProcess, ComponentStartError } from '../sandbox/processes.js';
+import { ManagedProcess } from '../sandbox/processes.js';
 import { freePorts } from '../sandbox/ports.js';
 import type { SandboxPki } from '../sandbox/pki.js';
 
@@ -89,16 +89,14 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
     logFile: join(opts.dir, 'bare-envoy.log'),
   });
   const url = `https://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (!proc.running) throw new ComponentStartError('reference Envoy', proc.describeExit(), proc.spec.logFile, proc.logTail());
-    const listening = await fetch(url).then(
+  // Listening is enough: any answer (even a TLS complaint) but a refused connection.
+  await proc.waitReady(
+    'reference Envoy',
+    () => fetch(url).then(
       () => true,
       (err: { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED',
-    );
-    if (listening) break;
-    if (Date.now() > deadline) throw new ComponentStartError('reference Envoy', 'not listening after 30 s', proc.spec.logFile, proc.logTail());
-    await new Promise((r) => setTimeout(r, 200));
-  }
+    ),
+    30_000,
+  );
   return { url, stop: () => proc.stop(2000) };
 }

@@ -57,6 +57,24 @@ export class ManagedProcess {
     return tailOfFile(this.spec.logFile, lines);
   }
 
+  /**
+   * Polls `ready` (a throw counts as not ready yet) until it returns true;
+   * fails fast with the log tail if the process dies, or after `timeoutMs`.
+   */
+  async waitReady(what: string, ready: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running) throw new ComponentStartError(what, this.describeExit(), this.spec.logFile, this.logTail());
+      try {
+        if (await ready()) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s`, this.spec.logFile, this.logTail());
+  }
+
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;

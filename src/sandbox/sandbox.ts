@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
-import { ManagedProcess, ComponentStartError } from './processes.js';
+import { ManagedProcess } from './processes.js';
 import { freePorts, assertPortFree } from './ports.js';
 import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
@@ -46,8 +46,6 @@ interface RunningApiserver {
   process?: ManagedProcess;
   sidecar?: ManagedProcess;
 }
-
-const READY_TIMEOUT_MS = 120_000;
 
 interface PortLayout {
   etcdClient: number;
@@ -227,7 +225,7 @@ export class Sandbox {
       logFile: join(this.logsDir, 'mvproxy.log'),
     });
     this.controlPlane = proc;
-    await waitUntil(proc, 'mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
+    await proc.waitReady('mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
   }
 
   /** The sandbox's certificates and keys. */
@@ -270,7 +268,7 @@ export class Sandbox {
     const pki = this.requirePki();
     const sidecar = run.sidecar;
     // Ready when the listener (pushed over ADS) answers with the apiserver behind it.
-    await waitUntil(sidecar, `Envoy sidecar of ${name}`, async () => {
+    await sidecar.waitReady(`Envoy sidecar of ${name}`, async () => {
       const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${this.adminToken ?? ''}` }, 2000);
       return res.status === 200;
     });
@@ -298,7 +296,7 @@ export class Sandbox {
       ],
       logFile: join(this.logsDir, 'etcd.log'),
     });
-    await waitUntil(this.etcd, 'etcd', async () => {
+    await this.etcd.waitReady('etcd', async () => {
       const res = await fetch(`${client}/health`);
       return res.ok;
     });
@@ -354,7 +352,7 @@ export class Sandbox {
     });
     const pki = this.requirePki();
     const process = run.process;
-    await waitUntil(process, `kube-apiserver ${name}`, async () => {
+    await process.waitReady(`kube-apiserver ${name}`, async () => {
       const res = await httpsGet(`https://127.0.0.1:${run.port}/readyz`, { ca: pki.ca.cert, ...pki.admin }, {}, 2000);
       return res.status === 200;
     });
@@ -474,21 +472,6 @@ function validateSpecs(specs: ApiserverSpec[], components: InstalledComponents):
       throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
     }
   }
-}
-
-/** Polls `ready` until it returns true; fails fast with the log tail if the process dies. */
-async function waitUntil(proc: ManagedProcess, what: string, ready: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (!proc.running) throw new ComponentStartError(what, proc.describeExit(), proc.spec.logFile, proc.logTail());
-    try {
-      if (await ready()) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new ComponentStartError(what, `not ready after ${READY_TIMEOUT_MS / 1000} s`, proc.spec.logFile, proc.logTail());
 }
 
 /** Creating something that already exists (a restarted sandbox on the same etcd) is fine. */
