@@ -13,7 +13,7 @@ import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
 import { sidecarBootstrap } from '../xds/bootstrap.js';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { serviceAccountToken } from './serviceAccount.js';
 const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
@@ -148,31 +148,17 @@ export class Sandbox {
     return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count), sidecarAdmins: take(count) };
   }
 
-  /** A cluster-admin service-account token: what clients use through the sidecars. */
+  /** A cluster-admin service-account token: what token clients use through the sidecars. */
   private async createAdminToken(): Promise<string> {
     const first = [...this.apiservers.values()][0];
     if (!first) throw new Error('internal: no apiserver');
     await this.writeKubeconfigs();
-    const kc = new KubeConfig();
-    kc.loadFromFile(join(this.dir, `kubeconfig-${first.spec.name}-direct`));
-    const core = kc.makeApiClient(CoreV1Api);
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    const namespace = 'kube-system';
-    const name = SANDBOX_ADMIN_SERVICE_ACCOUNT;
-    await ignoreConflict(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }));
-    await ignoreConflict(
-      rbac.createClusterRoleBinding({
-        body: {
-          metadata: { name },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-          subjects: [{ kind: 'ServiceAccount', name, namespace }],
-        },
-      }),
-    );
-    const review = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } } });
-    const token = review.status?.token;
-    if (!token) throw new Error('the apiserver returned no service-account token');
-    return token;
+    return serviceAccountToken(join(this.dir, `kubeconfig-${first.spec.name}-direct`), {
+      namespace: 'kube-system',
+      name: SANDBOX_ADMIN_SERVICE_ACCOUNT,
+      clusterRole: 'cluster-admin',
+      expirationSeconds: 24 * 3600,
+    });
   }
 
   private get controlPlaneConfigPath(): string {
@@ -471,15 +457,6 @@ function validateSpecs(specs: ApiserverSpec[], components: InstalledComponents):
     if (spec.runtimeConfig !== undefined && !/^[a-z0-9./=,-]+$/i.test(spec.runtimeConfig)) {
       throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
     }
-  }
-}
-
-/** Creating something that already exists (a restarted sandbox on the same etcd) is fine. */
-async function ignoreConflict(creation: Promise<unknown>): Promise<void> {
-  try {
-    await creation;
-  } catch (err) {
-    if ((err as { code?: number }).code !== 409) throw err;
   }
 }
 

@@ -10,6 +10,7 @@ import { ensureComponents } from '../../src/install/index.js';
 import { Sandbox, type ApiserverSpec } from '../../src/sandbox/sandbox.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
+import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -56,30 +57,9 @@ export const AGGREGATED_DISCOVERY_NOPEER_ACCEPT =
 
 /** A service-account token, optionally bound to a ClusterRole (created through the admin certificate). */
 export async function serviceAccountToken(state: SandboxState, name: string, clusterRole?: string): Promise<string> {
-  const { KubeConfig, CoreV1Api, RbacAuthorizationV1Api } = await import('@kubernetes/client-node');
   const first = state.apiservers.find((a) => a.running);
   if (!first) throw new Error('no running apiserver');
-  const kc = new KubeConfig();
-  kc.loadFromFile(first.kubeconfig.direct);
-  const core = kc.makeApiClient(CoreV1Api);
-  const namespace = 'default';
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(() => undefined);
-  if (clusterRole) {
-    await kc
-      .makeApiClient(RbacAuthorizationV1Api)
-      .createClusterRoleBinding({
-        body: {
-          metadata: { name: `${name}-${clusterRole}` },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
-          subjects: [{ kind: 'ServiceAccount', name, namespace }],
-        },
-      })
-      .catch(() => undefined);
-  }
-  const review = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-  const token = review.status?.token;
-  if (!token) throw new Error('no token returned');
-  return token;
+  return createServiceAccountToken(first.kubeconfig.direct, { namespace: 'default', name, expirationSeconds: 3600, ...(clusterRole ? { clusterRole } : {}) });
 }
 
 /** A bearer-token API client for one base URL (a sidecar or an apiserver). */
