@@ -4,7 +4,7 @@
 // sidecar per apiserver.
 import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { InstalledComponents } from '../install/index.js';
+import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { ManagedProcess } from './processes.js';
@@ -460,12 +460,8 @@ function validateSpecs(specs: ApiserverSpec[], components: InstalledComponents):
   }
 }
 
-export function compareVersions(a: string, b: string): number {
-  const pa = a.replace(/^v/, '').split('.').map(Number);
-  const pb = b.replace(/^v/, '').split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
+/** Orders Kubernetes releases oldest first (the installer owns their syntax). */
+function compareVersions(a: string, b: string): number {
+  const [va, vb] = [parseKubernetesVersion(a), parseKubernetesVersion(b)];
+  return va.minor - vb.minor || va.patch - vb.patch;
 }
