@@ -4,27 +4,21 @@
 // a reroute or unavailable route handled reach mvproxy, and they become
 // upstream MVP's counters within Envoy's buffer flush interval.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 
 import type { HTTPAccessLogEntry__Output } from '../../src/generated/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { AccessLogServer, type LoggedRequest } from '../../src/servers/accessLog.js';
-import { AdsServer, createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
-import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
-import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
-import { makeSnapshot } from '../../src/xds/snapshot.js';
-import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
-import { eventually, startEnvoy, type EnvoyInstance } from '../support/envoy.js';
-import { sidecarSettings } from '../support/translatorFixtures.js';
-import { freePorts } from '../../src/sandbox/ports.js';
+import type { TestCert } from '../support/clientCerts.js';
+import { eventually } from '../support/envoy.js';
+import { fakeApiserverTls, freePort, sidecarCerts, startSidecar, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
 /** Envoy flushes its access log buffer every second; allow for a slow machine. */
@@ -47,26 +41,13 @@ class RecordingAccessLogServer extends AccessLogServer {
 }
 
 let dir: string;
-let envoy: EnvoyInstance;
-let grpcServer: grpc.Server;
+let sidecar: RunningSidecar;
 let apiserver: HttpsServer;
 let peer: HttpsServer;
 let metrics: Metrics;
 let accessLog: RecordingAccessLogServer;
 let listenerPort: number;
 let servingCa: TestCert;
-
-async function freePort(): Promise<number> {
-  const [port] = await freePorts(1);
-  if (port === undefined) throw new Error('no free port');
-  return port;
-}
-
-function write(name: string, content: string): string {
-  const file = join(dir, name);
-  writeFileSync(file, content, { mode: 0o600 });
-  return file;
-}
 
 function send(path: string, headers: Record<string, string> = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -105,44 +86,20 @@ function sameLabels(actual: Partial<Record<string, string | number>>, wanted: Re
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mvproxy-accesslog-e2e-'));
-  const clientCa = await testCa('cluster client CA');
-  servingCa = await testCa('apiserver serving CA');
-  const frontProxyCa = await testCa('front-proxy CA');
-  const frontProxy = await testLeaf(frontProxyCa, { name: [{ CN: ['front-proxy-client'] }], usages: ['client'] });
-  const apiserverServing = await testLeaf(servingCa, { name: [{ CN: ['kube-apiserver'] }], usages: ['server'], dnsNames: [PEER_SERVER_NAME] });
-  const sidecarServing = await testLeaf(servingCa, { name: [{ CN: ['sidecar'] }], usages: ['server'], dnsNames: ['localhost'], ips: ['127.0.0.1'] });
+  const certs = await sidecarCerts();
+  servingCa = certs.servingCa;
 
   const echo = (server: string): HttpsServer =>
-    createHttpsServer(
-      { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
-      (req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ server, path: req.url ?? '' }));
-      },
-    );
+    createHttpsServer(fakeApiserverTls(certs), (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ server, path: req.url ?? '' }));
+    });
   apiserver = echo('local');
   peer = echo('peer');
   await new Promise<void>((resolve) => apiserver.listen(0, '127.0.0.1', resolve));
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
 
   metrics = createMetrics();
-  grpcServer = createGrpcServer();
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
-  ads.addToServer(grpcServer);
-  accessLog = new RecordingAccessLogServer({ logger: pino({ level: 'silent' }), metrics });
-  accessLog.addToServer(grpcServer);
-  const socket = join(dir, 'mvproxy.sock');
-  await listenUnix(grpcServer, socket);
-
-  listenerPort = await freePort();
-  const settings = sidecarSettings(listenerPort, {
-    servingCert: write('sidecar.crt', sidecarServing.certPem),
-    servingKey: write('sidecar.key', sidecarServing.keyPem),
-    clientCa: write('client-ca.crt', clientCa.certPem),
-    frontProxyCert: write('front-proxy.crt', frontProxy.certPem),
-    frontProxyKey: write('front-proxy.key', frontProxy.keyPem),
-    peerCa: write('peer-ca.crt', servingCa.certPem),
-  });
   const plan: SidecarPlan = {
     node: NODE,
     local: { name: NODE, address: { host: '127.0.0.1', port: (apiserver.address() as AddressInfo).port } },
@@ -158,20 +115,21 @@ before(async () => {
     ],
     groupDocuments: [],
   };
-  ads.setSnapshot(NODE, makeSnapshot(translateSidecar(plan, settings)));
-
-  envoy = await startEnvoy(undefined, {
-    bootstrap: sidecarBootstrap({ nodeId: NODE, controlPlane: { unixSocket: socket }, admin: { port: 0 } }),
+  sidecar = await startSidecar({
+    dir,
+    node: NODE,
+    certs,
+    plan,
+    register: (server) => {
+      accessLog = new RecordingAccessLogServer({ logger: pino({ level: 'silent' }), metrics });
+      accessLog.addToServer(server);
+    },
   });
-  await eventually('the sidecar listener serves', 20_000, async () => {
-    const reply = await send('/healthz');
-    return reply.status === 200 ? true : undefined;
-  });
+  listenerPort = sidecar.listenerPort;
 });
 
 after(async () => {
-  await envoy?.stop();
-  if (grpcServer) await shutdownGrpcServer(grpcServer, 100);
+  await sidecar?.stop();
   await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
   await new Promise<void>((resolve) => (peer ? peer.close(() => resolve()) : resolve()));
   rmSync(dir, { recursive: true, force: true });

@@ -4,27 +4,22 @@
 // front-proxy client certificate and echo the headers they receive. The local
 // one authenticates discovery like kube-apiserver: 401 for unknown tokens.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
-import { AdsServer, createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
+import { shutdownGrpcServer } from '../../src/servers/ads.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
-import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
-import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
-import { makeSnapshot } from '../../src/xds/snapshot.js';
-import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
-import { eventually, startEnvoy, type EnvoyInstance } from '../support/envoy.js';
-import { sidecarSettings } from '../support/translatorFixtures.js';
-import { freePorts } from '../../src/sandbox/ports.js';
+import { testLeaf, type TestCert } from '../support/clientCerts.js';
+import { eventually } from '../support/envoy.js';
+import { fakeApiserverTls, sidecarCerts, startSidecar, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
 const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
@@ -51,8 +46,7 @@ interface Reply {
 }
 
 let dir: string;
-let envoy: EnvoyInstance;
-let grpcServer: grpc.Server;
+let sidecar: RunningSidecar;
 let apiserver: HttpsServer;
 let peer: HttpsServer;
 /** Headers of the last discovery request the local apiserver received. */
@@ -64,18 +58,6 @@ let alice: TestCert;
 const discoveryCalls: Array<{ node: string; request: DiscoveryRequest }> = [];
 /** Ends the responses of requests the apiserver holds open. */
 const hanging: Array<() => void> = [];
-
-async function freePort(): Promise<number> {
-  const [port] = await freePorts(1);
-  if (port === undefined) throw new Error('no free port');
-  return port;
-}
-
-function write(name: string, content: string): string {
-  const file = join(dir, name);
-  writeFileSync(file, content, { mode: 0o600 });
-  return file;
-}
 
 function send(path: string, opts: { cert?: TestCert; headers?: Record<string, string> } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -123,19 +105,15 @@ const FORGED = {
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mvproxy-extproc-e2e-'));
-  const clientCa = await testCa('cluster client CA');
-  servingCa = await testCa('apiserver serving CA');
-  const frontProxyCa = await testCa('front-proxy CA');
-  const frontProxy = await testLeaf(frontProxyCa, { name: [{ CN: ['front-proxy-client'] }], usages: ['client'] });
-  const apiserverServing = await testLeaf(servingCa, { name: [{ CN: ['kube-apiserver'] }], usages: ['server'], dnsNames: [PEER_SERVER_NAME] });
-  const sidecarServing = await testLeaf(servingCa, { name: [{ CN: ['sidecar'] }], usages: ['server'], dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-  alice = await testLeaf(clientCa, { name: [{ O: ['system:masters'] }, { O: ['team, a+b'] }, { CN: ['alice'] }], usages: ['client'] });
+  const certs = await sidecarCerts();
+  servingCa = certs.servingCa;
+  alice = await testLeaf(certs.clientCa, { name: [{ O: ['system:masters'] }, { O: ['team, a+b'] }, { CN: ['alice'] }], usages: ['client'] });
 
   // The "apiserver": only the front-proxy certificate gets in; echoes what it
   // received, except for aggregated discovery, which it authenticates: a known
   // token or a front-proxy identity gets its own document, anything else 401.
   apiserver = createHttpsServer(
-    { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
+    fakeApiserverTls(certs),
     (req, res) => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/apis' || path === '/api') {
@@ -170,7 +148,7 @@ before(async () => {
 
   // The peer: serves PEER_GROUP's documents itself; echoes what it received, marked as the peer.
   peer = createHttpsServer(
-    { key: apiserverServing.keyPem, cert: apiserverServing.certPem, ca: frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true },
+    fakeApiserverTls(certs),
     (req, res) => {
       const body: Echo & { server: string } = { server: 'peer', path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -181,31 +159,6 @@ before(async () => {
   const peerPort = (peer.address() as AddressInfo).port;
 
   metrics = createMetrics();
-  grpcServer = createGrpcServer();
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
-  ads.addToServer(grpcServer);
-  new ExtProcServer({
-    logger: pino({ level: 'silent' }),
-    metrics,
-    discovery: (node, request) => {
-      discoveryCalls.push({ node, request });
-      const cacheHeaders = { etag: MERGED_ETAG, vary: 'Accept' };
-      if (request.ifNoneMatch === MERGED_ETAG) return { status: 304, headers: cacheHeaders, body: Buffer.alloc(0) };
-      return { status: 200, headers: { 'content-type': 'application/vnd.kubernetes.protobuf', ...cacheHeaders }, body: DISCOVERY_BODY };
-    },
-  }).addToServer(grpcServer);
-  const socket = join(dir, 'mvproxy.sock');
-  await listenUnix(grpcServer, socket);
-
-  listenerPort = await freePort();
-  const settings = sidecarSettings(listenerPort, {
-    servingCert: write('sidecar.crt', sidecarServing.certPem),
-    servingKey: write('sidecar.key', sidecarServing.keyPem),
-    clientCa: write('client-ca.crt', clientCa.certPem),
-    frontProxyCert: write('front-proxy.crt', frontProxy.certPem),
-    frontProxyKey: write('front-proxy.key', frontProxy.keyPem),
-    peerCa: write('peer-ca.crt', servingCa.certPem),
-  });
   const plan: SidecarPlan = {
     node: NODE,
     local: { name: NODE, address: { host: '127.0.0.1', port: apiserverPort } },
@@ -216,21 +169,30 @@ before(async () => {
       { group: PEER_GROUP, version: 'v1', action: { kind: 'peers', peers: ['b'] } },
     ],
   };
-  ads.setSnapshot(NODE, makeSnapshot(translateSidecar(plan, settings)));
-
-  envoy = await startEnvoy(undefined, {
-    bootstrap: sidecarBootstrap({ nodeId: NODE, controlPlane: { unixSocket: socket }, admin: { port: 0 } }),
+  sidecar = await startSidecar({
+    dir,
+    node: NODE,
+    certs,
+    plan,
+    register: (server) => {
+      new ExtProcServer({
+        logger: pino({ level: 'silent' }),
+        metrics,
+        discovery: (node, request) => {
+          discoveryCalls.push({ node, request });
+          const cacheHeaders = { etag: MERGED_ETAG, vary: 'Accept' };
+          if (request.ifNoneMatch === MERGED_ETAG) return { status: 304, headers: cacheHeaders, body: Buffer.alloc(0) };
+          return { status: 200, headers: { 'content-type': 'application/vnd.kubernetes.protobuf', ...cacheHeaders }, body: DISCOVERY_BODY };
+        },
+      }).addToServer(server);
+    },
   });
-  await eventually('the sidecar listener serves', 20_000, async () => {
-    const reply = await send('/healthz');
-    return reply.status === 200 ? true : undefined;
-  });
+  listenerPort = sidecar.listenerPort;
 });
 
 after(async () => {
   for (const end of hanging) end();
-  await envoy?.stop();
-  if (grpcServer) await shutdownGrpcServer(grpcServer, 100);
+  await sidecar?.stop();
   await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
   await new Promise<void>((resolve) => (peer ? peer.close(() => resolve()) : resolve()));
   rmSync(dir, { recursive: true, force: true });
@@ -260,7 +222,7 @@ describe('ext_proc through a real Envoy', () => {
   test('the ext_proc stream of a certificate watch closes once its headers are answered', async () => {
     // Every open stream holds a request on the control-plane cluster (circuit breaker: 1024 by default).
     const active = async (): Promise<number> => {
-      const text = (await envoy.admin('/stats?filter=^cluster\\.mvproxy_xds\\.upstream_rq_active$')).body;
+      const text = (await sidecar.envoy.admin('/stats?filter=^cluster\\.mvproxy_xds\\.upstream_rq_active$')).body;
       return Number(/upstream_rq_active: (\d+)/.exec(text)?.[1] ?? NaN);
     };
     const idle = await active(); // the ADS stream
@@ -291,7 +253,7 @@ describe('ext_proc through a real Envoy', () => {
   });
 
   test('the control-plane cluster that ext_proc streams share has its circuit breakers raised', async () => {
-    const clusters = (await envoy.admin('/clusters')).body;
+    const clusters = (await sidecar.envoy.admin('/clusters')).body;
     for (const limit of ['max_connections', 'max_pending_requests', 'max_requests', 'max_retries']) {
       assert.match(clusters, new RegExp(`^mvproxy_xds::default_priority::${limit}::1000000$`, 'm'), limit);
     }
@@ -378,7 +340,7 @@ describe('ext_proc through a real Envoy', () => {
   });
 
   test('with ext_proc down, certificate requests fail closed with a 503 Status and token requests still work', async () => {
-    await shutdownGrpcServer(grpcServer, 100);
+    await shutdownGrpcServer(sidecar.grpcServer, 100);
     const refused = await send('/api/v1/namespaces/default/pods', { cert: alice });
     assert.equal(refused.status, 503);
     assert.equal(refused.headers['content-type'], 'application/json');
