@@ -13,11 +13,9 @@ import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { AdsServer, createGrpcServer, listenMtls, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
-import { TYPE_URL, PUSH_ORDER, anyOf, makeSnapshot, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
+import { TYPE_URL, PUSH_ORDER, makeSnapshot, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
-import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
-import { dumpSection, eventually, startEnvoy, validateEnvoyConfig, type EnvoyInstance } from '../support/envoy.js';
+import { dumpSection, eventually, rdsListener, startEnvoy, validateEnvoyConfig, type EnvoyInstance } from '../support/envoy.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -70,26 +68,7 @@ function snapshotFor(backendPort: number, listenPort: number, route: { prefix?: 
         endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: backendPort } } } }] }],
       },
     ],
-    listeners: [
-      {
-        name: 'ingress',
-        address: { socket_address: { address: '127.0.0.1', port_value: listenPort } },
-        filter_chains: [
-          {
-            filters: [
-              {
-                name: 'envoy.filters.network.http_connection_manager',
-                typed_config: anyOf<HttpConnectionManager>('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', {
-                  stat_prefix: 'ingress',
-                  rds: { route_config_name: 'ingress', config_source: { ads: {}, resource_api_version: 'V3' } },
-                  http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf<Router>('envoy.extensions.filters.http.router.v3.Router', {}) }],
-                }),
-              },
-            ],
-          },
-        ],
-      },
-    ],
+    listeners: [rdsListener('ingress', listenPort)],
     routes: [
       {
         name: 'ingress',

@@ -9,6 +9,10 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { TestContext } from 'node:test';
+import type { Listener } from '../../src/generated/envoy/config/listener/v3/Listener.js';
+import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
+import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import { anyOf } from '../../src/xds/snapshot.js';
 
 export const ENVOY_VERSION = '1.40.0';
 
@@ -235,4 +239,26 @@ export async function validateEnvoyConfig(config: object): Promise<{ ok: boolean
 /** The dynamic resources of one kind in a config dump, e.g. 'ClustersConfigDump'. */
 export function dumpSection(dump: ConfigDump, kind: string): Record<string, unknown> | undefined {
   return dump.configs.find((c) => c['@type'] === `type.googleapis.com/envoy.admin.v3.${kind}`);
+}
+
+/** The smallest HTTP listener that takes its routes over ADS (RDS config `name`): a fixture for xDS tests. */
+export function rdsListener(name: string, port: number): Listener {
+  return {
+    name,
+    address: { socket_address: { address: '127.0.0.1', port_value: port } },
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: anyOf<HttpConnectionManager>('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', {
+              stat_prefix: name,
+              rds: { route_config_name: name, config_source: { ads: {}, resource_api_version: 'V3' } },
+              http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf<Router>('envoy.extensions.filters.http.router.v3.Router', {}) }],
+            }),
+          },
+        ],
+      },
+    ],
+  };
 }

@@ -10,9 +10,9 @@ import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { envoyGrpc } from '../../src/xds/protos.js';
 import { AdsServer, NackError, createGrpcServer, listenUnix, shutdownGrpcServer, type AdsMetrics } from '../../src/servers/ads.js';
-import { TYPE_URL, anyOf, makeSnapshot, snapshotVersions, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
+import { TYPE_URL, makeSnapshot, snapshotVersions, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
-import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import { rdsListener } from '../support/envoy.js';
 import type { DiscoveryRequest } from '../../src/generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
@@ -36,26 +36,7 @@ function config(opts: { port?: number; routeCluster?: string; extraCluster?: boo
       cluster_name: c.name,
       endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.port ?? 8080 } } } }] }],
     })),
-    listeners: [
-      {
-        name: 'ingress',
-        address: { socket_address: { address: '127.0.0.1', port_value: 10000 } },
-        filter_chains: [
-          {
-            filters: [
-              {
-                name: 'envoy.filters.network.http_connection_manager',
-                typed_config: anyOf<HttpConnectionManager>('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', {
-                  stat_prefix: 'ingress',
-                  rds: { route_config_name: 'ingress', config_source: { ads: {}, resource_api_version: 'V3' } },
-                  http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf('envoy.extensions.filters.http.router.v3.Router', {}) }],
-                }),
-              },
-            ],
-          },
-        ],
-      },
-    ],
+    listeners: [rdsListener('ingress', 10000)],
     routes: [
       {
         name: 'ingress',
