@@ -1,6 +1,6 @@
 // Upstream clusters: the local apiserver, each peer, and each set of peers a
-// route spreads over, every one in two flavours (HTTP/2-capable and HTTP/1.1
-// for upgrades).
+// route spreads over, every one in four flavours (names.ts, UpstreamFlavour):
+// HTTP/1.1 or HTTP/2, with or without the front-proxy certificate.
 import { isIP } from 'node:net';
 import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
@@ -10,13 +10,13 @@ import type { Address } from '../generated/envoy/config/core/v3/Address.js';
 import type { TransportSocket } from '../generated/envoy/config/core/v3/TransportSocket.js';
 import type { HttpProtocolOptions } from '../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
 import type { PlannedApiserver } from '../planner/plan.js';
-import { http1ClusterName } from './names.js';
+import { flavouredClusterName, UPSTREAM_FLAVOURS, type UpstreamFlavour } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
 
 /** A named group of apiservers load-balanced as one Envoy cluster. */
 export interface UpstreamSet {
-  /** Cluster name of the HTTP/2-capable flavour, and EDS service name of both. */
+  /** Base of the flavoured cluster names, and EDS service name of all of them. */
   name: string;
   /** Sorted by name. */
   members: PlannedApiserver[];
@@ -32,18 +32,15 @@ const EGRESS_PROXY_METADATA = 'envoy.http11_proxy_transport_socket.proxy_address
 /** Every watch holds a request open for its whole life: Envoy's default limit of 1024 is far too low. */
 const MANY = 1_000_000;
 
-/** Both flavours of the cluster for an upstream set, and its endpoints when they come over EDS. */
+/** Every flavour of the cluster for an upstream set, and its endpoints when they come over EDS. */
 export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peers: boolean): { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] } {
   const egressProxy = peers ? settings.upstream.egressProxy : undefined;
   const assignment = loadAssignment(set, egressProxy);
   // EDS carries IP addresses only; a host name needs Envoy's DNS resolution,
   // so such a set gets a STRICT_DNS cluster with its endpoints inline.
   const viaEds = set.members.every((member) => isIP(member.address.host) !== 0);
-  const flavours: Array<{ name: string; http1Only: boolean }> = [
-    { name: set.name, http1Only: false },
-    { name: http1ClusterName(set.name), http1Only: true },
-  ];
-  const clusters = flavours.map(({ name, http1Only }): Cluster => {
+  const clusters = UPSTREAM_FLAVOURS.map((flavour): Cluster => {
+    const name = flavouredClusterName(set.name, flavour);
     const discovery: Cluster = viaEds
       ? { type: 'EDS', eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: set.name } }
       : { type: 'STRICT_DNS', load_assignment: { ...assignment, cluster_name: name } };
@@ -80,9 +77,9 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peer
         base_ejection_time: seconds(10),
         max_ejection_percent: { value: 100 },
       },
-      transport_socket: upstreamTransport(upstreamTls(settings, http1Only), egressProxy !== undefined),
+      transport_socket: upstreamTransport(upstreamTls(settings, flavour), egressProxy !== undefined),
       typed_extension_protocol_options: {
-        [HTTP_PROTOCOL_OPTIONS]: typedConfig<HttpProtocolOptions>(HTTP_PROTOCOL_OPTIONS, protocolOptions(http1Only)),
+        [HTTP_PROTOCOL_OPTIONS]: typedConfig<HttpProtocolOptions>(HTTP_PROTOCOL_OPTIONS, protocolOptions(flavour)),
       },
     };
   });
@@ -128,29 +125,31 @@ function upstreamTransport(tls: UpstreamTlsContext, viaEgressProxy: boolean): Tr
 }
 
 /**
- * TLS to an apiserver: the front-proxy client certificate (the apiserver
- * trusts X-Remote-* headers only from it) and the serving certificate checked
- * against the peer CA for the in-cluster service name.
+ * TLS to an apiserver: its serving certificate checked against the peer CA for
+ * the in-cluster service name and, on front-proxy flavours, the front-proxy
+ * client certificate (the apiserver trusts X-Remote-* headers only from it).
  */
-function upstreamTls(settings: TranslatorSettings, http1Only: boolean): UpstreamTlsContext {
+function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): UpstreamTlsContext {
   const { frontProxyCertPath, frontProxyKeyPath, peerCaPath, serverName } = settings.upstream;
   return {
     sni: serverName,
     common_tls_context: {
-      tls_certificates: [{ certificate_chain: { filename: frontProxyCertPath }, private_key: { filename: frontProxyKeyPath } }],
+      ...(flavour.frontProxy
+        ? { tls_certificates: [{ certificate_chain: { filename: frontProxyCertPath }, private_key: { filename: frontProxyKeyPath } }] }
+        : {}),
       validation_context: {
         trusted_ca: { filename: peerCaPath },
         match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: serverName } }],
       },
-      // The HTTP/2-capable flavour negotiates h2 or http/1.1 by ALPN.
-      alpn_protocols: http1Only ? ['http/1.1'] : ['h2', 'http/1.1'],
+      // The HTTP/2 flavour negotiates h2 (or http/1.1, should an apiserver refuse h2) by ALPN.
+      alpn_protocols: flavour.protocol === 'http1' ? ['http/1.1'] : ['h2', 'http/1.1'],
     },
   };
 }
 
-function protocolOptions(http1Only: boolean): HttpProtocolOptions {
-  if (http1Only) {
-    // Envoy carries WebSocket and SPDY/3.1 upgrades over HTTP/1.1 connections only.
+function protocolOptions(flavour: UpstreamFlavour): HttpProtocolOptions {
+  if (flavour.protocol === 'http1') {
+    // Keep-alive connections, one request at a time each; upgrades need exactly this.
     return { explicit_http_config: { http_protocol_options: {} } };
   }
   return {

@@ -50,6 +50,8 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     // Append the client's address to X-Forwarded-For (audit logs), trusting none sent by clients.
     use_remote_address: { value: true },
     xff_num_trusted_hops: 0,
+    // Apiservers ignore x-request-id (audit has its own Audit-ID); a UUID per request is wasted work.
+    generate_request_id: { value: false },
     upgrade_configs: [{ upgrade_type: 'websocket' }, { upgrade_type: 'SPDY/3.1' }],
     // No overall or idle limit at this level: watches; routes set their own idle timeout.
     stream_idle_timeout: seconds(0),

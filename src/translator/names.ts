@@ -4,8 +4,40 @@ export const LISTENER_NAME = 'apiserver';
 export const ROUTE_CONFIG_NAME = 'apiserver';
 export const LOCAL_CLUSTER = 'local';
 
-/** Suffix of the HTTP/1.1-only variant of a cluster, for upgrade requests (exec, attach, port-forward, proxy). */
-export const HTTP1_SUFFIX = '-h1';
+/**
+ * How requests travel to an upstream set: each set has one Envoy cluster
+ * (connection pool) per flavour.
+ */
+export interface UpstreamFlavour {
+  /**
+   * `http1`: HTTP/1.1 only, for ordinary requests (cheaper per request than
+   * HTTP/2 for both Envoy and the apiserver) and for upgrades (Envoy carries
+   * WebSocket and SPDY/3.1 over HTTP/1.1 only). `http2`: negotiated by ALPN,
+   * for watches, so that thousands of them share a few connections.
+   */
+  protocol: 'http1' | 'http2';
+  /**
+   * The connection presents the front-proxy client certificate, so the
+   * apiserver believes the X-Remote-* identity ext_proc sets. Only
+   * client-certificate requests need it; every other request travels without
+   * it, costs the apiserver no certificate verification, and could assert no
+   * identity even if a header slipped through.
+   */
+  frontProxy: boolean;
+}
+
+/** Every flavour, in the order clusters are listed. */
+export const UPSTREAM_FLAVOURS: readonly UpstreamFlavour[] = [
+  { protocol: 'http2', frontProxy: false },
+  { protocol: 'http2', frontProxy: true },
+  { protocol: 'http1', frontProxy: false },
+  { protocol: 'http1', frontProxy: true },
+];
+
+/** `local`, `local-front-proxy`, `local-h1`, `local-h1-front-proxy` (and so on for peers). */
+export function flavouredClusterName(set: string, flavour: UpstreamFlavour): string {
+  return `${set}${flavour.protocol === 'http1' ? '-h1' : ''}${flavour.frontProxy ? '-front-proxy' : ''}`;
+}
 
 /**
  * The cluster (and EDS service) name for a set of apiservers a route sends to:
@@ -16,10 +48,6 @@ export const HTTP1_SUFFIX = '-h1';
 export function peerClusterName(peerNames: readonly string[]): string {
   const encoded = [...peerNames].sort().map((name) => encodeURIComponent(name));
   return encoded.length === 1 ? `peer-${encoded[0]}` : `peers-${encoded.join('+')}`;
-}
-
-export function http1ClusterName(cluster: string): string {
-  return `${cluster}${HTTP1_SUFFIX}`;
 }
 
 /** Name of the ext_proc HTTP filter; per-route configs refer to it. */

@@ -6,8 +6,11 @@
 //
 // Every forwarding route has a client-certificate twin just before it (RouteMatch
 // tls_context presented and validated) that leaves ext_proc on, so mvproxy turns
-// the certificate into X-Remote-User/X-Remote-Group; the twin without it switches
-// ext_proc off (token clients, watches: no round trip). Both go to the same place.
+// the certificate into X-Remote-User/X-Remote-Group, and that uses the
+// front-proxy flavour of the cluster (the apiserver believes those headers
+// from it only); the twin without it switches ext_proc off (token clients: no
+// round trip) and travels without the front-proxy certificate. Both go to the
+// same apiservers.
 import type { HeaderMatcher } from '../generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
@@ -16,7 +19,7 @@ import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.j
 import type { GroupDocumentRoute, ResourceRoute, Unavailable } from '../planner/plan.js';
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { extProcDisabled, extProcForDiscovery } from './extProc.js';
-import { http1ClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME } from './names.js';
+import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { emptyTypedConfig, seconds } from './typed.js';
 import { serviceUnavailableJson } from '../model/status.js';
@@ -31,6 +34,14 @@ export const STREAM_IDLE_TIMEOUT_SECONDS = 3600;
 /** Upgrade requests (exec, attach, port-forward, proxy over WebSocket or SPDY/3.1) carry an Upgrade header. */
 const UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true };
 const NOT_UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true, invert_match: true };
+
+/**
+ * Watches (`?watch=true`, and the other common spellings kube-apiserver reads
+ * as true) go over HTTP/2, many to a connection. A watch spelled otherwise
+ * (or through the deprecated /watch/ path) still works over HTTP/1.1, on a
+ * connection of its own.
+ */
+const WATCH_REQUEST: RouteMatch['query_parameters'] = [{ name: 'watch', string_match: { safe_regex: { regex: '1|[tT]|[tT]rue|TRUE' } } }];
 
 /** The client presented a certificate and Envoy verified it against the cluster client CA. */
 const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true }, validated: { value: true } };
@@ -56,7 +67,7 @@ export function routeConfiguration(routes: readonly ResourceRoute[], groupDocume
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER),
-          aggregatedDiscoveryRoute(),
+          ...aggregatedDiscoveryRoutes(),
           ...groupDocuments.flatMap(groupDocumentRoutes),
           ...ordered.flatMap(resourceRoutes),
           ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER),
@@ -105,48 +116,60 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
  * every other answer, 401 and 403 included, through). Upgrade requests are
  * never discovery; already-proxied ones matched earlier.
  */
-function aggregatedDiscoveryRoute(): Route {
-  return {
-    name: 'discovery (aggregated)',
-    match: {
-      safe_regex: { regex: '/apis?/?' },
-      headers: [
-        { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
-        { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
-        NOT_UPGRADE_REQUEST,
-      ],
-    },
-    route: forwardAction(LOCAL_CLUSTER),
-    typed_per_filter_config: extProcForDiscovery(),
+function aggregatedDiscoveryRoutes(): Route[] {
+  const match: RouteMatch = {
+    safe_regex: { regex: '/apis?/?' },
+    headers: [
+      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
+      { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
+      NOT_UPGRADE_REQUEST,
+    ],
   };
+  const discovery = (name: string, routeMatch: RouteMatch, frontProxy: boolean): Route => ({
+    name,
+    match: routeMatch,
+    route: forwardAction(flavouredClusterName(LOCAL_CLUSTER, { protocol: 'http1', frontProxy })),
+    typed_per_filter_config: extProcForDiscovery(),
+  });
+  return [
+    discovery(`discovery (aggregated)${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`, { ...match, tls_context: CLIENT_CERTIFICATE }, true),
+    discovery('discovery (aggregated)', match, false),
+  ];
 }
 
 /**
- * An upgrade flavour (HTTP/1.1 cluster) and a normal one, in that order, each
- * preceded by its client-certificate twin (ext_proc on); the others switch
- * ext_proc off. `rerouted` (routes to peers) marks the request as proxied and
- * puts the route in the access log (route metadata).
+ * Three flavours, in this order: upgrades (HTTP/1.1, as Envoy requires), watches
+ * (HTTP/2) and everything else (HTTP/1.1), each preceded by its
+ * client-certificate twin (ext_proc on, front-proxy connection); the others
+ * switch ext_proc off. `rerouted` (routes to peers) marks the request as
+ * proxied and puts the route in the access log (route metadata).
  */
-function forwardRoutes(name: string, match: RouteMatch, cluster: string, rerouted?: LoggedRoute): Route[] {
+function forwardRoutes(name: string, match: RouteMatch, set: string, rerouted?: LoggedRoute): Route[] {
   const rerouteFields = rerouted
     ? {
         request_headers_to_add: [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const }],
         metadata: loggedRouteMetadata(rerouted),
       }
     : {};
-  const upgradeMatch: RouteMatch = { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] };
-  const flavours: Array<[string, RouteMatch, string]> = [
-    [`${name} (upgrade)`, upgradeMatch, http1ClusterName(cluster)],
-    [name, match, cluster],
+  const flavours: Array<[string, RouteMatch, UpstreamFlavour['protocol']]> = [
+    [`${name} (upgrade)`, { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] }, 'http1'],
+    [`${name} (watch)`, { ...match, query_parameters: WATCH_REQUEST }, 'http2'],
+    [name, match, 'http1'],
   ];
-  return flavours.flatMap(([flavourName, flavourMatch, flavourCluster]): Route[] => [
+  return flavours.flatMap(([flavourName, flavourMatch, protocol]): Route[] => [
     {
       name: `${flavourName}${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`,
       match: { ...flavourMatch, tls_context: CLIENT_CERTIFICATE },
-      route: forwardAction(flavourCluster),
+      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: true })),
       ...rerouteFields,
     },
-    { name: flavourName, match: flavourMatch, route: forwardAction(flavourCluster), ...rerouteFields, typed_per_filter_config: extProcDisabled() },
+    {
+      name: flavourName,
+      match: flavourMatch,
+      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: false })),
+      ...rerouteFields,
+      typed_per_filter_config: extProcDisabled(),
+    },
   ]);
 }
 

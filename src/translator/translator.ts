@@ -10,7 +10,8 @@ import type { EnvoyResources, TranslatorSettings } from './settings.js';
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
 export { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME } from './settings.js';
 export { PEER_PROXIED_HEADER, RETRY_AFTER_SECONDS } from './routes.js';
-export { LISTENER_NAME, LOCAL_CLUSTER, ROUTE_CONFIG_NAME, http1ClusterName, peerClusterName } from './names.js';
+export { LISTENER_NAME, LOCAL_CLUSTER, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
+export type { UpstreamFlavour } from './names.js';
 
 export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings): EnvoyResources {
   const sets = upstreamSets(plan);
@@ -21,7 +22,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
   const names = clusters.map((c) => c.name ?? '');
   const duplicate = names.find((name, i) => names.indexOf(name) !== i);
   if (duplicate !== undefined) {
-    // Only possible with apiserver names that mimic the `-h1` suffix; refuse rather than misroute.
+    // Only possible with apiserver names that mimic a flavour suffix (`-h1`, `-front-proxy`); refuse rather than misroute.
     throw new Error(`apiserver names produce the cluster name ${JSON.stringify(duplicate)} twice (${plan.node})`);
   }
 

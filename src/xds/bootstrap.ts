@@ -56,6 +56,16 @@ function dataSource(source: PemSource): JsonObject {
  */
 export const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
 
+/**
+ * Envoy resets every ext_proc stream it is done with, and the control plane's
+ * HTTP/2 server (Node, nghttp2) takes more than 1000 resets on one connection
+ * (burst 1000, then 33 a second) for a rapid-reset attack and drops the
+ * connection with every stream on it. A fresh connection every 500 streams
+ * stays below that; the long-lived ADS and access-log streams simply stay on
+ * their draining connection.
+ */
+export const CONTROL_PLANE_STREAMS_PER_CONNECTION = 500;
+
 function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
   const cluster: JsonObject = {
     name: CONTROL_PLANE_CLUSTER,
@@ -74,6 +84,7 @@ function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
     typed_extension_protocol_options: {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
         '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        common_http_protocol_options: { max_requests_per_connection: CONTROL_PLANE_STREAMS_PER_CONNECTION },
         explicit_http_config: {
           http2_protocol_options: {
             // HTTP/2 pings find a dead control plane (or a dead NAT entry) in seconds.

@@ -5,7 +5,7 @@
 // one authenticates discovery like kube-apiserver: 401 for unknown tokens.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
+import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ import { shutdownGrpcServer } from '../../src/servers/ads.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testLeaf, type TestCert } from '../support/clientCerts.js';
 import { eventually } from '../support/envoy.js';
-import { fakeApiserverTls, sidecarCerts, startSidecar, type RunningSidecar } from '../support/sidecarHarness.js';
+import { fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
 const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
@@ -37,6 +37,8 @@ const PEER_GROUP = 'storagemigration.k8s.io';
 interface Echo {
   path: string;
   headers: Record<string, string[]>;
+  /** The request came over a connection with the front-proxy certificate. */
+  frontProxy: boolean;
 }
 
 interface Reply {
@@ -59,7 +61,7 @@ const discoveryCalls: Array<{ node: string; request: DiscoveryRequest }> = [];
 /** Ends the responses of requests the apiserver holds open. */
 const hanging: Array<() => void> = [];
 
-function send(path: string, opts: { cert?: TestCert; headers?: Record<string, string> } = {}): Promise<Reply> {
+function send(path: string, opts: { cert?: TestCert; headers?: Record<string, string>; agent?: HttpsAgent } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       {
@@ -71,7 +73,7 @@ function send(path: string, opts: { cert?: TestCert; headers?: Record<string, st
         servername: 'localhost',
         headers: opts.headers ?? {},
         ...(opts.cert ? { cert: opts.cert.certPem, key: opts.cert.keyPem } : {}),
-        agent: false,
+        agent: opts.agent ?? false,
         timeout: 10_000,
       },
       (res) => {
@@ -109,16 +111,17 @@ before(async () => {
   servingCa = certs.servingCa;
   alice = await testLeaf(certs.clientCa, { name: [{ O: ['system:masters'] }, { O: ['team, a+b'] }, { CN: ['alice'] }], usages: ['client'] });
 
-  // The "apiserver": only the front-proxy certificate gets in; echoes what it
-  // received, except for aggregated discovery, which it authenticates: a known
-  // token or a front-proxy identity gets its own document, anything else 401.
+  // The "apiserver": echoes what it received, except for aggregated discovery,
+  // which it authenticates as kube-apiserver would: a known token, or an
+  // X-Remote-User over a front-proxy connection, gets its own document;
+  // anything else 401.
   apiserver = createHttpsServer(
     fakeApiserverTls(certs),
     (req, res) => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/apis' || path === '/api') {
         lastDiscoveryHeaders = req.headers;
-        if (req.headers['authorization'] !== KNOWN_TOKEN && req.headers['x-remote-user'] === undefined) {
+        if (req.headers['authorization'] !== KNOWN_TOKEN && !(viaFrontProxy(req) && req.headers['x-remote-user'] !== undefined)) {
           res.writeHead(401, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }));
           return;
@@ -132,7 +135,7 @@ before(async () => {
         res.end(LOCAL_DOCUMENT);
         return;
       }
-      const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
+      const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
       res.writeHead(200, { 'content-type': 'application/json' });
       // A watch: headers now, the rest when the test lets go.
       if (req.url?.includes('watch=hang')) {
@@ -150,7 +153,7 @@ before(async () => {
   peer = createHttpsServer(
     fakeApiserverTls(certs),
     (req, res) => {
-      const body: Echo & { server: string } = { server: 'peer', path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]> };
+      const body: Echo & { server: string } = { server: 'peer', path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     },
@@ -199,8 +202,9 @@ after(async () => {
 });
 
 describe('ext_proc through a real Envoy', () => {
-  test('a client certificate arrives as X-Remote-User and one X-Remote-Group per O; forged identity headers are gone', async () => {
+  test('a client certificate arrives as X-Remote-User and one X-Remote-Group per O over a front-proxy connection; forged identity headers are gone', async () => {
     const echo = echoed(await send('/api/v1/namespaces/default/pods', { cert: alice, headers: FORGED }));
+    assert.equal(echo.frontProxy, true);
     assert.deepEqual(echo.headers['x-remote-user'], ['alice']);
     assert.deepEqual(echo.headers['x-remote-group'], ['system:masters', 'team, a+b']);
     assert.equal(echo.headers['x-remote-extra-scopes'], undefined);
@@ -209,13 +213,16 @@ describe('ext_proc through a real Envoy', () => {
     assert.equal(echo.headers['x-forwarded-for']?.length, 1);
   });
 
-  test('a client without certificate arrives without identity headers and never calls ext_proc', async () => {
+  test('a client without certificate arrives without identity headers, over a connection without the front-proxy certificate, and never calls ext_proc', async () => {
     const calls = await extProcCalls();
-    const echo = echoed(await send('/api/v1/namespaces/default/pods?watch=1', { headers: { ...FORGED, Authorization: 'Bearer token' } }));
-    for (const name of ['x-remote-user', 'x-remote-group', 'x-remote-extra-scopes', 'x-forwarded-client-cert']) {
-      assert.equal(echo.headers[name], undefined, name);
+    for (const path of ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods?watch=1']) {
+      const echo = echoed(await send(path, { headers: { ...FORGED, Authorization: 'Bearer token' } }));
+      assert.equal(echo.frontProxy, false, path);
+      for (const name of ['x-remote-user', 'x-remote-group', 'x-remote-extra-scopes', 'x-forwarded-client-cert']) {
+        assert.equal(echo.headers[name], undefined, `${path}: ${name}`);
+      }
+      assert.deepEqual(echo.headers['authorization'], ['Bearer token'], path);
     }
-    assert.deepEqual(echo.headers['authorization'], ['Bearer token']);
     assert.equal(await extProcCalls(), calls);
   });
 
@@ -250,6 +257,29 @@ describe('ext_proc through a real Envoy', () => {
     assert.equal(await watch, 200);
     await eventually('the ext_proc stream to close while the watch stays open', 5000, async () => ((await active()) === idle ? true : undefined));
     for (const end of hanging.splice(0)) end();
+  });
+
+  test('two thousand quick certificate requests all get their identity: the control plane never drops the ext_proc connection', async () => {
+    const goaways = async (): Promise<number> => {
+      const text = (await sidecar.envoy.admin('/stats?filter=^cluster\\.mvproxy_xds\\.upstream_cx_close_notify$')).body;
+      return Number(/: (\d+)/.exec(text)?.[1] ?? 'NaN');
+    };
+    const before = await goaways();
+    // Keep-alive connections: faster than the control plane's HTTP/2 server forgives stream resets (33 a second after 1000).
+    const agent = new HttpsAgent({ keepAlive: true, maxSockets: 8 });
+    let next = 0;
+    const failures: string[] = [];
+    const worker = async (): Promise<void> => {
+      while (next < 2000) {
+        next++;
+        const reply = await send('/api/v1/namespaces/default/pods', { cert: alice, agent });
+        if (reply.status !== 200) failures.push(`${reply.status} ${reply.body.toString('utf8').slice(0, 120)}`);
+        else if (echoed(reply).headers['x-remote-user']?.[0] !== 'alice') failures.push('no identity');
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker)).finally(() => agent.destroy());
+    assert.deepEqual(failures, []);
+    assert.equal(await goaways(), before, 'GOAWAYs from the control plane');
   });
 
   test('the control-plane cluster that ext_proc streams share has its circuit breakers raised', async () => {
@@ -318,10 +348,12 @@ describe('ext_proc through a real Envoy', () => {
       assert.equal(echo.path, path);
       assert.deepEqual(echo.headers['authorization'], ['Bearer made-up']);
       assert.deepEqual(echo.headers['x-kubernetes-peer-proxied'], ['true']);
+      assert.equal(echo.frontProxy, false, path);
     }
     assert.equal(await extProcCalls(), calls, 'token requests to a peer need no ext_proc');
     const withCert = JSON.parse((await send(`/apis/${PEER_GROUP}/v1`, { cert: alice })).body.toString('utf8')) as Echo & { server?: string };
     assert.equal(withCert.server, 'peer');
+    assert.equal(withCert.frontProxy, true);
     assert.deepEqual(withCert.headers['x-remote-user'], ['alice']);
     assert.deepEqual(discoveryCalls, []);
   });
@@ -351,5 +383,6 @@ describe('ext_proc through a real Envoy', () => {
 
     const echo = echoed(await send('/api/v1/namespaces/default/pods', { headers: { Authorization: 'Bearer token' } }));
     assert.equal(echo.headers['x-remote-user'], undefined);
+    assert.equal(echo.frontProxy, false);
   });
 });

@@ -2,8 +2,10 @@
 // fake https "apiservers" the test provides: the shared setup of the tests
 // that check what Envoy really does with mvproxy's configuration.
 import { writeFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import type { ServerOptions } from 'node:https';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import type { SidecarPlan } from '../../src/planner/plan.js';
@@ -44,9 +46,21 @@ export async function sidecarCerts(): Promise<SidecarCerts> {
   };
 }
 
-/** TLS of a fake apiserver: only the sidecar's front-proxy certificate gets in. */
+/**
+ * TLS of a fake apiserver: as with kube-apiserver, a client certificate is
+ * optional; the only one this fake knows is the front-proxy certificate.
+ */
 export function fakeApiserverTls(certs: SidecarCerts): ServerOptions {
-  return { key: certs.apiserverServing.keyPem, cert: certs.apiserverServing.certPem, ca: certs.frontProxyCa.certPem, requestCert: true, rejectUnauthorized: true };
+  return { key: certs.apiserverServing.keyPem, cert: certs.apiserverServing.certPem, ca: certs.frontProxyCa.certPem, requestCert: true, rejectUnauthorized: false };
+}
+
+/**
+ * Whether a request reached a fake apiserver over a connection that presented
+ * the front-proxy certificate: the only connections whose X-Remote-* headers
+ * kube-apiserver believes.
+ */
+export function viaFrontProxy(req: IncomingMessage): boolean {
+  return (req.socket as TLSSocket).authorized;
 }
 
 export async function freePort(): Promise<number> {

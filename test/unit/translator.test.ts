@@ -23,11 +23,13 @@ import { destinationForRequest } from '../../src/planner/planner.js';
 import {
   CONTROL_PLANE_CLUSTER,
   PEER_PROXIED_HEADER,
-  http1ClusterName,
+  flavouredClusterName,
   peerClusterName,
+  UPSTREAM_FLAVOURS,
   translateSidecar,
   type EnvoyResources,
   type TranslatorSettings,
+  type UpstreamFlavour,
 } from '../../src/translator/translator.js';
 import { envoyRoot } from '../../src/xds/protos.js';
 import { unknownFields, validateWithEnvoy } from '../support/validate.js';
@@ -224,10 +226,18 @@ function headerMatches(matcher: HeaderMatcher, path: string, headers: Record<str
 
 /** Envoy's route match for the fields the translator uses; any other field fails the test. */
 function routeMatches(match: RouteMatch, request: TestRequest): boolean {
-  const known = new Set(['prefix', 'safe_regex', 'headers', 'tls_context']);
+  const known = new Set(['prefix', 'safe_regex', 'headers', 'tls_context', 'query_parameters']);
   for (const key of Object.keys(match)) assert.ok(known.has(key), `the test evaluator understands route match field ${key}`);
   const path = envoyNormalize(request.path);
   const pathWithoutQuery = path.split('?')[0] ?? '';
+  const query = new URLSearchParams(path.split('?')[1] ?? '');
+  for (const parameter of match.query_parameters ?? []) {
+    assert.deepEqual(Object.keys(parameter).sort(), ['name', 'string_match']);
+    const regex = parameter.string_match?.safe_regex?.regex;
+    assert.ok(regex !== undefined && Object.keys(parameter.string_match ?? {}).length === 1, 'query parameters are matched by safe_regex');
+    const value = query.get(parameter.name ?? '');
+    if (value === null || !fullMatch(regex, value)) return false;
+  }
   if (match.tls_context) {
     // Verified certificates only: a presented certificate that fails verification fails the handshake.
     assert.deepEqual(match.tls_context, { presented: { value: true }, validated: { value: true } });
@@ -251,8 +261,18 @@ function describeDestination(destination: RequestDestination): string {
   return `unavailable ${destination.servedBy.join(',')}`;
 }
 
-/** What the selected route does, in the same terms; upgrade routes report their HTTP/1.1 cluster. */
-function routedDestination(p: SidecarPlan, route: Route, upgrade: boolean): string {
+/**
+ * The cluster flavour a request should travel in: upgrades over HTTP/1.1,
+ * watches over HTTP/2, the rest over HTTP/1.1; the front-proxy certificate
+ * for client-certificate requests only.
+ */
+function expectedFlavour(request: TestRequest, upgrade: boolean): UpstreamFlavour {
+  const watch = !upgrade && /[?&]watch=(1|t|true)(&|$)/i.test(request.path);
+  return { protocol: watch ? 'http2' : 'http1', frontProxy: request.clientCert === true };
+}
+
+/** What the selected route does, in the same terms; a route to the wrong flavour of the right cluster is reported as such. */
+function routedDestination(p: SidecarPlan, route: Route, flavour: UpstreamFlavour): string {
   if (route.direct_response) {
     assert.equal(route.direct_response.status, 503);
     const body = route.direct_response.body?.inline_string ?? '';
@@ -263,10 +283,9 @@ function routedDestination(p: SidecarPlan, route: Route, upgrade: boolean): stri
   const sets = [['local'], ...[...p.routes, ...p.groupDocuments].flatMap((r) => (r.action.kind === 'peers' ? [r.action.peers] : []))];
   for (const set of sets) {
     const base = set[0] === 'local' ? 'local' : peerClusterName(set);
-    const expectedName = upgrade ? http1ClusterName(base) : base;
-    if (clusterName === expectedName) return base === 'local' ? 'local' : `peers ${set.join(',')}`;
+    if (clusterName === flavouredClusterName(base, flavour)) return base === 'local' ? 'local' : `peers ${set.join(',')}`;
   }
-  return `unknown cluster ${clusterName}${upgrade ? ' (for an upgrade)' : ''}`;
+  return `unknown cluster ${clusterName} (expected flavour ${JSON.stringify(flavour)})`;
 }
 
 const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
@@ -393,7 +412,7 @@ describe('translateSidecar', () => {
       for (const clientCert of [false, true]) {
         const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
         const route = selectRoute(resources, { ...request, clientCert });
-        assert.equal(routedDestination(p, route, upgrade), expected, what);
+        assert.equal(routedDestination(p, route, expectedFlavour({ ...request, clientCert }, upgrade)), expected, what);
         const discovery = (route.name ?? '').startsWith('discovery');
         const wantsExtProc = route.direct_response ? false : clientCert || discovery;
         assert.equal(extProcOn(route), wantsExtProc, `${what}: ext_proc ${wantsExtProc ? 'on' : 'off'} (route ${route.name})`);
@@ -406,6 +425,12 @@ describe('translateSidecar', () => {
 
     test('upgrade requests go where their path goes, over the HTTP/1.1 flavour of the cluster', () => {
       for (const path of paths) assertContract(CONTRACT, { path, headers: UPGRADE }, false, true);
+    });
+
+    test('watches go where their path goes, over the HTTP/2 flavour of the cluster; watch=false is not a watch', () => {
+      for (const query of ['watch=true', 'watch=1', 'resourceVersion=0&watch=True', 'watch=false', 'watch=0']) {
+        for (const path of paths) assertContract(CONTRACT, { path: `${path.split('?')[0]}?${query}` }, false, false);
+      }
     });
 
     test('requests already carrying x-kubernetes-peer-proxied are always served locally', () => {
@@ -454,15 +479,20 @@ describe('translateSidecar', () => {
       assert.deepEqual(
         routes.map((r) => [r.name, r.route?.cluster]),
         [
-          ['peer-proxied (upgrade) (client certificate)', 'local-h1'],
+          ['peer-proxied (upgrade) (client certificate)', 'local-h1-front-proxy'],
           ['peer-proxied (upgrade)', 'local-h1'],
-          ['peer-proxied (client certificate)', 'local'],
-          ['peer-proxied', 'local'],
-          ['discovery (aggregated)', 'local'],
-          ['local (upgrade) (client certificate)', 'local-h1'],
+          ['peer-proxied (watch) (client certificate)', 'local-front-proxy'],
+          ['peer-proxied (watch)', 'local'],
+          ['peer-proxied (client certificate)', 'local-h1-front-proxy'],
+          ['peer-proxied', 'local-h1'],
+          ['discovery (aggregated) (client certificate)', 'local-h1-front-proxy'],
+          ['discovery (aggregated)', 'local-h1'],
+          ['local (upgrade) (client certificate)', 'local-h1-front-proxy'],
           ['local (upgrade)', 'local-h1'],
-          ['local (client certificate)', 'local'],
-          ['local', 'local'],
+          ['local (watch) (client certificate)', 'local-front-proxy'],
+          ['local (watch)', 'local'],
+          ['local (client certificate)', 'local-h1-front-proxy'],
+          ['local', 'local-h1'],
         ],
       );
     });
@@ -526,12 +556,13 @@ describe('translateSidecar', () => {
   });
 
   describe('clusters', () => {
-    test('the local apiserver and every peer get a cluster and an HTTP/1.1 flavour, whether or not a route uses them', () => {
+    test('the local apiserver and every peer get a cluster in each of the four flavours, whether or not a route uses them', () => {
       const resources = translateSidecar(plan([]), settings);
-      assert.deepEqual(
-        resources.clusters.map((c) => c.name),
-        ['local', 'local-h1', 'peer-b', 'peer-b-h1', 'peer-c', 'peer-c-h1'],
-      );
+      const flavours = (set: string): string[] => [set, `${set}-front-proxy`, `${set}-h1`, `${set}-h1-front-proxy`];
+      assert.deepEqual(resources.clusters.map((c) => c.name), [...flavours('local'), ...flavours('peer-b'), ...flavours('peer-c')]);
+      for (const c of resources.clusters) {
+        assert.equal(c.eds_cluster_config?.service_name, /^(local|peer-b|peer-c)/.exec(c.name ?? '')?.[0], `${c.name} shares its set's endpoints`);
+      }
       assert.deepEqual(
         resources.endpoints.map((e) => [e.cluster_name, e.endpoints?.[0]?.lb_endpoints?.map((l) => l.endpoint?.address?.socket_address?.address)]),
         [
@@ -561,7 +592,7 @@ describe('translateSidecar', () => {
 
     test('a route over several peers uses one cluster holding them all, so a retry can move to another peer', () => {
       const resources = translateSidecar(REROUTES, settings);
-      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).route?.cluster, 'peers-b+c');
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).route?.cluster, 'peers-b+c-h1');
       const endpoints = resources.endpoints.find((e) => e.cluster_name === 'peers-b+c');
       assert.deepEqual(
         endpoints?.endpoints?.[0]?.lb_endpoints?.map((l) => l.endpoint?.hostname),
@@ -584,14 +615,11 @@ describe('translateSidecar', () => {
       assert.equal(resources.endpoints.some((e) => e.cluster_name === 'peer-b'), false);
     });
 
-    test('apiservers are reached with the front-proxy certificate and verified against the peer CA as kubernetes.default.svc', () => {
+    test('every apiserver connection verifies the peer CA as kubernetes.default.svc', () => {
       for (const c of translateSidecar(REROUTES, settings).clusters) {
         assert.equal(c.transport_socket?.name, 'envoy.transport_sockets.tls');
         const tls = unpack<UpstreamTlsContext>(c.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
         assert.equal(tls.sni, 'kubernetes.default.svc', c.name);
-        assert.deepEqual(tls.common_tls_context?.tls_certificates, [
-          { certificate_chain: { filename: settings.upstream.frontProxyCertPath }, private_key: { filename: settings.upstream.frontProxyKeyPath } },
-        ]);
         assert.deepEqual(tls.common_tls_context?.validation_context, {
           trusted_ca: { filename: settings.upstream.peerCaPath },
           match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: 'kubernetes.default.svc' } }],
@@ -599,15 +627,27 @@ describe('translateSidecar', () => {
       }
     });
 
-    test('the HTTP/1.1 flavour speaks only HTTP/1.1; the other negotiates HTTP/2', () => {
+    test('only the front-proxy flavours present the front-proxy certificate', () => {
+      const clusters = translateSidecar(REROUTES, settings).clusters;
+      for (const c of clusters) {
+        const tls = unpack<UpstreamTlsContext>(c.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
+        const expected = (c.name ?? '').endsWith('-front-proxy')
+          ? [{ certificate_chain: { filename: settings.upstream.frontProxyCertPath }, private_key: { filename: settings.upstream.frontProxyKeyPath } }]
+          : undefined;
+        assert.deepEqual(tls.common_tls_context?.tls_certificates, expected, c.name);
+      }
+      assert.equal(clusters.filter((c) => (c.name ?? '').endsWith('-front-proxy')).length * 2, clusters.length);
+    });
+
+    test('the HTTP/1.1 flavours speak only HTTP/1.1; the others negotiate HTTP/2', () => {
       const resources = translateSidecar(NO_PEERS, settings);
       const options = (name: string): HttpProtocolOptions =>
         unpack<HttpProtocolOptions>(
           cluster(resources, name).typed_extension_protocol_options?.['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'],
           'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
         );
-      assert.deepEqual(options('local-h1').explicit_http_config, { http_protocol_options: {} });
-      assert.ok(options('local').auto_config?.http2_protocol_options);
+      for (const name of ['local-h1', 'local-h1-front-proxy']) assert.deepEqual(options(name).explicit_http_config, { http_protocol_options: {} });
+      for (const name of ['local', 'local-front-proxy']) assert.ok(options(name).auto_config?.http2_protocol_options);
     });
 
     test('clusters eject apiservers on connection failures only, never on 5xx', () => {
@@ -716,20 +756,22 @@ describe('translateSidecar', () => {
       assertRetryableStatus(mapper, /no apiserver could be reached/);
     });
 
-    test('every forwarding route has a client-certificate twin just before it, going to the same cluster', () => {
+    test('every forwarding route has a client-certificate twin just before it, going to the front-proxy flavour of the same cluster', () => {
       const routes = routesOf(translateSidecar(CONTRACT, settings));
       routes.forEach((route, i) => {
         if (!(route.name ?? '').endsWith(' (client certificate)')) return;
         const twin = routes[i + 1];
         assert.equal(twin?.name, (route.name ?? '').replace(' (client certificate)', ''));
-        assert.equal(twin?.route?.cluster, route.route?.cluster);
+        assert.equal(route.route?.cluster, `${twin?.route?.cluster ?? ''}-front-proxy`);
         assert.deepEqual(twin?.request_headers_to_add, route.request_headers_to_add);
         assert.deepEqual({ ...route.match, tls_context: undefined }, { ...twin?.match, tls_context: undefined });
+        if ((route.name ?? '').startsWith('discovery')) return; // ext_proc on for everyone: see below
         assert.equal(extProcOn(route), true);
         assert.equal(extProcOn(twin as Route), false);
       });
-      const forwarding = routes.filter((r) => r.route && !(r.name ?? '').startsWith('discovery'));
+      const forwarding = routes.filter((r) => r.route);
       assert.equal(forwarding.filter((r) => (r.name ?? '').endsWith(' (client certificate)')).length * 2, forwarding.length);
+      for (const r of forwarding) assert.equal((r.route?.cluster ?? '').endsWith('-front-proxy'), (r.name ?? '').endsWith(' (client certificate)'), r.name);
     });
 
     test('unavailable resources are answered by Envoy without calling ext_proc, certificate or not', () => {
@@ -746,8 +788,8 @@ describe('translateSidecar', () => {
       for (const path of ['/apis', '/api', '/apis?timeout=32s']) {
         for (const clientCert of [false, true]) {
           const route = selectRoute(resources, { path, headers: { accept: AGGREGATED }, clientCert });
-          assert.equal(route.name, 'discovery (aggregated)', path);
-          assert.equal(route.route?.cluster, 'local');
+          assert.equal(route.name, `discovery (aggregated)${clientCert ? ' (client certificate)' : ''}`, path);
+          assert.equal(route.route?.cluster, clientCert ? 'local-h1-front-proxy' : 'local-h1');
           const perRoute = unpack<ExtProcPerRoute>(
             route.typed_per_filter_config?.['envoy.filters.http.ext_proc'],
             'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
@@ -792,7 +834,7 @@ describe('translateSidecar', () => {
         for (const clientCert of [false, true]) {
           const route = selectRoute(resources, { path, clientCert });
           assert.equal(route.name, clientCert ? `${name} (client certificate)` : name, path);
-          assert.equal(route.route?.cluster, cluster, path);
+          assert.equal(route.route?.cluster, flavouredClusterName(cluster, { protocol: 'http1', frontProxy: clientCert }), path);
           assert.equal(extProcOn(route), clientCert, path);
           assert.deepEqual(
             (route.request_headers_to_add ?? []).map((h) => [h.header?.key, h.header?.value]),
@@ -821,8 +863,7 @@ describe('translateSidecar', () => {
     test('each peer set of a group-document route gets its cluster even when no resource route uses it', () => {
       const only = plan([], [B, C], [{ group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['b', 'c'] } }]);
       const names = translateSidecar(only, settings).clusters.map((c) => c.name);
-      assert.ok(names.includes(peerClusterName(['b', 'c'])));
-      assert.ok(names.includes(http1ClusterName(peerClusterName(['b', 'c']))));
+      for (const flavour of UPSTREAM_FLAVOURS) assert.ok(names.includes(flavouredClusterName(peerClusterName(['b', 'c']), flavour)));
     });
   });
 
