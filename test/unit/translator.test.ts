@@ -68,6 +68,9 @@ const REROUTES = plan(
   ],
 );
 
+/** Reroutes outside the core group only: core requests take the shortcut. */
+const NON_CORE_REROUTES = plan([{ group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b', 'c'] } }]);
+
 /** apps/v1 is served only by an unreachable peer. */
 const UNAVAILABLE = plan(
   [
@@ -451,7 +454,7 @@ describe('translateSidecar', () => {
     });
 
     test('the contract holds for every representative plan', () => {
-      for (const p of [NO_PEERS, REROUTES, UNAVAILABLE, LONG_NAMES]) {
+      for (const p of [NO_PEERS, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, LONG_NAMES]) {
         const documents = ['/apis/apps', '/apis/apps/', '/apis/storagemigration.k8s.io', '/apis/storagemigration.k8s.io/v1/', '/apis/batch/v2'];
         for (const path of [...cornerCases, ...documents, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
           assertContract(p, { path }, false, false);
@@ -487,6 +490,12 @@ describe('translateSidecar', () => {
           ['peer-proxied', 'local-h1'],
           ['discovery (aggregated) (client certificate)', 'local-h1-front-proxy'],
           ['discovery (aggregated)', 'local-h1'],
+          ['local (core group) (upgrade) (client certificate)', 'local-h1-front-proxy'],
+          ['local (core group) (upgrade)', 'local-h1'],
+          ['local (core group) (watch) (client certificate)', 'local-front-proxy'],
+          ['local (core group) (watch)', 'local'],
+          ['local (core group) (client certificate)', 'local-h1-front-proxy'],
+          ['local (core group)', 'local-h1'],
           ['local (upgrade) (client certificate)', 'local-h1-front-proxy'],
           ['local (upgrade)', 'local-h1'],
           ['local (watch) (client certificate)', 'local-front-proxy'],
@@ -495,6 +504,14 @@ describe('translateSidecar', () => {
           ['local', 'local-h1'],
         ],
       );
+    });
+
+    test('core-group requests go local before the resource routes unless the plan sends some of the core group elsewhere', () => {
+      const core = '/api/v1/namespaces/default/configmaps/c';
+      const shortcut = (p: SidecarPlan): boolean => selectRoute(translateSidecar(p, settings), { path: core }).name === 'local (core group)';
+      assert.equal(shortcut(NON_CORE_REROUTES), true);
+      assert.equal(shortcut(REROUTES), false, 'pods/ephemeralcontainers is rerouted');
+      assert.equal(shortcut(plan([], [B, C], [{ group: '', version: 'v2', action: { kind: 'peers', peers: ['b'] } }])), false);
     });
 
     test('rerouted requests are marked x-kubernetes-peer-proxied; local ones are not', () => {
