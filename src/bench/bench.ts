@@ -9,7 +9,7 @@ import type { SandboxState } from '../sandbox/state.js';
 import { httpsRequest } from '../util/https.js';
 import { loadExtProc } from './extProcLoad.js';
 import { startBareEnvoy } from './bareEnvoy.js';
-import { compareAlternately, percentile, type LatencySummary, type LoadTarget } from './load.js';
+import { compareAlternately, percentile, type Comparison, type LoadTarget } from './load.js';
 
 export interface BenchOptions {
   rounds: number;
@@ -82,7 +82,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
   }
 }
 
-function withRatios(r: { candidate: LatencySummary; baseline: LatencySummary }): Record<string, unknown> {
+function withRatios(r: Comparison): Record<string, unknown> {
   const round = (n: number): number => Math.round(n * 100) / 100;
   return {
     sidecar: { p50Ms: round(r.candidate.p50), p99Ms: round(r.candidate.p99), rps: Math.round(r.candidate.throughput), errors: r.candidate.errors },
@@ -90,6 +90,9 @@ function withRatios(r: { candidate: LatencySummary; baseline: LatencySummary }):
     p50Ratio: round(r.candidate.p50 / r.baseline.p50),
     p99Ratio: round(r.candidate.p99 / r.baseline.p99),
     throughputRatio: round(r.candidate.throughput / r.baseline.throughput),
+    // The same ratios round by round: their spread is the noise of the machine.
+    p50RatioByRound: r.rounds.map((x) => round(x.candidate.p50 / x.baseline.p50)),
+    throughputRatioByRound: r.rounds.map((x) => round(x.candidate.throughput / x.baseline.throughput)),
   };
 }
 

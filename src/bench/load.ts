@@ -72,12 +72,19 @@ export function summarize(results: LoadResult[]): LatencySummary {
   return { p50: percentile(all, 50), p99: percentile(all, 99), throughput: requests / seconds, errors: results.reduce((n, r) => n + r.errors, 0) };
 }
 
+export interface Comparison {
+  candidate: LatencySummary;
+  baseline: LatencySummary;
+  /** Each round on its own: how far the figures move between rounds shows the machine's noise. */
+  rounds: Array<{ candidate: LatencySummary; baseline: LatencySummary }>;
+}
+
 /** Measures two targets in alternating rounds so drift in the machine hits both alike. */
 export async function compareAlternately(
   candidate: LoadTarget,
   baseline: LoadTarget,
   opts: { rounds: number; roundMs: number; concurrency: number },
-): Promise<{ candidate: LatencySummary; baseline: LatencySummary }> {
+): Promise<Comparison> {
   // Warm up both (connections, caches).
   await runLoad(candidate, opts.concurrency, 500);
   await runLoad(baseline, opts.concurrency, 500);
@@ -87,5 +94,9 @@ export async function compareAlternately(
     c.push(await runLoad(candidate, opts.concurrency, opts.roundMs));
     b.push(await runLoad(baseline, opts.concurrency, opts.roundMs));
   }
-  return { candidate: summarize(c), baseline: summarize(b) };
+  return {
+    candidate: summarize(c),
+    baseline: summarize(b),
+    rounds: c.map((round, i) => ({ candidate: summarize([round]), baseline: summarize(b.slice(i, i + 1)) })),
+  };
 }
