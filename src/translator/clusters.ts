@@ -147,12 +147,21 @@ function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): Up
   };
 }
 
+/**
+ * kube-apiserver closes a connection idle for 90 s. Envoy closes its idle
+ * ones first, so no request is ever sent on a connection the apiserver is
+ * closing at that moment (a reset that may not be retried: rule 5).
+ */
+export const UPSTREAM_IDLE_TIMEOUT_SECONDS = 60;
+
 function protocolOptions(flavour: UpstreamFlavour): HttpProtocolOptions {
+  const common = { idle_timeout: seconds(UPSTREAM_IDLE_TIMEOUT_SECONDS) };
   if (flavour.protocol === 'http1') {
     // Keep-alive connections, one request at a time each; upgrades need exactly this.
-    return { explicit_http_config: { http_protocol_options: {} } };
+    return { common_http_protocol_options: common, explicit_http_config: { http_protocol_options: {} } };
   }
   return {
+    common_http_protocol_options: common,
     auto_config: {
       http_protocol_options: {},
       // Detect a peer that vanished without closing its connections (watches would hang).

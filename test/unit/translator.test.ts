@@ -667,6 +667,16 @@ describe('translateSidecar', () => {
       for (const name of ['local', 'local-front-proxy']) assert.ok(options(name).auto_config?.http2_protocol_options);
     });
 
+    test('Envoy closes idle apiserver connections after 60 s, before kube-apiserver closes them at 90 s', () => {
+      for (const c of translateSidecar(REROUTES, settings).clusters) {
+        const options = unpack<HttpProtocolOptions>(
+          c.typed_extension_protocol_options?.['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'],
+          'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        );
+        assert.deepEqual(options.common_http_protocol_options?.idle_timeout, { seconds: 60 }, c.name);
+      }
+    });
+
     test('clusters eject apiservers on connection failures only, never on 5xx', () => {
       const outlier = cluster(translateSidecar(NO_PEERS, settings), 'local').outlier_detection;
       assert.equal(outlier?.split_external_local_origin_errors, true);
