@@ -270,7 +270,7 @@ function describeDestination(destination: RequestDestination): string {
  * for client-certificate requests only.
  */
 function expectedFlavour(request: TestRequest, upgrade: boolean): UpstreamFlavour {
-  const watch = !upgrade && /[?&]watch=(1|t|true)(&|$)/i.test(request.path);
+  const watch = !upgrade && /[?&]watch=(1|t|T|true|True|TRUE)(&|$)/.test(request.path);
   return { protocol: watch ? 'http2' : 'http1', frontProxy: request.clientCert === true };
 }
 
