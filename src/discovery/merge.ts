@@ -124,22 +124,11 @@ function mergeGroups(perServer: readonly APIGroupDiscovery[][], allows: readonly
 
 /** Versions ordered by every server's list, taken from the allowed ones. */
 function mergeVersions(orders: readonly string[][], perServer: readonly APIVersionDiscovery[][]): APIVersionDiscovery[] {
-  const out: APIVersionDiscovery[] = [];
-  for (const name of consensusOrder(orders)) {
-    const entries = perServer.flatMap((versions) => versions.filter((v) => v.version === name));
-    const first = entries[0];
-    if (first === undefined) continue;
-    out.push(entries.length === 1 ? first : { ...first, resources: mergeResources(entries.map((v) => v.resources)) });
-  }
-  return out;
+  return mergeByName(perServer, (v) => v.version, (first, entries) => ({ ...first, resources: mergeResources(entries.map((v) => v.resources)) }), orders);
 }
 
 function mergeResources(perServer: readonly APIResourceDiscovery[][]): APIResourceDiscovery[] {
-  const order = consensusOrder(perServer.map((resources) => resources.map((r) => r.resource)));
-  return order.map((name) => {
-    const entries = perServer.flatMap((resources) => resources.filter((r) => r.resource === name));
-    const first = entries[0] as APIResourceDiscovery;
-    if (entries.length === 1) return first;
+  return mergeByName(perServer, (r) => r.resource, (first, entries) => {
     const merged: APIResourceDiscovery = { ...first, verbs: union(entries.map((r) => r.verbs)) };
     const subresourceLists = entries.map((r) => r.subresources ?? []);
     if (subresourceLists.some((list) => list.length > 0)) merged.subresources = mergeSubresources(subresourceLists);
@@ -151,16 +140,34 @@ function mergeResources(perServer: readonly APIResourceDiscovery[][]): APIResour
 }
 
 function mergeSubresources(perServer: readonly APISubresourceDiscovery[][]): APISubresourceDiscovery[] {
-  const order = consensusOrder(perServer.map((subs) => subs.map((s) => s.subresource)));
-  return order.map((name) => {
-    const entries = perServer.flatMap((subs) => subs.filter((s) => s.subresource === name));
-    const first = entries[0] as APISubresourceDiscovery;
-    if (entries.length === 1) return first;
+  return mergeByName(perServer, (s) => s.subresource, (first, entries) => {
     const merged: APISubresourceDiscovery = { ...first, verbs: union(entries.map((s) => s.verbs)) };
     const accepted = entries.map((s) => s.acceptedTypes ?? []);
     if (accepted.some((list) => list.length > 0)) merged.acceptedTypes = unionGvks(accepted);
     return merged;
   });
+}
+
+/**
+ * The items of one list per server (in server order), by name, in the
+ * consensus of `orders` (by default the lists themselves). A name listed once
+ * stays that object; one listed several times is `merge`d from every entry,
+ * the first server's first. Names no list holds are skipped.
+ */
+function mergeByName<T>(
+  perServer: readonly (readonly T[])[],
+  nameOf: (item: T) => string,
+  merge: (first: T, entries: T[]) => T,
+  orders: readonly (readonly string[])[] = perServer.map((items) => items.map(nameOf)),
+): T[] {
+  const out: T[] = [];
+  for (const name of consensusOrder(orders)) {
+    const entries = perServer.flatMap((items) => items.filter((item) => nameOf(item) === name));
+    const first = entries[0];
+    if (first === undefined) continue;
+    out.push(entries.length === 1 ? first : merge(first, entries));
+  }
+  return out;
 }
 
 /**
