@@ -24,6 +24,16 @@ const EXT_PROC_PER_ROUTE = 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPer
 /** How long Envoy waits for one ext_proc answer (Envoy's default, 200 ms, is too tight for a busy control plane). */
 export const EXT_PROC_MESSAGE_TIMEOUT_MS = 1000;
 
+/** Request headers only: bodies are never buffered, so watches and streams flow. */
+const REQUEST_HEADERS_ONLY: ProcessingMode = {
+  request_header_mode: 'SEND',
+  response_header_mode: 'SKIP',
+  request_body_mode: 'NONE',
+  response_body_mode: 'NONE',
+  request_trailer_mode: 'SKIP',
+  response_trailer_mode: 'SKIP',
+};
+
 export function extProcFilter(settings: TranslatorSettings, node: string): HttpFilter {
   const config: ExternalProcessor = {
     grpc_service: {
@@ -33,15 +43,7 @@ export function extProcFilter(settings: TranslatorSettings, node: string): HttpF
     },
     // Fail closed: a certificate request never reaches an apiserver without its identity.
     failure_mode_allow: false,
-    // Request headers only: bodies are never buffered, so watches and streams flow.
-    processing_mode: {
-      request_header_mode: 'SEND',
-      response_header_mode: 'SKIP',
-      request_body_mode: 'NONE',
-      response_body_mode: 'NONE',
-      request_trailer_mode: 'SKIP',
-      response_trailer_mode: 'SKIP',
-    },
+    processing_mode: REQUEST_HEADERS_ONLY,
     message_timeout: { seconds: Math.floor(EXT_PROC_MESSAGE_TIMEOUT_MS / 1000), nanos: (EXT_PROC_MESSAGE_TIMEOUT_MS % 1000) * 1_000_000 },
     allow_mode_override: false,
     // Routing was decided on what the client sent; identity headers never re-route.
@@ -66,14 +68,7 @@ export function extProcDisabled(): Record<string, Any> {
  * If-None-Match held back) and response headers (the apiserver's verdict:
  * only its 200 is replaced by the merged document); bodies never.
  */
-export const DISCOVERY_PROCESSING_MODE: ProcessingMode = {
-  request_header_mode: 'SEND',
-  response_header_mode: 'SEND',
-  request_body_mode: 'NONE',
-  response_body_mode: 'NONE',
-  request_trailer_mode: 'SKIP',
-  response_trailer_mode: 'SKIP',
-};
+export const DISCOVERY_PROCESSING_MODE: ProcessingMode = { ...REQUEST_HEADERS_ONLY, response_header_mode: 'SEND' };
 
 /**
  * typed_per_filter_config of the aggregated discovery route: ext_proc on, told
