@@ -15,14 +15,12 @@ import {
   createPublicKey,
   generateKeyPairSync,
   randomBytes,
-  webcrypto,
 } from "node:crypto";
 import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import path from "node:path";
 import type * as X509Types from "@peculiar/x509";
-
-type X509Module = typeof X509Types;
+import { EC_SIGN_ALG, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from "./x509.js";
 
 export interface CertKeyPaths {
   cert: string;
@@ -81,14 +79,9 @@ export const SERVING_DNS_NAMES: readonly string[] = [
 ];
 export const SERVING_IPS: readonly string[] = ["127.0.0.1", SANDBOX_KUBERNETES_SERVICE_IP];
 
-const VALIDITY_MS = 365 * 24 * 60 * 60 * 1000;
-// Backdate a little so a just-issued cert is valid on a host whose clock is slightly behind.
-const BACKDATE_MS = 5 * 60 * 1000;
 // On reuse, regenerate when anything expires sooner than this.
 const RENEW_BEFORE_MS = 24 * 60 * 60 * 1000;
 
-const EC_KEY_ALG = { name: "ECDSA", namedCurve: "P-256" } as const;
-const EC_SIGN_ALG = { name: "ECDSA", hash: "SHA-256" } as const;
 
 // DNS-1123 subdomain: the name is both a DNS SAN and part of a file name.
 const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -233,54 +226,7 @@ function spkiDer(k: KeyObject): Buffer {
 
 // ---------------------------------------------------------------- generation
 
-let x509Loading: Promise<X509Module> | undefined;
-
-/**
- * @peculiar/x509 depends on tsyringe, which throws at import time unless the
- * Reflect metadata polyfill is loaded first; static imports would run before
- * it, so load x509 dynamically after it.
- */
-function loadX509(): Promise<X509Module> {
-  x509Loading ??= (async () => {
-    await import("reflect-metadata");
-    const mod: X509Module = await import("@peculiar/x509");
-    mod.cryptoProvider.set(webcrypto as unknown as Crypto);
-    return mod;
-  })();
-  return x509Loading;
-}
-
-/** A positive, 16-byte serial with a non-zero leading byte (strict DER parsers reject padding). */
-function randomSerial(): string {
-  const b = randomBytes(16);
-  b[0] = ((b[0] ?? 0) & 0x7f) | 0x40;
-  return b.toString("hex");
-}
-
-interface Issued {
-  certPem: string;
-  keyPem: string;
-  cert: X509Types.X509Certificate;
-  keys: CryptoKeyPair;
-}
-
-async function newKeyPair(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(EC_KEY_ALG, true, ["sign", "verify"])) as CryptoKeyPair;
-}
-
-function toPem(cert: X509Types.X509Certificate, keys: CryptoKeyPair): Omit<Issued, "cert" | "keys"> {
-  // Node's own encoders give canonical PEM: "CERTIFICATE" and PKCS#8 "PRIVATE KEY".
-  const certPem = new X509Certificate(Buffer.from(cert.rawData)).toString();
-  const keyPem = KeyObject.from(keys.privateKey).export({ type: "pkcs8", format: "pem" }).toString();
-  return { certPem, keyPem };
-}
-
-function validity(): { notBefore: Date; notAfter: Date } {
-  const now = Date.now();
-  return { notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + VALIDITY_MS) };
-}
-
-async function issueCa(x509: X509Module, commonName: string): Promise<Issued> {
+async function issueCa(x509: X509Module, commonName: string): Promise<IssuedCert> {
   const keys = await newKeyPair();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
@@ -307,7 +253,7 @@ interface LeafSpec {
   sans?: string[];
 }
 
-async function issueLeaf(x509: X509Module, issuer: Issued, spec: LeafSpec): Promise<Issued> {
+async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: LeafSpec): Promise<IssuedCert> {
   const keys = await newKeyPair();
   // O before CN, the usual DN order; Kubernetes reads groups from every O.
   const subject: X509Types.JsonName = [
@@ -357,7 +303,7 @@ async function writeAtomic(file: string, data: string, mode: number): Promise<vo
   await rename(tmp, file);
 }
 
-async function writePair(p: CertKeyPaths, issued: Issued): Promise<void> {
+async function writePair(p: CertKeyPaths, issued: IssuedCert): Promise<void> {
   await writeAtomic(p.key, issued.keyPem, 0o600);
   await writeAtomic(p.cert, issued.certPem, 0o644);
 }
@@ -367,7 +313,7 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   const ca = await issueCa(x509, "mvproxy-sandbox-ca");
   const fpCa = await issueCa(x509, "mvproxy-sandbox-front-proxy-ca");
 
-  const serving = new Map<string, Issued>();
+  const serving = new Map<string, IssuedCert>();
   for (const name of names) {
     serving.set(name, await issueLeaf(x509, ca, { commonName: name, usage: "server", sans: sans(name) }));
   }
