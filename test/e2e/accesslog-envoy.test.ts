@@ -5,7 +5,7 @@
 // upstream MVP's counters within Envoy's buffer flush interval.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,18 +16,13 @@ import type { HTTPAccessLogEntry__Output } from '../../src/generated/envoy/data/
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { AccessLogServer, type LoggedRequest } from '../../src/servers/accessLog.js';
-import type { TestCert } from '../support/clientCerts.js';
+import { httpsGet, type HttpResult } from '../../src/util/https.js';
 import { eventually } from '../support/envoy.js';
-import { fakeApiserverTls, freePort, sidecarCerts, startSidecar, type RunningSidecar } from '../support/sidecarHarness.js';
+import { closeServers, fakeApiserverTls, freePort, sidecarCerts, startSidecar, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
 /** Envoy flushes its access log buffer every second; allow for a slow machine. */
 const FLUSH_WAIT_MS = 5000;
-
-interface Reply {
-  status: number;
-  body: string;
-}
 
 /** Records every entry Envoy sends, then counts it as the real server does. */
 class RecordingAccessLogServer extends AccessLogServer {
@@ -46,24 +41,9 @@ let apiserver: HttpsServer;
 let peer: HttpsServer;
 let metrics: Metrics;
 let accessLog: RecordingAccessLogServer;
-let listenerPort: number;
-let servingCa: TestCert;
 
-function send(path: string, headers: Record<string, string> = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      { host: '127.0.0.1', port: listenerPort, path, method: 'GET', ca: servingCa.certPem, servername: 'localhost', headers, agent: false, timeout: 10_000 },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
+function send(path: string, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return httpsGet(`https://127.0.0.1:${sidecar.listenerPort}${path}`, { ca: sidecar.caFile }, headers, 10_000);
 }
 
 async function rerouted(labels: Record<string, string>): Promise<number> {
@@ -87,7 +67,6 @@ function sameLabels(actual: Partial<Record<string, string | number>>, wanted: Re
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mvproxy-accesslog-e2e-'));
   const certs = await sidecarCerts();
-  servingCa = certs.servingCa;
 
   const echo = (server: string): HttpsServer =>
     createHttpsServer(fakeApiserverTls(certs), (req, res) => {
@@ -125,13 +104,11 @@ before(async () => {
       accessLog.addToServer(server);
     },
   });
-  listenerPort = sidecar.listenerPort;
 });
 
 after(async () => {
   await sidecar?.stop();
-  await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
-  await new Promise<void>((resolve) => (peer ? peer.close(() => resolve()) : resolve()));
+  await closeServers(apiserver, peer);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -19,7 +19,7 @@ import { shutdownGrpcServer } from '../../src/servers/ads.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testLeaf, type TestCert } from '../support/clientCerts.js';
 import { eventually } from '../support/envoy.js';
-import { fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from '../support/sidecarHarness.js';
+import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
 const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
@@ -196,8 +196,7 @@ before(async () => {
 after(async () => {
   for (const end of hanging) end();
   await sidecar?.stop();
-  await new Promise<void>((resolve) => (apiserver ? apiserver.close(() => resolve()) : resolve()));
-  await new Promise<void>((resolve) => (peer ? peer.close(() => resolve()) : resolve()));
+  await closeServers(apiserver, peer);
   rmSync(dir, { recursive: true, force: true });
 });
 

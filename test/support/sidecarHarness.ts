@@ -3,7 +3,7 @@
 // that check what Envoy really does with mvproxy's configuration.
 import { writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import type { ServerOptions } from 'node:https';
+import type { Server, ServerOptions } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
@@ -63,6 +63,11 @@ export function viaFrontProxy(req: IncomingMessage): boolean {
   return (req.socket as TLSSocket).authorized;
 }
 
+/** Closes the fake apiservers a suite started (those it got to start). */
+export async function closeServers(...servers: Array<Server | undefined>): Promise<void> {
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))));
+}
+
 export async function freePort(): Promise<number> {
   const [port] = await freePorts(1);
   if (port === undefined) throw new Error('no free port');
@@ -71,6 +76,8 @@ export async function freePort(): Promise<number> {
 
 export interface RunningSidecar {
   listenerPort: number;
+  /** The CA file that verifies the sidecar's serving certificate (for httpsGet). */
+  caFile: string;
   envoy: EnvoyInstance;
   /** The control plane's gRPC server (ADS and the services `register` added). */
   grpcServer: grpc.Server;
@@ -123,6 +130,7 @@ export async function startSidecar(opts: {
   });
   return {
     listenerPort,
+    caFile: peerCa,
     envoy,
     grpcServer,
     stop: async () => {
