@@ -20,7 +20,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import path from "node:path";
 import type * as X509Types from "@peculiar/x509";
-import { EC_SIGN_ALG, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from "./x509.js";
+import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from "./x509.js";
 
 export interface CertKeyPaths {
   cert: string;
@@ -226,26 +226,6 @@ function spkiDer(k: KeyObject): Buffer {
 
 // ---------------------------------------------------------------- generation
 
-async function issueCa(x509: X509Module, commonName: string): Promise<IssuedCert> {
-  const keys = await newKeyPair();
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: randomSerial(),
-    name: [{ CN: [commonName] }],
-    ...validity(),
-    keys,
-    signingAlgorithm: EC_SIGN_ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-        true,
-      ),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    ],
-  });
-  return { ...toPem(cert, keys), cert, keys };
-}
-
 interface LeafSpec {
   commonName: string;
   organizations?: string[];
@@ -310,8 +290,8 @@ async function writePair(p: CertKeyPaths, issued: IssuedCert): Promise<void> {
 
 async function generate(layout: SandboxPki, names: string[], sans: (name: string) => string[]): Promise<void> {
   const x509 = await loadX509();
-  const ca = await issueCa(x509, "mvproxy-sandbox-ca");
-  const fpCa = await issueCa(x509, "mvproxy-sandbox-front-proxy-ca");
+  const ca = await issueCa("mvproxy-sandbox-ca");
+  const fpCa = await issueCa("mvproxy-sandbox-front-proxy-ca");
 
   const serving = new Map<string, IssuedCert>();
   for (const name of names) {

@@ -60,3 +60,25 @@ export function validity(): { notBefore: Date; notAfter: Date } {
   const now = Date.now();
   return { notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + VALIDITY_MS) };
 }
+
+/** A self-signed ECDSA CA (key usages for signing certificates and CRLs, with a subject key identifier). */
+export async function issueCa(commonName: string): Promise<IssuedCert> {
+  const x509 = await loadX509();
+  const keys = await newKeyPair();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: [{ CN: [commonName] }],
+    ...validity(),
+    keys,
+    signingAlgorithm: EC_SIGN_ALG,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        true,
+      ),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { ...toPem(cert, keys), cert, keys };
+}

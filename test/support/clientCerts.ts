@@ -1,26 +1,12 @@
 // Throwaway certificates for identity tests: a CA and leaves with arbitrary
 // subjects (several O, multi-valued RDNs, special characters) and usages.
 import type * as X509Types from '@peculiar/x509';
-import { EC_SIGN_ALG, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert } from '../../src/sandbox/x509.js';
+import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert } from '../../src/sandbox/x509.js';
 
 export type TestCert = IssuedCert;
 
-export async function testCa(commonName: string): Promise<TestCert> {
-  const x509 = await loadX509();
-  const keys = await newKeyPair();
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: randomSerial(),
-    name: [{ CN: [commonName] }],
-    ...validity(),
-    keys,
-    signingAlgorithm: EC_SIGN_ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature, true),
-    ],
-  });
-  return { ...toPem(cert, keys), cert, keys };
-}
+/** A throwaway CA, issued as the sandbox issues its own. */
+export const testCa: (commonName: string) => Promise<TestCert> = issueCa;
 
 export interface LeafOptions {
   /** The subject, RDN by RDN: `[{O: ['a']}, {CN: ['x'], O: ['b']}]` (the second is multi-valued). Or a DN string. */
