@@ -1,8 +1,7 @@
 // A minimal HTTP CONNECT proxy for egress tests: tunnels bytes and records
 // which targets were asked for.
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 
 export interface ConnectProxy {
   address: string;
@@ -12,8 +11,17 @@ export interface ConnectProxy {
 
 export async function startConnectProxy(): Promise<ConnectProxy> {
   const targets: string[] = [];
+  // Tunnels end half-open when the sidecars and apiservers are killed, and a
+  // half-open socket neither keeps the event loop alive nor lets server.close()
+  // finish: close() destroys every tunnel socket itself.
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
   const server: Server = createServer((_req, res) => res.writeHead(405).end());
-  server.on('connect', (req, client, head) => {
+  server.on('connect', (req, client: Socket, head: Buffer) => {
+    track(client);
     const target = req.url ?? '';
     targets.push(target);
     const [host, port] = target.split(/:(?=\d+$)/);
@@ -23,6 +31,7 @@ export async function startConnectProxy(): Promise<ConnectProxy> {
       upstream.pipe(client);
       client.pipe(upstream);
     });
+    track(upstream);
     const close = (): void => {
       upstream.destroy();
       client.destroy();
@@ -34,6 +43,10 @@ export async function startConnectProxy(): Promise<ConnectProxy> {
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     targets,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
   };
 }
