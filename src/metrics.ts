@@ -2,7 +2,7 @@
 // kept (DESIGN.md) so dashboards built for upstream work unchanged; mvproxy's
 // own metrics are prefixed mvproxy_. One registry per createMetrics() call:
 // no global singleton, so each test and each process gets a fresh one.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
   registry: Registry;
@@ -26,6 +26,8 @@ export interface Metrics {
   extProcRequests: Counter<'result'>;
   /** mvproxy_ext_proc_duration_seconds: time to answer one ext_proc request. */
   extProcDuration: Histogram;
+  /** mvproxy_apiserver_draining{apiserver}: 1 while an operator drains it. */
+  apiserverDraining: Gauge<'apiserver'>;
 }
 
 export interface MetricsOptions {
@@ -97,6 +99,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: 'mvproxy_ext_proc_duration_seconds',
       help: 'Time mvproxy took to answer one ext_proc request.',
       buckets: EXT_PROC_BUCKETS_SECONDS,
+      registers,
+    }),
+    apiserverDraining: new Gauge({
+      name: 'mvproxy_apiserver_draining',
+      help: '1 while an operator drains the apiserver (admin API), else 0.',
+      labelNames: ['apiserver'] as const,
       registers,
     }),
   };

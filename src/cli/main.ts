@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bench`.
+// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`.
 import { runInstall } from './install.js';
 import { runSandbox } from './sandbox.js';
 import { runServe } from './serve.js';
 import { runBenchCommand } from './bench.js';
 import { runBootstrap } from './bootstrap.js';
+import { runAdmin } from './admin.js';
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -16,6 +17,8 @@ commands:
                                        run the control plane (xDS for the sidecars, metrics and status)
   bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F) [--admin-port N]
                                        print the Envoy bootstrap of one apiserver's sidecar
+  admin [--socket PATH] [-o json] status | explain SIDECAR PATH | drain NAME [--wait] | undrain NAME [--wait]
+                                       ask the running control plane what it sees and why; drain an apiserver
   bench [--rounds N --round-ms MS --concurrency N --convergence-samples N]
                                        measure sidecar vs direct latency/throughput and routing convergence
   sandbox down [--dir DIR]             stop a detached sandbox
@@ -37,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
       return runBenchCommand(rest);
     case 'bootstrap':
       return runBootstrap(rest);
+    case 'admin':
+      return runAdmin(rest);
     case undefined:
     case 'help':
     case '--help':

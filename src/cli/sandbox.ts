@@ -13,7 +13,7 @@ import { processAlive } from '../util/process.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-function sandboxDir(dir: string | undefined): string {
+export function sandboxDir(dir: string | undefined): string {
   return resolve(dir ?? process.env['MVPROXY_SANDBOX_DIR'] ?? join(repoRoot, '.sandbox'));
 }
 

@@ -18,6 +18,14 @@ export interface PlannerOptions {
    * what it served: its resources answer 503 rather than 404 meanwhile (rule 4).
    */
   departedGraceMs: number;
+  /**
+   * Apiservers an operator is draining before taking them down (their
+   * upgrade): their own sidecars send what peers also serve to those peers,
+   * and no sidecar chooses them while another available apiserver serves the
+   * same thing. Never a 503 because of a drain: what only drained apiservers
+   * serve still goes to them while they are up.
+   */
+  draining?: ReadonlySet<string>;
 }
 
 /** One plan per declared apiserver, sorted by node name. */
@@ -98,6 +106,7 @@ interface ResourceId {
 interface RatedPeer {
   name: string;
   standing: Exclude<PeerStanding, 'gone'>;
+  draining: boolean;
   servedSet: readonly ServedResource[];
   served: ServedIndex;
 }
@@ -118,7 +127,8 @@ function planSidecar(
   for (const peer of others) {
     const standing = peerStanding(peer, model.now, opts.departedGraceMs);
     if (standing === 'gone') continue;
-    ratedPeers.push({ name: peer.endpoint.name, standing, servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
+    const name = peer.endpoint.name;
+    ratedPeers.push({ name, standing, draining: opts.draining?.has(name) ?? false, servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
   }
 
   // Every (sub)resource served anywhere that matters, by key.
@@ -136,28 +146,47 @@ function planSidecar(
   // (say, for its upgrade) its sidecar routes around it, so what it served
   // goes to peers that serve it, or answers 503, never a connection error.
   const localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
-  const decide = (key: string): RequestDestination => {
+  const localDraining = opts.draining?.has(local.endpoint.name) ?? false;
+  const localSubresources = new Map(local.servedSet.map((s) => [resourceKey(s.group, s.version, s.resource), s.subresources]));
+  // Where a draining apiserver hands a resource over: available peers, not
+  // draining themselves, that serve the resource and every subresource of it
+  // the local one serves, so a resource and its subresources move together
+  // (a subresource left behind would need a route back to the local apiserver).
+  const successorsOf = (id: ResourceId): string[] => {
+    const resource = resourceKey(id.group, id.version, id.resource);
+    const subresources = localSubresources.get(resource) ?? [];
+    return ratedPeers
+      .filter((p) => p.standing === 'available' && !p.draining && p.served.serves(resource))
+      .filter((p) => subresources.every((sub) => p.served.serves(resourceKey(id.group, id.version, id.resource, sub))))
+      .map((p) => p.name);
+  };
+  const decide = (id: ResourceId): RequestDestination => {
+    const key = resourceKey(id.group, id.version, id.resource, id.subresource);
     const servedLocally = localServed.serves(key);
-    if (servedLocally && localAvailable) return { kind: 'local' }; // rule 1
+    if (servedLocally && localAvailable) {
+      const successors = localDraining ? successorsOf(id) : [];
+      return successors.length > 0 ? { kind: 'peers', peers: successors } : { kind: 'local' }; // rule 1
+    }
     const servingPeers = ratedPeers.filter((p) => p.served.serves(key));
-    const available = servingPeers.filter((p) => p.standing === 'available').map((p) => p.name);
-    if (available.length > 0) return { kind: 'peers', peers: available }; // rule 2
+    const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
+    if (available.length > 0) return { kind: 'peers', peers: available.map((p) => p.name) }; // rule 2
     const servedBy = [...(servedLocally ? [local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
     if (servedBy.length > 0 && (servingPeers.length > 0 || !localAvailable)) return { kind: 'unavailable', servedBy }; // rule 4
     return { kind: 'local' }; // rule 3: the local apiserver gives the honest 404
   };
 
   const routes: ResourceRoute[] = [];
-  for (const [key, id] of candidates) {
-    const destination = decide(key);
+  for (const id of candidates.values()) {
+    const destination = decide(id);
     if (id.subresource !== undefined) {
       // Only where servers differ: a subresource that goes where its resource goes needs no route.
-      const resourceDestination = decide(resourceKey(id.group, id.version, id.resource));
+      const resourceDestination = decide({ group: id.group, version: id.version, resource: id.resource });
       if (sameDestination(destination, resourceDestination)) continue;
     }
     // A subresource going "local" under a rerouted resource would need a local
     // route; it cannot arise, since serving a subresource means serving its
-    // resource, and everything not routed goes local anyway.
+    // resource, everything not routed goes local anyway, and a drain moves a
+    // resource only together with all its subresources.
     if (destination.kind !== 'local') routes.push(routeFor(id, destination));
   }
   routes.sort(compareRoutes);
@@ -189,7 +218,7 @@ function groupDocumentRoutes(local: ApiserverObservation, ratedPeers: readonly R
   }
   const actionFor = (serves: (s: ServedResource) => boolean): ResourceRouteAction => {
     const serving = ratedPeers.filter((p) => p.servedSet.some(serves));
-    const available = serving.filter((p) => p.standing === 'available').map((p) => p.name);
+    const available = preferUndrained(serving.filter((p) => p.standing === 'available')).map((p) => p.name);
     if (available.length > 0) return { kind: 'peers', peers: available };
     return { kind: 'unavailable', servedBy: serving.map((p) => p.name) };
   };
@@ -204,6 +233,12 @@ function groupDocumentRoutes(local: ApiserverObservation, ratedPeers: readonly R
     documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
   }
   return documents.sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version ?? '', b.version ?? ''));
+}
+
+/** The peers not being drained if there are any, else all of them: a drain never causes a 503. */
+function preferUndrained(peers: RatedPeer[]): RatedPeer[] {
+  const undrained = peers.filter((p) => !p.draining);
+  return undrained.length > 0 ? undrained : peers;
 }
 
 function routeFor(id: ResourceId, action: ResourceRouteAction): ResourceRoute {
@@ -221,7 +256,7 @@ function sameDestination(a: RequestDestination, b: RequestDestination): boolean 
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function resourceKey(group: string, version: string, resource: string, subresource?: string): string {
+function resourceKey(group: string, version: string, resource: string, subresource?: string | undefined): string {
   return JSON.stringify(subresource === undefined ? [group, version, resource] : [group, version, resource, subresource]);
 }
 

@@ -167,6 +167,9 @@ export class Sandbox {
   private get xdsSocket(): string {
     return join(this.dir, 'xds.sock');
   }
+  private get adminSocket(): string {
+    return join(this.dir, 'admin.sock');
+  }
 
   /** The control plane is `mvproxy serve`, the same command an operator runs. */
   private async startControlPlane(adminPort: number): Promise<void> {
@@ -189,7 +192,7 @@ export class Sandbox {
         peerCa: pki.peerCa,
       },
       xds: { unixSocket: this.xdsSocket },
-      admin: { listen: `127.0.0.1:${adminPort}` },
+      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket },
       ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
       departedGraceSeconds: 300,
       localOnlyGraceSeconds: 300,
@@ -395,7 +398,7 @@ export class Sandbox {
       etcd: `http://127.0.0.1:${this.etcdPort}`,
       logs: this.logsDir,
       controlSocket: join(this.dir, 'control.sock'),
-      ...(this.withSidecars ? { controlPlane: { admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`, config: this.controlPlaneConfigPath, xdsSocket: this.xdsSocket } } : {}),
+      ...(this.withSidecars ? { controlPlane: { admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`, adminSocket: this.adminSocket, config: this.controlPlaneConfigPath, xdsSocket: this.xdsSocket } } : {}),
     };
   }
 

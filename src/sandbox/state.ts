@@ -36,7 +36,14 @@ export interface SandboxState {
   /** Unix socket of the sandbox's control endpoint (stop/start apiservers). */
   controlSocket: string;
   /** The mvproxy control plane, when the sandbox runs sidecars. */
-  controlPlane?: { admin: string; config: string; xdsSocket: string };
+  controlPlane?: {
+    /** HTTP: /metrics, /status, /healthz. */
+    admin: string;
+    /** Unix socket of the admin gRPC API (`mvproxy admin`). */
+    adminSocket: string;
+    config: string;
+    xdsSocket: string;
+  };
 }
 
 export function writeState(path: string, state: SandboxState): void {

@@ -42,8 +42,8 @@ export interface ServeConfig {
     /** TCP with mutual TLS for sidecars elsewhere. */
     tcp?: { host: string; port: number; cert: string; key: string; clientCa: string };
   };
-  /** Metrics and status (HTTP, plain); keep it on loopback. */
-  admin?: { host: string; port: number };
+  /** Operator endpoints: metrics and status over plain HTTP (keep it on loopback), the admin gRPC API on a Unix socket. */
+  admin?: { http?: { host: string; port: number }; socket?: string };
   /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
   peerEgressProxy?: { host: string; port: number };
   departedGraceSeconds: number;
@@ -108,7 +108,14 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     config.xds.tcp = { ...tcp.hostPort('listen'), cert: tcp.file('cert'), key: tcp.file('key'), clientCa: tcp.file('clientCa') };
   }
   if (!config.xds.unixSocket && !config.xds.tcp) problems.push('xds: set unixSocket, tcp, or both (sidecars need a way to reach the control plane)');
-  if (r.has('admin')) config.admin = r.object('admin').hostPort('listen');
+  if (r.has('admin')) {
+    const admin = r.object('admin');
+    config.admin = {};
+    if (admin.has('listen')) config.admin.http = admin.hostPort('listen');
+    const socket = admin.optionalString('socket');
+    if (socket !== undefined) config.admin.socket = resolve(baseDir, socket);
+    if (!admin.has('listen') && socket === undefined) problems.push('admin: set listen (metrics and status over HTTP), socket (the admin gRPC API), or both');
+  }
   if (r.has('peerEgressProxy')) config.peerEgressProxy = r.hostPort('peerEgressProxy');
 
   if (config.apiservers.length === 0) problems.push('apiservers: list at least one apiserver');

@@ -2,7 +2,7 @@
 // ADS snapshots, recomputed whenever the observed model changes.
 import * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ServeConfig, ServedApiserver } from './config.js';
@@ -17,6 +17,8 @@ import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
+import { addAdminService, adminStatus, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
+import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
 
 export interface ControlPlaneDeps {
@@ -26,14 +28,18 @@ export interface ControlPlaneDeps {
   kubeConfig?: KubeConfig;
 }
 
-export class ControlPlane {
+export class ControlPlane implements AdminBackend {
   readonly ads: AdsServer;
   readonly extProc: ExtProcServer;
   readonly accessLog: AccessLogServer;
   private readonly observer: ClusterObserver;
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
+  /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
+  private adminGrpcServer?: grpc.Server;
   private plans: SidecarPlan[] = [];
+  /** Apiservers an operator is draining (admin API); in memory only. */
+  private readonly draining = new Set<string>();
   /** Each sidecar's merged discovery, recomputed with the plans (documents are rendered lazily and memoized). */
   private readonly mergedByNode = new Map<string, MergedDiscovery>();
   private lastModel?: ClusterModel;
@@ -72,7 +78,7 @@ export class ControlPlane {
     this.observer.onChange((model) => this.update(model));
   }
 
-  async start(): Promise<{ xds: string[]; admin?: string }> {
+  async start(): Promise<{ xds: string[]; admin?: string; adminSocket?: string }> {
     const xds: string[] = [];
     if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket));
     if (this.config.xds.tcp) {
@@ -87,16 +93,18 @@ export class ControlPlane {
       xds.push(`${tcp.host}:${port}`);
     }
     let admin: string | undefined;
-    if (this.config.admin) admin = await this.startAdmin(this.config.admin.host, this.config.admin.port);
+    if (this.config.admin?.http) admin = await this.startAdmin(this.config.admin.http.host, this.config.admin.http.port);
+    let adminSocket: string | undefined;
+    if (this.config.admin?.socket) adminSocket = await this.startAdminGrpc(this.config.admin.socket);
     await this.observer.start();
     this.update(this.observer.snapshot());
-    return { xds, ...(admin ? { admin } : {}) };
+    return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
   }
 
   /** Recomputes every sidecar's snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel): void {
     this.lastModel = model;
-    const plans = planSidecars(model, { departedGraceMs: this.config.departedGraceSeconds * 1000 });
+    const plans = planSidecars(model, { departedGraceMs: this.config.departedGraceSeconds * 1000, draining: this.draining });
     for (const plan of plans) {
       const apiserver = this.config.apiservers.find((a) => a.name === plan.node);
       if (!apiserver) continue;
@@ -148,9 +156,10 @@ export class ControlPlane {
     };
   }
 
-  /** What the control plane currently believes and has pushed, for operators and tests. */
-  status(): unknown {
+  /** HTTP /status: everything the control plane believes and has pushed, plans included, as one JSON dump. */
+  statusDump(): unknown {
     return {
+      draining: [...this.draining].sort(),
       apiservers: (this.lastModel?.apiservers ?? []).map((a) => ({
         name: a.endpoint.name,
         hostname: a.endpoint.hostname,
@@ -165,6 +174,55 @@ export class ControlPlane {
     };
   }
 
+  /** Admin API: the GetStatus answer. */
+  status(): AdminStatus {
+    return adminStatus({
+      model: this.lastModel ?? { now: 0, apiservers: [], localOnly: [] },
+      plans: this.plans,
+      ads: this.ads.status(),
+      draining: this.draining,
+      departedGraceMs: this.config.departedGraceSeconds * 1000,
+    });
+  }
+
+  /** Admin API: where a request sent to this sidecar goes now, and why. */
+  explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation {
+    const plan = this.plans.find((p) => p.node === sidecar);
+    if (!plan || !this.lastModel) throw new UnknownApiserverError(sidecar, this.apiserverNames());
+    return explainRequest({ plan, model: this.lastModel, draining: this.draining }, path, { peerProxied });
+  }
+
+  drain(apiserver: string): string[] {
+    return this.setDraining(apiserver, true);
+  }
+
+  undrain(apiserver: string): string[] {
+    return this.setDraining(apiserver, false);
+  }
+
+  private setDraining(apiserver: string, draining: boolean): string[] {
+    if (!this.config.apiservers.some((a) => a.name === apiserver)) throw new UnknownApiserverError(apiserver, this.apiserverNames());
+    const changed = draining ? !this.draining.has(apiserver) : this.draining.delete(apiserver);
+    if (draining) this.draining.add(apiserver);
+    this.deps.metrics.apiserverDraining.set({ apiserver }, draining ? 1 : 0);
+    if (changed && this.lastModel) this.update(this.lastModel);
+    return [...this.draining].sort();
+  }
+
+  private apiserverNames(): string[] {
+    return this.config.apiservers.map((a) => a.name);
+  }
+
+  private async startAdminGrpc(socketPath: string): Promise<string> {
+    const server = createGrpcServer();
+    addAdminService(server, this, this.deps.logger.child({ component: 'admin' }));
+    const address = await listenUnix(server, socketPath);
+    // Whoever can open the socket can drain apiservers: owner only.
+    chmodSync(socketPath, 0o600);
+    this.adminGrpcServer = server;
+    return address;
+  }
+
   private startAdmin(host: string, port: number): Promise<string> {
     const server = createServer((req, res) => {
       const send = (status: number, type: string, body: string): void => {
@@ -177,7 +235,7 @@ export class ControlPlane {
           (err: Error) => send(500, 'text/plain', err.message),
         );
       } else if (req.url === '/status') {
-        send(200, 'application/json', JSON.stringify(this.status(), null, 2) + '\n');
+        send(200, 'application/json', JSON.stringify(this.statusDump(), null, 2) + '\n');
       } else if (req.url === '/healthz') {
         send(200, 'text/plain', 'ok\n');
       } else {
@@ -198,6 +256,7 @@ export class ControlPlane {
     this.observer.stop();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
+    if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);
     await new Promise<void>((resolve) => (this.adminServer ? this.adminServer.close(() => resolve()) : resolve()));
   }
 }

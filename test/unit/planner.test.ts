@@ -42,8 +42,8 @@ function model(apiservers: Record<string, ApiserverSpec>, localOnly: LocalOnlyGr
   return { now: NOW, apiservers: Object.entries(apiservers).map(([name, spec], i) => apiserver(name, spec, i)), localOnly };
 }
 
-function planFor(node: string, m: ClusterModel): SidecarPlan {
-  const plan = planSidecars(m, { departedGraceMs: GRACE_MS }).find((p) => p.node === node);
+function planFor(node: string, m: ClusterModel, draining: string[] = []): SidecarPlan {
+  const plan = planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) }).find((p) => p.node === node);
   assert.ok(plan, `a plan for ${node}`);
   return plan;
 }
@@ -285,5 +285,66 @@ describe('planSidecars', () => {
     };
     const opts = { departedGraceMs: GRACE_MS };
     assert.equal(JSON.stringify(planSidecars(reversed, opts)), JSON.stringify(planSidecars(forward, opts)));
+  });
+});
+
+describe('planSidecars while an operator drains apiservers', () => {
+  const JOBS = '/apis/batch/v1/namespaces/default/jobs';
+  const PODS = '/api/v1/namespaces/default/pods';
+
+  test('a draining apiserver\'s own sidecar sends what a peer also serves to that peer', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, PODS), { kind: 'peers', peers: ['b'] });
+    assert.deepEqual(destination(plan, `${PODS}/web/log`), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('a draining apiserver keeps what no other apiserver serves: a drain never causes a 503', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, JOBS), LOCAL);
+  });
+
+  test('a draining apiserver keeps what only unreachable peers also serve', () => {
+    const plan = planFor('a', model({ a: { serves: CORE }, b: { serves: CORE, reachable: false } }), ['a']);
+    assert.deepEqual(destination(plan, PODS), LOCAL);
+  });
+
+  test('no sidecar chooses a draining peer while another available peer serves the resource', () => {
+    const plan = planFor('c', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] }, c: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, JOBS), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('a draining peer still takes what only it serves', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, JOBS), { kind: 'peers', peers: ['a'] });
+  });
+
+  test('draining a peer changes nothing for what the local apiserver serves', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }), ['a']);
+    assert.deepEqual(plan.routes, []);
+  });
+
+  test('a draining apiserver does not hand over to a peer that is draining too', () => {
+    const plan = planFor('a', model({ a: { serves: CORE }, b: { serves: CORE } }), ['a', 'b']);
+    assert.deepEqual(destination(plan, PODS), LOCAL);
+  });
+
+  test('a resource moves only to peers that serve every subresource of it the draining apiserver serves', () => {
+    const podsWithoutLog = served('', 'v1', 'pods', ['status']);
+    const plan = planFor('a', model({ a: { serves: CORE }, b: { serves: [podsWithoutLog] }, c: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, PODS), { kind: 'peers', peers: ['c'] });
+    assert.deepEqual(destination(plan, `${PODS}/web/log`), { kind: 'peers', peers: ['c'] });
+    const noSuccessor = planFor('a', model({ a: { serves: CORE }, b: { serves: [podsWithoutLog] } }), ['a']);
+    assert.deepEqual(destination(noSuccessor, PODS), LOCAL);
+    assert.deepEqual(destination(noSuccessor, `${PODS}/web/log`), LOCAL);
+  });
+
+  test('discovery documents of peer-only group-versions prefer peers that are not draining', () => {
+    const plan = planFor('c', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] }, c: { serves: CORE } }), ['a']);
+    assert.deepEqual(destination(plan, '/apis/batch/v1'), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('once the drained apiserver is down, its resources go where they would without the drain', () => {
+    const m = model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000 }, b: { serves: CORE } });
+    assert.deepEqual(planFor('a', m, ['a']), planFor('a', m));
   });
 });

@@ -1,0 +1,174 @@
+// `mvproxy admin ...`: the operator's client of the control plane's admin gRPC
+// API (proto/mvproxy/admin/v1/admin.proto).
+import * as grpc from '@grpc/grpc-js';
+import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { adminGrpc } from '../servers/admin.js';
+import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
+import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
+import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
+import { readState } from '../sandbox/state.js';
+import { sandboxDir } from './sandbox.js';
+
+export const ADMIN_USAGE = `usage: mvproxy admin [--socket PATH] [-o json] <verb>
+
+verbs:
+  status                          every apiserver as the control plane sees it, every sidecar's xDS state
+  explain SIDECAR PATH [--peer-proxied]
+                                  where a request for PATH sent to SIDECAR goes now, and why
+  drain NAME [--wait] [--timeout SECONDS]
+                                  move traffic off apiserver NAME before taking it down; --wait returns
+                                  once every sidecar runs the new routes
+  undrain NAME [--wait] [--timeout SECONDS]
+                                  end the drain
+
+The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
+`;
+
+const CALL_DEADLINE_MS = 10_000;
+
+export async function runAdmin(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      socket: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+      'peer-proxied': { type: 'boolean', default: false },
+      wait: { type: 'boolean', default: false },
+      timeout: { type: 'string', default: '60' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [verb, ...operands] = positionals;
+  const json = values.output === 'json';
+  if (values.output !== undefined && !json) throw new Error(`-o: only "json" is supported, got ${JSON.stringify(values.output)}`);
+  const timeoutSeconds = Number(values.timeout);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new Error(`--timeout: a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+  const expect = (count: number, names: string): string[] => {
+    if (operands.length !== count) throw new Error(`admin ${verb} needs ${names}\n\n${ADMIN_USAGE}`);
+    return operands;
+  };
+
+  switch (verb) {
+    case 'status': {
+      expect(0, 'no operands');
+      const status = await withClient(values.socket, (c) => call(c, 'GetStatus', {}));
+      process.stdout.write(json ? JSON.stringify(status, null, 2) + '\n' : formatStatus(status));
+      return 0;
+    }
+    case 'explain': {
+      const [sidecar, path] = expect(2, 'SIDECAR and PATH') as [string, string];
+      const explanation = await withClient(values.socket, (c) => call(c, 'Explain', { sidecar, path, peer_proxied: values['peer-proxied'] }));
+      process.stdout.write(json ? JSON.stringify(explanation, null, 2) + '\n' : formatExplanation(explanation));
+      return 0;
+    }
+    case 'drain':
+    case 'undrain': {
+      const [apiserver] = expect(1, 'the apiserver NAME') as [string];
+      return withClient(values.socket, async (c) => {
+        const answer = await call(c, verb === 'drain' ? 'Drain' : 'Undrain', { apiserver });
+        process.stderr.write(`draining: ${answer.draining.length > 0 ? answer.draining.join(', ') : 'none'}\n`);
+        if (!values.wait) return 0;
+        const status = await waitInSync(c, timeoutSeconds * 1000);
+        process.stderr.write(`every sidecar runs the new routes (${status.sidecars.map((s) => s.node).join(', ')})\n`);
+        return 0;
+      });
+    }
+    case undefined:
+      process.stdout.write(ADMIN_USAGE);
+      return 2;
+    default:
+      throw new Error(`admin: unknown verb ${JSON.stringify(verb)}\n\n${ADMIN_USAGE}`);
+  }
+}
+
+function adminSocket(flag: string | undefined): string {
+  const chosen = flag ?? process.env['MVPROXY_ADMIN_SOCKET'];
+  if (chosen !== undefined) return chosen;
+  const statePath = join(sandboxDir(undefined), 'state.json');
+  const fromSandbox = existsSync(statePath) ? readState(statePath).controlPlane?.adminSocket : undefined;
+  if (fromSandbox === undefined) throw new Error('no admin socket: pass --socket PATH (the admin.socket of the control plane\'s config) or set MVPROXY_ADMIN_SOCKET');
+  return fromSandbox;
+}
+
+async function withClient<T>(socketFlag: string | undefined, use: (client: AdminClient) => Promise<T>): Promise<T> {
+  const socket = adminSocket(socketFlag);
+  if (!existsSync(socket)) throw new Error(`cannot reach the control plane: ${socket} does not exist (is mvproxy serve running with admin.socket set?)`);
+  const Admin = adminGrpc().mvproxy.admin.v1.Admin;
+  const client = new Admin(`unix://${socket}`, grpc.credentials.createInsecure());
+  try {
+    return await use(client);
+  } finally {
+    client.close();
+  }
+}
+
+interface Calls {
+  GetStatus: [Record<string, never>, Status__Output];
+  Explain: [{ sidecar: string; path: string; peer_proxied: boolean }, Explanation__Output];
+  Drain: [{ apiserver: string }, { draining: string[] }];
+  Undrain: [{ apiserver: string }, { draining: string[] }];
+}
+
+/** One unary call with a deadline; gRPC errors become plain errors carrying the server's words. */
+function call<M extends keyof Calls>(client: AdminClient, method: M, request: Calls[M][0]): Promise<Calls[M][1]> {
+  const deadline = new Date(Date.now() + CALL_DEADLINE_MS);
+  return new Promise((resolve, reject) => {
+    const callback = (err: grpc.ServiceError | null, response?: unknown): void => {
+      if (err) reject(new Error(`${method}: ${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
+      else resolve(response as Calls[M][1]);
+    };
+    // The generated client's overloads do not narrow over a union of methods.
+    (client[method] as unknown as (req: Calls[M][0], options: grpc.CallOptions, cb: typeof callback) => void).call(client, request, { deadline }, callback);
+  });
+}
+
+/** Polls GetStatus until every sidecar is connected and has ACKed its current routes. */
+async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Status__Output> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await call(client, 'GetStatus', {});
+    const behind = status.sidecars.filter((s) => !s.in_sync);
+    if (behind.length === 0) return status;
+    if (Date.now() > deadline) {
+      const why = behind.map((s) => `${s.node} (${s.connected ? 'has not ACKed yet' : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`);
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function formatStatus(status: Status__Output): string {
+  const apiservers = table(
+    ['APISERVER', 'STANDING', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
+    status.apiservers.map((a) => [a.name, a.standing, a.draining ? 'yes' : 'no', String(a.served_resources), a.address, a.lease_holder_identity || '-']),
+  );
+  const sidecars = table(
+    ['SIDECAR', 'CONNECTED', 'IN SYNC', 'TO PEERS', '503', 'LAST NACK'],
+    status.sidecars.map((s) => [
+      s.node,
+      s.connected ? 'yes' : 'no',
+      s.in_sync ? 'yes' : 'no',
+      String(s.rerouted_routes),
+      String(s.unavailable_routes),
+      s.xds.map((t) => t.last_nack).find((m) => m) ?? '-',
+    ]),
+  );
+  return `${apiservers}\n${sidecars}`;
+}
+
+function formatExplanation(e: Explanation__Output): string {
+  const r = e.request;
+  const where = e.destination === 'local' ? 'local apiserver' : `${e.destination === 'peers' ? 'peers' : '503, served by'} ${e.apiservers.join(', ')}`;
+  const parsed = r?.resource_request
+    ? `resource ${r.group === '' ? 'core' : r.group}/${r.version} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.namespace ? ` in namespace ${r.namespace}` : ''}${r.name ? ` named ${r.name}` : ''}`
+    : `not a resource request${r?.error ? ` (${r.error})` : ''}`;
+  return `destination: ${where}\nreason:      ${e.reason}\nrequest:     ${parsed}\n`;
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}

@@ -1,0 +1,172 @@
+// The operator API (proto/mvproxy/admin/v1/admin.proto): status, explain and
+// drain over gRPC, with server reflection so grpcurl works without the proto.
+// The control plane implements AdminBackend; this module only checks input
+// and maps answers and errors to gRPC.
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import type { Logger } from 'pino';
+import { protoDir } from '../util/protoRoot.js';
+import type { ProtoGrpcType } from '../generated/admin.js';
+import type { AdminHandlers } from '../generated/mvproxy/admin/v1/Admin.js';
+import type { Status } from '../generated/mvproxy/admin/v1/Status.js';
+import type { Explanation } from '../generated/mvproxy/admin/v1/Explanation.js';
+import type { ClusterModel } from '../model/cluster.js';
+import { peerStanding } from '../model/liveness.js';
+import type { SidecarPlan } from '../planner/plan.js';
+import type { RequestExplanation } from '../planner/explain.js';
+import { PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
+import type { AdsNodeStatus } from './ads.js';
+
+const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
+/** Longer paths are not requests an apiserver would accept either. */
+const MAX_PATH_LENGTH = 8192;
+
+export type { Status as AdminStatus } from '../generated/mvproxy/admin/v1/Status.js';
+
+/** What the admin API asks of the control plane. */
+export interface AdminBackend {
+  status(): Status;
+  /** Throws UnknownApiserverError for a sidecar that is not declared. */
+  explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation;
+  /** Both return every apiserver being drained afterwards, sorted; both throw UnknownApiserverError. */
+  drain(apiserver: string): string[];
+  undrain(apiserver: string): string[];
+}
+
+export class UnknownApiserverError extends Error {
+  constructor(name: string, known: readonly string[]) {
+    super(`no apiserver named ${JSON.stringify(name)} (declared: ${known.join(', ')})`);
+    this.name = 'UnknownApiserverError';
+  }
+}
+
+let definition: protoLoader.PackageDefinition | undefined;
+
+/** The admin API's package definition (keepCase, defaults filled in for clients). */
+export function adminPackageDefinition(): protoLoader.PackageDefinition {
+  definition ??= protoLoader.loadSync(ADMIN_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [protoDir(ADMIN_PROTO)] });
+  return definition;
+}
+
+export function adminGrpc(): ProtoGrpcType {
+  return grpc.loadPackageDefinition(adminPackageDefinition()) as unknown as ProtoGrpcType;
+}
+
+export function addAdminService(server: grpc.Server, backend: AdminBackend, logger: Logger): void {
+  const fail = (code: grpc.status, details: string): grpc.ServerErrorResponse => ({ name: 'AdminError', message: details, code, details });
+  // Maps the backend's known failures to gRPC codes; anything else is a bug, reported as INTERNAL.
+  const answer = <T>(callback: grpc.sendUnaryData<T>, produce: () => T): void => {
+    let value: T;
+    try {
+      value = produce();
+    } catch (err) {
+      if (err instanceof UnknownApiserverError) return callback(fail(grpc.status.NOT_FOUND, err.message));
+      logger.error({ err }, 'admin request failed');
+      return callback(fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`));
+    }
+    callback(null, value);
+  };
+  const drainCall = (verb: 'drain' | 'undrain'): AdminHandlers['Drain'] => (call, callback) => {
+    const apiserver = call.request.apiserver ?? '';
+    if (apiserver === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'apiserver: required'));
+    answer(callback, () => {
+      const draining = backend[verb](apiserver);
+      logger.info({ apiserver, draining }, verb === 'drain' ? 'apiserver draining' : 'apiserver drain ended');
+      return { draining };
+    });
+  };
+  const handlers: AdminHandlers = {
+    GetStatus: (_call, callback) => answer(callback, () => backend.status()),
+    Explain: (call, callback) => {
+      const { sidecar = '', path = '', peer_proxied: peerProxied = false } = call.request;
+      const problem = sidecar === '' ? 'sidecar: required' : explainPathProblem(path);
+      if (problem !== undefined) return callback(fail(grpc.status.INVALID_ARGUMENT, problem));
+      answer(callback, () => explanationMessage(backend.explain(sidecar, path, peerProxied)));
+    },
+    Drain: drainCall('drain'),
+    Undrain: drainCall('undrain'),
+  };
+  server.addService(adminGrpc().mvproxy.admin.v1.Admin.service, handlers);
+  new ReflectionService(adminPackageDefinition()).addToServer(server);
+}
+
+function explainPathProblem(path: string): string | undefined {
+  if (!path.startsWith('/')) return `path: must start with "/", got ${JSON.stringify(path.slice(0, 80))}`;
+  if (path.length > MAX_PATH_LENGTH) return `path: longer than ${MAX_PATH_LENGTH} characters`;
+  // Control characters cannot appear in a request line; Envoy would reject the request.
+  if (/[\u0000-\u0020\u007f]/.test(path)) return 'path: contains whitespace or control characters';
+  return undefined;
+}
+
+function explanationMessage(e: RequestExplanation): Explanation {
+  const { request: r, destination } = e;
+  return {
+    destination: destination.kind,
+    apiservers: destination.kind === 'peers' ? destination.peers : destination.kind === 'unavailable' ? destination.servedBy : [],
+    reason: e.reason,
+    request: {
+      resource_request: r.isResourceRequest,
+      group: r.group,
+      version: r.version,
+      resource: r.resource ?? '',
+      subresource: r.subresource ?? '',
+      namespace: r.namespace ?? '',
+      name: r.name ?? '',
+      error: r.error ?? '',
+    },
+  };
+}
+
+export interface StatusInput {
+  model: ClusterModel;
+  plans: readonly SidecarPlan[];
+  ads: Record<string, AdsNodeStatus>;
+  draining: ReadonlySet<string>;
+  departedGraceMs: number;
+}
+
+/** The GetStatus answer, from what the control plane holds. Pure. */
+export function adminStatus(input: StatusInput): Status {
+  const { model, plans, ads, draining, departedGraceMs } = input;
+  const apiservers = [...model.apiservers]
+    .sort((a, b) => compare(a.endpoint.name, b.endpoint.name))
+    .map((a) => ({
+      name: a.endpoint.name,
+      hostname: a.endpoint.hostname,
+      address: `${a.endpoint.address.host.includes(':') ? `[${a.endpoint.address.host}]` : a.endpoint.address.host}:${a.endpoint.address.port}`,
+      standing: peerStanding(a, model.now, departedGraceMs),
+      reachable: a.reachable,
+      lease_holder_identity: a.lease?.holderIdentity ?? '',
+      served_resources: a.servedSet.length,
+      group_versions: [...new Set(a.servedSet.map((s) => (s.group === '' ? s.version : `${s.group}/${s.version}`)))].sort(compare),
+      draining: draining.has(a.endpoint.name),
+    }));
+  const sidecars = plans.map((plan) => {
+    const node = ads[plan.node];
+    const xds = PUSH_ORDER.map((url: ResourceTypeUrl) => {
+      const type = node?.types[url];
+      return {
+        type_url: url,
+        version_desired: node?.snapshot?.[url] ?? '',
+        version_sent: type?.versionSent ?? '',
+        version_acked: type?.versionAcked ?? '',
+        last_nack: type?.lastNack?.message ?? '',
+      };
+    });
+    const connected = (node?.connected ?? 0) > 0;
+    return {
+      node: plan.node,
+      connected,
+      in_sync: connected && xds.every((t) => t.version_desired !== '' && t.version_acked === t.version_desired),
+      rerouted_routes: plan.routes.filter((r) => r.action.kind === 'peers').length,
+      unavailable_routes: plan.routes.filter((r) => r.action.kind === 'unavailable').length,
+      xds,
+    };
+  });
+  return { apiservers, sidecars };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

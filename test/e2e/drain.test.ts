@@ -1,0 +1,139 @@
+// The operator's upgrade of one apiserver, through `mvproxy admin`: see the
+// cluster, drain kas-a, stop it without failing a request, start it at the
+// new release, and give it its traffic back. Real apiservers (v1.36.3 and
+// v1.37.2), real sidecars, the real CLI talking to the real control plane.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
+import type { Status__Output } from '../../src/generated/mvproxy/admin/v1/Status.js';
+import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/Explanation.js';
+
+const execFileAsync = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
+
+describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', () => {
+  let tb: TestSandbox;
+  let token: string;
+
+  const admin = async (...args: string[]): Promise<string> => {
+    const socket = tb.state().controlPlane?.adminSocket;
+    if (!socket) throw new Error('sandbox has no control plane');
+    const { stdout } = await execFileAsync(process.execPath, [CLI, 'admin', '--socket', socket, ...args], { timeout: 60_000 });
+    return stdout;
+  };
+  const explain = async (sidecar: string, path: string): Promise<Explanation__Output> =>
+    JSON.parse(await admin('explain', sidecar, path, '-o', 'json')) as Explanation__Output;
+  const through = (name: string) => {
+    const s = tb.state();
+    const sidecar = apiserverNamed(s, name).sidecar;
+    if (!sidecar) throw new Error('sandbox has no sidecars');
+    return tokenClient(s, sidecar, token);
+  };
+  const reroutedCount = async (resource: string): Promise<number> => {
+    const text = await (await fetch(`${tb.state().controlPlane?.admin}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('apiserver_rerouted_request_total{') && l.includes(`resource="${resource}"`) && l.includes('code="200"'));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+
+  before(async () => {
+    tb = await startTestSandbox([
+      { name: 'kas-a', version: 'v1.36.3' },
+      { name: 'kas-b', version: 'v1.37.2' },
+    ]);
+    token = await serviceAccountToken(tb.state(), 'drain-admin', 'cluster-admin');
+  });
+  after(async () => {
+    await tb?.sandbox.down();
+  });
+
+  it('admin status lists both apiservers as available and both sidecars in sync', async () => {
+    const status = await eventually(async () => {
+      const s = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
+      assert.ok(s.sidecars.every((sidecar) => sidecar.in_sync), JSON.stringify(s.sidecars));
+      return s;
+    });
+    assert.deepEqual(status.apiservers.map((a) => [a.name, a.standing, a.draining]), [['kas-a', 'available', false], ['kas-b', 'available', false]]);
+    assert.ok(status.apiservers.find((a) => a.name === 'kas-b')?.group_versions.includes('storagemigration.k8s.io/v1'));
+    assert.ok(!status.apiservers.find((a) => a.name === 'kas-a')?.group_versions.includes('storagemigration.k8s.io/v1'));
+  });
+
+  it('admin explain says a resource only kas-b serves goes from kas-a\'s sidecar to kas-b, and why', async () => {
+    const e = await explain('kas-a', MIGRATIONS);
+    assert.equal(e.destination, 'peers');
+    assert.deepEqual(e.apiservers, ['kas-b']);
+    assert.match(e.reason, /does not serve storagemigration\.k8s\.io\/v1 storageversionmigrations/);
+    assert.equal(e.request?.resource, 'storageversionmigrations');
+  });
+
+  it('a drain never causes a 503: with kas-b drained, what only it serves still goes to it, and metrics show the drain', async () => {
+    await admin('drain', 'kas-b', '--wait');
+    const e = await explain('kas-a', MIGRATIONS);
+    assert.deepEqual([e.destination, e.apiservers], ['peers', ['kas-b']]);
+    const res = await through('kas-a')('GET', MIGRATIONS);
+    assert.equal(res.status, 200, res.body);
+    const text = await (await fetch(`${tb.state().controlPlane?.admin}/metrics`)).text();
+    assert.match(text, /^mvproxy_apiserver_draining\{apiserver="kas-b"\} 1$/m);
+    await admin('undrain', 'kas-b', '--wait');
+    const after = await (await fetch(`${tb.state().controlPlane?.admin}/metrics`)).text();
+    assert.match(after, /^mvproxy_apiserver_draining\{apiserver="kas-b"\} 0$/m);
+  });
+
+  it('after a drain, what kas-b also serves goes from kas-a\'s sidecar to kas-b, counted as rerouted', async () => {
+    await admin('drain', 'kas-a', '--wait');
+    const e = await explain('kas-a', CONFIGMAPS);
+    assert.equal(e.destination, 'peers');
+    assert.deepEqual(e.apiservers, ['kas-b']);
+    assert.match(e.reason, /draining/);
+    const before = await reroutedCount('configmaps');
+    const res = await through('kas-a')('GET', CONFIGMAPS);
+    assert.equal(res.status, 200, res.body);
+    // The access log reaches the control plane within its flush interval.
+    await eventually(async () => assert.ok((await reroutedCount('configmaps')) > before));
+  });
+
+  it('stopping the drained apiserver fails no request sent through its sidecar', async () => {
+    const failures: string[] = [];
+    let sent = 0;
+    let stopping = true;
+    const load = (async () => {
+      while (stopping) {
+        const res = await through('kas-a')('GET', CONFIGMAPS).catch((err: Error) => ({ status: 0, body: err.message }));
+        sent++;
+        if (res.status !== 200) failures.push(`${res.status} ${res.body.slice(0, 200)}`);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    await tb.sandbox.stopApiserver('kas-a');
+    await new Promise((r) => setTimeout(r, 2000));
+    stopping = false;
+    await load;
+    assert.ok(sent > 10, `only ${sent} requests sent`);
+    assert.deepEqual(failures, []);
+  });
+
+  it('kas-a, started at v1.37.2 and undrained, serves its own requests again, including what it newly serves', async () => {
+    await tb.sandbox.startApiserver('kas-a', { version: 'v1.37.2' });
+    await admin('undrain', 'kas-a', '--wait');
+    await eventually(async () => {
+      const e = await explain('kas-a', MIGRATIONS);
+      assert.equal(e.destination, 'local', e.reason);
+    });
+    assert.equal((await explain('kas-a', CONFIGMAPS)).destination, 'local');
+    const res = await through('kas-a')('GET', MIGRATIONS);
+    assert.equal(res.status, 200, res.body);
+  });
+
+  it('admin drain of an apiserver nobody declared fails with the declared names, and changes nothing', async () => {
+    await assert.rejects(admin('drain', 'kas-z'), (err: Error & { stderr?: string }) => {
+      assert.match(err.stderr ?? '', /NOT_FOUND: no apiserver named "kas-z" \(declared: kas-a, kas-b\)/);
+      return true;
+    });
+    const status = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
+    assert.ok(status.apiservers.every((a) => !a.draining));
+  });
+});
