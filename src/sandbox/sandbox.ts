@@ -170,6 +170,9 @@ export class Sandbox {
   private get adminSocket(): string {
     return join(this.dir, 'admin.sock');
   }
+  private get drainFile(): string {
+    return join(this.dir, 'drains.json');
+  }
 
   /** The control plane is `mvproxy serve`, the same command an operator runs. */
   private async startControlPlane(adminPort: number): Promise<void> {
@@ -192,13 +195,15 @@ export class Sandbox {
         peerCa: pki.peerCa,
       },
       xds: { unixSocket: this.xdsSocket },
-      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket },
+      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket, drainFile: this.drainFile },
       ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
       departedGraceSeconds: 300,
       localOnlyGraceSeconds: 300,
       discoveryPollMillis: 500,
     };
     writeFileSync(this.controlPlaneConfigPath, JSON.stringify(config, null, 2) + '\n');
+    // A new sandbox starts with nothing drained; restarts of its control plane keep the file.
+    rmSync(this.drainFile, { force: true });
     this.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
     this.controlPlaneAdminPort = adminPort;
     await this.launchControlPlane();

@@ -43,7 +43,12 @@ export interface ServeConfig {
     tcp?: { host: string; port: number; cert: string; key: string; clientCa: string };
   };
   /** Operator endpoints: metrics and status over plain HTTP (keep it on loopback), the admin gRPC API on a Unix socket. */
-  admin?: { http?: { host: string; port: number }; socket?: string };
+  admin?: {
+    http?: { host: string; port: number };
+    socket?: string;
+    /** Where drains are kept across control-plane restarts (in memory only when unset). */
+    drainFile?: string;
+  };
   /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
   peerEgressProxy?: { host: string; port: number };
   departedGraceSeconds: number;
@@ -114,6 +119,8 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     if (admin.has('listen')) config.admin.http = admin.hostPort('listen');
     const socket = admin.optionalString('socket');
     if (socket !== undefined) config.admin.socket = resolve(baseDir, socket);
+    const drainFile = admin.optionalString('drainFile');
+    if (drainFile !== undefined) config.admin.drainFile = resolve(baseDir, drainFile);
     if (!admin.has('listen') && socket === undefined) problems.push('admin: set listen (metrics and status over HTTP), socket (the admin gRPC API), or both');
   }
   if (r.has('peerEgressProxy')) config.peerEgressProxy = r.hostPort('peerEgressProxy');

@@ -19,6 +19,7 @@ import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../s
 import { AccessLogServer } from '../servers/accessLog.js';
 import { addAdminService, adminStatus, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
+import { readDrains, writeDrains } from './drains.js';
 import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
 
 export interface ControlPlaneDeps {
@@ -94,6 +95,7 @@ export class ControlPlane implements AdminBackend {
     }
     let admin: string | undefined;
     if (this.config.admin?.http) admin = await this.startAdmin(this.config.admin.http.host, this.config.admin.http.port);
+    this.restoreDrains();
     let adminSocket: string | undefined;
     if (this.config.admin?.socket) adminSocket = await this.startAdminGrpc(this.config.admin.socket);
     await this.observer.start();
@@ -202,11 +204,33 @@ export class ControlPlane implements AdminBackend {
 
   private setDraining(apiserver: string, draining: boolean): string[] {
     if (!this.config.apiservers.some((a) => a.name === apiserver)) throw new UnknownApiserverError(apiserver, this.apiserverNames());
-    const changed = draining ? !this.draining.has(apiserver) : this.draining.delete(apiserver);
-    if (draining) this.draining.add(apiserver);
+    if (this.draining.has(apiserver) !== draining) {
+      const next = new Set(this.draining);
+      if (draining) next.add(apiserver);
+      else next.delete(apiserver);
+      // Recorded before it takes effect: a drain the file does not hold could be lost by a restart.
+      if (this.config.admin?.drainFile) writeDrains(this.config.admin.drainFile, [...next].sort());
+      if (draining) this.draining.add(apiserver);
+      else this.draining.delete(apiserver);
+      if (this.lastModel) this.update(this.lastModel);
+    }
     this.deps.metrics.apiserverDraining.set({ apiserver }, draining ? 1 : 0);
-    if (changed && this.lastModel) this.update(this.lastModel);
     return [...this.draining].sort();
+  }
+
+  /** Drains recorded by an earlier run; names no longer declared are dropped with a warning. */
+  private restoreDrains(): void {
+    for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, 0);
+    if (!this.config.admin?.drainFile) return;
+    for (const name of readDrains(this.config.admin.drainFile)) {
+      if (!this.config.apiservers.some((a) => a.name === name)) {
+        this.deps.logger.warn({ apiserver: name, drainFile: this.config.admin.drainFile }, 'drain recorded for an apiserver that is no longer declared: ignored');
+        continue;
+      }
+      this.draining.add(name);
+      this.deps.metrics.apiserverDraining.set({ apiserver: name }, 1);
+    }
+    if (this.draining.size > 0) this.deps.logger.info({ draining: [...this.draining].sort() }, 'drains restored');
   }
 
   private apiserverNames(): string[] {

@@ -96,6 +96,18 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     await eventually(async () => assert.ok((await reroutedCount('configmaps')) > before));
   });
 
+  it('the drain outlives a restart of the control plane', async () => {
+    await tb.sandbox.killControlPlane();
+    await tb.sandbox.restartControlPlane();
+    const status = await eventually(async () => {
+      const s = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
+      assert.ok(s.sidecars.every((sidecar) => sidecar.in_sync), JSON.stringify(s.sidecars));
+      return s;
+    });
+    assert.deepEqual(status.apiservers.map((a) => [a.name, a.draining]), [['kas-a', true], ['kas-b', false]]);
+    assert.equal((await explain('kas-a', CONFIGMAPS)).destination, 'peers');
+  });
+
   it('stopping the drained apiserver fails no request sent through its sidecar', async () => {
     const failures: string[] = [];
     let sent = 0;

@@ -59,6 +59,15 @@ describe('serve configuration', () => {
     assert.ok(problemsOf({ ...valid, peerEgressProxy: 'no-port' }).some((p) => p.startsWith('peerEgressProxy')));
   });
 
+  it('the admin section gives the HTTP listener and the admin API socket, resolved against the config folder', () => {
+    const config = parseServeConfig({ ...valid, admin: { listen: '127.0.0.1:9464', socket: 'admin.sock' } }, '/etc/mvproxy', false);
+    assert.deepEqual(config.admin, { http: { host: '127.0.0.1', port: 9464 }, socket: '/etc/mvproxy/admin.sock' });
+  });
+
+  it('an admin section with neither listen nor socket is reported', () => {
+    assert.ok(problemsOf({ ...valid, admin: {} }).some((p) => p.startsWith('admin: set listen') && p.includes('socket')));
+  });
+
   it('referenced files must exist when checked', () => {
     assert.throws(() => parseServeConfig(valid, '/nonexistent', true), /does not exist/);
   });
