@@ -3,7 +3,7 @@
 // the sidecar runs and the model the plan was made from.
 import type { ClusterModel } from '../model/cluster.js';
 import { parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey } from '../model/liveness.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 import type { RequestDestination, SidecarPlan } from './plan.js';
 import { destinationForRequest } from './planner.js';
 
@@ -16,8 +16,9 @@ export interface RequestExplanation {
 export interface ExplainInput {
   plan: SidecarPlan;
   model: ClusterModel;
-  /** Apiservers being drained (the planner's input of the same name). */
+  /** The planner's inputs of the same names. */
   draining: ReadonlySet<string>;
+  departedGraceMs: number;
 }
 
 export function explainRequest(input: ExplainInput, path: string, options: { peerProxied?: boolean } = {}): RequestExplanation {
@@ -42,7 +43,8 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
   if (destination.kind === 'peers') {
     const peers = destination.peers.join(', ');
     if (!request.isResourceRequest) return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
-    if (servesLocally(request) && draining.has(localName)) {
+    const localAvailable = local !== undefined && peerStanding(local, model.now, input.departedGraceMs) === 'available';
+    if (servesLocally(request) && localAvailable && draining.has(localName)) {
       return `the local apiserver ${localName} is draining: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
     }
     if (servesLocally(request)) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers} (rules 2, 5)`;

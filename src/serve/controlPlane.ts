@@ -191,7 +191,7 @@ export class ControlPlane implements AdminBackend {
   explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation {
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new UnknownApiserverError(sidecar, this.apiserverNames());
-    return explainRequest({ plan, model: this.lastModel, draining: this.draining }, path, { peerProxied });
+    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.config.departedGraceSeconds * 1000 }, path, { peerProxied });
   }
 
   drain(apiserver: string): string[] {

@@ -2,7 +2,7 @@
 // names (admin.drainFile). An upgrade takes minutes; a control plane restarted
 // meanwhile must not send traffic back to an apiserver about to go down.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { isRecord } from '../sources/runtime.js';
+import { isRecord } from '../util/json.js';
 
 interface DrainFile {
   draining: string[];

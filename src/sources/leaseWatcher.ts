@@ -6,7 +6,8 @@
 import type { Logger } from '../util/log.js';
 import type { LeaseObservation } from '../model/cluster.js';
 import { Reflector, type ListWatchClient } from './listWatch.js';
-import { isRecord, systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
+import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
+import { isRecord } from '../util/json.js';
 
 export const IDENTITY_LEASE_NAMESPACE = 'kube-system';
 export const IDENTITY_LEASE_SELECTOR = 'apiserver.kubernetes.io/identity=kube-apiserver';

@@ -7,7 +7,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
-import { Backoff, CancellableSleep, errorMessage, isRecord, systemClock, systemTimers, type Clock, type Timers } from './runtime.js';
+import { Backoff, CancellableSleep, errorMessage, systemClock, systemTimers, type Clock, type Timers } from './runtime.js';
+import { isRecord } from '../util/json.js';
 
 export interface WatchEvent {
   /** ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. */

@@ -6,7 +6,8 @@
 import type { Logger } from '../util/log.js';
 import type { LocalOnlyGroupVersion } from '../model/cluster.js';
 import { Reflector, type ListWatchClient } from './listWatch.js';
-import { isRecord, systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
+import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
+import { isRecord } from '../util/json.js';
 
 export const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 export const APISERVICE_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';

@@ -74,6 +74,3 @@ export function errorMessage(err: unknown): string {
   return String(err);
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

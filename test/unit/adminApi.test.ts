@@ -15,6 +15,7 @@ import { addAdminService, adminGrpc, UnknownApiserverError, type AdminBackend, t
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
 import type { RequestExplanation } from '../../src/planner/explain.js';
 import type { AdminClient } from '../../src/generated/mvproxy/admin/v1/Admin.js';
+import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/Explanation.js';
 import { PUSH_ORDER } from '../../src/xds/snapshot.js';
 
 const STATUS: AdminStatus = {
@@ -130,7 +131,7 @@ describe('admin API', () => {
 
   it('Explain maps a local destination and the classified request to the Explanation message', async (t) => {
     const h = await harness(t, fakeBackend());
-    const answer = await unary((cb) => h.client.Explain({ sidecar: 'a', path: '/api/v1/namespaces/default/pods' }, deadline(), cb));
+    const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/api/v1/namespaces/default/pods' }, deadline(), cb));
     assert.deepEqual(answer, {
       destination: 'local',
       apiservers: [],
@@ -156,7 +157,7 @@ describe('admin API', () => {
       },
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
-    const answer = await unary((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/batch/v1/namespaces/ns/jobs/j/status' }, deadline(), cb));
+    const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/batch/v1/namespaces/ns/jobs/j/status' }, deadline(), cb));
     assert.deepEqual(answer, {
       destination: 'peers',
       apiservers: ['b', 'c'],
@@ -172,7 +173,7 @@ describe('admin API', () => {
       request: { isResourceRequest: true, path: '/apis/apps/v1/deployments', apiPrefix: 'apis', group: 'apps', version: 'v1', resource: 'deployments' },
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
-    const answer = await unary((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/apps/v1/deployments' }, deadline(), cb));
+    const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/apps/v1/deployments' }, deadline(), cb));
     assert.equal(answer.destination, 'unavailable');
     assert.deepEqual(answer.apiservers, ['c', 'd']);
     assert.equal(answer.reason, '503 (rule 4)');
@@ -185,7 +186,7 @@ describe('admin API', () => {
       request: { isResourceRequest: false, path: '/api/v1/watch', group: '', version: '', error: 'unable to determine kind' },
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
-    const answer = await unary((cb) => h.client.Explain({ sidecar: 'a', path: '/api/v1/watch' }, deadline(), cb));
+    const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/api/v1/watch' }, deadline(), cb));
     assert.deepEqual(answer.request, { resource_request: false, group: '', version: '', resource: '', subresource: '', namespace: '', name: '', error: 'unable to determine kind' });
   });
 

@@ -1,0 +1,328 @@
+// The admin API's pure parts: the GetStatus answer (adminStatus) and why a
+// request goes where it goes (explainRequest).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../../src/model/cluster.js';
+import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planSidecars } from '../../src/planner/planner.js';
+import { explainRequest } from '../../src/planner/explain.js';
+import { adminStatus } from '../../src/servers/admin.js';
+import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
+import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
+
+const NOW = 1_000_000;
+const GRACE_MS = 300_000;
+
+function served(group: string, version: string, resource: string, subresources: string[] = []): ServedResource {
+  return { group, version, resource, namespaced: true, verbs: ['get', 'list', 'watch'], subresources };
+}
+
+const CORE = [served('', 'v1', 'pods', ['log', 'status']), served('', 'v1', 'namespaces', ['finalize', 'status'])];
+const BATCH = [served('batch', 'v1', 'jobs', ['status']), served('batch', 'v1', 'cronjobs', ['status'])];
+
+interface ApiserverSpec {
+  serves: ServedResource[];
+  reachable?: boolean;
+  /** Lease deleted this long ago (no lease now). */
+  leaseGoneForMs?: number;
+  host?: string;
+}
+
+function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
+  const observation: ApiserverObservation = {
+    endpoint: { name, hostname: `host-${name}`, address: { host: spec.host ?? `10.0.0.${index + 1}`, port: 6443 } },
+    servedSet: spec.serves,
+    reachable: spec.reachable ?? true,
+  };
+  if (spec.leaseGoneForMs === undefined) {
+    observation.lease = { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW - 1000 };
+  } else {
+    observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
+  }
+  return observation;
+}
+
+function model(apiservers: Record<string, ApiserverSpec>, localOnly: LocalOnlyGroupVersion[] = []): ClusterModel {
+  return { now: NOW, apiservers: Object.entries(apiservers).map(([name, spec], i) => apiserver(name, spec, i)), localOnly };
+}
+
+function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {
+  return planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) });
+}
+
+function planFor(node: string, m: ClusterModel, draining: string[] = []): SidecarPlan {
+  const plan = plans(m, draining).find((p) => p.node === node);
+  assert.ok(plan, `a plan for ${node}`);
+  return plan;
+}
+
+function status(m: ClusterModel, options: { ads?: Record<string, AdsNodeStatus>; draining?: string[]; plans?: SidecarPlan[] } = {}) {
+  return adminStatus({
+    model: m,
+    plans: options.plans ?? plans(m, options.draining),
+    ads: options.ads ?? {},
+    draining: new Set(options.draining ?? []),
+    departedGraceMs: GRACE_MS,
+  });
+}
+
+/** Desired versions of a snapshot: one per type, tagged. */
+function versions(tag: string): Record<ResourceTypeUrl, string> {
+  return Object.fromEntries(PUSH_ORDER.map((url, i) => [url, `${tag}-${i}`])) as Record<ResourceTypeUrl, string>;
+}
+
+/** A node that has ACKed every type of `snapshot`; `types` overrides single types. */
+function node(snapshot: Record<ResourceTypeUrl, string>, opts: { connected?: number; types?: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> } = {}): AdsNodeStatus {
+  const types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> = {};
+  for (const url of PUSH_ORDER) types[url] = { versionSent: snapshot[url], versionAcked: snapshot[url], subscribed: [] };
+  return { connected: opts.connected ?? 1, snapshot, types: { ...types, ...opts.types } };
+}
+
+describe('adminStatus: apiservers', () => {
+  test('lists apiservers sorted by name with hostname, address, lease holder, reachability and resource count', () => {
+    const s = status(model({ b: { serves: CORE, reachable: false }, a: { serves: [...CORE, ...BATCH] }, c: { serves: [], leaseGoneForMs: 1000 } }));
+    assert.deepEqual(
+      s.apiservers?.map((a) => [a.name, a.hostname, a.address, a.lease_holder_identity, a.reachable, a.served_resources]),
+      [
+        ['a', 'host-a', '10.0.0.2:6443', 'a-1', true, 4],
+        ['b', 'host-b', '10.0.0.1:6443', 'b-1', false, 2],
+        ['c', 'host-c', '10.0.0.3:6443', '', true, 0],
+      ],
+    );
+  });
+
+  test('an IPv6 address is shown in brackets', () => {
+    const s = status(model({ a: { serves: CORE, host: 'fd00::1' } }));
+    assert.equal(s.apiservers?.[0]?.address, '[fd00::1]:6443');
+  });
+
+  test('standing: available when reachable, unavailable when unreachable or left within the grace period, gone after it', () => {
+    const s = status(
+      model({
+        up: { serves: CORE },
+        down: { serves: CORE, reachable: false },
+        leaving: { serves: CORE, leaseGoneForMs: GRACE_MS },
+        left: { serves: CORE, leaseGoneForMs: GRACE_MS + 1 },
+      }),
+    );
+    assert.deepEqual(
+      Object.fromEntries(s.apiservers?.map((a) => [a.name, a.standing]) ?? []),
+      { up: 'available', down: 'unavailable', leaving: 'unavailable', left: 'gone' },
+    );
+  });
+
+  test('draining is true exactly for the apiservers being drained', () => {
+    const s = status(model({ a: { serves: CORE }, b: { serves: CORE }, c: { serves: CORE } }), { draining: ['b'] });
+    assert.deepEqual(s.apiservers?.map((a) => [a.name, a.draining]), [['a', false], ['b', true], ['c', false]]);
+  });
+
+  test('group_versions are apiVersion strings ("v1" for the core group), sorted and unique', () => {
+    const serves = [
+      served('batch', 'v1', 'jobs'),
+      served('', 'v1', 'pods'),
+      served('autoscaling', 'v2', 'horizontalpodautoscalers'),
+      served('apps', 'v1', 'deployments'),
+      served('', 'v1', 'namespaces'),
+      served('autoscaling', 'v1', 'horizontalpodautoscalers'),
+      served('apps', 'v1', 'statefulsets'),
+    ];
+    const s = status(model({ a: { serves } }));
+    assert.deepEqual(s.apiservers?.[0]?.group_versions, ['apps/v1', 'autoscaling/v1', 'autoscaling/v2', 'batch/v1', 'v1']);
+  });
+});
+
+describe('adminStatus: sidecars', () => {
+  const m = model({ a: { serves: CORE }, b: { serves: CORE } });
+  const desired = versions('new');
+
+  test('a connected sidecar that ACKed the desired version of every type is in sync, with its versions per type in push order', () => {
+    const s = status(m, { ads: { a: node(desired) } });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.equal(a?.connected, true);
+    assert.equal(a?.in_sync, true);
+    assert.deepEqual(
+      a?.xds,
+      PUSH_ORDER.map((url) => ({ type_url: url, version_desired: desired[url], version_sent: desired[url], version_acked: desired[url], last_nack: '' })),
+    );
+  });
+
+  test('a disconnected sidecar is not in sync, even with every type ACKed', () => {
+    const s = status(m, { ads: { a: node(desired, { connected: 0 }) } });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.equal(a?.connected, false);
+    assert.equal(a?.in_sync, false);
+  });
+
+  test('a sidecar that has not ACKed the desired version of one type is not in sync', () => {
+    const lagging = { versionSent: desired[TYPE_URL.route], versionAcked: 'old-3', subscribed: [] };
+    const s = status(m, { ads: { a: node(desired, { types: { [TYPE_URL.route]: lagging } }) } });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.equal(a?.connected, true);
+    assert.equal(a?.in_sync, false);
+    assert.equal(a?.xds?.find((x) => x.type_url === TYPE_URL.route)?.version_acked, 'old-3');
+  });
+
+  test('a sidecar with no ADS record is disconnected and not in sync, with empty versions', () => {
+    const s = status(m, { ads: { a: node(desired) } });
+    const b = s.sidecars?.find((x) => x.node === 'b');
+    assert.equal(b?.connected, false);
+    assert.equal(b?.in_sync, false);
+    assert.deepEqual(
+      b?.xds,
+      PUSH_ORDER.map((url) => ({ type_url: url, version_desired: '', version_sent: '', version_acked: '', last_nack: '' })),
+    );
+  });
+
+  test('a connected sidecar without a snapshot is not in sync', () => {
+    const s = status(m, { ads: { a: { connected: 1, types: {} } } });
+    assert.equal(s.sidecars?.find((x) => x.node === 'a')?.in_sync, false);
+  });
+
+  test("the message of a type's last NACK is shown for that type only", () => {
+    const nacked = { versionSent: desired[TYPE_URL.listener], versionAcked: 'old-2', subscribed: [], lastNack: { version: desired[TYPE_URL.listener], message: 'bad listener', at: NOW } };
+    const s = status(m, { ads: { a: node(desired, { types: { [TYPE_URL.listener]: nacked } }) } });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual(
+      a?.xds?.map((x) => [x.type_url, x.last_nack]),
+      PUSH_ORDER.map((url) => [url, url === TYPE_URL.listener ? 'bad listener' : '']),
+    );
+    assert.equal(a?.in_sync, false);
+  });
+
+  test('one sidecar per plan, counting rerouted and unavailable routes (resources and subresources)', () => {
+    const peers = (...names: string[]) => ({ kind: 'peers' as const, peers: names });
+    const unavailable = (...names: string[]) => ({ kind: 'unavailable' as const, servedBy: names });
+    const plan: SidecarPlan = {
+      node: 'a',
+      local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
+      peers: [],
+      routes: [
+        { group: 'apps', version: 'v1', resource: 'deployments', action: peers('b') },
+        { group: 'apps', version: 'v1', resource: 'deployments', subresource: 'scale', action: unavailable('c') },
+        { group: 'batch', version: 'v1', resource: 'jobs', action: peers('b', 'c') },
+        { group: 'batch', version: 'v1', resource: 'cronjobs', action: unavailable('c') },
+        { group: 'batch', version: 'v1', resource: 'cronjobs', subresource: 'status', action: peers('b') },
+        { group: 'x.io', version: 'v1', resource: 'widgets', action: unavailable('c') },
+      ],
+      groupDocuments: [{ group: 'x.io', version: 'v1', action: unavailable('c') }],
+    };
+    const s = status(m, { plans: [plan] });
+    assert.deepEqual(
+      s.sidecars?.map((x) => [x.node, x.rerouted_routes, x.unavailable_routes]),
+      [['a', 3, 3]],
+    );
+  });
+
+  test('route counts of a planned sidecar follow its plan', () => {
+    const planned = model({
+      a: { serves: CORE },
+      b: { serves: [...CORE, ...BATCH] },
+      c: { serves: [served('apps', 'v1', 'deployments', ['scale'])], reachable: false },
+    });
+    const s = status(planned);
+    // a: batch jobs and cronjobs go to b; apps deployments (c only, unreachable) answer 503.
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([a?.rerouted_routes, a?.unavailable_routes], [2, 1]);
+  });
+});
+
+describe('explainRequest', () => {
+  const explain = (m: ClusterModel, sidecar: string, path: string, opts: { draining?: string[]; peerProxied?: boolean } = {}) =>
+    explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []), departedGraceMs: GRACE_MS }, path, { peerProxied: opts.peerProxied ?? false });
+
+  test('a resource the local apiserver serves stays local: rule 1', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/default/pods');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /\(rule 1\)$/);
+    assert.match(e.reason, /local apiserver a serves v1 pods/);
+    assert.equal(e.request.resource, 'pods');
+    assert.equal(e.request.namespace, 'default');
+  });
+
+  test('a resource only peers serve goes to them, naming them: rules 2 and 5', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] }, c: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/namespaces/ns/jobs/j');
+    assert.deepEqual(e.destination, { kind: 'peers', peers: ['b', 'c'] });
+    assert.match(e.reason, /does not serve batch\/v1 jobs/);
+    assert.match(e.reason, /b, c/);
+    assert.match(e.reason, /\(rules 2, 5\)$/);
+  });
+
+  test('a resource of an unreachable local apiserver goes to the peers that serve it: rules 2 and 5', () => {
+    const e = explain(model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }), 'a', '/api/v1/pods');
+    assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
+    assert.match(e.reason, /local apiserver a is unavailable/);
+    assert.match(e.reason, /: b \(rules 2, 5\)$/);
+  });
+
+  test('a resource of a draining local apiserver goes to peers, and the reason says draining', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/ns/pods/p/log', { draining: ['a'] });
+    assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
+    assert.match(e.reason, /local apiserver a is draining/);
+    assert.match(e.reason, /v1 pods\/log/);
+    assert.match(e.reason, /: b;/);
+  });
+
+  test('a draining local apiserver that is also unreachable is explained as unavailable, not as draining', () => {
+    const e = explain(model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/ns/pods', { draining: ['a', 'b'] });
+    assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
+    assert.match(e.reason, /local apiserver a is unavailable/);
+  });
+
+  test('a draining local apiserver keeps what no undrained available peer serves, and says so: rule 1', () => {
+    const e = explain(model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), 'a', '/apis/batch/v1/jobs', { draining: ['a'] });
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /it is draining, but no available peer/);
+    assert.match(e.reason, /\(rule 1\)$/);
+  });
+
+  test('a resource nobody serves stays local for its 404: rule 3', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/apis/example.com/v1/widgets');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /no apiserver serves example\.com\/v1 widgets/);
+    assert.match(e.reason, /\(rule 3\)$/);
+  });
+
+  test('a resource served only by an unreachable peer is unavailable, naming it: rule 4', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH], reachable: false } }), 'a', '/apis/batch/v1/namespaces/ns/cronjobs');
+    assert.deepEqual(e.destination, { kind: 'unavailable', servedBy: ['b'] });
+    assert.match(e.reason, /\(b: unreachable/);
+    assert.match(e.reason, /\(rule 4\)$/);
+  });
+
+  test('a CRD group-version in model.localOnly stays local even when only a peer lists it: rule 6', () => {
+    const crd: LocalOnlyGroupVersion = { group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' };
+    const m = model({ a: { serves: CORE }, b: { serves: [...CORE, served('example.com', 'v1', 'widgets')] } }, [crd]);
+    const e = explain(m, 'a', '/apis/example.com/v1/namespaces/ns/widgets/w');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /example\.com\/v1 is served from a CustomResourceDefinition/);
+    assert.match(e.reason, /\(rule 6\)$/);
+  });
+
+  test('a request already proxied by a peer stays local, never proxied twice', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/jobs', { peerProxied: true });
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /already proxied by a peer/);
+    assert.match(e.reason, /never proxied twice/);
+  });
+
+  test('a non-resource path stays local', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/healthz?verbose');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.equal(e.request.isResourceRequest, false);
+    assert.match(e.reason, /^not a resource request: the local apiserver a answers it$/);
+  });
+
+  test('the discovery document of a group-version only peers serve goes to them', () => {
+    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1');
+    assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
+    assert.equal(e.request.isResourceRequest, false);
+    assert.match(e.reason, /serves nothing in \/apis\/batch\/v1; a peer that does answers it: b$/);
+  });
+
+  test('the discovery document of a group-version the local apiserver serves stays local', () => {
+    const e = explain(model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /^not a resource request/);
+  });
+});
