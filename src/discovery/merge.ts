@@ -31,6 +31,8 @@ import type {
   GroupVersionKind,
 } from '../model/discovery.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
+import type { OpenApiV3Index } from '../model/openapi.js';
+import { mergeOpenApiIndex } from './openapi.js';
 
 export interface MergedDiscovery {
   /** `/api`: the core group, merged. */
@@ -41,6 +43,8 @@ export interface MergedDiscovery {
   local?: ApiserverDiscovery;
   /** Names of the apiservers whose documents were merged, in merge order. */
   sources: string[];
+  /** `/openapi/v3`: the local index plus what only peers list; absent while the local index is unknown. */
+  openapi?: OpenApiV3Index;
 }
 
 export interface MergeOptions {
@@ -83,6 +87,8 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
     sources: contributors.map((a) => a.endpoint.name),
   };
   if (local?.discovery) merged.local = local.discovery;
+  const openapi = mergeOpenApiIndex(local, contributors.filter((a) => a !== local), localOnly);
+  if (openapi) merged.openapi = openapi;
   return merged;
 }
 

@@ -5,6 +5,7 @@ import type { MergedDiscovery } from './merge.js';
 import { negotiateDiscovery } from './negotiate.js';
 import { parseGroupPath, peerGroupDocument } from './peerGroup.js';
 import { renderAggregatedCached, type RenderedDocument } from './render.js';
+import { renderOpenApiIndex } from './openapi.js';
 
 export interface DiscoveryRequest {
   /** Request path; a query string is ignored. */
@@ -23,7 +24,7 @@ export interface DiscoveryReply {
   /** Whether the rendered document was reused (upstream's peer-aggregated cache hit/miss counters). */
   cache: 'hit' | 'miss';
   /** Which document was served. */
-  document: 'aggregated' | 'group' | 'group-version';
+  document: 'aggregated' | 'group' | 'group-version' | 'openapi-index';
 }
 
 export interface DiscoveryPassThrough {
@@ -55,6 +56,14 @@ export function discoveryResponse(request: DiscoveryRequest, merged: MergedDisco
     const cacheHeaders = { etag: document.etag, vary: 'Accept', 'cache-control': 'public' };
     if (etagMatches(request.ifNoneMatch, document.etag)) return { status: 304, headers: cacheHeaders, body: Buffer.alloc(0), cache, document: 'aggregated' };
     return reply(document, { 'content-type': document.contentType, ...cacheHeaders }, cache, 'aggregated');
+  }
+
+  if (path === '/openapi/v3') {
+    if (!merged.openapi) return passThrough('no-local-discovery');
+    const { document, cache } = renderOpenApiIndex(merged.openapi);
+    const headers = { etag: document.etag, 'cache-control': 'no-cache, private' };
+    if (etagMatches(request.ifNoneMatch, document.etag)) return { status: 304, headers, body: Buffer.alloc(0), cache, document: 'openapi-index' };
+    return { status: 200, headers: { 'content-type': 'application/json', ...headers }, body: document.body, cache, document: 'openapi-index' };
   }
 
   const groupPath = parseGroupPath(path);

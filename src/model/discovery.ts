@@ -1,6 +1,7 @@
 // Aggregated discovery (apidiscovery.k8s.io/v2) as plain data: the subset of
 // the document mvproxy reads, merges and serves. Field names follow the JSON
 // wire form so a parsed document is usable as is.
+import type { OpenApiV3Index } from './openapi.js';
 
 export interface APISubresourceDiscovery {
   subresource: string;
@@ -44,8 +45,9 @@ export interface APIGroupDiscoveryList {
   items: APIGroupDiscovery[];
 }
 
-/** One apiserver's own discovery: `/api` (core group, name "") and `/apis`. */
+/** One apiserver's own discovery: `/api` (core group, name "") and `/apis`, and its OpenAPI v3 index once read. */
 export interface ApiserverDiscovery {
   core: APIGroupDiscoveryList;
   groups: APIGroupDiscoveryList;
+  openapi?: OpenApiV3Index;
 }

@@ -67,11 +67,17 @@ export function destinationForRequest(
 
 /**
  * The group or group-version a discovery document path names: `/apis/{g}`,
- * `/apis/{g}/{v}`, `/api/{v}`, one trailing slash allowed, as the route
- * matchers see it (no other normalization).
+ * `/apis/{g}/{v}`, `/api/{v}`, and the group-version's OpenAPI v3 document
+ * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`), one trailing slash
+ * allowed, as the route matchers see it (no other normalization).
  */
 export function groupDocumentOf(path: string): { group: string; version?: string } | undefined {
   const bare = path.replace(/[?#].*$/, '');
+  const openapi = /^\/openapi\/v3(\/apis?\/.*)$/.exec(bare);
+  if (openapi) {
+    const document = groupDocumentOf(openapi[1] as string);
+    return document?.version !== undefined ? document : undefined;
+  }
   const apis = /^\/apis\/([^/]+)(?:\/([^/]+))?\/?$/.exec(bare);
   if (apis) return apis[2] === undefined ? { group: apis[1] as string } : { group: apis[1] as string, version: apis[2] };
   const core = /^\/api\/([^/]+)\/?$/.exec(bare);

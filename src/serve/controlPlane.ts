@@ -132,8 +132,11 @@ export class ControlPlane implements AdminBackend {
       if (answer.reason === 'nopeer') this.deps.metrics.nopeerDiscoveryRequests.inc();
       return undefined;
     }
-    if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
-    else this.deps.metrics.peerAggregatedCacheMisses.inc();
+    // Upstream's cache counters are about aggregated discovery only.
+    if (answer.document !== 'openapi-index') {
+      if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
+      else this.deps.metrics.peerAggregatedCacheMisses.inc();
+    }
     return { status: answer.status, headers: answer.headers, body: answer.body };
   }
 

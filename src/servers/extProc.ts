@@ -79,8 +79,8 @@ export const DETAILS = {
   discoveryError: 'mvproxy_discovery_error',
 } as const;
 
-/** Paths of the aggregated discovery documents: /api, /apis (trailing slash, query allowed). */
-const DISCOVERY_PATH = /^\/apis?\/?(?:\?.*)?$/;
+/** Paths of the documents answered merged: /api, /apis and the OpenAPI v3 index /openapi/v3 (trailing slash, query allowed). */
+const DISCOVERY_PATH = /^\/(?:apis?|openapi\/v3)\/?(?:\?.*)?$/;
 
 /** Statuses of the local apiserver that mean the client may read discovery (304: it had the apiserver's ETag). */
 const AUTHORIZED_STATUSES: ReadonlySet<string> = new Set(['200', '304']);

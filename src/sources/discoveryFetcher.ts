@@ -2,12 +2,16 @@
 // If-None-Match, so an unchanged document costs a 304. A failed poll keeps the
 // last good document: a restarting apiserver must not lose its served set
 // (DESIGN.md rule 4); the planner reads `reachable` instead.
+// The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
+// no ETag), for the merged index kubectl explain reads; a failure there keeps
+// the last good index and does not make the apiserver unreachable.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
 import type { ApiserverEndpoint } from '../model/cluster.js';
 import type { APIGroupDiscoveryList, ApiserverDiscovery } from '../model/discovery.js';
 import { parseAggregatedDiscovery } from '../model/servedSet.js';
+import { parseOpenApiV3Index, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, formatHost, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
@@ -58,6 +62,13 @@ interface PathState {
 type Health = 'unknown' | 'ok' | 'failing';
 
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const;
+const OPENAPI_V3_INDEX_PATH = '/openapi/v3';
+
+interface OpenApiState {
+  /** Hash of the body: the index carries no ETag. */
+  hash: string;
+  index: OpenApiV3Index;
+}
 
 export class DiscoveryFetcher {
   private readonly endpoint: ApiserverEndpoint;
@@ -70,6 +81,8 @@ export class DiscoveryFetcher {
 
   private core: PathState | undefined;
   private groups: PathState | undefined;
+  private openapi: OpenApiState | undefined;
+  private openapiHealth: Health = 'unknown';
   /** Same object until a document changes, so consumers can compare by identity. */
   private discovery: ApiserverDiscovery | undefined;
   private health: Health = 'unknown';
@@ -154,24 +167,28 @@ export class DiscoveryFetcher {
     this.inflight = controller;
     let core: PathState;
     let groups: PathState;
+    const openapiFetch = this.fetchOpenApiIndex(controller.signal);
     try {
       [core, groups] = await Promise.all([
         this.fetchDocument(DISCOVERY_PATHS.core, this.core, controller.signal),
         this.fetchDocument(DISCOVERY_PATHS.groups, this.groups, controller.signal),
       ]);
     } catch (err) {
-      controller.abort(); // the sibling request, if still running
+      controller.abort(); // the sibling requests, if still running
+      await openapiFetch;
       if (this.stopped) return;
       this.recordFailure(err);
       return;
     } finally {
       if (this.inflight === controller) this.inflight = undefined;
     }
+    const openapi = await openapiFetch;
     if (this.stopped) return;
-    const changed = core !== this.core || groups !== this.groups;
+    const changed = core !== this.core || groups !== this.groups || openapi !== this.openapi;
     this.core = core;
     this.groups = groups;
-    if (changed || !this.discovery) this.discovery = { core: core.list, groups: groups.list };
+    this.openapi = openapi;
+    if (changed || !this.discovery) this.discovery = { core: core.list, groups: groups.list, ...(openapi ? { openapi: openapi.index } : {}) };
     const previous = this.health;
     this.health = 'ok';
     if (previous === 'failing') this.logger.info('discovery fetch recovered');
@@ -207,6 +224,41 @@ export class DiscoveryFetcher {
     const etag = response.etag ?? `"sha256:${createHash('sha256').update(response.body).digest('hex')}"`;
     if (previous && previous.etag === etag) return previous;
     return { etag, list };
+  }
+
+  /** The index, `this.openapi` itself when unchanged, or the last good one (maybe none) when this read failed. */
+  private async fetchOpenApiIndex(signal: AbortSignal): Promise<OpenApiState | undefined> {
+    const previous = this.openapi;
+    let state: OpenApiState;
+    try {
+      let response;
+      try {
+        response = await this.transport.get(OPENAPI_V3_INDEX_PATH, { Accept: 'application/json' }, signal);
+      } catch (err) {
+        throw new DiscoverySyncError(err instanceof HttpTransportError ? err.kind : 'fetch', errorMessage(err));
+      }
+      if (response.status !== 200) throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessage(response.body)}`);
+      const hash = createHash('sha256').update(response.body).digest('hex');
+      if (previous?.hash === hash) state = previous;
+      else {
+        try {
+          state = { hash, index: parseOpenApiV3Index(JSON.parse(response.body)) };
+        } catch (err) {
+          throw new DiscoverySyncError('parse', `GET ${OPENAPI_V3_INDEX_PATH}: ${errorMessage(err)}`);
+        }
+      }
+    } catch (err) {
+      // Aborted with its sibling discovery requests: that failure is the one to report.
+      if (signal.aborted || this.stopped) return previous;
+      const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
+      this.metrics.peerDiscoverySyncErrors.inc({ type });
+      if (this.openapiHealth !== 'failing') this.logger.warn({ errorType: type, err: errorMessage(err), keepingLastGood: previous !== undefined }, 'OpenAPI v3 index fetch failing');
+      this.openapiHealth = 'failing';
+      return previous;
+    }
+    if (this.openapiHealth === 'failing') this.logger.info('OpenAPI v3 index fetch recovered');
+    this.openapiHealth = 'ok';
+    return state;
   }
 
   private recordFailure(err: unknown): void {

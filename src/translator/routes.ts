@@ -1,8 +1,8 @@
 // The route configuration: already-proxied requests stay local, aggregated
-// discovery goes to the local apiserver through ext_proc (which replaces an
-// authorized answer with the merged document), discovery documents served only
-// by peers and each resource route of the plan reroute or answer 503,
-// everything else is local.
+// discovery and the OpenAPI v3 index go to the local apiserver through
+// ext_proc (which replaces an authorized answer with the merged document),
+// discovery and OpenAPI documents served only by peers and each resource
+// route of the plan reroute or answer 503, everything else is local.
 //
 // Every forwarding route has a client-certificate twin just before it (RouteMatch
 // tls_context presented and validated) that leaves ext_proc on, so mvproxy turns
@@ -67,7 +67,7 @@ export function routeConfiguration(routes: readonly ResourceRoute[], groupDocume
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER),
-          ...aggregatedDiscoveryRoutes(),
+          ...mergedDocumentRoutes(),
           ...coreGroupShortcut(routes, groupDocuments),
           ...groupDocuments.flatMap(groupDocumentRoutes),
           ...ordered.flatMap(resourceRoutes),
@@ -104,32 +104,40 @@ function resourceRoutes(route: ResourceRoute): Route[] {
 
 /**
  * `/apis/{g}`, `/apis/{g}/{v}` (`/api/{v}`) where the local apiserver serves
- * nothing: the peer serves the document itself and authenticates the caller,
- * so no ext_proc beyond the usual certificate identity. The query is not part
- * of what safe_regex matches.
+ * nothing, and the group-version's OpenAPI v3 document
+ * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`, which the merged index
+ * points at): the peer serves the document itself and authenticates the
+ * caller, so no ext_proc beyond the usual certificate identity. The query
+ * (the OpenAPI `hash`) is not part of what safe_regex matches.
  */
 function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
-  const prefix = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
-  const regex = document.version === undefined ? `${prefix}/?` : `${prefix}/${escapeRegex(document.version)}/?`;
+  const path = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
   const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
-  const match: RouteMatch = { safe_regex: { regex } };
   const logged = (kind: LoggedRoute['kind']): LoggedRoute => ({ kind, group: document.group, version: document.version ?? '', resource: '', subresource: '' });
-  if (document.action.kind === 'unavailable') {
-    return [unavailableRoute(`unavailable discovery ${what}`, match, `the discovery document of ${what}`, document.action, logged('unavailable'))];
-  }
-  return forwardRoutes(`reroute discovery ${what}`, match, peerClusterName(document.action.peers), logged('reroute'));
+  const routesFor = (label: string, regex: string): Route[] => {
+    const match: RouteMatch = { safe_regex: { regex } };
+    if (document.action.kind === 'unavailable') {
+      return [unavailableRoute(`unavailable ${label} ${what}`, match, `the ${label} document of ${what}`, document.action, logged('unavailable'))];
+    }
+    return forwardRoutes(`reroute ${label} ${what}`, match, peerClusterName(document.action.peers), logged('reroute'));
+  };
+  if (document.version === undefined) return routesFor('discovery', `${path}/?`);
+  const versioned = `${path}/${escapeRegex(document.version)}`;
+  return [...routesFor('discovery', `${versioned}/?`), ...routesFor('openapi', `/openapi/v3${versioned}/?`)];
 }
 
 /**
- * Aggregated discovery, `/api` and `/apis` with the aggregated Accept and
- * without profile=nopeer: to the local apiserver, which authenticates and
- * authorizes the client, with ext_proc on for every client on both header
- * phases; it replaces the apiserver's 200 with the merged document (and lets
- * every other answer, 401 and 403 included, through). Upgrade requests are
- * never discovery; already-proxied ones matched earlier.
+ * Documents ext_proc answers merged, after the local apiserver has
+ * authenticated and authorized the client: aggregated discovery (`/api` and
+ * `/apis` with the aggregated Accept and without profile=nopeer) and the
+ * OpenAPI v3 index (`/openapi/v3`). They go to the local apiserver with
+ * ext_proc on for every client on both header phases; it replaces the
+ * apiserver's 200 with the merged document (and lets every other answer, 401
+ * and 403 included, through). Upgrade requests never are; already-proxied
+ * ones matched earlier.
  */
-function aggregatedDiscoveryRoutes(): Route[] {
-  const match: RouteMatch = {
+function mergedDocumentRoutes(): Route[] {
+  const aggregatedDiscovery: RouteMatch = {
     safe_regex: { regex: '/apis?/?' },
     headers: [
       { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
@@ -137,16 +145,15 @@ function aggregatedDiscoveryRoutes(): Route[] {
       NOT_UPGRADE_REQUEST,
     ],
   };
-  const discovery = (name: string, routeMatch: RouteMatch, frontProxy: boolean): Route => ({
-    name,
-    match: routeMatch,
-    route: forwardAction(flavouredClusterName(LOCAL_CLUSTER, { protocol: 'http1', frontProxy })),
-    typed_per_filter_config: extProcForDiscovery(),
-  });
-  return [
-    discovery(`discovery (aggregated)${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`, { ...match, tls_context: CLIENT_CERTIFICATE }, true),
-    discovery('discovery (aggregated)', match, false),
-  ];
+  const openApiIndex: RouteMatch = { safe_regex: { regex: '/openapi/v3/?' }, headers: [NOT_UPGRADE_REQUEST] };
+  const merged = (name: string, match: RouteMatch): Route[] =>
+    [true, false].map((certificate) => ({
+      name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
+      match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
+      route: forwardAction(flavouredClusterName(LOCAL_CLUSTER, { protocol: 'http1', frontProxy: certificate })),
+      typed_per_filter_config: extProcForDiscovery(),
+    }));
+  return [...merged('discovery (aggregated)', aggregatedDiscovery), ...merged('openapi index (merged)', openApiIndex)];
 }
 
 /**

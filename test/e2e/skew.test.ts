@@ -117,6 +117,35 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
     assert.equal((JSON.parse(group.stdout) as { kind: string; name: string }).name, 'storagemigration.k8s.io');
   });
 
+  it('kubectl explain storageversionmigrations works through the v1.36.3 sidecar, which cannot explain it alone', async () => {
+    const a = apiserverNamed(tb.state(), 'kas-a');
+    const explain = (kubeconfig: string) => tb.kubectl(kubeconfig, ['explain', 'storageversionmigrations.spec', '--cache-dir', mkdtempSync(join(tmpdir(), 'kubectl-cache-'))]);
+    const through = await explain(a.kubeconfig.sidecar ?? '');
+    assert.equal(through.code, 0, through.stderr);
+    assert.match(through.stdout, /KIND:\s+StorageVersionMigration/);
+    assert.match(through.stdout, /FIELD:\s+spec <StorageVersionMigrationSpec>/);
+    const direct = await explain(a.kubeconfig.direct);
+    assert.notEqual(direct.code, 0, 'the v1.36.3 apiserver explained a resource it does not serve');
+  });
+
+  it('the OpenAPI v3 index through the v1.36.3 sidecar adds kas-b\'s entry for storagemigration.k8s.io/v1 to its own, and its ETag answers 304', async () => {
+    const index = async (url: string, headers: Record<string, string> = {}) => {
+      const res = await tokenClient(tb.state(), url, token)('GET', '/openapi/v3', undefined, headers);
+      return { res, paths: res.status === 200 ? (JSON.parse(res.body) as { paths: Record<string, { serverRelativeURL: string }> }).paths : {} };
+    };
+    const a = apiserverNamed(tb.state(), 'kas-a');
+    const b = apiserverNamed(tb.state(), 'kas-b');
+    const [merged, ownA, ownB] = await Promise.all([index(a.sidecar ?? ''), index(a.direct), index(b.direct)]);
+    assert.equal(merged.res.status, 200, merged.res.body.slice(0, 300));
+    const gv = 'apis/storagemigration.k8s.io/v1';
+    assert.ok(!(gv in ownA.paths), 'v1.36.3 lists storagemigration.k8s.io/v1 itself');
+    assert.deepEqual(merged.paths[gv], ownB.paths[gv]);
+    // Everything else is kas-a's own entry: those documents are served by kas-a.
+    assert.deepEqual(Object.fromEntries(Object.entries(merged.paths).filter(([path]) => path !== gv)), ownA.paths);
+    const etag = String(merged.res.headers['etag']);
+    assert.equal((await index(a.sidecar ?? '', { 'if-none-match': etag })).res.status, 304);
+  });
+
   it('the control plane killed and restarted under traffic fails no request, and the sidecars resync', async () => {
     let failures = 0;
     let requests = 0;

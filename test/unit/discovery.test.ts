@@ -539,3 +539,100 @@ describe('discoveryResponse', () => {
     assert.deepEqual(discoveryResponse({ path: '/apis', accept: AGG_JSON }, m), { passThrough: true, reason: 'no-local-discovery' });
   });
 });
+
+// ---- OpenAPI v3 index ------------------------------------------------------------
+
+describe('merged OpenAPI v3 index', () => {
+  const entry = (path: string, hash: string) => ({ serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` });
+  const withIndex = (d: ApiserverDiscovery, paths: string[], hash: string): ApiserverDiscovery => ({
+    ...d,
+    openapi: { paths: Object.fromEntries(paths.map((p) => [p, entry(p, hash)])) },
+  });
+  // A has batch (and lists it in its index), B has apps; both have the core group.
+  const pair = (): ClusterModel =>
+    model([
+      apiserver('a', withIndex(discovery([BATCH]), ['api/v1', 'apis/batch/v1', 'version'], 'A')),
+      apiserver('b', withIndex(discovery([APPS]), ['api/v1', 'apis/apps/v1', 'apis/apps', 'version', 'openid/v1/jwks'], 'B')),
+    ]);
+  const indexOf = (m: ClusterModel, local: string) => {
+    const merged = mergeDiscovery(local, m, NOW, { departedGraceMs: 300_000 }).openapi;
+    assert.ok(merged, 'a merged index');
+    return merged.paths;
+  };
+
+  test('the local apiserver\'s own entries are kept, hashes included: it serves those documents', () => {
+    const paths = indexOf(pair(), 'a');
+    assert.deepEqual(paths['api/v1'], entry('api/v1', 'A'));
+    assert.deepEqual(paths['version'], entry('version', 'A'));
+    assert.deepEqual(paths['apis/batch/v1'], entry('apis/batch/v1', 'A'));
+  });
+
+  test('a group-version only a peer lists is added with that peer\'s entry', () => {
+    assert.deepEqual(indexOf(pair(), 'a')['apis/apps/v1'], entry('apis/apps/v1', 'B'));
+    assert.deepEqual(indexOf(pair(), 'b')['apis/batch/v1'], entry('apis/batch/v1', 'A'));
+  });
+
+  test('only group-version entries come from peers: not their group or other documents', () => {
+    const paths = indexOf(pair(), 'a');
+    assert.equal(paths['apis/apps'], undefined);
+    assert.equal(paths['openid/v1/jwks'], undefined);
+  });
+
+  test('of two peers listing the same group-version, the first by name gives the entry, whichever sidecar merges', () => {
+    const m = model([
+      apiserver('c', withIndex(discovery([]), ['api/v1'], 'C')),
+      apiserver('b', withIndex(discovery([BATCH]), ['api/v1', 'apis/batch/v1'], 'B')),
+      apiserver('a', withIndex(discovery([BATCH]), ['api/v1', 'apis/batch/v1'], 'A')),
+    ]);
+    assert.deepEqual(indexOf(m, 'c')['apis/batch/v1'], entry('apis/batch/v1', 'A'));
+  });
+
+  test('a CRD group-version is never taken from a peer (rule 6)', () => {
+    const m = model(
+      [apiserver('a', withIndex(discovery([]), ['api/v1'], 'A')), apiserver('b', withIndex(discovery([CRD_GROUP]), ['api/v1', 'apis/stable.example.com/v1'], 'B'))],
+      [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }],
+    );
+    assert.equal(indexOf(m, 'a')['apis/stable.example.com/v1'], undefined);
+  });
+
+  test('a peer whose lease is gone past the grace period contributes nothing', () => {
+    const m = pair();
+    const b = m.apiservers[1] as ApiserverObservation;
+    delete b.lease;
+    b.leaseGoneAt = NOW - 300_001;
+    assert.equal(indexOf(m, 'a')['apis/apps/v1'], undefined);
+  });
+
+  test('keys are sorted, so equal indexes render equal bytes', () => {
+    const keys = Object.keys(indexOf(pair(), 'a'));
+    assert.deepEqual(keys, [...keys].sort());
+  });
+
+  test('without the local apiserver\'s index, there is no merged index and the apiserver answers itself', () => {
+    const m = model([apiserver('a', discovery([BATCH])), apiserver('b', withIndex(discovery([APPS]), ['apis/apps/v1'], 'B'))]);
+    const merged = mergeDiscovery('a', m, NOW);
+    assert.equal(merged.openapi, undefined);
+    assert.deepEqual(discoveryResponse({ path: '/openapi/v3' }, merged), { passThrough: true, reason: 'no-local-discovery' });
+  });
+
+  test('/openapi/v3 is answered with the merged index as JSON, with an ETag that answers 304', () => {
+    const merged = mergeDiscovery('a', pair(), NOW);
+    for (const path of ['/openapi/v3', '/openapi/v3/', '/openapi/v3?timeout=32s']) {
+      const answer = discoveryResponse({ path }, merged);
+      assert.ok(isReply(answer), path);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.document, 'openapi-index');
+      assert.deepEqual((JSON.parse(answer.body.toString()) as { paths: unknown }).paths, merged.openapi?.paths);
+      const etag = answer.headers['etag'] ?? '';
+      const again = discoveryResponse({ path, ifNoneMatch: etag }, merged);
+      assert.ok(isReply(again));
+      assert.equal(again.status, 304);
+      assert.equal(again.body.length, 0);
+    }
+  });
+
+  test('documents under /openapi/v3 other than the index are not answered here', () => {
+    const merged = mergeDiscovery('a', pair(), NOW);
+    assert.deepEqual(discoveryResponse({ path: '/openapi/v3/apis/apps/v1' }, merged), { passThrough: true, reason: 'not-discovery' });
+  });
+});

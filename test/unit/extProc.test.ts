@@ -280,10 +280,18 @@ describe('ExtProcServer', () => {
     assert.ok(response.response_headers);
   });
 
-  test('the responder is not asked for paths other than /api and /apis, even on a discovery route', async () => {
+  test('an apiserver 200 for the OpenAPI v3 index on a discovery route is replaced by the responder\'s document', async () => {
+    discoveryCalls.length = 0;
+    respond = () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"paths":{}}') });
+    const [, response] = await discoveryExchange(base('/openapi/v3', [['accept', 'application/json'], ['authorization', 'Bearer t']]), '200');
+    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { path: '/openapi/v3', accept: 'application/json' } }]);
+    assert.equal(response.immediate_response?.body?.toString(), '{"paths":{}}');
+  });
+
+  test('the responder is not asked for paths other than /api, /apis and /openapi/v3, even on a discovery route', async () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
-    for (const path of ['/apis/batch/v1', '/apis/batch', '/api/v1', '/apis/batch/v1/jobs']) {
+    for (const path of ['/apis/batch/v1', '/apis/batch', '/api/v1', '/apis/batch/v1/jobs', '/openapi/v3/apis/batch/v1', '/openapi/v2']) {
       const [, response] = await discoveryExchange(base(path, [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
       assert.ok(response.response_headers, path);
     }

@@ -85,9 +85,17 @@ describe('planSidecars', () => {
 
   test('a non-resource request is routed to the local apiserver', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
-    for (const path of ['/apis', '/api', '/api/v1', '/apis/apps/v1', '/healthz', '/openapi/v3/apis/batch/v1']) {
+    for (const path of ['/apis', '/api', '/api/v1', '/apis/apps/v1', '/healthz', '/openapi/v3', '/openapi/v3/api/v1', '/openapi/v2']) {
       assert.deepEqual(destination(plan, path), LOCAL, path);
     }
+  });
+
+  test('the OpenAPI v3 document of a group-version served only by peers goes to them, whatever its hash', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
+    for (const path of ['/openapi/v3/apis/batch/v1', '/openapi/v3/apis/batch/v1/', '/openapi/v3/apis/batch/v1?hash=0A1B']) {
+      assert.deepEqual(destination(plan, path), { kind: 'peers', peers: ['a'] }, path);
+    }
+    assert.deepEqual(destination(plan, '/openapi/v3/apis/batch'), LOCAL, 'OpenAPI has no group documents');
   });
 
   test('the discovery documents of a group-version served only by peers are routed to the peers serving it', () => {

@@ -116,12 +116,23 @@ const APIS_BODY = discoveryBody([{ name: 'batch', resource: 'jobs' }]);
 
 type Responder = (path: string, headers: Record<string, string>) => HttpResponse | Error;
 
+const OPENAPI_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A1' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B1' } } };
+
+/** Discovery calls go to `respond` (and are recorded); `/openapi/v3` goes to `respondOpenApi`. */
 class FakeTransport implements HttpTransport {
   readonly calls: Array<{ path: string; headers: Record<string, string> }> = [];
   readonly responses: Array<{ path: string; etag: string | undefined }> = [];
+  openApiCalls = 0;
+  respondOpenApi: () => HttpResponse | Error = () => ({ status: 200, body: JSON.stringify(OPENAPI_INDEX) });
   closed = false;
   constructor(public respond: Responder) {}
   async get(path: string, headers: Record<string, string>): Promise<HttpResponse> {
+    if (path === '/openapi/v3') {
+      this.openApiCalls++;
+      const answer = this.respondOpenApi();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    }
     this.calls.push({ path, headers: { ...headers } });
     const answer = this.respond(path, headers);
     if (answer instanceof Error) throw answer;
@@ -241,6 +252,49 @@ describe('DiscoveryFetcher', () => {
     assert.equal(updates[1]?.reachable, false);
     assert.equal(updates[1]?.discovery, lastGood?.discovery);
     assert.equal(updates[1]?.etag, lastGood?.etag);
+  });
+
+  test('each poll reads the OpenAPI v3 index and carries it in the discovery', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(transport.openApiCalls, 2);
+    assert.deepEqual(updates[0]?.discovery?.openapi, OPENAPI_INDEX);
+    assert.equal(updates.length, 1, 'an unchanged index emits nothing');
+  });
+
+  test('a changed OpenAPI v3 index is emitted in a new discovery object', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    const changed = { paths: { ...OPENAPI_INDEX.paths, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=C1' } } };
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(changed) });
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(updates.length, 2);
+    assert.notEqual(updates[1]?.discovery, updates[0]?.discovery);
+    assert.deepEqual(updates[1]?.discovery?.openapi, changed);
+  });
+
+  test('a failing OpenAPI v3 index read keeps the last good index, counts a sync error and leaves the apiserver reachable', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondOpenApi = () => ({ status: 200, body: '{"paths": {"api/v1": {}}}' });
+    await time.advance(1000);
+    transport.respondOpenApi = () => new HttpTransportError('fetch', 'connection reset');
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 1);
+    assert.equal(await syncErrors(metrics, 'fetch'), 1);
+    assert.equal(fetcher.current().reachable, true);
+    assert.deepEqual(fetcher.current().discovery?.openapi, OPENAPI_INDEX);
+    assert.equal(updates.length, 1);
   });
 
   test('repeated failures log one warning and the recovery logs once', async () => {

@@ -416,7 +416,7 @@ describe('translateSidecar', () => {
         const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
         const route = selectRoute(resources, { ...request, clientCert });
         assert.equal(routedDestination(p, route, expectedFlavour({ ...request, clientCert }, upgrade)), expected, what);
-        const discovery = (route.name ?? '').startsWith('discovery');
+        const discovery = /^(discovery|openapi index)/.test(route.name ?? '');
         const wantsExtProc = route.direct_response ? false : clientCert || discovery;
         assert.equal(extProcOn(route), wantsExtProc, `${what}: ext_proc ${wantsExtProc ? 'on' : 'off'} (route ${route.name})`);
       }
@@ -456,6 +456,8 @@ describe('translateSidecar', () => {
     test('the contract holds for every representative plan', () => {
       for (const p of [NO_PEERS, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, LONG_NAMES]) {
         const documents = ['/apis/apps', '/apis/apps/', '/apis/storagemigration.k8s.io', '/apis/storagemigration.k8s.io/v1/', '/apis/batch/v2'];
+        const openapi = ['/openapi/v3', '/openapi/v3/', '/openapi/v3/apis/storagemigration.k8s.io/v1?hash=AB12', '/openapi/v3/apis/batch/v2', '/openapi/v3/apis/apps', '/openapi/v3/api/v1'];
+        documents.push(...openapi);
         for (const path of [...cornerCases, ...documents, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
           assertContract(p, { path }, false, false);
         }
@@ -490,6 +492,8 @@ describe('translateSidecar', () => {
           ['peer-proxied', 'local-h1'],
           ['discovery (aggregated) (client certificate)', 'local-h1-front-proxy'],
           ['discovery (aggregated)', 'local-h1'],
+          ['openapi index (merged) (client certificate)', 'local-h1-front-proxy'],
+          ['openapi index (merged)', 'local-h1'],
           ['local (core group) (upgrade) (client certificate)', 'local-h1-front-proxy'],
           ['local (core group) (upgrade)', 'local-h1'],
           ['local (core group) (watch) (client certificate)', 'local-front-proxy'],
@@ -792,7 +796,7 @@ describe('translateSidecar', () => {
         assert.equal(route.route?.cluster, `${twin?.route?.cluster ?? ''}-front-proxy`);
         assert.deepEqual(twin?.request_headers_to_add, route.request_headers_to_add);
         assert.deepEqual({ ...route.match, tls_context: undefined }, { ...twin?.match, tls_context: undefined });
-        if ((route.name ?? '').startsWith('discovery')) return; // ext_proc on for everyone: see below
+        if (/^(discovery|openapi index)/.test(route.name ?? '')) return; // ext_proc on for everyone: see below
         assert.equal(extProcOn(route), true);
         assert.equal(extProcOn(twin as Route), false);
       });
