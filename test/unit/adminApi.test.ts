@@ -5,10 +5,10 @@ import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { sendGarbage } from '../support/garbage.js';
 import * as protoLoader from '@grpc/proto-loader';
 import pino from 'pino';
 import { addAdminService, adminGrpc, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../../src/servers/admin.js';
@@ -279,18 +279,7 @@ describe('admin API', () => {
 
   it('garbage bytes on its socket do not stop the server', async (t) => {
     const h = await harness(t, fakeBackend());
-    for (const junk of [
-      Buffer.from('GET /mvproxy.admin.v1.Admin/GetStatus HTTP/1.1\r\nHost: x\r\n\r\n'),
-      Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from('\x00\x00\x04\x99\xff\xff\xff\xff\xffjunk', 'latin1')]),
-      Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),
-    ]) {
-      await new Promise<void>((resolve) => {
-        const socket = connect(h.path, () => socket.end(junk));
-        socket.on('error', () => resolve());
-        socket.on('close', () => resolve());
-        socket.resume();
-      });
-    }
+    await sendGarbage(h.path);
     assert.deepEqual(await unary((cb) => h.client.GetStatus({}, deadline(), cb)), STATUS);
   });
 });

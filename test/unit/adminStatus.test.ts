@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../../src/model/cluster.js';
+import type { ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { explainRequest } from '../../src/planner/explain.js';
@@ -11,41 +12,6 @@ import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
-const NOW = 1_000_000;
-const GRACE_MS = 300_000;
-
-function served(group: string, version: string, resource: string, subresources: string[] = []): ServedResource {
-  return { group, version, resource, namespaced: true, verbs: ['get', 'list', 'watch'], subresources };
-}
-
-const CORE = [served('', 'v1', 'pods', ['log', 'status']), served('', 'v1', 'namespaces', ['finalize', 'status'])];
-const BATCH = [served('batch', 'v1', 'jobs', ['status']), served('batch', 'v1', 'cronjobs', ['status'])];
-
-interface ApiserverSpec {
-  serves: ServedResource[];
-  reachable?: boolean;
-  /** Lease deleted this long ago (no lease now). */
-  leaseGoneForMs?: number;
-  host?: string;
-}
-
-function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
-  const observation: ApiserverObservation = {
-    endpoint: { name, hostname: `host-${name}`, address: { host: spec.host ?? `10.0.0.${index + 1}`, port: 6443 } },
-    servedSet: spec.serves,
-    reachable: spec.reachable ?? true,
-  };
-  if (spec.leaseGoneForMs === undefined) {
-    observation.lease = { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW - 1000 };
-  } else {
-    observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
-  }
-  return observation;
-}
-
-function model(apiservers: Record<string, ApiserverSpec>, localOnly: LocalOnlyGroupVersion[] = []): ClusterModel {
-  return { now: NOW, apiservers: Object.entries(apiservers).map(([name, spec], i) => apiserver(name, spec, i)), localOnly };
-}
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {
   return planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) });

@@ -3,10 +3,10 @@
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { sendGarbage } from '../support/garbage.js';
 import pino from 'pino';
 import { envoyGrpc } from '../../src/xds/protos.js';
 import { AdsServer, NackError, createGrpcServer, listenUnix, shutdownGrpcServer, type AdsMetrics } from '../../src/servers/ads.js';
@@ -447,18 +447,7 @@ describe('ADS server', () => {
   it('survives garbage bytes on its socket and keeps serving', async (t) => {
     const h = await harness(t);
     h.ads.setSnapshot(NODE, config());
-    for (const junk of [
-      Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'),
-      Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from('\x00\x00\x04\x99\xff\xff\xff\xff\xffjunkjunkjunk', 'latin1')]),
-      Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),
-    ]) {
-      await new Promise<void>((resolve) => {
-        const socket = connect(h.path, () => socket.end(junk));
-        socket.on('error', () => resolve());
-        socket.on('close', () => resolve());
-        socket.resume();
-      });
-    }
+    await sendGarbage(h.path);
     const envoy = h.envoy();
     envoy.subscribe(CDS);
     assert.equal((await envoy.next()).type_url, CDS);

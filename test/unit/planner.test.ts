@@ -2,45 +2,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../../src/model/cluster.js';
+import type { ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
 import { destinationForRequest, planSidecars } from '../../src/planner/planner.js';
 
-const NOW = 1_000_000;
-const GRACE_MS = 300_000;
-
-function served(group: string, version: string, resource: string, subresources: string[] = []): ServedResource {
-  return { group, version, resource, namespaced: true, verbs: ['get', 'list', 'watch'], subresources };
-}
-
-const CORE = [served('', 'v1', 'pods', ['log', 'status']), served('', 'v1', 'namespaces', ['finalize', 'status'])];
-const BATCH = [served('batch', 'v1', 'jobs', ['status']), served('batch', 'v1', 'cronjobs', ['status'])];
-
-interface ApiserverSpec {
-  serves: ServedResource[];
-  reachable?: boolean;
-  /** Lease deleted this long ago (no lease now). */
-  leaseGoneForMs?: number;
-}
-
-function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
-  const observation: ApiserverObservation = {
-    endpoint: { name, hostname: `host-${name}`, address: { host: `10.0.0.${index + 1}`, port: 6443 } },
-    servedSet: spec.serves,
-    reachable: spec.reachable ?? true,
-  };
-  if (spec.leaseGoneForMs === undefined) {
-    observation.lease = { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW - 1000 };
-  } else {
-    observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
-  }
-  return observation;
-}
-
-function model(apiservers: Record<string, ApiserverSpec>, localOnly: LocalOnlyGroupVersion[] = []): ClusterModel {
-  return { now: NOW, apiservers: Object.entries(apiservers).map(([name, spec], i) => apiserver(name, spec, i)), localOnly };
-}
 
 function planFor(node: string, m: ClusterModel, draining: string[] = []): SidecarPlan {
   const plan = planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) }).find((p) => p.node === node);
