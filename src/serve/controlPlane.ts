@@ -39,8 +39,8 @@ export class ControlPlane implements AdminBackend {
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
   private plans: SidecarPlan[] = [];
-  /** Apiservers an operator is draining (admin API); in memory only. */
-  private readonly draining = new Set<string>();
+  /** Apiservers an operator is draining (admin API), also kept in admin.drainFile when set. */
+  private draining: ReadonlySet<string> = new Set<string>();
   /** Each sidecar's merged discovery, recomputed with the plans (documents are rendered lazily and memoized). */
   private readonly mergedByNode = new Map<string, MergedDiscovery>();
   private lastModel?: ClusterModel;
@@ -213,8 +213,7 @@ export class ControlPlane implements AdminBackend {
       else next.delete(apiserver);
       // Recorded before it takes effect: a drain the file does not hold could be lost by a restart.
       if (this.config.admin?.drainFile) writeDrains(this.config.admin.drainFile, [...next].sort());
-      if (draining) this.draining.add(apiserver);
-      else this.draining.delete(apiserver);
+      this.draining = next;
       if (this.lastModel) this.update(this.lastModel);
     }
     this.deps.metrics.apiserverDraining.set({ apiserver }, draining ? 1 : 0);
@@ -225,14 +224,16 @@ export class ControlPlane implements AdminBackend {
   private restoreDrains(): void {
     for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, 0);
     if (!this.config.admin?.drainFile) return;
+    const restored = new Set<string>();
     for (const name of readDrains(this.config.admin.drainFile)) {
       if (!this.config.apiservers.some((a) => a.name === name)) {
         this.deps.logger.warn({ apiserver: name, drainFile: this.config.admin.drainFile }, 'drain recorded for an apiserver that is no longer declared: ignored');
         continue;
       }
-      this.draining.add(name);
+      restored.add(name);
       this.deps.metrics.apiserverDraining.set({ apiserver: name }, 1);
     }
+    this.draining = restored;
     if (this.draining.size > 0) this.deps.logger.info({ draining: [...this.draining].sort() }, 'drains restored');
   }
 

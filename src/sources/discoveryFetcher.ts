@@ -12,7 +12,7 @@ import type { ApiserverEndpoint } from '../model/cluster.js';
 import type { APIGroupDiscoveryList, ApiserverDiscovery } from '../model/discovery.js';
 import { parseAggregatedDiscovery } from '../model/servedSet.js';
 import { parseOpenApiV3Index, type OpenApiV3Index } from '../model/openapi.js';
-import { HttpTransportError, formatHost, type HttpTransport } from './apiserverHttp.js';
+import { HttpTransportError, formatHost, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
 /** Aggregated v2 with profile=nopeer first: a 1.36+ apiserver with upstream MVP on then answers with its local document. */
@@ -200,13 +200,7 @@ export class DiscoveryFetcher {
   private async fetchDocument(path: string, previous: PathState | undefined, signal: AbortSignal): Promise<PathState> {
     const headers: Record<string, string> = { Accept: AGGREGATED_DISCOVERY_ACCEPT };
     if (previous) headers['If-None-Match'] = previous.etag;
-    let response;
-    try {
-      response = await this.transport.get(path, headers, signal);
-    } catch (err) {
-      const type = err instanceof HttpTransportError ? err.kind : 'fetch';
-      throw new DiscoverySyncError(type, errorMessage(err));
-    }
+    const response = await this.get(path, headers, signal);
     if (response.status === 304) {
       if (previous) return previous;
       throw new DiscoverySyncError('status', `GET ${path}: 304 Not Modified without a previous document`);
@@ -226,27 +220,14 @@ export class DiscoveryFetcher {
     return { etag, list };
   }
 
-  /** The index, `this.openapi` itself when unchanged, or the last good one (maybe none) when this read failed. */
+  /** The index (`this.openapi` itself when unchanged), or the last good one (maybe none) when this read failed. */
   private async fetchOpenApiIndex(signal: AbortSignal): Promise<OpenApiState | undefined> {
     const previous = this.openapi;
-    let state: OpenApiState;
     try {
-      let response;
-      try {
-        response = await this.transport.get(OPENAPI_V3_INDEX_PATH, { Accept: 'application/json' }, signal);
-      } catch (err) {
-        throw new DiscoverySyncError(err instanceof HttpTransportError ? err.kind : 'fetch', errorMessage(err));
-      }
-      if (response.status !== 200) throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessage(response.body)}`);
-      const hash = createHash('sha256').update(response.body).digest('hex');
-      if (previous?.hash === hash) state = previous;
-      else {
-        try {
-          state = { hash, index: parseOpenApiV3Index(JSON.parse(response.body)) };
-        } catch (err) {
-          throw new DiscoverySyncError('parse', `GET ${OPENAPI_V3_INDEX_PATH}: ${errorMessage(err)}`);
-        }
-      }
+      const state = await this.readOpenApiIndex(previous, signal);
+      if (this.openapiHealth === 'failing') this.logger.info('OpenAPI v3 index fetch recovered');
+      this.openapiHealth = 'ok';
+      return state;
     } catch (err) {
       // Aborted with its sibling discovery requests: that failure is the one to report.
       if (signal.aborted || this.stopped) return previous;
@@ -256,9 +237,27 @@ export class DiscoveryFetcher {
       this.openapiHealth = 'failing';
       return previous;
     }
-    if (this.openapiHealth === 'failing') this.logger.info('OpenAPI v3 index fetch recovered');
-    this.openapiHealth = 'ok';
-    return state;
+  }
+
+  private async readOpenApiIndex(previous: OpenApiState | undefined, signal: AbortSignal): Promise<OpenApiState> {
+    const response = await this.get(OPENAPI_V3_INDEX_PATH, { Accept: 'application/json' }, signal);
+    if (response.status !== 200) throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessage(response.body)}`);
+    const hash = createHash('sha256').update(response.body).digest('hex');
+    if (previous?.hash === hash) return previous;
+    try {
+      return { hash, index: parseOpenApiV3Index(JSON.parse(response.body)) };
+    } catch (err) {
+      throw new DiscoverySyncError('parse', `GET ${OPENAPI_V3_INDEX_PATH}: ${errorMessage(err)}`);
+    }
+  }
+
+  /** A GET whose transport failures are sync errors of their kind. */
+  private async get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponse> {
+    try {
+      return await this.transport.get(path, headers, signal);
+    } catch (err) {
+      throw new DiscoverySyncError(err instanceof HttpTransportError ? err.kind : 'fetch', errorMessage(err));
+    }
   }
 
   private recordFailure(err: unknown): void {
