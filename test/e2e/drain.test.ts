@@ -58,6 +58,10 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
       return s;
     });
     assert.deepEqual(status.apiservers.map((a) => [a.name, a.standing, a.draining]), [['kas-a', 'available', false], ['kas-b', 'available', false]]);
+    const table = await admin('status');
+    assert.match(table, /^APISERVER +STANDING +DRAINING/m);
+    assert.match(table, /^kas-a +available +no /m);
+    assert.match(table, /^kas-b +yes +yes /m, 'sidecar kas-b connected and in sync');
     assert.ok(status.apiservers.find((a) => a.name === 'kas-b')?.group_versions.includes('storagemigration.k8s.io/v1'));
     assert.ok(!status.apiservers.find((a) => a.name === 'kas-a')?.group_versions.includes('storagemigration.k8s.io/v1'));
   });
@@ -68,6 +72,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.deepEqual(e.apiservers, ['kas-b']);
     assert.match(e.reason, /does not serve storagemigration\.k8s\.io\/v1 storageversionmigrations/);
     assert.equal(e.request?.resource, 'storageversionmigrations');
+    assert.match(await admin('explain', 'kas-a', MIGRATIONS), /^destination: peers kas-b$/m);
   });
 
   it('a drain never causes a 503: with kas-b drained, what only it serves still goes to it, and metrics show the drain', async () => {
@@ -147,5 +152,15 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     });
     const status = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
     assert.ok(status.apiservers.every((a) => !a.draining));
+  });
+
+  it('admin without a reachable socket says which socket it tried', async () => {
+    await assert.rejects(
+      execFileAsync(process.execPath, [CLI, 'admin', '--socket', '/nonexistent/admin.sock', 'status'], { timeout: 60_000 }),
+      (err: Error & { stderr?: string }) => {
+        assert.match(err.stderr ?? '', /cannot reach the control plane: \/nonexistent\/admin\.sock does not exist/);
+        return true;
+      },
+    );
   });
 });
