@@ -142,8 +142,8 @@ async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Statu
 
 function formatStatus(status: Status__Output): string {
   const apiservers = table(
-    ['APISERVER', 'STANDING', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
-    status.apiservers.map((a) => [a.name, a.standing, a.draining ? 'yes' : 'no', String(a.served_resources), a.address, a.lease_holder_identity || '-']),
+    ['APISERVER', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
+    status.apiservers.map((a) => [a.name, a.standing, a.ready || '-', a.draining ? 'yes' : 'no', String(a.served_resources), a.address, a.lease_holder_identity || '-']),
   );
   const sidecars = table(
     ['SIDECAR', 'CONNECTED', 'IN SYNC', 'TO PEERS', '503', 'LAST NACK'],

@@ -48,6 +48,12 @@ export interface ApiserverObservation {
   servedSet: ServedResource[];
   /** False after a failed discovery fetch or connection; true after a good one. */
   reachable: boolean;
+  /**
+   * Its /readyz, read with each discovery poll; absent until read. False while
+   * it starts, and during its shutdown delay (--shutdown-delay-duration): it
+   * still serves, but is on its way out, so traffic is moved off it as by a drain.
+   */
+  ready?: boolean;
 }
 
 /** A group-version that every apiserver serves from shared state (CRD or APIService). */

@@ -5,7 +5,7 @@ import type { ClusterModel } from '../model/cluster.js';
 import { parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 import type { RequestDestination, SidecarPlan } from './plan.js';
-import { destinationForRequest } from './planner.js';
+import { destinationForRequest, drainedApiservers } from './planner.js';
 
 export interface RequestExplanation {
   destination: RequestDestination;
@@ -16,7 +16,7 @@ export interface RequestExplanation {
 export interface ExplainInput {
   plan: SidecarPlan;
   model: ClusterModel;
-  /** The planner's inputs of the same names. */
+  /** The planner's inputs of the same names (operator drains; not-ready apiservers are added here as there). */
   draining: ReadonlySet<string>;
   departedGraceMs: number;
 }
@@ -28,7 +28,8 @@ export function explainRequest(input: ExplainInput, path: string, options: { pee
 }
 
 function reasonFor(input: ExplainInput, request: RequestInfo, destination: RequestDestination, peerProxied: boolean): string {
-  const { plan, model, draining } = input;
+  const { plan, model } = input;
+  const draining = drainedApiservers(model, input.draining);
   const localName = plan.local.name;
   const what = describeTarget(request);
   if (peerProxied) return `already proxied by a peer (x-kubernetes-peer-proxied): served by the local apiserver ${localName}, never proxied twice (rule 2)`;
@@ -45,7 +46,7 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
     if (!request.isResourceRequest) return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
     const localAvailable = local !== undefined && peerStanding(local, model.now, input.departedGraceMs) === 'available';
     if (servesLocally(request) && localAvailable && draining.has(localName)) {
-      return `the local apiserver ${localName} is draining: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
+      return `the local apiserver ${localName} is ${drainState(input, localName)}: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
     }
     if (servesLocally(request)) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers} (rules 2, 5)`;
     return `the local apiserver ${localName} does not serve ${what}; it goes to peers that do: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
@@ -56,10 +57,15 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
     return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName} (rule 6)`;
   }
   if (servesLocally(request)) {
-    const kept = draining.has(localName) ? ' (it is draining, but no available peer that is not draining serves this)' : '';
+    const kept = draining.has(localName) ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
     return `the local apiserver ${localName} serves ${what}${kept} (rule 1)`;
   }
   return `no apiserver serves ${what}: the local apiserver ${localName} answers with its own 404 (rule 3)`;
+}
+
+/** Why an apiserver counts as drained: the operator said so, or its /readyz fails. */
+function drainState(input: ExplainInput, name: string): string {
+  return input.draining.has(name) ? 'draining' : 'draining (not ready: starting, or in its shutdown delay)';
 }
 
 function describeTarget(request: RequestInfo): string {

@@ -23,7 +23,8 @@ export interface PlannerOptions {
    * upgrade): their own sidecars send what peers also serve to those peers,
    * and no sidecar chooses them while another available apiserver serves the
    * same thing. Never a 503 because of a drain: what only drained apiservers
-   * serve still goes to them while they are up.
+   * serve still goes to them while they are up. Apiservers that fail /readyz
+   * are drained too (drainedApiservers).
    */
   draining?: ReadonlySet<string>;
 }
@@ -31,9 +32,23 @@ export interface PlannerOptions {
 /** One plan per declared apiserver, sorted by node name. */
 export function planSidecars(model: ClusterModel, opts: PlannerOptions): SidecarPlan[] {
   const localOnly = activeLocalOnlyGroupVersions(model, model.now);
+  const draining = drainedApiservers(model, opts.draining);
   return [...model.apiservers]
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
-    .map((local) => planSidecar(local, model, localOnly, opts));
+    .map((local) => planSidecar(local, model, localOnly, { ...opts, draining }));
+}
+
+/**
+ * Who is drained: whom the operator drains, and every apiserver whose /readyz
+ * fails while it is reachable. An apiserver fails /readyz while it starts and
+ * during its shutdown delay, when it still serves but is about to stop
+ * listening: moving its traffic then (as a drain does, never causing a 503)
+ * makes its restart invisible to clients, with no operator involved.
+ */
+export function drainedApiservers(model: ClusterModel, operatorDrains: ReadonlySet<string> = new Set()): Set<string> {
+  const drained = new Set(operatorDrains);
+  for (const a of model.apiservers) if (a.reachable && a.ready === false) drained.add(a.endpoint.name);
+  return drained;
 }
 
 /**

@@ -23,6 +23,11 @@ export interface ApiserverSpec {
   version: string;
   /** Passed to --runtime-config, e.g. `batch/v1=false`. */
   runtimeConfig?: string;
+  /**
+   * --shutdown-delay-duration in seconds: after SIGTERM it keeps serving this
+   * long with /readyz failing, as production apiservers behind load balancers do.
+   */
+  shutdownDelaySeconds?: number;
 }
 
 export interface SandboxOptions {
@@ -327,6 +332,7 @@ export class Sandbox {
       '--profiling=false',
     ];
     if (run.spec.runtimeConfig) args.push(`--runtime-config=${run.spec.runtimeConfig}`);
+    if (run.spec.shutdownDelaySeconds) args.push(`--shutdown-delay-duration=${run.spec.shutdownDelaySeconds}s`);
     return args;
   }
 

@@ -141,6 +141,7 @@ export function adminStatus(input: StatusInput): Status {
       served_resources: a.servedSet.length,
       group_versions: [...new Set(a.servedSet.map((s) => (s.group === '' ? s.version : `${s.group}/${s.version}`)))].sort(compare),
       draining: draining.has(a.endpoint.name),
+      ready: a.ready === undefined ? '' : a.ready ? 'yes' : 'no',
     }));
   const sidecars = plans.map((plan) => {
     const node = ads[plan.node];

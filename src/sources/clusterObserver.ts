@@ -174,6 +174,7 @@ export class ClusterObserver {
       if (s.leaseGoneAt !== undefined) observation.leaseGoneAt = s.leaseGoneAt;
       if (!dropped && s.discovery) observation.discovery = s.discovery;
       if (!dropped && s.discoveryEtag !== undefined) observation.discoveryEtag = s.discoveryEtag;
+      if (s.ready !== undefined) observation.ready = s.ready;
       return observation;
     });
     const localOnly = this.localOnly
@@ -192,6 +193,8 @@ export class ClusterObserver {
     if (update.etag !== undefined) state.discoveryEtag = update.etag;
     else delete state.discoveryEtag;
     state.reachable = update.reachable;
+    if (update.ready !== undefined) state.ready = update.ready;
+    else delete state.ready;
     this.notify();
   }
 

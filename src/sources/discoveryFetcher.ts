@@ -4,7 +4,9 @@
 // (DESIGN.md rule 4); the planner reads `reachable` instead.
 // The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
 // no ETag), for the merged index kubectl explain reads; a failure there keeps
-// the last good index and does not make the apiserver unreachable.
+// the last good index and does not make the apiserver unreachable. It also
+// reads /readyz, which an apiserver fails while it starts and during its
+// shutdown delay: the planner then moves traffic off it while it still serves.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
@@ -31,6 +33,8 @@ export interface DiscoveryUpdate {
   etag?: string;
   /** Whether the latest attempt succeeded. */
   reachable: boolean;
+  /** Whether /readyz answered 200 in the latest attempt; absent until a reachable poll read it. */
+  ready?: boolean;
 }
 
 export interface DiscoveryFetcherOptions {
@@ -63,6 +67,7 @@ type Health = 'unknown' | 'ok' | 'failing';
 
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const;
 const OPENAPI_V3_INDEX_PATH = '/openapi/v3';
+const READYZ_PATH = '/readyz';
 
 interface OpenApiState {
   /** Hash of the body: the index carries no ETag. */
@@ -83,6 +88,7 @@ export class DiscoveryFetcher {
   private groups: PathState | undefined;
   private openapi: OpenApiState | undefined;
   private openapiHealth: Health = 'unknown';
+  private ready: boolean | undefined;
   /** Same object until a document changes, so consumers can compare by identity. */
   private discovery: ApiserverDiscovery | undefined;
   private health: Health = 'unknown';
@@ -168,6 +174,7 @@ export class DiscoveryFetcher {
     let core: PathState;
     let groups: PathState;
     const openapiFetch = this.fetchOpenApiIndex(controller.signal);
+    const readyFetch = this.fetchReady(controller.signal);
     try {
       [core, groups] = await Promise.all([
         this.fetchDocument(DISCOVERY_PATHS.core, this.core, controller.signal),
@@ -175,15 +182,17 @@ export class DiscoveryFetcher {
       ]);
     } catch (err) {
       controller.abort(); // the sibling requests, if still running
-      await openapiFetch;
+      await Promise.all([openapiFetch, readyFetch]);
       if (this.stopped) return;
       this.recordFailure(err);
       return;
     } finally {
       if (this.inflight === controller) this.inflight = undefined;
     }
-    const openapi = await openapiFetch;
+    const [openapi, ready] = await Promise.all([openapiFetch, readyFetch]);
     if (this.stopped) return;
+    const readinessChanged = ready !== this.ready;
+    this.ready = ready;
     const changed = core !== this.core || groups !== this.groups || openapi !== this.openapi;
     this.core = core;
     this.groups = groups;
@@ -193,7 +202,8 @@ export class DiscoveryFetcher {
     this.health = 'ok';
     if (previous === 'failing') this.logger.info('discovery fetch recovered');
     else if (previous === 'unknown') this.logger.debug('discovery fetched');
-    if (changed || previous !== 'ok') this.emit();
+    if (readinessChanged) this.logger.info({ ready }, ready ? 'apiserver ready' : 'apiserver not ready (starting, or in its shutdown delay)');
+    if (changed || readinessChanged || previous !== 'ok') this.emit();
   }
 
   /** Returns `previous` itself when the document did not change. */
@@ -251,6 +261,15 @@ export class DiscoveryFetcher {
     }
   }
 
+  /** /readyz answered 200; a failure to ask keeps the last answer (reachability is discovery's to judge). */
+  private async fetchReady(signal: AbortSignal): Promise<boolean | undefined> {
+    try {
+      return (await this.transport.get(READYZ_PATH, { Accept: 'text/plain' }, signal)).status === 200;
+    } catch {
+      return this.ready;
+    }
+  }
+
   /** A GET whose transport failures are sync errors of their kind. */
   private async get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponse> {
     try {
@@ -276,6 +295,7 @@ export class DiscoveryFetcher {
 
   private update(): DiscoveryUpdate {
     const update: DiscoveryUpdate = { reachable: this.health === 'ok' };
+    if (this.ready !== undefined) update.ready = this.ready;
     if (this.discovery && this.core && this.groups) {
       update.discovery = this.discovery;
       update.etag = `${this.core.etag},${this.groups.etag}`;

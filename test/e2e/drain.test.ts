@@ -40,9 +40,30 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     return line ? Number(line.split(' ').at(-1)) : 0;
   };
 
+  /** GETs ConfigMaps through a sidecar, one at a time, from 0.5 s before `action` until 2 s after it. */
+  const loadWhile = async (sidecar: string, action: () => Promise<void>): Promise<{ failures: string[]; sent: number }> => {
+    const failures: string[] = [];
+    let sent = 0;
+    let running = true;
+    const load = (async () => {
+      while (running) {
+        const res = await through(sidecar)('GET', CONFIGMAPS).catch((err: Error) => ({ status: 0, body: err.message }));
+        sent++;
+        if (res.status !== 200) failures.push(`${res.status} ${res.body.slice(0, 200)}`);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    await action();
+    await new Promise((r) => setTimeout(r, 2000));
+    running = false;
+    await load;
+    return { failures, sent };
+  };
+
   before(async () => {
     tb = await startTestSandbox([
-      { name: 'kas-a', version: 'v1.36.3' },
+      // As in production behind a load balancer: after SIGTERM, 3 s of serving with /readyz failing.
+      { name: 'kas-a', version: 'v1.36.3', shutdownDelaySeconds: 3 },
       { name: 'kas-b', version: 'v1.37.2' },
     ]);
     token = await serviceAccountToken(tb.state(), 'drain-admin', 'cluster-admin');
@@ -59,8 +80,8 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     });
     assert.deepEqual(status.apiservers.map((a) => [a.name, a.standing, a.draining]), [['kas-a', 'available', false], ['kas-b', 'available', false]]);
     const table = await admin('status');
-    assert.match(table, /^APISERVER +STANDING +DRAINING/m);
-    assert.match(table, /^kas-a +available +no /m);
+    assert.match(table, /^APISERVER +STANDING +READY +DRAINING/m);
+    assert.match(table, /^kas-a +available +yes +no /m);
     assert.match(table, /^kas-b +yes +yes /m, 'sidecar kas-b connected and in sync');
     assert.ok(status.apiservers.find((a) => a.name === 'kas-b')?.group_versions.includes('storagemigration.k8s.io/v1'));
     assert.ok(!status.apiservers.find((a) => a.name === 'kas-a')?.group_versions.includes('storagemigration.k8s.io/v1'));
@@ -114,21 +135,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
   });
 
   it('stopping the drained apiserver fails no request sent through its sidecar', async () => {
-    const failures: string[] = [];
-    let sent = 0;
-    let stopping = true;
-    const load = (async () => {
-      while (stopping) {
-        const res = await through('kas-a')('GET', CONFIGMAPS).catch((err: Error) => ({ status: 0, body: err.message }));
-        sent++;
-        if (res.status !== 200) failures.push(`${res.status} ${res.body.slice(0, 200)}`);
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 500));
-    await tb.sandbox.stopApiserver('kas-a');
-    await new Promise((r) => setTimeout(r, 2000));
-    stopping = false;
-    await load;
+    const { failures, sent } = await loadWhile('kas-a', () => tb.sandbox.stopApiserver('kas-a'));
     assert.ok(sent > 10, `only ${sent} requests sent`);
     assert.deepEqual(failures, []);
   });
@@ -143,6 +150,14 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.equal((await explain('kas-a', CONFIGMAPS)).destination, 'local');
     const res = await through('kas-a')('GET', MIGRATIONS);
     assert.equal(res.status, 200, res.body);
+  });
+
+  it('stopping kas-a again, without a drain, fails no request either: during its shutdown delay (lease deleted, /readyz failing) its traffic moves off', async () => {
+    const { failures, sent } = await loadWhile('kas-a', () => tb.sandbox.stopApiserver('kas-a'));
+    assert.ok(sent > 10, `only ${sent} requests sent`);
+    assert.deepEqual(failures, []);
+    const status = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
+    assert.ok(status.apiservers.every((a) => !a.draining), 'nobody drained it');
   });
 
   it('admin drain of an apiserver nobody declared fails with the declared names, and changes nothing', async () => {

@@ -30,6 +30,7 @@ const STATUS: AdminStatus = {
       served_resources: 2,
       group_versions: ['batch/v1', 'v1'],
       draining: true,
+      ready: 'yes',
     },
   ],
   sidecars: [

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
 import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planSidecars } from '../../src/planner/planner.js';
@@ -76,6 +76,13 @@ describe('adminStatus: apiservers', () => {
       Object.fromEntries(s.apiservers?.map((a) => [a.name, a.standing]) ?? []),
       { up: 'available', down: 'unavailable', leaving: 'unavailable', left: 'gone' },
     );
+  });
+
+  test('ready shows what /readyz last said, empty before it was read', () => {
+    const m = model({ a: { serves: CORE }, b: { serves: CORE }, c: { serves: CORE } });
+    (m.apiservers[0] as ApiserverObservation).ready = true;
+    (m.apiservers[1] as ApiserverObservation).ready = false;
+    assert.deepEqual(status(m).apiservers?.map((a) => [a.name, a.ready]), [['a', 'yes'], ['b', 'no'], ['c', '']]);
   });
 
   test('draining is true exactly for the apiservers being drained', () => {

@@ -118,15 +118,21 @@ type Responder = (path: string, headers: Record<string, string>) => HttpResponse
 
 const OPENAPI_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A1' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B1' } } };
 
-/** Discovery calls go to `respond` (and are recorded); `/openapi/v3` goes to `respondOpenApi`. */
+/** Discovery calls go to `respond` (and are recorded); `/openapi/v3` and `/readyz` have their own responders. */
 class FakeTransport implements HttpTransport {
   readonly calls: Array<{ path: string; headers: Record<string, string> }> = [];
   readonly responses: Array<{ path: string; etag: string | undefined }> = [];
   openApiCalls = 0;
   respondOpenApi: () => HttpResponse | Error = () => ({ status: 200, body: JSON.stringify(OPENAPI_INDEX) });
+  respondReadyz: () => HttpResponse | Error = () => ({ status: 200, body: 'ok' });
   closed = false;
   constructor(public respond: Responder) {}
   async get(path: string, headers: Record<string, string>): Promise<HttpResponse> {
+    if (path === '/readyz') {
+      const answer = this.respondReadyz();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    }
     if (path === '/openapi/v3') {
       this.openApiCalls++;
       const answer = this.respondOpenApi();
@@ -295,6 +301,32 @@ describe('DiscoveryFetcher', () => {
     assert.equal(fetcher.current().reachable, true);
     assert.deepEqual(fetcher.current().discovery?.openapi, OPENAPI_INDEX);
     assert.equal(updates.length, 1);
+  });
+
+  test('each poll reads /readyz: a failing one is emitted as not ready, its recovery as ready', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondReadyz = () => ({ status: 500, body: '[-]shutdown failed: reason withheld' });
+    await time.advance(1000);
+    await time.advance(1000);
+    transport.respondReadyz = () => ({ status: 200, body: 'ok' });
+    await time.advance(1000);
+    fetcher.stop();
+    assert.deepEqual(updates.map((u) => [u.reachable, u.ready]), [[true, true], [true, false], [true, true]]);
+  });
+
+  test('a /readyz that cannot be read keeps the last answer and does not make the apiserver unreachable', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondReadyz = () => new HttpTransportError('timeout', 'no complete response within 2000 ms');
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(updates.length, 1);
+    assert.deepEqual([fetcher.current().reachable, fetcher.current().ready], [true, true]);
   });
 
   test('repeated failures log one warning and the recovery logs once', async () => {
@@ -794,6 +826,18 @@ describe('ClusterObserver', () => {
     assert.deepEqual(model?.apiservers.map((a) => a.servedSet.map((r) => `${r.group}/${r.resource}`)), [['/pods', 'batch/jobs'], ['/pods', 'batch/jobs']]);
     assert.equal(model?.apiservers[0]?.lease?.holderIdentity, 'h1');
     assert.deepEqual(model?.localOnly, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]);
+  });
+
+  test('each apiserver\'s readiness reaches the model as its discovery source reports it', async () => {
+    const time = new FakeTime();
+    const { observer, models, fetchers } = newObserver(time);
+    await observer.start();
+    const update = await parsedDiscovery();
+    fetchers.get('a')?.emit({ ...update, ready: false });
+    fetchers.get('b')?.emit({ reachable: false });
+    await time.advance(50);
+    observer.stop();
+    assert.deepEqual(models.at(-1)?.apiservers.map((a) => [a.endpoint.name, a.ready]), [['a', false], ['b', undefined]]);
   });
 
   test('listeners hear nothing until every source made its first attempt', async () => {
