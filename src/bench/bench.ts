@@ -98,8 +98,10 @@ function withRatios(r: Comparison): Record<string, unknown> {
 
 /**
  * Restarts kas-b with batch/v1 off (or back on), then measures from the moment
- * its own discovery shows the change to the moment every sidecar has ACKed
- * routes that reflect it.
+ * it is ready (/readyz) with its own discovery showing the change to the
+ * moment every sidecar has ACKed routes that reflect it. Until it is ready
+ * mvproxy deliberately routes around it (drained while starting), so the
+ * clock starts when it could take the traffic.
  */
 async function measureConvergence(sandbox: Sandbox, state: SandboxState, token: string, batchOff: boolean): Promise<number> {
   const b = state.apiservers.find((x) => x.name === 'kas-b');
@@ -110,8 +112,11 @@ async function measureConvergence(sandbox: Sandbox, state: SandboxState, token: 
   let visibleAt = 0;
   for (;;) {
     try {
-      const res = await httpsRequest(b.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 });
-      if (res.status === 200) {
+      const [res, ready] = await Promise.all([
+        httpsRequest(b.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 }),
+        httpsRequest(b.direct + '/readyz', { ca: state.ca }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 1000 }),
+      ]);
+      if (res.status === 200 && ready.status === 200) {
         const servesBatch = (JSON.parse(res.body) as { items: { metadata: { name: string } }[] }).items.some((g) => g.metadata.name === 'batch');
         if (servesBatch !== batchOff) {
           visibleAt = performance.now();

@@ -68,6 +68,7 @@ type Health = 'unknown' | 'ok' | 'failing';
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const;
 const OPENAPI_V3_INDEX_PATH = '/openapi/v3';
 const READYZ_PATH = '/readyz';
+const NOT_READY_MIN_INTERVAL_MS = 100;
 
 interface OpenApiState {
   /** Hash of the body: the index carries no ETag. */
@@ -161,10 +162,13 @@ export class DiscoveryFetcher {
     if (this.waitingForNextPoll.length > 0) {
       void this.runPoll();
     } else {
+      // While it is not ready (starting, or about to stop), look again sooner:
+      // traffic is kept off it until its /readyz passes.
+      const delay = this.ready === false ? Math.max(NOT_READY_MIN_INTERVAL_MS, this.intervalMs / 4) : this.intervalMs;
       this.timer = this.timers.setTimeout(() => {
         this.timer = undefined;
         void this.runPoll();
-      }, this.intervalMs);
+      }, delay);
     }
   }
 

@@ -317,6 +317,19 @@ describe('DiscoveryFetcher', () => {
     assert.deepEqual(updates.map((u) => [u.reachable, u.ready]), [[true, true], [true, false], [true, true]]);
   });
 
+  test('while /readyz fails, polls come four times as often, so readiness is seen within a quarter interval', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondReadyz = () => ({ status: 503, body: '' });
+    await time.advance(1000);
+    const before = transport.calls.length;
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal((transport.calls.length - before) / 2, 4, 'polls (each reads /api and /apis) in one interval');
+  });
+
   test('a /readyz that cannot be read keeps the last answer and does not make the apiserver unreachable', async () => {
     const time = new FakeTime();
     const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
