@@ -17,7 +17,7 @@ import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
-import { addAdminService, adminStatus, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
+import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import { readDrains, writeDrains } from './drains.js';
 import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
@@ -192,8 +192,9 @@ export class ControlPlane implements AdminBackend {
 
   /** Admin API: where a request sent to this sidecar goes now, and why. */
   explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation {
+    if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
     const plan = this.plans.find((p) => p.node === sidecar);
-    if (!plan || !this.lastModel) throw new UnknownApiserverError(sidecar, this.apiserverNames());
+    if (!plan || !this.lastModel) throw new NotPlannedYetError();
     return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.config.departedGraceSeconds * 1000 }, path, { peerProxied });
   }
 

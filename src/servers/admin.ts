@@ -27,11 +27,19 @@ export type { Status as AdminStatus } from '../generated/mvproxy/admin/v1/Status
 /** What the admin API asks of the control plane. */
 export interface AdminBackend {
   status(): Status;
-  /** Throws UnknownApiserverError for a sidecar that is not declared. */
+  /** Throws UnknownApiserverError for a sidecar that is not declared, NotPlannedYetError before the first plan. */
   explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation;
   /** Both return every apiserver being drained afterwards, sorted; both throw UnknownApiserverError. */
   drain(apiserver: string): string[];
   undrain(apiserver: string): string[];
+}
+
+/** The control plane has not observed the cluster yet: nothing to explain. */
+export class NotPlannedYetError extends Error {
+  constructor() {
+    super('the control plane has no plan yet (it is still reading the cluster); retry shortly');
+    this.name = 'NotPlannedYetError';
+  }
 }
 
 export class UnknownApiserverError extends Error {
@@ -62,6 +70,7 @@ export function addAdminService(server: grpc.Server, backend: AdminBackend, logg
       value = produce();
     } catch (err) {
       if (err instanceof UnknownApiserverError) return callback(fail(grpc.status.NOT_FOUND, err.message));
+      if (err instanceof NotPlannedYetError) return callback(fail(grpc.status.UNAVAILABLE, err.message));
       logger.error({ err }, 'admin request failed');
       return callback(fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`));
     }

@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { sendGarbage } from '../support/garbage.js';
 import * as protoLoader from '@grpc/proto-loader';
 import pino from 'pino';
-import { addAdminService, adminGrpc, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../../src/servers/admin.js';
+import { addAdminService, adminGrpc, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../../src/servers/admin.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
 import type { RequestExplanation } from '../../src/planner/explain.js';
 import type { AdminClient } from '../../src/generated/mvproxy/admin/v1/Admin.js';
@@ -264,6 +264,15 @@ describe('admin API', () => {
       unary((cb) => h.client.Explain({ sidecar: 'z', path: '/api' }, deadline(), cb)),
       grpc.status.NOT_FOUND,
       'no apiserver named "z" (declared: a)',
+    );
+  });
+
+  it('Explain before the control plane has a plan fails with UNAVAILABLE, saying to retry', async (t) => {
+    const h = await harness(t, fakeBackend({ explain: () => { throw new NotPlannedYetError(); } }));
+    await assertFails(
+      unary((cb) => h.client.Explain({ sidecar: 'a', path: '/api' }, deadline(), cb)),
+      grpc.status.UNAVAILABLE,
+      'the control plane has no plan yet (it is still reading the cluster); retry shortly',
     );
   });
 
