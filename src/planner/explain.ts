@@ -43,6 +43,9 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
     ) ?? false;
   if (destination.kind === 'peers') {
     const peers = destination.peers.join(', ');
+    if (destination === plan.fallback) {
+      return `the local apiserver ${localName} is unavailable: a peer answers what it would have answered (${request.isResourceRequest ? `${what}, which no apiserver serves: its 404` : what}): ${peers}`;
+    }
     if (!request.isResourceRequest) return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
     const localAvailable = local !== undefined && peerStanding(local, model.now, input.departedGraceMs) === 'available';
     if (servesLocally(request) && localAvailable && draining.has(localName)) {

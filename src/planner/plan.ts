@@ -67,4 +67,14 @@ export interface SidecarPlan {
   routes: ResourceRoute[];
   /** Sorted by group, then version (the group document first). */
   groupDocuments: GroupDocumentRoute[];
+  /**
+   * While the local apiserver is unavailable (down, restarting): the peers
+   * that answer what it would have answered (discovery, /version, /openapi,
+   * the honest 404 of a resource nobody serves). Absent while it is
+   * available. Its own health endpoints stay with it whatever this says.
+   */
+  fallback?: RerouteToPeers;
 }
+
+/** The apiserver's own health endpoints (`/healthz`, `/livez`, `/readyz` and their checks): never answered by a peer. */
+export const HEALTH_PATH_PREFIXES: readonly string[] = ['/healthz', '/livez', '/readyz'];

@@ -3,13 +3,14 @@
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
 import type { RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
-import type {
-  GroupDocumentRoute,
-  PlannedApiserver,
-  RequestDestination,
-  ResourceRoute,
-  ResourceRouteAction,
-  SidecarPlan,
+import {
+  HEALTH_PATH_PREFIXES,
+  type GroupDocumentRoute,
+  type PlannedApiserver,
+  type RequestDestination,
+  type ResourceRoute,
+  type ResourceRouteAction,
+  type SidecarPlan,
 } from './plan.js';
 
 export interface PlannerOptions {
@@ -53,8 +54,10 @@ export function drainedApiservers(model: ClusterModel, operatorDrains: ReadonlyS
 
 /**
  * Where a request goes under a plan: the route of its subresource, else of its
- * resource, else the local apiserver. A request already proxied by a peer is
- * always served locally (rule 2), and so is every non-resource request.
+ * resource (or its discovery document's), else the local apiserver, or the
+ * plan's fallback peers while the local apiserver is unavailable (never for
+ * its health endpoints). A request already proxied by a peer is always served
+ * locally (rule 2).
  */
 export function destinationForRequest(
   plan: SidecarPlan,
@@ -62,12 +65,13 @@ export function destinationForRequest(
   options: { alreadyProxied?: boolean } = {},
 ): RequestDestination {
   if (options.alreadyProxied) return { kind: 'local' };
+  const fallback: RequestDestination = plan.fallback && !isHealthPath(request.path) ? plan.fallback : { kind: 'local' };
   if (!request.isResourceRequest || request.resource === undefined) {
     const document = groupDocumentOf(request.path);
     const route =
       document &&
       plan.groupDocuments.find((d) => d.group === document.group && d.version === document.version);
-    return route ? route.action : { kind: 'local' };
+    return route ? route.action : fallback;
   }
   const matches = (route: ResourceRoute, subresource: string | undefined): boolean =>
     route.group === request.group &&
@@ -77,7 +81,12 @@ export function destinationForRequest(
   const route =
     (request.subresource !== undefined ? plan.routes.find((r) => matches(r, request.subresource)) : undefined) ??
     plan.routes.find((r) => matches(r, undefined));
-  return route ? route.action : { kind: 'local' };
+  return route ? route.action : fallback;
+}
+
+function isHealthPath(path: string): boolean {
+  const bare = path.replace(/[?#].*$/, '');
+  return HEALTH_PATH_PREFIXES.some((prefix) => bare === prefix || bare.startsWith(`${prefix}/`));
 }
 
 /**
@@ -212,13 +221,16 @@ function planSidecar(
   }
   routes.sort(compareRoutes);
 
-  return {
+  const plan: SidecarPlan = {
     node: local.endpoint.name,
     local: plannedApiserver(local),
     peers: others.map(plannedApiserver),
     routes,
     groupDocuments: groupDocumentRoutes(local, ratedPeers, localOnly),
   };
+  const fallbackPeers = localAvailable ? [] : preferUndrained(ratedPeers.filter((p) => p.standing === 'available'));
+  if (fallbackPeers.length > 0) plan.fallback = { kind: 'peers', peers: fallbackPeers.map((p) => p.name) };
+  return plan;
 }
 
 /**

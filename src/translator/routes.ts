@@ -16,7 +16,7 @@ import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
-import type { GroupDocumentRoute, ResourceRoute, Unavailable } from '../planner/plan.js';
+import { HEALTH_PATH_PREFIXES, type GroupDocumentRoute, type RerouteToPeers, type ResourceRoute, type Unavailable } from '../planner/plan.js';
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { extProcDisabled, extProcForDiscovery } from './extProc.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
@@ -54,10 +54,17 @@ export const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
 /** Asks for the local (unmerged) document: never answered by mvproxy. */
 export const NOPEER_PROFILE = 'profile=nopeer';
 
-export function routeConfiguration(routes: readonly ResourceRoute[], groupDocuments: readonly GroupDocumentRoute[] = []): RouteConfiguration {
+export function routeConfiguration(
+  routes: readonly ResourceRoute[],
+  groupDocuments: readonly GroupDocumentRoute[] = [],
+  fallback?: RerouteToPeers,
+): RouteConfiguration {
   // Subresource routes first: each is a subset of its resource's regex. Regexes
   // of different resources are disjoint, so no other order matters.
   const ordered = [...routes.filter((r) => r.subresource !== undefined), ...routes.filter((r) => r.subresource === undefined)];
+  // What the local apiserver would answer goes to the fallback peers while it is unavailable.
+  const otherwise = fallback ? peerClusterName(fallback.peers) : LOCAL_CLUSTER;
+  const logged: LoggedRoute | undefined = fallback ? { kind: 'reroute', group: '', version: '', resource: '', subresource: '' } : undefined;
   return {
     name: ROUTE_CONFIG_NAME,
     virtual_hosts: [
@@ -67,11 +74,12 @@ export function routeConfiguration(routes: readonly ResourceRoute[], groupDocume
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER),
-          ...mergedDocumentRoutes(),
-          ...coreGroupShortcut(routes, groupDocuments),
+          ...mergedDocumentRoutes(otherwise),
+          ...coreGroupShortcut(routes, groupDocuments, otherwise, logged),
           ...groupDocuments.flatMap(groupDocumentRoutes),
           ...ordered.flatMap(resourceRoutes),
-          ...forwardRoutes('local', { prefix: '/' }, LOCAL_CLUSTER),
+          ...(fallback ? healthRoutes() : []),
+          ...forwardRoutes(fallback ? 'fallback' : 'local', { prefix: '/' }, otherwise, logged),
         ],
       },
     ],
@@ -84,9 +92,15 @@ export function routeConfiguration(routes: readonly ResourceRoute[], groupDocume
  * of failing every resource route first (a regex each: measurable CPU per
  * request). Paths that are not exactly `/api/...` take the long way.
  */
-function coreGroupShortcut(routes: readonly ResourceRoute[], groupDocuments: readonly GroupDocumentRoute[]): Route[] {
+function coreGroupShortcut(routes: readonly ResourceRoute[], groupDocuments: readonly GroupDocumentRoute[], set: string, logged?: LoggedRoute): Route[] {
   if ([...routes, ...groupDocuments].some((r) => r.group === '')) return [];
-  return forwardRoutes('local (core group)', { prefix: '/api/' }, LOCAL_CLUSTER);
+  return forwardRoutes(`${set === LOCAL_CLUSTER ? 'local' : 'fallback'} (core group)`, { prefix: '/api/' }, set, logged);
+}
+
+/** The local apiserver's own /healthz, /livez and /readyz (and their checks): an unavailable one answers for itself. */
+function healthRoutes(): Route[] {
+  const alternatives = HEALTH_PATH_PREFIXES.map((p) => escapeRegex(p)).join('|');
+  return forwardRoutes('local (health)', { safe_regex: { regex: `(?:${alternatives})(?:/.*)?` } }, LOCAL_CLUSTER);
 }
 
 function resourceRoutes(route: ResourceRoute): Route[] {
@@ -136,7 +150,7 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
  * and 403 included, through). Upgrade requests never are; already-proxied
  * ones matched earlier.
  */
-function mergedDocumentRoutes(): Route[] {
+function mergedDocumentRoutes(set: string): Route[] {
   const aggregatedDiscovery: RouteMatch = {
     safe_regex: { regex: '/apis?/?' },
     headers: [
@@ -150,7 +164,7 @@ function mergedDocumentRoutes(): Route[] {
     [true, false].map((certificate) => ({
       name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
       match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
-      route: forwardAction(flavouredClusterName(LOCAL_CLUSTER, { protocol: 'http1', frontProxy: certificate })),
+      route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate })),
       typed_per_filter_config: extProcForDiscovery(),
     }));
   return [...merged('discovery (aggregated)', aggregatedDiscovery), ...merged('openapi index (merged)', openApiIndex)];

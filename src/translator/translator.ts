@@ -30,7 +30,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     clusters,
     endpoints,
     listeners: [apiserverListener(settings, plan.node)],
-    routes: [routeConfiguration(plan.routes, plan.groupDocuments)],
+    routes: [routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback)],
   };
 }
 
@@ -45,11 +45,13 @@ function upstreamSets(plan: SidecarPlan): UpstreamSet[] {
   const sets = new Map<string, UpstreamSet>();
   sets.set(LOCAL_CLUSTER, { name: LOCAL_CLUSTER, members: [plan.local] });
   for (const peer of plan.peers) sets.set(peerClusterName([peer.name]), { name: peerClusterName([peer.name]), members: [peer] });
-  for (const route of [...plan.routes, ...plan.groupDocuments]) {
-    if (route.action.kind !== 'peers') continue;
-    const name = peerClusterName(route.action.peers);
+  const actions = [...plan.routes, ...plan.groupDocuments].map((r) => r.action);
+  if (plan.fallback) actions.push(plan.fallback);
+  for (const action of actions) {
+    if (action.kind !== 'peers') continue;
+    const name = peerClusterName(action.peers);
     if (sets.has(name)) continue;
-    const members = [...route.action.peers].sort().map((peerName) => {
+    const members = [...action.peers].sort().map((peerName) => {
       const peer = byPeerName.get(peerName);
       if (peer === undefined) throw new Error(`plan for ${plan.node} routes to unknown peer ${JSON.stringify(peerName)}`);
       return peer;

@@ -149,12 +149,23 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.ok(hpas.headers['retry-after']);
   });
 
-  it('a request only the stopped apiserver itself can answer gets a 503 Status with Retry-After from its sidecar', async () => {
+  it('what the stopped apiserver would have answered (discovery, /version, a 404) comes from a peer through its sidecar', async () => {
     const version = await through('kas-a')('GET', '/version');
-    assert.equal(version.status, 503, version.body);
-    assert.match(String(version.headers['content-type']), /^application\/json/);
-    assert.equal((JSON.parse(version.body) as { kind: string; reason: string }).reason, 'ServiceUnavailable');
-    assert.ok(version.headers['retry-after']);
+    assert.equal(version.status, 200, version.body);
+    assert.match((JSON.parse(version.body) as { gitVersion: string }).gitVersion, /^v1\.37\./);
+    const groups = await through('kas-a')('GET', '/apis', undefined, { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' });
+    assert.equal(groups.status, 200, groups.body.slice(0, 300));
+    assert.equal((JSON.parse(groups.body) as { kind: string }).kind, 'APIGroupDiscoveryList');
+    const nobody = await through('kas-a')('GET', '/apis/widgets.example.com/v1/widgets');
+    assert.equal(nobody.status, 404, nobody.body);
+  });
+
+  it('the stopped apiserver\'s health endpoints through its sidecar say it is down: a 503 Status with Retry-After', async () => {
+    const readyz = await through('kas-a')('GET', '/readyz');
+    assert.equal(readyz.status, 503, readyz.body);
+    assert.match(String(readyz.headers['content-type']), /^application\/json/);
+    assert.equal((JSON.parse(readyz.body) as { kind: string; reason: string }).reason, 'ServiceUnavailable');
+    assert.ok(readyz.headers['retry-after']);
   });
 
   it('that resource is served again once its peer is back', async () => {

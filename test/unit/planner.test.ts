@@ -45,9 +45,32 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
-  test('while the local apiserver is down, a resource nobody served still goes to it for the honest answer', () => {
+  test('while the local apiserver is down, a resource nobody serves goes to an available peer for its honest 404', () => {
     const plan = planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }));
-    assert.deepEqual(destination(plan, '/apis/widgets.example.com/v1/widgets'), LOCAL);
+    assert.deepEqual(destination(plan, '/apis/widgets.example.com/v1/widgets'), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('while the local apiserver is down, what only it would answer (discovery, /version, /openapi) goes to available peers', () => {
+    const plan = planFor('a', model({ a: { serves: CORE, leaseGoneForMs: 1000 }, b: { serves: CORE }, c: { serves: CORE, reachable: false } }));
+    for (const path of ['/api', '/apis', '/version', '/openapi/v3', '/openapi/v2?timeout=32s', '/.well-known/openid-configuration']) {
+      assert.deepEqual(destination(plan, path), { kind: 'peers', peers: ['b'] }, path);
+    }
+  });
+
+  test('while the local apiserver is down, its health endpoints stay with it: they describe it', () => {
+    const plan = planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }));
+    for (const path of ['/healthz', '/livez', '/readyz', '/readyz/etcd', '/livez?verbose']) assert.deepEqual(destination(plan, path), LOCAL, path);
+    assert.deepEqual(destination(plan, '/healthzfoo'), { kind: 'peers', peers: ['b'] });
+  });
+
+  test('the fallback prefers peers that are not draining, and there is none without an available peer', () => {
+    const m = model({ a: { serves: CORE, reachable: false }, b: { serves: CORE }, c: { serves: CORE } });
+    assert.deepEqual(planFor('a', m, ['b']).fallback, { kind: 'peers', peers: ['c'] });
+    assert.equal(planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE, reachable: false } })).fallback, undefined);
+  });
+
+  test('a plan has no fallback while its local apiserver is available', () => {
+    assert.equal(planFor('a', model({ a: { serves: CORE }, b: { serves: CORE } })).fallback, undefined);
   });
 
   test('a non-resource request is routed to the local apiserver', () => {

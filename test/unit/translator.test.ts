@@ -84,6 +84,12 @@ const UNAVAILABLE = plan(
   ],
 );
 
+/** The local apiserver is down: what it served goes to b, what it would have answered (and its 404s) to the fallback b and c. */
+const FALLBACK: SidecarPlan = {
+  ...plan([{ group: '', version: 'v1', resource: 'pods', action: { kind: 'peers', peers: ['b'] } }]),
+  fallback: { kind: 'peers', peers: ['b', 'c'] },
+};
+
 /** Every grammar corner at once: namespaces and its subresources, resources named like verbs, nested subresource routes. */
 const CONTRACT = plan([
   { group: '', version: 'v1', resource: 'finalize', action: { kind: 'peers', peers: ['c'] } },
@@ -283,7 +289,8 @@ function routedDestination(p: SidecarPlan, route: Route, flavour: UpstreamFlavou
     return `unavailable ${servedBy.split(', ').join(',')}`;
   }
   const clusterName = route.route?.cluster ?? '';
-  const sets = [['local'], ...[...p.routes, ...p.groupDocuments].flatMap((r) => (r.action.kind === 'peers' ? [r.action.peers] : []))];
+  const actions = [...p.routes, ...p.groupDocuments].map((r) => r.action).concat(p.fallback ? [p.fallback] : []);
+  const sets = [['local'], ...actions.flatMap((a) => (a.kind === 'peers' ? [a.peers] : []))];
   for (const set of sets) {
     const base = set[0] === 'local' ? 'local' : peerClusterName(set);
     if (clusterName === flavouredClusterName(base, flavour)) return base === 'local' ? 'local' : `peers ${set.join(',')}`;
@@ -445,7 +452,7 @@ describe('translateSidecar', () => {
 
     test('discovery requests go where their path goes, and through ext_proc on the discovery routes only', () => {
       const accepts = [AGGREGATED, `${AGGREGATED};profile=nopeer,${AGGREGATED}`, 'application/json'];
-      for (const p of [CONTRACT, REROUTES, UNAVAILABLE]) {
+      for (const p of [CONTRACT, REROUTES, UNAVAILABLE, FALLBACK]) {
         for (const path of [...cornerCases, '/apis/', '/api/', '/apis/batch/', '/apis/batch/v1?timeout=32s']) {
           for (const accept of accepts) assertContract(p, { path, headers: { accept } }, false, false);
           assertContract(p, { path, headers: { accept: AGGREGATED, ...UPGRADE } }, false, true);
@@ -454,10 +461,11 @@ describe('translateSidecar', () => {
     });
 
     test('the contract holds for every representative plan', () => {
-      for (const p of [NO_PEERS, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, LONG_NAMES]) {
+      for (const p of [NO_PEERS, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, LONG_NAMES, FALLBACK]) {
         const documents = ['/apis/apps', '/apis/apps/', '/apis/storagemigration.k8s.io', '/apis/storagemigration.k8s.io/v1/', '/apis/batch/v2'];
         const openapi = ['/openapi/v3', '/openapi/v3/', '/openapi/v3/apis/storagemigration.k8s.io/v1?hash=AB12', '/openapi/v3/apis/batch/v2', '/openapi/v3/apis/apps', '/openapi/v3/api/v1'];
-        documents.push(...openapi);
+        const health = ['/healthz', '/livez', '/readyz', '/readyz/etcd', '/readyz?verbose', '/healthzz', '/version'];
+        documents.push(...openapi, ...health);
         for (const path of [...cornerCases, ...documents, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
           assertContract(p, { path }, false, false);
         }
@@ -925,6 +933,7 @@ describe('translateSidecar', () => {
       ['a sidecar without peers', NO_PEERS],
       ['a sidecar rerouting resources and subresources to peers', REROUTES],
       ['a sidecar answering 503 for unavailable resources', UNAVAILABLE],
+      ['a sidecar whose apiserver is down, falling back to peers', FALLBACK],
       ['a sidecar with every grammar corner case', CONTRACT],
       ['a sidecar routing the longest built-in names', LONG_NAMES],
     ];
