@@ -165,6 +165,8 @@ function mergedDocumentRoutes(set: string): Route[] {
       name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
       match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
       route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate })),
+      // To a fallback peer: marked, so it answers for itself and never proxies further.
+      ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
       typed_per_filter_config: extProcForDiscovery(),
     }));
   return [...merged('discovery (aggregated)', aggregatedDiscovery), ...merged('openapi index (merged)', openApiIndex)];
@@ -177,10 +179,12 @@ function mergedDocumentRoutes(set: string): Route[] {
  * switch ext_proc off. `rerouted` (routes to peers) marks the request as
  * proxied and puts the route in the access log (route metadata).
  */
+const PEER_PROXIED = { header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const };
+
 function forwardRoutes(name: string, match: RouteMatch, set: string, rerouted?: LoggedRoute): Route[] {
   const rerouteFields = rerouted
     ? {
-        request_headers_to_add: [{ header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const }],
+        request_headers_to_add: [PEER_PROXIED],
         metadata: loggedRouteMetadata(rerouted),
       }
     : {};

@@ -527,7 +527,7 @@ describe('translateSidecar', () => {
     });
 
     test('rerouted requests are marked x-kubernetes-peer-proxied; local ones are not', () => {
-      for (const route of routesOf(translateSidecar(REROUTES, settings))) {
+      for (const route of [REROUTES, FALLBACK].flatMap((p) => routesOf(translateSidecar(p, settings))).filter((r) => r.route)) {
         const marks = (route.request_headers_to_add ?? []).filter((h) => h.header?.key === PEER_PROXIED_HEADER);
         if (route.route?.cluster?.startsWith('local')) {
           assert.deepEqual(marks, [], route.name);
