@@ -32,6 +32,7 @@ import type {
 } from '../model/discovery.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 import type { OpenApiV3Index } from '../model/openapi.js';
+import { compareStrings } from '../util/order.js';
 import { mergeOpenApiIndex } from './openapi.js';
 
 export interface MergedDiscovery {
@@ -234,7 +235,3 @@ function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
 
-/** Code-unit order: locale-independent, identical on every machine. */
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -11,6 +11,7 @@ import type { ApiserverObservation } from '../model/cluster.js';
 import { groupVersionOfIndexPath, type OpenApiV3Index } from '../model/openapi.js';
 import { groupVersionKey } from '../model/liveness.js';
 import { etagOf, goJson } from './render.js';
+import { compareStrings } from '../util/order.js';
 
 /**
  * `local`'s index with what only `peers` (in merge order) list added; undefined
@@ -32,7 +33,7 @@ export function mergeOpenApiIndex(
     }
   }
   // Keys sorted, as Go's encoder writes a map: equal indexes render equal bytes.
-  return { paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+  return { paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => compareStrings(a, b))) };
 }
 
 export interface RenderedOpenApiIndex {

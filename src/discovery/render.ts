@@ -11,6 +11,7 @@ import type {
   APIVersionDiscovery,
   GroupVersionKind,
 } from '../model/discovery.js';
+import { compareStrings } from '../util/order.js';
 import { kubernetesProtoTypes } from './protos.js';
 
 export type AggregatedFormat = 'json' | 'protobuf';
@@ -281,7 +282,7 @@ function protoGroup(group: APIGroupDiscovery): Record<string, unknown> {
   for (const mapField of ['labels', 'annotations']) {
     const value = meta[mapField];
     // Go writes map entries in key order.
-    if (value && typeof value === 'object') objectMeta[mapField] = Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    if (value && typeof value === 'object') objectMeta[mapField] = Object.fromEntries(Object.entries(value).sort(([a], [b]) => compareStrings(a, b)));
   }
   if (Array.isArray(meta['finalizers'])) objectMeta['finalizers'] = meta['finalizers'];
   return { metadata: objectMeta, versions: group.versions.map(protoVersion) };

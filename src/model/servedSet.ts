@@ -10,6 +10,7 @@ import type {
   ApiserverDiscovery,
   GroupVersionKind,
 } from './discovery.js';
+import { compareStrings } from '../util/order.js';
 
 export const DISCOVERY_KIND = 'APIGroupDiscoveryList';
 export const DISCOVERY_API_VERSION = 'apidiscovery.k8s.io/v2';
@@ -55,9 +56,6 @@ export function compareServedResources(a: ServedResource, b: ServedResource): nu
   return compareStrings(a.group, b.group) || compareStrings(a.version, b.version) || compareStrings(a.resource, b.resource);
 }
 
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 function sortedUnique(values: string[]): string[] {
   return [...new Set(values)].sort(compareStrings);

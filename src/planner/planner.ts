@@ -12,6 +12,7 @@ import {
   type ResourceRouteAction,
   type SidecarPlan,
 } from './plan.js';
+import { compareStrings } from '../util/order.js';
 
 export interface PlannerOptions {
   /**
@@ -302,7 +303,3 @@ function compareRoutes(a: ResourceRoute, b: ResourceRoute): number {
   );
 }
 
-/** Code-unit order: locale-independent, so plans are identical on every machine. */
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

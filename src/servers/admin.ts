@@ -23,6 +23,7 @@ const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
 const MAX_PATH_LENGTH = 8192;
 
 export type { Status as AdminStatus } from '../generated/mvproxy/admin/v1/Status.js';
+import { compareStrings } from '../util/order.js';
 
 /** What the admin API asks of the control plane. */
 export interface AdminBackend {
@@ -139,7 +140,7 @@ export interface StatusInput {
 export function adminStatus(input: StatusInput): Status {
   const { model, plans, ads, draining, departedGraceMs } = input;
   const apiservers = [...model.apiservers]
-    .sort((a, b) => compare(a.endpoint.name, b.endpoint.name))
+    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
     .map((a) => ({
       name: a.endpoint.name,
       hostname: a.endpoint.hostname,
@@ -148,7 +149,7 @@ export function adminStatus(input: StatusInput): Status {
       reachable: a.reachable,
       lease_holder_identity: a.lease?.holderIdentity ?? '',
       served_resources: a.servedSet.length,
-      group_versions: [...new Set(a.servedSet.map((s) => (s.group === '' ? s.version : `${s.group}/${s.version}`)))].sort(compare),
+      group_versions: [...new Set(a.servedSet.map((s) => (s.group === '' ? s.version : `${s.group}/${s.version}`)))].sort(compareStrings),
       draining: draining.has(a.endpoint.name),
       ready: a.ready === undefined ? '' : a.ready ? 'yes' : 'no',
     }));
@@ -175,8 +176,4 @@ export function adminStatus(input: StatusInput): Status {
     };
   });
   return { apiservers, sidecars };
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -24,6 +24,7 @@ import {
 } from '../xds/snapshot.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+import { compareStrings } from '../util/order.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
 
 /** Counting hooks; each is optional and must not throw (errors are logged and dropped). */
@@ -240,7 +241,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   /** Per node and type: what was sent, ACKed, the last nonce and the last NACK. */
   status(): Record<string, AdsNodeStatus> {
     const out: Record<string, AdsNodeStatus> = {};
-    for (const [node, record] of [...this.nodes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    for (const [node, record] of [...this.nodes.entries()].sort(([a], [b]) => compareStrings(a, b))) {
       const primary = this.primaryStream(record)?.types ?? record.lastClosed;
       const types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> = {};
       for (const url of PUSH_ORDER) {

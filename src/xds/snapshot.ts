@@ -8,6 +8,7 @@ import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
+import { compareStrings } from '../util/order.js';
 
 /** v3 type URLs of the resources mvproxy serves over ADS. */
 export const TYPE_URL = {
@@ -129,7 +130,7 @@ function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly 
     if (byName.has(name)) throw new Error(`snapshot: duplicate ${messageName(url)} "${name}"`);
     byName.set(name, item);
   }
-  const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
   // Resources are a set for Envoy: hash them in name order, not input order.
   return { version: contentVersion([...sorted.values()]), resources: sorted };
 }
