@@ -18,6 +18,11 @@ export interface NetworkAddress {
   port: number;
 }
 
+/** `host:port`, an IPv6 host in brackets, as URLs and dial strings want it. */
+export function formatHost(address: NetworkAddress): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}
+
 /** What the operator declared about one apiserver (config file, not the REST API). */
 export interface ApiserverEndpoint {
   /** Operator's name for it; also the xDS node id of the sidecar in front of it. */

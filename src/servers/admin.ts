@@ -11,19 +11,19 @@ import type { ProtoGrpcType } from '../generated/admin.js';
 import type { AdminHandlers } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation } from '../generated/mvproxy/admin/v1/Explanation.js';
-import type { ClusterModel } from '../model/cluster.js';
+import { formatHost, type ClusterModel } from '../model/cluster.js';
 import { peerStanding } from '../model/liveness.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import type { RequestExplanation } from '../planner/explain.js';
 import { PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
 import type { AdsNodeStatus } from './ads.js';
+import { compareStrings } from '../util/order.js';
 
 const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
 /** Longer paths are not requests an apiserver would accept either. */
 const MAX_PATH_LENGTH = 8192;
 
 export type { Status as AdminStatus } from '../generated/mvproxy/admin/v1/Status.js';
-import { compareStrings } from '../util/order.js';
 
 /** What the admin API asks of the control plane. */
 export interface AdminBackend {
@@ -144,7 +144,7 @@ export function adminStatus(input: StatusInput): Status {
     .map((a) => ({
       name: a.endpoint.name,
       hostname: a.endpoint.hostname,
-      address: `${a.endpoint.address.host.includes(':') ? `[${a.endpoint.address.host}]` : a.endpoint.address.host}:${a.endpoint.address.port}`,
+      address: formatHost(a.endpoint.address),
       standing: peerStanding(a, model.now, departedGraceMs),
       reachable: a.reachable,
       lease_holder_identity: a.lease?.holderIdentity ?? '',

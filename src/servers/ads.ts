@@ -24,8 +24,9 @@ import {
 } from '../xds/snapshot.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
-import { compareStrings } from '../util/order.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
+import { formatHost } from '../model/cluster.js';
+import { compareStrings } from '../util/order.js';
 
 /** Counting hooks; each is optional and must not throw (errors are logged and dropped). */
 export interface AdsMetrics {
@@ -645,8 +646,7 @@ export interface MtlsListenOptions {
 /** Serves on TCP with mutual TLS (client certificate required). Returns the bound port. */
 export function listenMtls(server: grpc.Server, opts: MtlsListenOptions): Promise<number> {
   const creds = grpc.ServerCredentials.createSsl(opts.ca, [{ cert_chain: opts.cert, private_key: opts.key }], true);
-  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  return bind(server, `${host}:${opts.port}`, creds);
+  return bind(server, formatHost(opts), creds);
 }
 
 /** Stops a gRPC server: graceful for graceMs, then cuts remaining (ADS streams never end on their own). */

@@ -4,7 +4,7 @@
 // more than the (usually 304) answer.
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { NetworkAddress } from '../model/cluster.js';
+import { formatHost, type NetworkAddress } from '../model/cluster.js';
 
 export interface HttpResponse {
   status: number;
@@ -191,8 +191,4 @@ function sameBytes(a: unknown, b: unknown): boolean {
   if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameBytes(x, b[i]));
   return a === b;
-}
-
-export function formatHost(address: NetworkAddress): string {
-  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
 }

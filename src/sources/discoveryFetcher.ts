@@ -10,11 +10,11 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
-import type { ApiserverEndpoint } from '../model/cluster.js';
+import { formatHost, type ApiserverEndpoint } from '../model/cluster.js';
 import type { APIGroupDiscoveryList, ApiserverDiscovery } from '../model/discovery.js';
 import { parseAggregatedDiscovery } from '../model/servedSet.js';
 import { parseOpenApiV3Index, type OpenApiV3Index } from '../model/openapi.js';
-import { HttpTransportError, formatHost, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
+import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
 /** Aggregated v2 with profile=nopeer first: a 1.36+ apiserver with upstream MVP on then answers with its local document. */
