@@ -5,7 +5,7 @@ import type { ClusterModel } from '../model/cluster.js';
 import { parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 import type { RequestDestination, SidecarPlan } from './plan.js';
-import { destinationForRequest, drainedApiservers } from './planner.js';
+import { destinationForRequest, drainedApiservers, ServedIndex } from './planner.js';
 
 export interface RequestExplanation {
   destination: RequestDestination;
@@ -37,10 +37,7 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
     return `${what} is served only by apiservers that cannot take it now (${destination.servedBy.join(', ')}: unreachable, or left within the grace period): 503 with Retry-After, never 404 (rule 4)`;
   }
   const local = model.apiservers.find((a) => a.endpoint.name === localName);
-  const servesLocally = (r: RequestInfo): boolean =>
-    local?.servedSet.some(
-      (s) => s.group === r.group && s.version === r.version && s.resource === r.resource && (r.subresource === undefined || s.subresources.includes(r.subresource)),
-    ) ?? false;
+  const servesLocally = new ServedIndex(local?.servedSet ?? []).servesRequest(request);
   if (destination.kind === 'peers') {
     const peers = destination.peers.join(', ');
     if (destination === plan.fallback) {
@@ -48,10 +45,10 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
     }
     if (!request.isResourceRequest) return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
     const localAvailable = local !== undefined && peerStanding(local, model.now, input.departedGraceMs) === 'available';
-    if (servesLocally(request) && localAvailable && draining.has(localName)) {
+    if (servesLocally && localAvailable && draining.has(localName)) {
       return `the local apiserver ${localName} is ${drainState(input, localName)}: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
     }
-    if (servesLocally(request)) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers} (rules 2, 5)`;
+    if (servesLocally) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers} (rules 2, 5)`;
     return `the local apiserver ${localName} does not serve ${what}; it goes to peers that do: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
   }
   if (request.error !== undefined) return `the path could not be classified (${request.error}): the local apiserver ${localName} answers it`;
@@ -59,7 +56,7 @@ function reasonFor(input: ExplainInput, request: RequestInfo, destination: Reque
   if (activeLocalOnlyGroupVersions(model, model.now).has(groupVersionKey(request.group, request.version))) {
     return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName} (rule 6)`;
   }
-  if (servesLocally(request)) {
+  if (servesLocally) {
     const kept = draining.has(localName) ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
     return `the local apiserver ${localName} serves ${what}${kept} (rule 1)`;
   }

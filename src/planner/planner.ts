@@ -110,7 +110,7 @@ export function groupDocumentOf(path: string): { group: string; version?: string
 }
 
 /** What one apiserver serves, as lookup keys. */
-class ServedIndex {
+export class ServedIndex {
   readonly keys = new Set<string>();
 
   constructor(servedSet: readonly ServedResource[]) {
@@ -124,6 +124,11 @@ class ServedIndex {
 
   serves(key: string): boolean {
     return this.keys.has(key);
+  }
+
+  /** Whether the resource a request names (and its subresource, if any) is served. */
+  servesRequest(request: Pick<RequestInfo, 'group' | 'version' | 'resource' | 'subresource'>): boolean {
+    return request.resource !== undefined && this.serves(resourceKey(request.group, request.version, request.resource, request.subresource));
   }
 }
 
