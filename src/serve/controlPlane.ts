@@ -44,8 +44,11 @@ export class ControlPlane implements AdminBackend {
   /** Each sidecar's merged discovery, recomputed with the plans (documents are rendered lazily and memoized). */
   private readonly mergedByNode = new Map<string, MergedDiscovery>();
   private lastModel?: ClusterModel;
+  /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
+  private readonly departedGraceMs: number;
 
   constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
+    this.departedGraceMs = config.departedGraceSeconds * 1000;
     const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
@@ -72,7 +75,7 @@ export class ControlPlane implements AdminBackend {
       logger: deps.logger.child({ component: 'sources' }),
       metrics: deps.metrics,
       tlsServerName: config.tls.peerServerName,
-      leaseGraceMs: config.departedGraceSeconds * 1000,
+      leaseGraceMs: this.departedGraceMs,
       localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
       discoveryIntervalMs: config.discoveryPollMillis,
     });
@@ -106,7 +109,7 @@ export class ControlPlane implements AdminBackend {
   /** Recomputes every sidecar's snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel): void {
     this.lastModel = model;
-    const plans = planSidecars(model, { departedGraceMs: this.config.departedGraceSeconds * 1000, draining: this.draining });
+    const plans = planSidecars(model, { departedGraceMs: this.departedGraceMs, draining: this.draining });
     for (const plan of plans) {
       const apiserver = this.config.apiservers.find((a) => a.name === plan.node);
       if (!apiserver) continue;
@@ -119,7 +122,7 @@ export class ControlPlane implements AdminBackend {
     }
     this.plans = plans;
     for (const plan of plans) {
-      this.mergedByNode.set(plan.node, mergeDiscovery(plan.node, model, model.now, { departedGraceMs: this.config.departedGraceSeconds * 1000 }));
+      this.mergedByNode.set(plan.node, mergeDiscovery(plan.node, model, model.now, { departedGraceMs: this.departedGraceMs }));
     }
   }
 
@@ -186,7 +189,7 @@ export class ControlPlane implements AdminBackend {
       plans: this.plans,
       ads: this.ads.status(),
       draining: this.draining,
-      departedGraceMs: this.config.departedGraceSeconds * 1000,
+      departedGraceMs: this.departedGraceMs,
     });
   }
 
@@ -195,7 +198,7 @@ export class ControlPlane implements AdminBackend {
     if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new NotPlannedYetError();
-    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.config.departedGraceSeconds * 1000 }, path, { peerProxied });
+    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
   }
 
   drain(apiserver: string): string[] {
