@@ -245,8 +245,7 @@ export class DiscoveryFetcher {
     } catch (err) {
       // Aborted with its sibling discovery requests: that failure is the one to report.
       if (signal.aborted || this.stopped) return previous;
-      const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
-      this.metrics.peerDiscoverySyncErrors.inc({ type });
+      const type = this.countSyncError(err);
       if (this.openapiHealth !== 'failing') this.logger.warn({ errorType: type, err: errorMessage(err), keepingLastGood: previous !== undefined }, 'OpenAPI v3 index fetch failing');
       this.openapiHealth = 'failing';
       return previous;
@@ -283,9 +282,15 @@ export class DiscoveryFetcher {
     }
   }
 
-  private recordFailure(err: unknown): void {
+  /** Counts apiserver_peer_discovery_sync_errors_total by the failure's type, and returns the type. */
+  private countSyncError(err: unknown): DiscoverySyncErrorType {
     const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
     this.metrics.peerDiscoverySyncErrors.inc({ type });
+    return type;
+  }
+
+  private recordFailure(err: unknown): void {
+    const type = this.countSyncError(err);
     const previous = this.health;
     this.health = 'failing';
     if (previous !== 'failing') {
