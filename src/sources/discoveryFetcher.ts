@@ -177,6 +177,9 @@ export class DiscoveryFetcher {
     this.inflight = controller;
     let core: PathState;
     let groups: PathState;
+    let openapi: OpenApiState | undefined;
+    let ready: boolean | undefined;
+    // These two never reject (a failure keeps their last answer); all four stay abortable by stop().
     const openapiFetch = this.fetchOpenApiIndex(controller.signal);
     const readyFetch = this.fetchReady(controller.signal);
     try {
@@ -184,6 +187,7 @@ export class DiscoveryFetcher {
         this.fetchDocument(DISCOVERY_PATHS.core, this.core, controller.signal),
         this.fetchDocument(DISCOVERY_PATHS.groups, this.groups, controller.signal),
       ]);
+      [openapi, ready] = await Promise.all([openapiFetch, readyFetch]);
     } catch (err) {
       controller.abort(); // the sibling requests, if still running
       await Promise.all([openapiFetch, readyFetch]);
@@ -193,7 +197,6 @@ export class DiscoveryFetcher {
     } finally {
       if (this.inflight === controller) this.inflight = undefined;
     }
-    const [openapi, ready] = await Promise.all([openapiFetch, readyFetch]);
     if (this.stopped) return;
     const readinessChanged = ready !== this.ready;
     this.ready = ready;
