@@ -2,12 +2,10 @@
 // discovery scenarios, ported), and client-certificate identity through them.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { httpsRequest, type HttpResult } from '../../src/util/https.js';
-import { startTestSandbox, eventually, apiserverNamed, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+import { startTestSandbox, eventually, apiserverNamed, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
 
 const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 
@@ -203,7 +201,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   it('kubectl with a fresh discovery cache sees the same resources on every sidecar', async () => {
     const lists = await Promise.all(
       ['kas-a', 'kas-b'].map(async (server) => {
-        const cacheDir = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+        const cacheDir = freshKubectlCacheDir();
         const res = await tb.kubectl(apiserverNamed(tb.state(), server).kubeconfig.sidecar ?? '', ['api-resources', '--cache-dir', cacheDir, '-o', 'name']);
         assert.equal(res.code, 0, res.stderr);
         return res.stdout.trim().split('\n').sort();

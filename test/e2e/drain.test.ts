@@ -7,10 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
+import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
 import type { Status__Output } from '../../src/generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/Explanation.js';
 
@@ -145,7 +142,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
 
   it('while kas-a is down, kubectl through its sidecar still discovers everything and lists', async () => {
     const kubeconfig = apiserverNamed(tb.state(), 'kas-a').kubeconfig.sidecar ?? '';
-    const cacheDir = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+    const cacheDir = freshKubectlCacheDir();
     const resources = await tb.kubectl(kubeconfig, ['api-resources', '--cache-dir', cacheDir, '-o', 'name']);
     assert.equal(resources.code, 0, resources.stderr);
     assert.match(resources.stdout, /^storageversionmigrations\.storagemigration\.k8s\.io$/m);

@@ -4,10 +4,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
-import { readFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
+import { readFileSync } from 'node:fs';
+import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
 
 const SVM_PATH = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
 const svm = (name: string) => ({
@@ -96,7 +94,7 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
 
   it('kubectl api-resources and get storageversionmigrations work through the v1.36.3 sidecar with the admin certificate', async () => {
     const kubeconfig = apiserverNamed(tb.state(), 'kas-a').kubeconfig.sidecar ?? '';
-    const cacheDir = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+    const cacheDir = freshKubectlCacheDir();
     const resources = await tb.kubectl(kubeconfig, ['api-resources', '--cache-dir', cacheDir, '-o', 'name']);
     assert.equal(resources.code, 0, resources.stderr);
     assert.match(resources.stdout, /^storageversionmigrations\.storagemigration\.k8s\.io$/m);
@@ -119,7 +117,7 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
 
   it('kubectl explain storageversionmigrations works through the v1.36.3 sidecar, which cannot explain it alone', async () => {
     const a = apiserverNamed(tb.state(), 'kas-a');
-    const explain = (kubeconfig: string) => tb.kubectl(kubeconfig, ['explain', 'storageversionmigrations.spec', '--cache-dir', mkdtempSync(join(tmpdir(), 'kubectl-cache-'))]);
+    const explain = (kubeconfig: string) => tb.kubectl(kubeconfig, ['explain', 'storageversionmigrations.spec', '--cache-dir', freshKubectlCacheDir()]);
     const through = await explain(a.kubeconfig.sidecar ?? '');
     assert.equal(through.code, 0, through.stderr);
     assert.match(through.stdout, /KIND:\s+StorageVersionMigration/);

@@ -39,6 +39,11 @@ export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEg
   return { sandbox, state, kubectl };
 }
 
+/** A new, empty kubectl discovery cache folder (`--cache-dir`), so kubectl discovers afresh. */
+export function freshKubectlCacheDir(): string {
+  return mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+}
+
 /** Retries `check` until it returns without throwing, for eventually-true cluster facts. */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 60_000, intervalMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;
