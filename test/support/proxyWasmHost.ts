@@ -1,0 +1,304 @@
+// A small proxy-wasm ABI 0.2.1 host in Node, enough to run an HTTP filter
+// module the way Envoy does (github.com/proxy-wasm/spec, abi-versions/v0.2.1):
+// one VM, a plugin (root) context configured from a string, and one stream
+// context per request that sees only proxy_on_request_headers.
+//
+// Header maps behave like Envoy's: names are matched case-insensitively and
+// added/replaced under their lowercased name; removing a name removes every
+// value. Buffers handed to the module are allocated with its
+// proxy_on_memory_allocate, as Envoy does. The clock is injectable.
+import { readFileSync } from 'node:fs';
+
+export type HeaderList = Array<[string, string]>;
+
+export interface LocalResponse {
+  status: number;
+  details: string;
+  body: string;
+  headers: HeaderList;
+  grpcStatus: number;
+}
+
+export interface RequestResult {
+  action: 'continue' | 'pause';
+  /** The request headers after the filter ran, in order. */
+  headers: HeaderList;
+  localResponse?: LocalResponse;
+}
+
+export interface LogEntry {
+  level: number;
+  message: string;
+}
+
+export const LOG_LEVEL = { trace: 0, debug: 1, info: 2, warn: 3, error: 4, critical: 5 } as const;
+
+const STATUS_OK = 0;
+const STATUS_NOT_FOUND = 1;
+const STATUS_BAD_ARGUMENT = 2;
+const BUFFER_PLUGIN_CONFIGURATION = 7;
+const MAP_HTTP_REQUEST_HEADERS = 0;
+
+interface FilterExports {
+  memory: WebAssembly.Memory;
+  _initialize?: () => void;
+  _start?: () => void;
+  proxy_on_memory_allocate: (size: number) => number;
+  proxy_on_vm_start: (rootContextId: number, size: number) => number;
+  proxy_on_context_create: (contextId: number, parentContextId: number) => void;
+  proxy_on_configure: (rootContextId: number, size: number) => number;
+  proxy_on_request_headers: (contextId: number, numHeaders: number, endOfStream: number) => number;
+  proxy_on_done: (contextId: number) => number;
+  proxy_on_log: (contextId: number) => void;
+  proxy_on_delete: (contextId: number) => void;
+}
+
+const REQUIRED_EXPORTS = [
+  'memory',
+  'proxy_abi_version_0_2_1',
+  'proxy_on_memory_allocate',
+  'proxy_on_vm_start',
+  'proxy_on_context_create',
+  'proxy_on_configure',
+  'proxy_on_request_headers',
+  'proxy_on_done',
+  'proxy_on_log',
+  'proxy_on_delete',
+];
+
+const utf8 = new TextDecoder('utf-8');
+const encoder = new TextEncoder();
+
+/** The proxy-wasm serialization of a header map (spec: "Maps with HTTP fields"). */
+export function serializeHeaderMap(headers: HeaderList): Uint8Array {
+  const pairs = headers.map(([k, v]) => [encoder.encode(k), encoder.encode(v)] as const);
+  let size = 4 + pairs.length * 8;
+  for (const [k, v] of pairs) size += k.length + v.length + 2;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, pairs.length, true);
+  let at = 4;
+  for (const [k, v] of pairs) {
+    view.setUint32(at, k.length, true);
+    view.setUint32(at + 4, v.length, true);
+    at += 8;
+  }
+  for (const [k, v] of pairs) {
+    out.set(k, at);
+    at += k.length + 1;
+    out.set(v, at);
+    at += v.length + 1;
+  }
+  return out;
+}
+
+export function deserializeHeaderMap(bytes: Uint8Array): HeaderList {
+  if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0)) return [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = view.getUint32(0, true);
+  const sizes: Array<[number, number]> = [];
+  let at = 4;
+  for (let i = 0; i < count; i++) {
+    sizes.push([view.getUint32(at, true), view.getUint32(at + 4, true)]);
+    at += 8;
+  }
+  const out: HeaderList = [];
+  for (const [kl, vl] of sizes) {
+    const key = utf8.decode(bytes.subarray(at, at + kl));
+    at += kl + 1;
+    const value = utf8.decode(bytes.subarray(at, at + vl));
+    at += vl + 1;
+    out.push([key, value]);
+  }
+  return out;
+}
+
+export interface HostOptions {
+  /** The plugin configuration (google.protobuf.StringValue in Envoy); default empty. */
+  configuration?: string;
+  /** Current time in nanoseconds since the epoch; default: the real clock. */
+  now?: () => bigint;
+}
+
+export class ProxyWasmHost {
+  readonly logs: LogEntry[] = [];
+  /** Every import the module called, counted (a cost measure). */
+  readonly hostCalls = new Map<string, number>();
+  now: () => bigint;
+  /** Result of the last proxy_on_configure. */
+  configured = false;
+
+  private readonly exports: FilterExports;
+  private nextContextId = 1;
+  private rootContextId = 0;
+  private configuration = new Uint8Array(0);
+  private headers: HeaderList | undefined;
+  private localResponse: LocalResponse | undefined;
+
+  private constructor(module: WebAssembly.Module, opts: HostOptions) {
+    this.now = opts.now ?? (() => BigInt(Date.now()) * 1_000_000n);
+    const env = this.imports();
+    const imports: Record<string, Record<string, WebAssembly.ImportValue>> = {};
+    for (const imp of WebAssembly.Module.imports(module)) {
+      const fn = imp.module === 'env' ? env[imp.name] : undefined;
+      if (imp.kind !== 'function' || fn === undefined) {
+        throw new Error(`the module imports ${imp.module}.${imp.name} (${imp.kind}), which this host does not provide`);
+      }
+      const name = imp.name;
+      (imports[imp.module] ??= {})[name] = (...args: number[]): number | void => {
+        this.hostCalls.set(name, (this.hostCalls.get(name) ?? 0) + 1);
+        return fn(...args);
+      };
+    }
+    const exportNames = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
+    for (const name of REQUIRED_EXPORTS) if (!exportNames.has(name)) throw new Error(`the module does not export ${name}`);
+    const instance = new WebAssembly.Instance(module, imports);
+    this.exports = instance.exports as unknown as FilterExports;
+    // Integration (spec): _initialize if exported, else _start.
+    if (this.exports._initialize) this.exports._initialize();
+    else this.exports._start?.();
+  }
+
+  /** Instantiates the module and configures one plugin context, as Envoy does. */
+  static load(wasm: string | Uint8Array, opts: HostOptions = {}): ProxyWasmHost {
+    const bytes = Uint8Array.from(typeof wasm === 'string' ? readFileSync(wasm) : wasm);
+    const host = new ProxyWasmHost(new WebAssembly.Module(bytes), opts);
+    host.configure(opts.configuration ?? '');
+    return host;
+  }
+
+  /** Creates a new plugin context with this configuration (an Envoy config update); returns what the module answered. */
+  configure(configuration: string): boolean {
+    if (this.rootContextId !== 0) this.deleteContext(this.rootContextId);
+    const root = this.nextContextId++;
+    this.exports.proxy_on_context_create(root, 0);
+    if (this.exports.proxy_on_vm_start(root, 0) === 0) throw new Error('proxy_on_vm_start failed');
+    this.configuration = encoder.encode(configuration);
+    this.configured = this.exports.proxy_on_configure(root, this.configuration.length) !== 0;
+    this.rootContextId = root;
+    return this.configured;
+  }
+
+  /** Runs one request's headers through a fresh stream context. */
+  request(headers: HeaderList): RequestResult {
+    const id = this.nextContextId++;
+    this.headers = headers.map(([k, v]) => [k, v]);
+    this.localResponse = undefined;
+    this.exports.proxy_on_context_create(id, this.rootContextId);
+    const action = this.exports.proxy_on_request_headers(id, headers.length, 1);
+    const result: RequestResult = { action: action === 0 ? 'continue' : 'pause', headers: this.headers };
+    if (this.localResponse !== undefined) result.localResponse = this.localResponse;
+    this.deleteContext(id);
+    this.headers = undefined;
+    return result;
+  }
+
+  /** Size of the module's linear memory in bytes (it only ever grows). */
+  memoryBytes(): number {
+    return this.exports.memory.buffer.byteLength;
+  }
+
+  warnings(): string[] {
+    return this.logs.filter((l) => l.level === LOG_LEVEL.warn).map((l) => l.message);
+  }
+
+  private deleteContext(id: number): void {
+    this.exports.proxy_on_done(id);
+    this.exports.proxy_on_log(id);
+    this.exports.proxy_on_delete(id);
+  }
+
+  // ---- memory helpers ----
+
+  private bytes(ptr: number, len: number): Uint8Array {
+    const mem = new Uint8Array(this.exports.memory.buffer);
+    if (ptr < 0 || len < 0 || ptr + len > mem.length) throw new Error(`module passed an out-of-bounds span ${ptr}+${len}`);
+    return mem.subarray(ptr, ptr + len);
+  }
+
+  private string(ptr: number, len: number): string {
+    return utf8.decode(this.bytes(ptr, len));
+  }
+
+  private setU32(ptr: number, value: number): void {
+    new DataView(this.exports.memory.buffer).setUint32(ptr, value, true);
+  }
+
+  /** Copies bytes into memory the module allocates, and writes (pointer, size) where it asked. */
+  private give(data: Uint8Array, returnData: number, returnSize: number): number {
+    let ptr = 0;
+    if (data.length > 0) {
+      ptr = this.exports.proxy_on_memory_allocate(data.length);
+      if (ptr === 0) throw new Error('proxy_on_memory_allocate failed');
+      this.bytes(ptr, data.length).set(data);
+    }
+    this.setU32(returnData, ptr);
+    this.setU32(returnSize, data.length);
+    return STATUS_OK;
+  }
+
+  private requestHeaders(map: number): HeaderList {
+    if (map !== MAP_HTTP_REQUEST_HEADERS || this.headers === undefined) throw new Error(`header map ${map} is not available here`);
+    return this.headers;
+  }
+
+  private imports(): Record<string, (...args: number[]) => number> {
+    return {
+      proxy_log: (level, ptr, len) => {
+        this.logs.push({ level, message: this.string(ptr, len) });
+        return STATUS_OK;
+      },
+      proxy_get_current_time_nanoseconds: (returnTime) => {
+        new DataView(this.exports.memory.buffer).setBigUint64(returnTime, this.now(), true);
+        return STATUS_OK;
+      },
+      proxy_get_buffer_bytes: (bufferId, start, maxSize, returnData, returnSize) => {
+        if (bufferId !== BUFFER_PLUGIN_CONFIGURATION) return STATUS_NOT_FOUND;
+        if (start > this.configuration.length) return STATUS_BAD_ARGUMENT;
+        return this.give(this.configuration.subarray(start, start + maxSize), returnData, returnSize);
+      },
+      proxy_get_header_map_pairs: (map, returnData, returnSize) => this.give(serializeHeaderMap(this.requestHeaders(map)), returnData, returnSize),
+      proxy_get_header_map_value: (map, keyPtr, keyLen, returnData, returnSize) => {
+        const key = this.string(keyPtr, keyLen).toLowerCase();
+        const found = this.requestHeaders(map).find(([k]) => k.toLowerCase() === key);
+        if (found === undefined) return STATUS_NOT_FOUND;
+        return this.give(encoder.encode(found[1]), returnData, returnSize);
+      },
+      proxy_add_header_map_value: (map, keyPtr, keyLen, valuePtr, valueLen) => {
+        this.requestHeaders(map).push([this.string(keyPtr, keyLen).toLowerCase(), this.string(valuePtr, valueLen)]);
+        return STATUS_OK;
+      },
+      proxy_replace_header_map_value: (map, keyPtr, keyLen, valuePtr, valueLen) => {
+        const headers = this.requestHeaders(map);
+        const key = this.string(keyPtr, keyLen).toLowerCase();
+        const value = this.string(valuePtr, valueLen);
+        const first = headers.findIndex(([k]) => k.toLowerCase() === key);
+        if (first === -1) {
+          headers.push([key, value]);
+        } else {
+          headers[first] = [key, value];
+          for (let i = headers.length - 1; i > first; i--) if (headers[i]?.[0].toLowerCase() === key) headers.splice(i, 1);
+        }
+        return STATUS_OK;
+      },
+      proxy_remove_header_map_value: (map, keyPtr, keyLen) => {
+        const headers = this.requestHeaders(map);
+        const key = this.string(keyPtr, keyLen).toLowerCase();
+        for (let i = headers.length - 1; i >= 0; i--) if (headers[i]?.[0].toLowerCase() === key) headers.splice(i, 1);
+        return STATUS_OK;
+      },
+      proxy_send_local_response: (status, detailsPtr, detailsLen, bodyPtr, bodyLen, headersPtr, headersLen, grpcStatus) => {
+        if (this.headers === undefined) throw new Error('proxy_send_local_response outside a request');
+        if (this.localResponse !== undefined) throw new Error('proxy_send_local_response called twice');
+        this.localResponse = {
+          status,
+          details: this.string(detailsPtr, detailsLen),
+          body: this.string(bodyPtr, bodyLen),
+          headers: deserializeHeaderMap(this.bytes(headersPtr, headersLen).slice()),
+          grpcStatus,
+        };
+        return STATUS_OK;
+      },
+    };
+  }
+}
