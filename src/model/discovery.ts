@@ -45,9 +45,47 @@ export interface APIGroupDiscoveryList {
   items: APIGroupDiscovery[];
 }
 
+/**
+ * An entry of an apiserver's discovery that mvproxy does not route on: one
+ * group, version, resource or subresource (the smallest unit that is wrong),
+ * named as far as its names could be read (a group only, a group-version, a
+ * resource, or a subresource of it).
+ */
+export interface DroppedDiscoveryEntry {
+  /** Which document: `/api` or `/apis`. */
+  document: '/api' | '/apis';
+  group?: string;
+  version?: string;
+  resource?: string;
+  subresource?: string;
+  /** JSON path of the entry (or of its offending field) in its document. */
+  path: string;
+  reason: string;
+  /**
+   * malformed: not valid Kubernetes discovery (wrong type, a name Kubernetes
+   * would not accept, a duplicate); unroutable: valid, but its names are too
+   * long for the route matchers Envoy accepts.
+   */
+  kind: 'malformed' | 'unroutable';
+}
+
 /** One apiserver's own discovery: `/api` (core group, name "") and `/apis`, and its OpenAPI v3 index once read. */
 export interface ApiserverDiscovery {
+  /**
+   * The documents as the apiserver wrote them, minus entries that do not even
+   * have the document's types (a non-string name, an unknown scope...). Entries
+   * with names mvproxy does not route on are still here (the local apiserver's
+   * own entries stay in the merged document as it listed them); routableDiscovery()
+   * leaves them out.
+   */
   core: APIGroupDiscoveryList;
   groups: APIGroupDiscoveryList;
   openapi?: OpenApiV3Index;
+  /**
+   * Every entry of `core` and `groups` (or of the bodies they were read from)
+   * that mvproxy does not route on. The planner keeps requests for them on
+   * the local apiserver: what mvproxy doubts, it leaves as it would be
+   * without it. Absent when there is none.
+   */
+  dropped?: DroppedDiscoveryEntry[];
 }

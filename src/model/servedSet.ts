@@ -1,5 +1,27 @@
-// Pure functions over aggregated discovery: validate a fetched document and
-// reduce one apiserver's discovery to its served set.
+// Pure functions over aggregated discovery: read a fetched document, tell the
+// entries mvproxy routes on from those it does not, and reduce one apiserver's
+// discovery to its served set.
+//
+// Content from apiservers is data, not a verdict on them (DESIGN.md, "never
+// worse than no proxy"). kube-aggregator copies every extension server's
+// discovery into every apiserver's `/apis` without checking it, so one bad
+// entry can appear in every apiserver's document at once. A malformed entry
+// drops that entry (the smallest unit that is wrong: a subresource, a
+// resource, a version, a group) and keeps the rest. Only a body that is not
+// an APIGroupDiscoveryList at all is an error.
+//
+// Two levels:
+// - parseAggregatedDiscovery drops what does not have the document's types
+//   (a non-string name, a non-array list, an unknown scope or freshness);
+// - routableDiscovery drops, from what is left, what mvproxy must not route
+//   on: names Kubernetes would not accept (a group that is not a DNS-1123
+//   subdomain, a version that is not a DNS-1035 label, a resource or
+//   subresource that is not a DNS-1123 label), duplicates, and names too long
+//   for the route matchers Envoy accepts.
+// The first level's result is the apiserver's own document as the merged
+// discovery serves it for that apiserver's own sidecar; the second is what
+// the served set, the routes, and the peers' contributions to merged
+// discovery are made of.
 import type { ServedResource } from './cluster.js';
 import type {
   APIGroupDiscovery,
@@ -8,6 +30,7 @@ import type {
   APISubresourceDiscovery,
   APIVersionDiscovery,
   ApiserverDiscovery,
+  DroppedDiscoveryEntry,
   GroupVersionKind,
 } from './discovery.js';
 import { compareStrings } from '../util/order.js';
@@ -15,60 +38,209 @@ import { compareStrings } from '../util/order.js';
 export const DISCOVERY_KIND = 'APIGroupDiscoveryList';
 export const DISCOVERY_API_VERSION = 'apidiscovery.k8s.io/v2';
 
+/** Which document a list is: `/api` (only the core group, named "") or `/apis` (named groups). */
+export type DiscoveryDocument = '/api' | '/apis';
+
 /**
- * The served set of one apiserver: every group/version/resource in its `/api`
- * and `/apis` documents, core group as "". Sorted by group, version, resource
- * (code-unit order) with sorted, de-duplicated verbs and subresources, so equal
- * discovery always gives an equal array.
+ * Route-matcher budget. Envoy rejects an RE2 regex whose program exceeds 100
+ * instructions, and a rejected route configuration is rejected whole (the
+ * sidecar keeps its old routes): one long name from one apiserver must not
+ * do that. The translator's matchers (src/translator/pathRegex.ts) were
+ * measured with `envoy --mode validate`: a named group and its version fit
+ * up to 74 characters together, a resource up to 52, a resource and its
+ * subresource up to 53 together. These limits keep a margin; the longest
+ * built-in names (admissionregistration.k8s.io v1alpha1,
+ * validatingadmissionpolicybindings, certificatesigningrequests/approval)
+ * are well inside. test/unit/servedSet.test.ts checks the limits with Envoy.
+ */
+export const MAX_ROUTED_GROUP_VERSION_CHARS = 64;
+export const MAX_ROUTED_RESOURCE_CHARS = 48;
+
+/**
+ * The served set of one apiserver: every group/version/resource of its `/api`
+ * and `/apis` documents that mvproxy routes on (routableDiscovery), core group
+ * as "". Sorted by group, version, resource (code-unit order) with sorted,
+ * de-duplicated verbs and subresources, so equal discovery always gives an
+ * equal array.
  */
 export function servedSetFromDiscovery(d: ApiserverDiscovery): ServedResource[] {
-  const byKey = new Map<string, ServedResource>();
-  for (const list of [d.core, d.groups]) {
-    for (const group of list.items) {
-      const groupName = group.metadata.name;
+  const served: ServedResource[] = [];
+  for (const [list, document] of [
+    [d.core, '/api'],
+    [d.groups, '/apis'],
+  ] as const) {
+    for (const group of routableDiscovery(list, document).list.items) {
       for (const version of group.versions) {
         for (const r of version.resources) {
-          const key = `${groupName}\u0000${version.version}\u0000${r.resource}`;
-          const subresources = (r.subresources ?? []).map((s) => s.subresource);
-          const existing = byKey.get(key);
-          if (existing) {
-            // A resource listed twice (should not happen): union, never lose a verb.
-            existing.verbs = sortedUnique([...existing.verbs, ...r.verbs]);
-            existing.subresources = sortedUnique([...existing.subresources, ...subresources]);
-            continue;
-          }
-          byKey.set(key, {
-            group: groupName,
+          served.push({
+            group: group.metadata.name,
             version: version.version,
             resource: r.resource,
             namespaced: r.scope === 'Namespaced',
             verbs: sortedUnique(r.verbs),
-            subresources: sortedUnique(subresources),
+            subresources: sortedUnique((r.subresources ?? []).map((s) => s.subresource)),
           });
         }
       }
     }
   }
-  return [...byKey.values()].sort(compareServedResources);
+  return served.sort(compareServedResources);
 }
 
 export function compareServedResources(a: ServedResource, b: ServedResource): number {
   return compareStrings(a.group, b.group) || compareStrings(a.version, b.version) || compareStrings(a.resource, b.resource);
 }
 
-
 function sortedUnique(values: string[]): string[] {
   return [...new Set(values)].sort(compareStrings);
 }
 
+// ---- what mvproxy routes on ---------------------------------------------------
+
+export interface RoutableDiscovery {
+  /** `list` itself when nothing was dropped; else a copy without the dropped entries (untouched parts shared). */
+  list: APIGroupDiscoveryList;
+  /** What was dropped, in document order. */
+  dropped: DroppedDiscoveryEntry[];
+}
+
+const routableCache = {
+  '/api': new WeakMap<APIGroupDiscoveryList, RoutableDiscovery>(),
+  '/apis': new WeakMap<APIGroupDiscoveryList, RoutableDiscovery>(),
+};
+
 /**
- * Validate a decoded `/api` or `/apis` body as an apidiscovery.k8s.io/v2
- * APIGroupDiscoveryList. Throws an Error naming the offending path on
- * malformed input. Normalises what Go omits or writes as null (group name of
- * the core group, empty versions/resources/verbs, null responseKind) and keeps
- * unknown fields, so the result can be served again as the apiserver wrote it.
+ * The entries of a parsed document that mvproxy routes on, and those it
+ * drops, each individually:
+ * - a group in `/apis` whose name is not a DNS-1123 subdomain (so also one
+ *   named ""), and in `/api` one with a name (the core group has none);
+ * - a version that is not a DNS-1035 label (what kube-apiserver requires of
+ *   CRD and APIService versions; every built-in version is one);
+ * - a resource or subresource that is not a DNS-1123 label (CRD plurals are
+ *   DNS-1035 labels, a subset; built-in names are lowercase words). This
+ *   rejects "", "/", "..", spaces, upper case, and anything a path segment or
+ *   a route regex could read differently;
+ * - the second and later entries of the same name (group, version of a
+ *   group, resource of a version, subresource of a resource);
+ * - names longer than the route-matcher budget (kind "unroutable").
+ * Memoized per document object: the merge asks again for every peer.
  */
-export function parseAggregatedDiscovery(body: unknown): APIGroupDiscoveryList {
+export function routableDiscovery(list: APIGroupDiscoveryList, document: DiscoveryDocument): RoutableDiscovery {
+  const cache = routableCache[document];
+  const cached = cache.get(list);
+  if (cached) return cached;
+  const dropped: DroppedDiscoveryEntry[] = [];
+  const drop = (entry: Omit<DroppedDiscoveryEntry, 'document' | 'kind'>, kind: DroppedDiscoveryEntry['kind'] = 'malformed'): undefined => {
+    dropped.push({ document, ...entry, kind });
+    return undefined;
+  };
+  const items = keptEach(list.items, (group, gi) => {
+    const path = `$.items[${gi}]`;
+    const name = group.metadata.name;
+    const problem = document === '/api' ? (name === '' ? undefined : `the core group (/api) has no name, got ${describe(name)}`) : groupNameProblem(name);
+    if (problem !== undefined) return drop({ group: name, path, reason: problem });
+    const versions = keptEach(group.versions, (version, vi) => {
+      const versionPath = `${path}.versions[${vi}]`;
+      const ids = { group: name, version: version.version };
+      const versionProblem = labelProblem(version.version, 'version', DNS1035_LABEL, 'DNS-1035 label (lowercase letters, digits and "-", starting with a letter)');
+      if (versionProblem !== undefined) return drop({ ...ids, path: versionPath, reason: versionProblem });
+      if (name.length + version.version.length > MAX_ROUTED_GROUP_VERSION_CHARS) {
+        return drop({ ...ids, path: versionPath, reason: `group and version are ${name.length + version.version.length} characters together, more than the ${MAX_ROUTED_GROUP_VERSION_CHARS} a route matcher can hold` }, 'unroutable');
+      }
+      const resources = keptEach(version.resources, (resource, ri) => {
+        const resourcePath = `${versionPath}.resources[${ri}]`;
+        const resourceIds = { ...ids, resource: resource.resource };
+        const resourceProblem = labelProblem(resource.resource, 'resource', DNS1123_LABEL, DNS1123_LABEL_TEXT);
+        if (resourceProblem !== undefined) return drop({ ...resourceIds, path: resourcePath, reason: resourceProblem });
+        if (resource.resource.length > MAX_ROUTED_RESOURCE_CHARS) {
+          return drop({ ...resourceIds, path: resourcePath, reason: `resource name longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold` }, 'unroutable');
+        }
+        if (resource.subresources === undefined) return resource;
+        const subresources = keptEach(resource.subresources, (sub, si) => {
+          const subPath = `${resourcePath}.subresources[${si}]`;
+          const subIds = { ...resourceIds, subresource: sub.subresource };
+          const subProblem = labelProblem(sub.subresource, 'subresource', DNS1123_LABEL, DNS1123_LABEL_TEXT);
+          if (subProblem !== undefined) return drop({ ...subIds, path: subPath, reason: subProblem });
+          if (resource.resource.length + sub.subresource.length > MAX_ROUTED_RESOURCE_CHARS) {
+            return drop({ ...subIds, path: subPath, reason: `resource and subresource names longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold together` }, 'unroutable');
+          }
+          return sub;
+        }, (sub) => sub.subresource, (sub, si) => drop({ ...resourceIds, subresource: sub.subresource, path: `${resourcePath}.subresources[${si}]`, reason: 'subresource listed twice for this resource; the first entry is kept' }));
+        return subresources === resource.subresources ? resource : { ...resource, subresources };
+      }, (r) => r.resource, (r, ri) => drop({ ...ids, resource: r.resource, path: `${versionPath}.resources[${ri}]`, reason: 'resource listed twice in this group-version; the first entry is kept' }));
+      return resources === version.resources ? version : { ...version, resources };
+    }, (v) => v.version, (v, vi) => drop({ group: name, version: v.version, path: `${path}.versions[${vi}]`, reason: 'version listed twice in this group; the first entry is kept' }));
+    return versions === group.versions ? group : { ...group, versions };
+  }, (g) => g.metadata.name, (g, gi) => drop({ group: g.metadata.name, path: `$.items[${gi}]`, reason: 'group listed twice; the first entry is kept' }));
+  const result: RoutableDiscovery = { list: items === list.items ? list : { ...list, items }, dropped };
+  cache.set(list, result);
+  return result;
+}
+
+/**
+ * `keep` applied to each item (undefined drops it), skipping (and reporting)
+ * every item whose name an earlier item already had, kept or not. Returns
+ * `items` itself when every item was kept unchanged.
+ */
+function keptEach<T>(
+  items: readonly T[],
+  keep: (item: T, index: number) => T | undefined,
+  nameOf: (item: T) => string,
+  duplicate: (item: T, index: number) => void,
+): T[] {
+  const seen = new Set<string>();
+  const out: T[] = [];
+  let changed = false;
+  items.forEach((item, i) => {
+    const name = nameOf(item);
+    if (seen.has(name)) {
+      duplicate(item, i);
+      changed = true;
+      return;
+    }
+    seen.add(name);
+    const kept = keep(item, i);
+    if (kept === undefined) changed = true;
+    else out.push(kept);
+    if (kept !== item) changed = true;
+  });
+  return changed ? out : (items as T[]);
+}
+
+// apimachinery's k8s.io/apimachinery/pkg/util/validation rules.
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS1123_LABEL_TEXT = 'DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit)';
+const MAX_LABEL_CHARS = 63;
+const MAX_SUBDOMAIN_CHARS = 253;
+
+function labelProblem(name: string, what: string, pattern: RegExp, text: string): string | undefined {
+  if (name.length > MAX_LABEL_CHARS) return `${what} name ${describe(name)} is longer than ${MAX_LABEL_CHARS} characters`;
+  return pattern.test(name) ? undefined : `${what} name ${describe(name)} is not a ${text}`;
+}
+
+function groupNameProblem(name: string): string | undefined {
+  if (name === '') return 'a group under /apis without a name (only /api lists the core group)';
+  if (name.length > MAX_SUBDOMAIN_CHARS) return `group name ${describe(name)} is longer than ${MAX_SUBDOMAIN_CHARS} characters`;
+  return DNS1123_SUBDOMAIN.test(name) ? undefined : `group name ${describe(name)} is not a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")`;
+}
+
+// ---- reading a document ------------------------------------------------------
+
+/**
+ * Read a decoded `/api` or `/apis` body as an apidiscovery.k8s.io/v2
+ * APIGroupDiscoveryList. Throws a DiscoveryShapeError only when the body is
+ * not one at all (not an object, another kind or apiVersion, no items
+ * array). An entry that does not have the document's types is dropped (the
+ * smallest unit: a subresource, a resource, a version, a group) and reported
+ * in `dropped`; the rest is kept. Normalises what Go omits or writes as null
+ * (group name of the core group, empty names, versions, resources and verbs,
+ * null responseKind) and keeps unknown fields, so the result can be served
+ * again as the apiserver wrote it. Names are not judged here: see
+ * routableDiscovery.
+ */
+export function parseAggregatedDiscovery(body: unknown, dropped: DroppedDiscoveryEntry[] = [], document: DiscoveryDocument = '/apis'): APIGroupDiscoveryList {
   const root = expectObject(body, '$');
   if (root['kind'] !== DISCOVERY_KIND || root['apiVersion'] !== DISCOVERY_API_VERSION) {
     throw new DiscoveryShapeError(
@@ -77,52 +249,116 @@ export function parseAggregatedDiscovery(body: unknown): APIGroupDiscoveryList {
         ' (does this apiserver serve aggregated discovery?)',
     );
   }
-  const metadata = root['metadata'] === undefined || root['metadata'] === null ? {} : expectObject(root['metadata'], '$.metadata');
   if (!Array.isArray(root['items'])) {
     throw new DiscoveryShapeError('$.items', `expected an array, got ${describe(root['items'])}`);
   }
-  const items = root['items'].map((item: unknown, i: number) => parseGroup(item, `$.items[${i}]`));
+  let metadata: Record<string, unknown> = {};
+  if (root['metadata'] !== undefined && root['metadata'] !== null) {
+    if (isObject(root['metadata'])) metadata = root['metadata'];
+    else dropped.push({ document, path: '$.metadata', reason: `expected an object, got ${describe(root['metadata'])}; read as {}`, kind: 'malformed' });
+  }
+  const context: ParseContext = { document, dropped };
+  const items = parseEach(root['items'], '$.items', context, {}, (item) => ({ group: groupNameOf(item) }), parseGroup);
   return { ...root, kind: DISCOVERY_KIND, apiVersion: DISCOVERY_API_VERSION, metadata, items };
 }
 
 export class DiscoveryShapeError extends Error {
   constructor(
     readonly path: string,
-    detail: string,
+    readonly detail: string,
   ) {
     super(`malformed aggregated discovery at ${path}: ${detail}`);
     this.name = 'DiscoveryShapeError';
   }
 }
 
-function parseGroup(value: unknown, path: string): APIGroupDiscovery {
-  const group = expectObject(value, path);
-  // The core group's entry has no name (Go omits the empty string).
-  const rawMeta = group['metadata'] === undefined || group['metadata'] === null ? {} : expectObject(group['metadata'], `${path}.metadata`);
-  const name = rawMeta['name'] === undefined ? '' : expectString(rawMeta['name'], `${path}.metadata.name`);
-  const versions = optionalArray(group['versions'], `${path}.versions`).map((v, i) => parseVersion(v, `${path}.versions[${i}]`));
-  return { ...group, metadata: { ...rawMeta, name }, versions };
+interface ParseContext {
+  document: DiscoveryDocument;
+  dropped: DroppedDiscoveryEntry[];
 }
 
-function parseVersion(value: unknown, path: string): APIVersionDiscovery {
-  const version = expectObject(value, path);
-  const name = expectNonEmptyString(version['version'], `${path}.version`);
-  const resources = optionalArray(version['resources'], `${path}.resources`).map((r, i) => parseResource(r, `${path}.resources[${i}]`));
-  const out: APIVersionDiscovery = { ...version, version: name, resources };
-  const freshness = version['freshness'];
-  if (freshness === undefined || freshness === null || freshness === '') {
-    delete out.freshness;
-  } else if (freshness === 'Current' || freshness === 'Stale') {
-    out.freshness = freshness;
-  } else {
-    throw new DiscoveryShapeError(`${path}.freshness`, `expected "Current" or "Stale", got ${describe(freshness)}`);
+type EntryNames = Pick<DroppedDiscoveryEntry, 'group' | 'version' | 'resource' | 'subresource'>;
+
+/**
+ * Each element of `values` parsed by `parse`; one that throws a
+ * DiscoveryShapeError is left out and reported, named by `parent` plus what
+ * `names` can read of it.
+ */
+function parseEach<T>(
+  values: unknown[],
+  path: string,
+  context: ParseContext,
+  parent: EntryNames,
+  names: (value: unknown) => EntryNames,
+  parse: (value: unknown, path: string, context: ParseContext) => T,
+): T[] {
+  const out: T[] = [];
+  values.forEach((value, i) => {
+    try {
+      out.push(parse(value, `${path}[${i}]`, context));
+    } catch (err) {
+      if (!(err instanceof DiscoveryShapeError)) throw err;
+      context.dropped.push({ document: context.document, ...withoutUndefined({ ...parent, ...names(value) }), path: err.path, reason: err.detail, kind: 'malformed' });
+    }
+  });
+  return out;
+}
+
+function withoutUndefined(names: EntryNames): EntryNames {
+  const out: EntryNames = {};
+  for (const key of ['group', 'version', 'resource', 'subresource'] as const) {
+    const value = names[key];
+    if (value !== undefined) out[key] = value;
   }
   return out;
 }
 
-function parseResource(value: unknown, path: string): APIResourceDiscovery {
+/** A name as Go reads it: absent or null is "" (its zero value); anything but a string is unreadable (undefined). */
+function goName(value: unknown): string | undefined {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'string' ? value : undefined;
+}
+
+function groupNameOf(item: unknown): string | undefined {
+  if (!isObject(item)) return undefined;
+  const meta = item['metadata'];
+  if (meta === undefined || meta === null) return '';
+  return isObject(meta) ? goName(meta['name']) : undefined;
+}
+
+function fieldName(value: unknown, field: string): string | undefined {
+  return isObject(value) ? goName(value[field]) : undefined;
+}
+
+function parseGroup(value: unknown, path: string, context: ParseContext): APIGroupDiscovery {
+  const group = expectObject(value, path);
+  // The core group's entry has no name (Go omits the empty string).
+  const rawMeta = group['metadata'] === undefined || group['metadata'] === null ? {} : expectObject(group['metadata'], `${path}.metadata`);
+  const name = expectName(rawMeta['name'], `${path}.metadata.name`);
+  const versions = parseEach(optionalArray(group['versions'], `${path}.versions`), `${path}.versions`, context, { group: name }, (v) => ({ version: fieldName(v, 'version') }), (v, p, c) => parseVersion(v, p, c, name));
+  return { ...group, metadata: { ...rawMeta, name }, versions };
+}
+
+function parseVersion(value: unknown, path: string, context: ParseContext, group: string): APIVersionDiscovery {
+  const version = expectObject(value, path);
+  const name = expectName(version['version'], `${path}.version`);
+  const freshness = version['freshness'];
+  if (freshness !== undefined && freshness !== null && freshness !== '' && freshness !== 'Current' && freshness !== 'Stale') {
+    throw new DiscoveryShapeError(`${path}.freshness`, `expected "Current" or "Stale", got ${describe(freshness)}`);
+  }
+  const rawResources = optionalArray(version['resources'], `${path}.resources`);
+  const resources = parseEach(rawResources, `${path}.resources`, context, { group, version: name }, (r) => ({ resource: fieldName(r, 'resource') }), (r, p, c) =>
+    parseResource(r, p, c, { group, version: name }),
+  );
+  const out: APIVersionDiscovery = { ...version, version: name, resources };
+  if (freshness === 'Current' || freshness === 'Stale') out.freshness = freshness;
+  else delete out.freshness;
+  return out;
+}
+
+function parseResource(value: unknown, path: string, context: ParseContext, parent: { group: string; version: string }): APIResourceDiscovery {
   const resource = expectObject(value, path);
-  const name = expectNonEmptyString(resource['resource'], `${path}.resource`);
+  const name = expectName(resource['resource'], `${path}.resource`);
   const scope = resource['scope'];
   if (scope !== 'Cluster' && scope !== 'Namespaced') {
     throw new DiscoveryShapeError(`${path}.scope`, `expected "Cluster" or "Namespaced", got ${describe(scope)}`);
@@ -131,22 +367,29 @@ function parseResource(value: unknown, path: string): APIResourceDiscovery {
     ...resource,
     resource: name,
     scope,
+    // Absent or null verbs are Go's nil slice: kube-apiserver itself lists a
+    // resource without verbs when only its subresources are served.
     verbs: stringArray(resource['verbs'], `${path}.verbs`),
   };
   setOptionalGvk(out, resource['responseKind'], `${path}.responseKind`);
-  if (resource['subresources'] === undefined || resource['subresources'] === null) {
-    delete out.subresources;
-  } else {
-    out.subresources = optionalArray(resource['subresources'], `${path}.subresources`).map((s, i) =>
-      parseSubresource(s, `${path}.subresources[${i}]`),
-    );
-  }
   for (const field of ['shortNames', 'categories'] as const) {
     if (resource[field] === undefined || resource[field] === null) delete out[field];
     else out[field] = stringArray(resource[field], `${path}.${field}`);
   }
   if (resource['singularResource'] === null) delete out.singularResource;
   else if (resource['singularResource'] !== undefined) out.singularResource = expectString(resource['singularResource'], `${path}.singularResource`);
+  if (resource['subresources'] === undefined || resource['subresources'] === null) {
+    delete out.subresources;
+  } else {
+    out.subresources = parseEach(
+      optionalArray(resource['subresources'], `${path}.subresources`),
+      `${path}.subresources`,
+      context,
+      { ...parent, resource: name },
+      (s) => ({ subresource: fieldName(s, 'subresource') }),
+      parseSubresource,
+    );
+  }
   return out;
 }
 
@@ -154,7 +397,7 @@ function parseSubresource(value: unknown, path: string): APISubresourceDiscovery
   const sub = expectObject(value, path);
   const out: APISubresourceDiscovery = {
     ...sub,
-    subresource: expectNonEmptyString(sub['subresource'], `${path}.subresource`),
+    subresource: expectName(sub['subresource'], `${path}.subresource`),
     verbs: stringArray(sub['verbs'], `${path}.verbs`),
   };
   setOptionalGvk(out, sub['responseKind'], `${path}.responseKind`);
@@ -177,11 +420,13 @@ function parseGvk(value: unknown, path: string): GroupVersionKind {
   return { ...gvk, group: field('group'), version: field('version'), kind: field('kind') };
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 function expectObject(value: unknown, path: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new DiscoveryShapeError(path, `expected an object, got ${describe(value)}`);
-  }
-  return value as Record<string, unknown>;
+  if (!isObject(value)) throw new DiscoveryShapeError(path, `expected an object, got ${describe(value)}`);
+  return value;
 }
 
 function expectString(value: unknown, path: string): string {
@@ -189,10 +434,11 @@ function expectString(value: unknown, path: string): string {
   return value;
 }
 
-function expectNonEmptyString(value: unknown, path: string): string {
-  const s = expectString(value, path);
-  if (s === '') throw new DiscoveryShapeError(path, 'expected a non-empty string');
-  return s;
+/** A name field: a string, or absent or null (Go's zero value, ""). Whether the name is valid is routableDiscovery's to judge. */
+function expectName(value: unknown, path: string): string {
+  const name = goName(value);
+  if (name === undefined) throw new DiscoveryShapeError(path, `expected a string, got ${describe(value)}`);
+  return name;
 }
 
 /** Go writes a nil slice as null and omits empty omitempty slices: both mean []. */
@@ -206,7 +452,8 @@ function stringArray(value: unknown, path: string): string[] {
   return optionalArray(value, path).map((v, i) => expectString(v, `${path}[${i}]`));
 }
 
-function describe(value: unknown): string {
+/** A value for a message: strings quoted and cut at 60 characters, never the whole of a large value. */
+export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
