@@ -16,15 +16,13 @@ export interface Metrics {
   peerAggregatedCacheHits: Counter;
   /** aggregator_discovery_peer_aggregated_cache_misses_total: merged discovery rebuilt. */
   peerAggregatedCacheMisses: Counter;
-  /** aggregator_discovery_nopeer_requests_total: discovery requests with profile=nopeer. */
-  nopeerDiscoveryRequests: Counter;
   /** mvproxy_xds_nacks_total{node,type_url}. */
   xdsNacks: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_pushes_total{node,type_url}. */
   xdsPushes: Counter<'node' | 'type_url'>;
-  /** mvproxy_ext_proc_requests_total{result}. */
+  /** mvproxy_ext_proc_requests_total{result}: merged-document answers (discovery), local ones let through (pass), failures (error). */
   extProcRequests: Counter<'result'>;
-  /** mvproxy_ext_proc_duration_seconds: time to answer one ext_proc request. */
+  /** mvproxy_ext_proc_duration_seconds: time to answer the response headers of one merged-document request. */
   extProcDuration: Histogram;
   /** mvproxy_apiserver_draining{apiserver}: 1 while an operator drains it. */
   apiserverDraining: Gauge<'apiserver'>;
@@ -35,7 +33,7 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
-// ext_proc sits on the request path with a 200 ms message timeout: resolve well below it.
+// ext_proc answers merged documents within a 250 ms message timeout: resolve well below it.
 const EXT_PROC_BUCKETS_SECONDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5];
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
@@ -70,11 +68,6 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     peerAggregatedCacheMisses: new Counter({
       name: 'aggregator_discovery_peer_aggregated_cache_misses_total',
       help: 'Total number of peer-aggregated discovery requests that rebuilt the merged document.',
-      registers,
-    }),
-    nopeerDiscoveryRequests: new Counter({
-      name: 'aggregator_discovery_nopeer_requests_total',
-      help: 'Total number of aggregated discovery requests with profile=nopeer (the local document only).',
       registers,
     }),
     xdsNacks: new Counter({

@@ -1,5 +1,6 @@
-// Load on the ext_proc server alone: how many identity calls per second it
-// answers and at what latency, over a Unix socket as the sidecars use it.
+// Load on the ext_proc server alone: how many merged-document calls (request
+// and response headers, one stream each, as Envoy makes them) it answers per
+// second and at what latency, over a Unix socket as the sidecars use it.
 import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,9 +9,8 @@ import { pino } from 'pino';
 import { createMetrics } from '../metrics.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/ads.js';
 import { ExtProcServer } from '../servers/extProc.js';
-import { EXT_PROC_NODE_METADATA } from '../translator/names.js';
+import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';
-import { formatXfcc } from '../identity/xfcc.js';
 import type { ProcessingRequest } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import { percentile } from './load.js';
 
@@ -21,38 +21,50 @@ export interface ExtProcLoadResult {
   errors: number;
 }
 
-export async function loadExtProc(clientCertPem: string, concurrency: number, durationMs: number): Promise<ExtProcLoadResult> {
+/** A merged document of a realistic size (the sandbox's /apis is about 20 KiB). */
+const DOCUMENT = Buffer.alloc(20 * 1024, 'x');
+
+export async function loadExtProc(concurrency: number, durationMs: number): Promise<ExtProcLoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-extproc-bench-'));
   const server = createGrpcServer();
-  new ExtProcServer({ logger: pino({ level: 'silent' }), metrics: createMetrics() }).addToServer(server);
+  new ExtProcServer({
+    logger: pino({ level: 'silent' }),
+    metrics: createMetrics(),
+    discovery: () => ({ status: 200, headers: { 'content-type': 'application/json', etag: '"bench"' }, body: DOCUMENT }),
+  }).addToServer(server);
   const address = await listenUnix(server, join(dir, 'ext_proc.sock'));
   const Client = envoyGrpc().envoy.service.ext_proc.v3.ExternalProcessor;
   const client = new Client(address, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
   metadata.set(EXT_PROC_NODE_METADATA, 'bench');
-  const request: ProcessingRequest = {
-    request_headers: {
-      headers: {
-        headers: [
-          [':method', 'GET'],
-          [':path', '/api/v1/namespaces/default/configmaps/bench'],
-          [':authority', 'apiserver'],
-          ['x-forwarded-client-cert', formatXfcc(clientCertPem)],
-        ].map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') })),
-      },
-      end_of_stream: true,
-    },
+  metadata.set(EXT_PROC_DOCUMENT_METADATA, 'group-discovery');
+  const headers = (pairs: string[][]): ProcessingRequest['request_headers'] => ({
+    headers: { headers: pairs.map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') })) },
+    end_of_stream: true,
+  });
+  const requestHeaders: ProcessingRequest = {
+    request_headers: headers([
+      [':method', 'GET'],
+      [':path', '/apis'],
+      ['accept', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json'],
+    ]),
   };
-  // One stream per HTTP request, as Envoy does.
+  const responseHeaders: ProcessingRequest = { response_headers: headers([[':status', '200']]) };
+  // One stream per HTTP request, as Envoy does: request headers, then response headers.
   const call = (): Promise<void> =>
     new Promise((resolve, reject) => {
       const stream = client.Process(metadata);
-      stream.once('data', () => {
-        stream.end();
-        resolve();
+      let answers = 0;
+      stream.on('data', () => {
+        answers++;
+        if (answers === 1) stream.write(responseHeaders);
+        else {
+          stream.end();
+          resolve();
+        }
       });
       stream.once('error', reject);
-      stream.write(request);
+      stream.write(requestHeaders);
     });
   const latencies: number[] = [];
   let errors = 0;

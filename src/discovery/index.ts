@@ -12,5 +12,13 @@ export {
   type RenderedDocument,
 } from './render.js';
 export { negotiateDiscovery, parseAccept, type DiscoveryNegotiation, type MediaRange } from './negotiate.js';
-export { peerGroupDocument, parseGroupPath, LEGACY_DISCOVERY_CONTENT_TYPE, type GroupPath } from './peerGroup.js';
-export { discoveryResponse, etagMatches, type DiscoveryRequest, type DiscoveryReply, type DiscoveryPassThrough } from './response.js';
+export {
+  discoveryResponse,
+  etagMatches,
+  isMergedDocument,
+  MERGED_DOCUMENTS,
+  type MergedDocument,
+  type DiscoveryRequest,
+  type DiscoveryReply,
+  type DiscoveryPassThrough,
+} from './response.js';

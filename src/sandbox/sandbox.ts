@@ -243,6 +243,22 @@ export class Sandbox {
     return this.adminToken;
   }
 
+  /** Stops the control plane in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */
+  pauseControlPlane(): void {
+    this.signalControlPlane('SIGSTOP');
+  }
+
+  /** Lets a paused control plane run again (SIGCONT). */
+  resumeControlPlane(): void {
+    this.signalControlPlane('SIGCONT');
+  }
+
+  private signalControlPlane(signal: NodeJS.Signals): void {
+    const pid = this.controlPlane?.pid;
+    if (pid === undefined || !this.controlPlane?.running) throw new Error('the control plane is not running');
+    process.kill(pid, signal);
+  }
+
   /** Kills the control plane (no clean shutdown), as a crash would. */
   async killControlPlane(): Promise<void> {
     await this.controlPlane?.stop(0);

@@ -14,6 +14,7 @@ import type { SidecarPlan } from '../planner/plan.js';
 import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
 import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
+import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
@@ -27,6 +28,8 @@ export interface ControlPlaneDeps {
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
+  /** Defaults to the module `npm run build` compiled (dist/envoy/identity-filter.wasm). */
+  identityFilterModule?: Buffer;
 }
 
 export class ControlPlane implements AdminBackend {
@@ -46,9 +49,12 @@ export class ControlPlane implements AdminBackend {
   private lastModel?: ClusterModel;
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
+  /** The compiled certificate-identity filter every listener carries. */
+  private readonly identityFilterModule: Buffer;
 
   constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
     this.departedGraceMs = config.departedGraceSeconds * 1000;
+    this.identityFilterModule = deps.identityFilterModule ?? readIdentityFilterModule();
     const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
@@ -59,7 +65,7 @@ export class ControlPlane implements AdminBackend {
     });
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
-    // ext_proc (client-certificate identity, merged discovery): same gRPC server, socket and mTLS as ADS.
+    // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,
@@ -126,15 +132,12 @@ export class ControlPlane implements AdminBackend {
     }
   }
 
-  /** The merged discovery a sidecar serves, or undefined to let the local apiserver answer. */
+  /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
   private answerDiscovery(node: string, request: DiscoveryRequest): DiscoveryAnswer | undefined {
     const merged = this.mergedByNode.get(node);
     if (!merged) return undefined;
     const answer = discoveryResponse(request, merged);
-    if ('passThrough' in answer) {
-      if (answer.reason === 'nopeer') this.deps.metrics.nopeerDiscoveryRequests.inc();
-      return undefined;
-    }
+    if ('passThrough' in answer) return undefined;
     // Upstream's cache counters are about aggregated discovery only.
     if (answer.document !== 'openapi-index') {
       if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
@@ -161,6 +164,7 @@ export class ControlPlane implements AdminBackend {
         ...(this.config.peerEgressProxy ? { egressProxy: this.config.peerEgressProxy } : {}),
       },
       controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+      identityFilter: { module: this.identityFilterModule },
     };
   }
 

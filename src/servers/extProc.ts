@@ -1,52 +1,36 @@
 // The ext_proc service (envoy.service.ext_proc.v3.ExternalProcessor) the
-// sidecars call for client-certificate requests and for aggregated discovery
-// (see src/translator/extProc.ts for when).
+// sidecars call for the merged documents only (src/translator/extProc.ts):
+// aggregated discovery and the OpenAPI v3 index, on the routes that select
+// them. Nothing else a request needs comes from here: identity is computed
+// inside Envoy (envoy/identity-filter), and when this service is slow or away
+// Envoy lets the local apiserver's own document through (failure_mode_allow).
 //
-// One gRPC stream per HTTP request. Request headers get one of:
-// - identity: X-Remote-User = CN, one X-Remote-Group per O, from the client
-//   certificate Envoy verified and put in x-forwarded-client-cert;
-// - pass: no identity to assert (no certificate, or one without a CN);
-// - error: a certificate that cannot be trusted as an identity (401, fail
-//   closed).
-// Every headers answer removes x-forwarded-client-cert and every client-sent
-// x-remote-* header (the header_mutation filter already strips those before
-// ext_proc runs; this is the second line, as filter order could change).
+// One gRPC stream per HTTP request. The route tells which document the
+// request is for (gRPC metadata). On the request headers the client's Accept
+// and If-None-Match are remembered and If-None-Match is held back, so the
+// local apiserver answers in full and never a 304 about its own document. On
+// the response headers the local apiserver has authenticated and authorized
+// the client: its 200 (or 304) is replaced by the merged document (or a 304
+// when the client's If-None-Match names the merged ETag): result
+// `discovery`. Any other status (401, 403, 5xx) reaches the client untouched,
+// and so does the local document when there is nothing to merge (`pass`).
 //
-// Aggregated discovery (`/api`, `/apis` on the route marked as discovery) is
-// never answered on the request: the local apiserver authenticates and
-// authorizes the client first. The request goes on without If-None-Match (so
-// the apiserver never answers a 304 about its own document), and on the
-// response headers an apiserver 200 (or 304) is replaced by the merged
-// document from the injected DiscoveryResponder (or a 304 when the client's
-// If-None-Match names the merged ETag): result `discovery`. Any other status
-// (401, 403, 5xx) reaches the client untouched; a broken responder gives 503.
-//
-// Never logged: certificates (PEM), tokens, header values other than the path.
+// Never logged: header values other than the document kind.
 import * as grpc from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { HeaderValueOption } from '../generated/envoy/config/core/v3/HeaderValueOption.js';
 import type { ExternalProcessorHandlers } from '../generated/envoy/service/ext_proc/v3/ExternalProcessor.js';
-import type { HeaderMutation } from '../generated/envoy/service/ext_proc/v3/HeaderMutation.js';
 import type { HttpHeaders__Output } from '../generated/envoy/service/ext_proc/v3/HttpHeaders.js';
 import type { ProcessingRequest__Output } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import type { ProcessingResponse } from '../generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
 import type { StatusCode } from '../generated/envoy/type/v3/StatusCode.js';
-import { identityFromXfcc, type Identity, type IdentityResult } from '../identity/identity.js';
-
-/** Distinct client certificates whose identity is remembered. */
-const IDENTITY_CACHE_SIZE = 4096;
+import { isMergedDocument, type DiscoveryRequest } from '../discovery/index.js';
 import type { Metrics } from '../metrics.js';
-import { EXT_PROC_DISCOVERY_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
+import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';
-import { failureStatus } from '../model/status.js';
 
-export interface DiscoveryRequest {
-  /** The request path, query included, as Envoy routed it. */
-  path: string;
-  accept?: string;
-  ifNoneMatch?: string;
-}
+export type { DiscoveryRequest } from '../discovery/index.js';
 
 export interface DiscoveryAnswer {
   status: number;
@@ -54,35 +38,29 @@ export interface DiscoveryAnswer {
   body: Buffer;
 }
 
-/** Answers an authorized discovery request for a sidecar's node, or undefined to leave the local apiserver's answer. */
+/** Answers an authorized merged-document request for a sidecar's node, or undefined to leave the local apiserver's answer. */
 export type DiscoveryResponder = (node: string, request: DiscoveryRequest) => DiscoveryAnswer | undefined;
 
-export type ExtProcResult = 'identity' | 'discovery' | 'pass' | 'error';
+/**
+ * `discovery`: the merged document (or its 304) replaced the local answer;
+ * `pass`: the local answer goes through (nothing to merge, not authorized,
+ * or a message this service leaves alone); `error`: mvproxy failed and the
+ * local answer goes through.
+ */
+export type ExtProcResult = 'discovery' | 'pass' | 'error';
 
 export interface ExtProcServerOptions {
   logger: Logger;
   metrics: Metrics;
-  discovery?: DiscoveryResponder;
+  discovery: DiscoveryResponder;
   /** Milliseconds, monotonic; performance.now by default. */
   clock?: () => number;
 }
 
-export const XFCC_HEADER = 'x-forwarded-client-cert';
-export const REMOTE_USER_HEADER = 'x-remote-user';
-export const REMOTE_GROUP_HEADER = 'x-remote-group';
-const REMOTE_PREFIX = 'x-remote-';
+/** Response code details of the merged document answers (Envoy's access log shows them). */
+export const MERGED_DOCUMENT_DETAILS = 'mvproxy_merged_document';
 
-/** Response code details of mvproxy's own immediate responses (never Envoy's `ext_proc_error...`). */
-export const DETAILS = {
-  rejected: 'mvproxy_client_certificate_rejected',
-  discovery: 'mvproxy_merged_discovery',
-  discoveryError: 'mvproxy_discovery_error',
-} as const;
-
-/** Paths of the documents answered merged: /api, /apis and the OpenAPI v3 index /openapi/v3 (trailing slash, query allowed). */
-const DISCOVERY_PATH = /^\/(?:apis?|openapi\/v3)\/?(?:\?.*)?$/;
-
-/** Statuses of the local apiserver that mean the client may read discovery (304: it had the apiserver's ETag). */
+/** Statuses of the local apiserver that mean the client may read the document (304: it had the apiserver's ETag). */
 const AUTHORIZED_STATUSES: ReadonlySet<string> = new Set(['200', '304']);
 
 const IF_NONE_MATCH = 'if-none-match';
@@ -90,7 +68,7 @@ const IF_NONE_MATCH = 'if-none-match';
 /** Headers an immediate response must not set itself (Envoy frames the body). */
 const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
 
-/** Request headers by lowercase name; repeated headers keep every value in order. */
+/** Headers by lowercase name; repeated headers keep every value in order. */
 type Headers = Map<string, string[]>;
 
 export interface Decision {
@@ -100,20 +78,28 @@ export interface Decision {
 
 /** What one stream remembers between its request and response headers. */
 export interface StreamState {
-  /** Set on the request headers of an aggregated discovery request. */
+  /** Set on the request headers of a merged-document request. */
   discovery?: DiscoveryRequest;
 }
 
+/** An answer that changes nothing, for each kind of message. */
+const PASS: Record<'request_headers' | 'response_headers' | 'request_body' | 'response_body' | 'request_trailers' | 'response_trailers', ProcessingResponse> = {
+  request_headers: { request_headers: {} },
+  response_headers: { response_headers: {} },
+  request_body: { request_body: {} },
+  response_body: { response_body: {} },
+  request_trailers: { request_trailers: {} },
+  response_trailers: { response_trailers: {} },
+};
+
 export class ExtProcServer {
   private readonly log: Logger;
-  private readonly identityCache: Map<string, IdentityResult>;
   private readonly metrics: Metrics;
-  private readonly discovery: DiscoveryResponder | undefined;
+  private readonly discovery: DiscoveryResponder;
   private readonly clock: () => number;
 
   constructor(opts: ExtProcServerOptions) {
     this.log = opts.logger.child({ component: 'ext_proc' });
-    this.identityCache = new Map();
     this.metrics = opts.metrics;
     this.discovery = opts.discovery;
     this.clock = opts.clock ?? (() => performance.now());
@@ -129,30 +115,38 @@ export class ExtProcServer {
 
   private openStream(call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>): void {
     const node = firstMetadata(call.metadata, EXT_PROC_NODE_METADATA) ?? '';
-    const discoveryRoute = firstMetadata(call.metadata, EXT_PROC_DISCOVERY_METADATA) === 'true';
+    const documentName = firstMetadata(call.metadata, EXT_PROC_DOCUMENT_METADATA) ?? '';
+    const document = isMergedDocument(documentName) ? documentName : undefined;
+    if (document === undefined) this.log.warn({ node, document: documentName }, 'ext_proc stream for no merged document: passed through');
     const state: StreamState = {};
     let closed = false;
-    const fail = (code: grpc.status, details: string): void => {
+    const close = (): void => {
       if (closed) return;
       closed = true;
-      call.emit('error', Object.assign(new Error(details), { code, details }));
+      try {
+        call.end();
+      } catch {
+        // already gone
+      }
     };
     call.on('data', (message: ProcessingRequest__Output) => {
       if (closed) return;
       let response: ProcessingResponse | undefined;
       try {
-        response = this.process(node, discoveryRoute, message, state);
+        response = this.process(node, document, message, state);
       } catch (err) {
-        // A bug here must not pass a certificate request through unauthenticated: end the stream, Envoy fails closed.
+        // Envoy fails open on a broken stream: the client gets the local document.
         this.log.error({ err, node }, 'ext_proc request failed');
         this.metrics.extProcRequests.inc({ result: 'error' });
-        fail(grpc.status.INTERNAL, 'mvproxy could not process the request');
+        closed = true;
+        call.emit('error', Object.assign(new Error('mvproxy could not process the request'), { code: grpc.status.INTERNAL }));
         return;
       }
       if (response === undefined) {
         this.log.warn({ node }, 'ext_proc message of an unknown kind');
         this.metrics.extProcRequests.inc({ result: 'error' });
-        fail(grpc.status.UNIMPLEMENTED, 'mvproxy does not handle this ext_proc message');
+        closed = true;
+        call.emit('error', Object.assign(new Error('mvproxy does not handle this ext_proc message'), { code: grpc.status.UNIMPLEMENTED }));
         return;
       }
       try {
@@ -161,15 +155,7 @@ export class ExtProcServer {
         this.log.debug({ err, node }, 'ext_proc stream closed before the answer');
       }
     });
-    call.on('end', () => {
-      if (closed) return;
-      closed = true;
-      try {
-        call.end();
-      } catch {
-        // already gone
-      }
-    });
+    call.on('end', close);
     call.on('error', (err: Error) => {
       closed = true;
       this.log.debug({ err: err.message, node }, 'ext_proc stream error');
@@ -180,111 +166,67 @@ export class ExtProcServer {
   }
 
   /**
-   * The answer to one message of a stream, or undefined for a message of no
-   * known kind. `state` carries what a discovery stream's request headers
-   * leave for its response headers. Messages Envoy should not send with our
-   * processing modes (bodies, trailers) get a pass-through answer of their kind.
+   * The answer to one message of a stream for `document` (undefined: the
+   * route named none, so everything passes), or undefined for a message of no
+   * known kind. `state` carries what the request headers leave for the
+   * response headers. Messages Envoy should not send with our processing
+   * modes (bodies, trailers) get a pass-through answer of their kind.
    */
-  process(node: string, discoveryRoute: boolean, message: ProcessingRequest__Output, state: StreamState = {}): ProcessingResponse | undefined {
+  process(node: string, document: DiscoveryRequest['document'] | undefined, message: ProcessingRequest__Output, state: StreamState = {}): ProcessingResponse | undefined {
     if (message.request_headers) {
-      const started = this.clock();
-      const decision = this.decide(node, discoveryRoute, message.request_headers, state);
-      this.metrics.extProcRequests.inc({ result: decision.result });
-      this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
-      return decision.response;
+      if (document === undefined) return PASS.request_headers;
+      return this.rememberRequest(document, message.request_headers, state);
     }
     if (message.response_headers) {
       const started = this.clock();
       const decision = this.decideResponse(node, message.response_headers, state);
-      if (decision === undefined) return { response_headers: {} };
       this.metrics.extProcRequests.inc({ result: decision.result });
       this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
       return decision.response;
     }
-    if (message.request_body) return { request_body: {} };
-    if (message.response_body) return { response_body: {} };
-    if (message.request_trailers) return { request_trailers: {} };
-    if (message.response_trailers) return { response_trailers: {} };
+    for (const kind of ['request_body', 'response_body', 'request_trailers', 'response_trailers'] as const) {
+      if (message[kind]) return PASS[kind];
+    }
     return undefined;
   }
 
-  /**
-   * The identity an XFCC value asserts. Parsing a certificate costs far more
-   * than the rest of a call, and the same clients (kubelets, controllers) send
-   * the same certificate on every request, so results are kept per value.
-   */
-  private identityOf(xfcc: string | undefined): IdentityResult {
-    if (xfcc === undefined) return identityFromXfcc(undefined);
-    const cached = this.identityCache.get(xfcc);
-    if (cached) return cached;
-    const identity = identityFromXfcc(xfcc);
-    if (this.identityCache.size >= IDENTITY_CACHE_SIZE) {
-      // Evict the oldest entry (Map keeps insertion order).
-      const oldest = this.identityCache.keys().next().value;
-      if (oldest !== undefined) this.identityCache.delete(oldest);
-    }
-    this.identityCache.set(xfcc, identity);
-    return identity;
-  }
-
-  /** What to do with one request's headers. */
-  decide(node: string, discoveryRoute: boolean, request: HttpHeaders__Output, state: StreamState = {}): Decision {
-    const headers = requestHeaders(request);
-    const path = headers.get(':path')?.[0] ?? '';
-    const xfcc = headers.get(XFCC_HEADER);
-
-    // More than one XFCC cannot come from Envoy's SANITIZE_SET.
-    const identity = this.identityOf(xfcc === undefined ? undefined : xfcc.length === 1 ? xfcc[0] : ',');
-    if (identity.kind === 'rejected') {
-      this.log.warn({ node, path, reason: identity.reason }, 'client certificate rejected');
-      return { result: 'error', response: { immediate_response: unauthorized() } };
-    }
-    const asserted = identity.kind === 'identity' ? identity.identity : undefined;
-    if (asserted) this.log.debug({ node, path, user: asserted.user, groups: asserted.groups }, 'client certificate identity');
-
-    const mutation = identityMutation(headers, asserted);
-    if (discoveryRoute && this.discovery && DISCOVERY_PATH.test(path)) {
-      // Answered (maybe) on the response headers, once the apiserver has said 200.
-      const discovery: DiscoveryRequest = { path };
-      const accept = headers.get('accept');
-      if (accept !== undefined) discovery.accept = accept.join(', ');
-      const ifNoneMatch = headers.get(IF_NONE_MATCH);
-      if (ifNoneMatch !== undefined) discovery.ifNoneMatch = ifNoneMatch.join(', ');
-      state.discovery = discovery;
-      // Our 304 is decided against the merged ETag; the apiserver must answer in full.
-      mutation.remove_headers = [...(mutation.remove_headers ?? []), IF_NONE_MATCH].sort();
-    }
-
-    return {
-      result: asserted ? 'identity' : 'pass',
-      response: { request_headers: { response: { header_mutation: mutation, clear_route_cache: false } } },
-    };
+  /** Request headers: remember what the client accepts and holds, and hold back If-None-Match. */
+  private rememberRequest(document: DiscoveryRequest['document'], request: HttpHeaders__Output, state: StreamState): ProcessingResponse {
+    const headers = headerMap(request);
+    const discovery: DiscoveryRequest = { document };
+    const accept = headers.get('accept');
+    if (accept !== undefined) discovery.accept = accept.join(', ');
+    const ifNoneMatch = headers.get(IF_NONE_MATCH);
+    if (ifNoneMatch !== undefined) discovery.ifNoneMatch = ifNoneMatch.join(', ');
+    state.discovery = discovery;
+    // Our 304 is decided against the merged ETag; the apiserver must answer in full.
+    return { request_headers: { response: { header_mutation: { remove_headers: [IF_NONE_MATCH] }, clear_route_cache: false } } };
   }
 
   /**
-   * What to do with the local apiserver's response headers: undefined to let
-   * them through (not a discovery stream, the apiserver refused, the
-   * responder has no answer), else the merged document or an error.
+   * The local apiserver's response headers: let them through (no document,
+   * the apiserver refused, nothing to merge, mvproxy failed), or replace them
+   * with the merged document.
    */
-  decideResponse(node: string, response: HttpHeaders__Output, state: StreamState): Decision | undefined {
+  decideResponse(node: string, response: HttpHeaders__Output, state: StreamState): Decision {
     const request = state.discovery;
-    if (request === undefined || this.discovery === undefined) return undefined;
-    const status = requestHeaders(response).get(':status')?.[0] ?? '';
+    if (request === undefined) return { result: 'pass', response: PASS.response_headers };
+    const status = headerMap(response).get(':status')?.[0] ?? '';
     // 401, 403, 5xx...: the client may not read discovery, or the apiserver failed; it says so itself.
-    if (!AUTHORIZED_STATUSES.has(status)) return undefined;
+    if (!AUTHORIZED_STATUSES.has(status)) return { result: 'pass', response: PASS.response_headers };
     let answer: DiscoveryAnswer | undefined;
     try {
       answer = this.discovery(node, request);
     } catch (err) {
-      this.log.error({ err, node, path: request.path }, 'discovery responder failed');
-      return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+      this.log.error({ err, node, document: request.document }, 'merged document failed: the local one goes through');
+      return { result: 'error', response: PASS.response_headers };
     }
-    if (answer === undefined) return undefined;
+    if (answer === undefined) return { result: 'pass', response: PASS.response_headers };
     if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599) {
-      this.log.error({ node, path: request.path, status: answer.status }, 'discovery responder gave an invalid status');
-      return { result: 'error', response: { immediate_response: discoveryUnavailable() } };
+      this.log.error({ node, document: request.document, status: answer.status }, 'merged document has an invalid status: the local one goes through');
+      return { result: 'error', response: PASS.response_headers };
     }
-    return { result: 'discovery', response: { immediate_response: discoveryAnswer(answer) } };
+    return { result: 'discovery', response: { immediate_response: mergedDocumentAnswer(answer) } };
   }
 }
 
@@ -294,7 +236,7 @@ function firstMetadata(metadata: grpc.Metadata, key: string): string | undefined
   return typeof value === 'string' ? value : value.toString('utf8');
 }
 
-function requestHeaders(message: HttpHeaders__Output): Headers {
+function headerMap(message: HttpHeaders__Output): Headers {
   const headers: Headers = new Map();
   for (const header of message.headers?.headers ?? []) {
     const key = (header.key ?? '').toLowerCase();
@@ -307,78 +249,20 @@ function requestHeaders(message: HttpHeaders__Output): Headers {
   return headers;
 }
 
-function set(key: string, value: string, appendAction: 'OVERWRITE_IF_EXISTS_OR_ADD' | 'APPEND_IF_EXISTS_OR_ADD'): HeaderValueOption {
-  return {
-    header: { key, raw_value: Buffer.from(value, 'utf8') },
-    // Envoy's ext_proc reads the (deprecated) append flag, not append_action
-    // (checked with Envoy 1.40: without it every value overwrites the last).
-    append: { value: appendAction === 'APPEND_IF_EXISTS_OR_ADD' },
-    append_action: appendAction,
-  };
+function overwrite(key: string, value: string): HeaderValueOption {
+  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append: { value: false }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' };
 }
 
-/**
- * Sets the identity (first value overwrites whatever is there, the others
- * append) and removes XFCC and every other x-remote-* header. A header that
- * is set is never also in remove_headers, so the result does not depend on
- * the order Envoy applies the two lists in.
- */
-export function identityMutation(headers: ReadonlyMap<string, readonly string[]>, identity: Identity | undefined): HeaderMutation {
-  const setHeaders: HeaderValueOption[] = [];
-  if (identity) {
-    setHeaders.push(set(REMOTE_USER_HEADER, identity.user, 'OVERWRITE_IF_EXISTS_OR_ADD'));
-    identity.groups.forEach((group, i) =>
-      setHeaders.push(set(REMOTE_GROUP_HEADER, group, i === 0 ? 'OVERWRITE_IF_EXISTS_OR_ADD' : 'APPEND_IF_EXISTS_OR_ADD')),
-    );
-  }
-  const setNames = new Set(setHeaders.map((h) => h.header?.key ?? ''));
-  const remove = new Set<string>([XFCC_HEADER]);
-  for (const name of headers.keys()) if (name.startsWith(REMOTE_PREFIX) && !setNames.has(name)) remove.add(name);
-  // Without identity nothing is set, so these go even when the client did not send them.
-  for (const name of [REMOTE_USER_HEADER, REMOTE_GROUP_HEADER]) if (!setNames.has(name)) remove.add(name);
-  const mutation: HeaderMutation = { remove_headers: [...remove].sort() };
-  if (setHeaders.length > 0) mutation.set_headers = setHeaders;
-  return mutation;
-}
-
-function status(code: number, reason: string, message: string): Buffer {
-  return Buffer.from(JSON.stringify(failureStatus(code, reason, message)));
-}
-
-/** What kube-apiserver answers when authentication fails. */
-function unauthorized(): ProcessingResponse['immediate_response'] {
-  return {
-    status: { code: 401 },
-    headers: { set_headers: [set('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD')] },
-    body: status(401, 'Unauthorized', 'Unauthorized'),
-    details: DETAILS.rejected,
-  };
-}
-
-function discoveryUnavailable(): ProcessingResponse['immediate_response'] {
-  return {
-    status: { code: 503 },
-    headers: {
-      set_headers: [
-        set('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD'),
-        set('retry-after', '1', 'OVERWRITE_IF_EXISTS_OR_ADD'),
-      ],
-    },
-    body: status(503, 'ServiceUnavailable', 'the server is currently unable to handle the request: merged discovery is unavailable'),
-    details: DETAILS.discoveryError,
-  };
-}
-
-function discoveryAnswer(answer: DiscoveryAnswer): ProcessingResponse['immediate_response'] {
+function mergedDocumentAnswer(answer: DiscoveryAnswer): ProcessingResponse['immediate_response'] {
   const setHeaders = Object.entries(answer.headers)
     .map(([key, value]) => [key.toLowerCase(), value] as const)
     .filter(([key]) => !key.startsWith(':') && !FRAMING_HEADERS.has(key))
-    .map(([key, value]) => set(key, value, 'OVERWRITE_IF_EXISTS_OR_ADD'));
+    .map(([key, value]) => overwrite(key, value));
   return {
     // HttpStatus.code is Envoy's StatusCode enum, whose numbers are the HTTP codes.
     status: { code: answer.status as StatusCode },
     headers: { set_headers: setHeaders },
     body: answer.body,
-    details: DETAILS.discovery,
+    details: MERGED_DOCUMENT_DETAILS,
   };
 }

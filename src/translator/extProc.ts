@@ -1,33 +1,40 @@
-// The ext_proc filter (identity for client-certificate requests, merged
-// aggregated discovery) and what goes with it: the per-route switches and the 503 that
-// replaces Envoy's empty 500/504 when the ext_proc service fails.
-//
-// ext_proc is on in the filter chain and switched off per route: only routes
-// matching a verified client certificate, and the aggregated discovery route,
-// leave it on. A route that forgets to switch it off costs a round trip, never identity.
+// The ext_proc filter: the merged documents (aggregated discovery, the
+// OpenAPI v3 index) and nothing else. It is off in the filter chain and
+// switched on only by the routes that select those documents, so a route
+// that forgets it serves the local apiserver's own document, never a call to
+// the control plane. When the control plane is slow or away, Envoy lets the
+// request and the local apiserver's answer through (failure_mode_allow):
+// what the client would get without mvproxy. Envoy counts those in its
+// `ext_proc.mvproxy.failure_mode_allowed` statistic.
 import type { HeaderValue } from '../generated/envoy/config/core/v3/HeaderValue.js';
+import type { FilterConfig } from '../generated/envoy/config/route/v3/FilterConfig.js';
 import type { ExternalProcessor } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExternalProcessor.js';
 import type { ExtProcPerRoute } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
 import type { ProcessingMode } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ProcessingMode.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { Any } from '../generated/google/protobuf/Any.js';
-import {
-  EXT_PROC_DISCOVERY_METADATA,
-  EXT_PROC_FILTER,
-  EXT_PROC_NODE_METADATA,
-} from './names.js';
+import type { MergedDocument } from '../discovery/response.js';
+import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_FILTER, EXT_PROC_NODE_METADATA } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
 
-const EXT_PROC_PER_ROUTE = 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute';
+/** Envoy's stat prefix of the filter (`http.<listener>.ext_proc.<prefix>.*`). */
+export const EXT_PROC_STAT_PREFIX = 'mvproxy';
 
-/** How long Envoy waits for one ext_proc answer (Envoy's default, 200 ms, is too tight for a busy control plane). */
-export const EXT_PROC_MESSAGE_TIMEOUT_MS = 1000;
+/**
+ * How long Envoy waits for one ext_proc answer before letting the local
+ * document through. The control plane answers from memory in well under a
+ * millisecond; a stopped one costs a discovery request this much, once.
+ */
+export const EXT_PROC_MESSAGE_TIMEOUT_MS = 250;
 
-/** Request headers only: bodies are never buffered, so watches and streams flow. */
-const REQUEST_HEADERS_ONLY: ProcessingMode = {
+/**
+ * Request headers (If-None-Match held back) and response headers (the
+ * apiserver's verdict: only its 200 or 304 is replaced); bodies never.
+ */
+export const MERGED_DOCUMENT_PROCESSING_MODE: ProcessingMode = {
   request_header_mode: 'SEND',
-  response_header_mode: 'SKIP',
+  response_header_mode: 'SEND',
   request_body_mode: 'NONE',
   response_body_mode: 'NONE',
   request_trailer_mode: 'SKIP',
@@ -38,50 +45,33 @@ export function extProcFilter(settings: TranslatorSettings, node: string): HttpF
   const config: ExternalProcessor = {
     grpc_service: {
       envoy_grpc: { cluster_name: settings.controlPlaneCluster },
-      // Tells mvproxy which sidecar (and so which plan and discovery) is asking.
+      // Tells mvproxy which sidecar (and so which merged documents) is asking.
       initial_metadata: [{ key: EXT_PROC_NODE_METADATA, value: node }],
     },
-    // Fail closed: a certificate request never reaches an apiserver without its identity.
-    failure_mode_allow: false,
-    processing_mode: REQUEST_HEADERS_ONLY,
-    message_timeout: { seconds: Math.floor(EXT_PROC_MESSAGE_TIMEOUT_MS / 1000), nanos: (EXT_PROC_MESSAGE_TIMEOUT_MS % 1000) * 1_000_000 },
+    // Never worse than no proxy: without an answer, the local document.
+    failure_mode_allow: true,
+    processing_mode: MERGED_DOCUMENT_PROCESSING_MODE,
+    message_timeout: { seconds: 0, nanos: EXT_PROC_MESSAGE_TIMEOUT_MS * 1_000_000 },
     allow_mode_override: false,
-    // Routing was decided on what the client sent; identity headers never re-route.
+    // Routing was decided on what the client sent.
     disable_clear_route_cache: true,
-    // A mutation Envoy refuses fails the request rather than being skipped silently.
+    // A mutation Envoy refuses fails the call (and so falls back) rather than being skipped silently.
     mutation_rules: { disallow_is_error: { value: true } },
-    stat_prefix: 'mvproxy',
+    stat_prefix: EXT_PROC_STAT_PREFIX,
   };
   return {
     name: EXT_PROC_FILTER,
     typed_config: typedConfig<ExternalProcessor>('envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor', config),
+    // On only where a merged-document route switches it on.
+    disabled: true,
   };
 }
 
-/** typed_per_filter_config of a route that must never call ext_proc. */
-export function extProcDisabled(): Record<string, Any> {
-  return { [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, { disabled: true }) };
+/** typed_per_filter_config entry of the route that selects `document`: ext_proc on, told which document. */
+export function extProcForMergedDocument(document: MergedDocument): Record<string, Any> {
+  const marker: HeaderValue = { key: EXT_PROC_DOCUMENT_METADATA, value: document };
+  const perRoute = typedConfig<ExtProcPerRoute>('envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute', {
+    overrides: { grpc_initial_metadata: [marker] },
+  });
+  return { [EXT_PROC_FILTER]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { config: perRoute, disabled: false }) };
 }
-
-/**
- * Processing mode of the aggregated discovery route: request headers (identity,
- * If-None-Match held back) and response headers (the apiserver's verdict:
- * only its 200 is replaced by the merged document); bodies never.
- */
-export const DISCOVERY_PROCESSING_MODE: ProcessingMode = { ...REQUEST_HEADERS_ONLY, response_header_mode: 'SEND' };
-
-/**
- * typed_per_filter_config of the aggregated discovery route: ext_proc on, told
- * the request may get merged discovery, and also sent the response headers
- * (ExtProcPerRoute.overrides.processing_mode; allow_mode_override is about
- * the server changing modes, not routes).
- */
-export function extProcForDiscovery(): Record<string, Any> {
-  const marker: HeaderValue = { key: EXT_PROC_DISCOVERY_METADATA, value: 'true' };
-  return {
-    [EXT_PROC_FILTER]: typedConfig<ExtProcPerRoute>(EXT_PROC_PER_ROUTE, {
-      overrides: { processing_mode: DISCOVERY_PROCESSING_MODE, grpc_initial_metadata: [marker] },
-    }),
-  };
-}
-

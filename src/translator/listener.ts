@@ -8,6 +8,7 @@ import type { HttpFilter } from '../generated/envoy/extensions/filters/network/h
 import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import { httpAccessLogs } from './accessLog.js';
 import { extProcFilter } from './extProc.js';
+import { identityFilter } from './identityFilter.js';
 import { localReplyConfig } from './localReplies.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import type { TranslatorSettings } from './settings.js';
@@ -60,11 +61,15 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     normalize_path: { value: true },
     merge_slashes: false,
     path_with_escaped_slashes_action: 'KEEP_UNCHANGED',
-    // The verified client certificate goes to ext_proc in x-forwarded-client-cert
-    // (URL-encoded PEM); an XFCC header sent by a client is always dropped.
+    // The verified client certificate goes to the identity filter in
+    // x-forwarded-client-cert (its SHA-256 and URL-encoded PEM); an XFCC header
+    // sent by a client is always dropped. The filter removes it before the apiserver.
     forward_client_cert_details: 'SANITIZE_SET',
     set_current_client_cert_details: { cert: true },
-    // ext_proc failures become a 503 Status (retry) instead of an empty 500/504.
+    // `X_Remote_User` is not X-Remote-User to Go, but some proxies and servers
+    // treat `_` as `-`: such headers never pass (kube-apiserver uses none).
+    common_http_protocol_options: { headers_with_underscores_action: 'DROP_HEADER' },
+    // Envoy's own failures become a 503 Status (retry) instead of an empty 5xx.
     local_reply_config: localReplyConfig(),
     // Rerouted and unavailable-route requests only, to mvproxy's metrics.
     access_log: httpAccessLogs(settings),
@@ -72,9 +77,9 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
 }
 
 /**
- * Identity headers first, routing last; between them ext_proc (identity from
- * the client certificate, merged discovery), switched off per route except on
- * client-certificate and discovery routes.
+ * Client-sent identity headers go first (every request), then the
+ * certificate identity (certificate routes), then merged documents
+ * (merged-document routes only), then routing.
  */
 function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
   return [
@@ -86,6 +91,7 @@ function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
         mutations: { request_mutations: [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }] },
       }),
     },
+    identityFilter(settings),
     extProcFilter(settings, node),
     {
       name: 'envoy.filters.http.router',

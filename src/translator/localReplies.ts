@@ -3,13 +3,10 @@
 // failing on an empty or plain-text 5xx. Answers from apiservers are never
 // local replies and pass unchanged.
 import type { AccessLogFilter } from '../generated/envoy/config/accesslog/v3/AccessLogFilter.js';
-import type { ExpressionFilter } from '../generated/envoy/extensions/access_loggers/filters/cel/v3/ExpressionFilter.js';
 import type { LocalReplyConfig } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/LocalReplyConfig.js';
 import type { ResponseMapper } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/ResponseMapper.js';
 import { serviceUnavailableJson } from '../model/status.js';
-import { EXT_PROC_ERROR_DETAILS_PREFIX } from './names.js';
 import { RETRY_AFTER_SECONDS } from './routes.js';
-import { typedConfig } from './typed.js';
 
 /**
  * Envoy response flags of a request that reached no apiserver: connection
@@ -21,19 +18,6 @@ export const UPSTREAM_UNAVAILABLE_FLAGS = ['UF', 'UH', 'URX', 'UO', 'UC'] as con
 export function localReplyConfig(): LocalReplyConfig {
   return {
     mappers: [
-      // The API snapshot mvproxy encodes with predates ExternalProcessor.status_on_error:
-      // an ext_proc failure (500, or 504 on the message timeout) is recognized by its details.
-      unavailable(
-        {
-          extension_filter: {
-            name: 'envoy.access_loggers.extension_filters.cel',
-            typed_config: typedConfig<ExpressionFilter>('envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter', {
-              expression: `response.code_details.startsWith('${EXT_PROC_ERROR_DETAILS_PREFIX}')`,
-            }),
-          },
-        },
-        'the identity service for client-certificate requests (mvproxy ext_proc) is unavailable',
-      ),
       unavailable(
         { response_flag_filter: { flags: [...UPSTREAM_UNAVAILABLE_FLAGS] } },
         'no apiserver could be reached for this request; retry shortly',

@@ -50,18 +50,14 @@ export function peerClusterName(peerNames: readonly string[]): string {
   return encoded.length === 1 ? `peer-${encoded[0]}` : `peers-${encoded.join('+')}`;
 }
 
-/** Name of the ext_proc HTTP filter; per-route configs refer to it. */
+/** Name of the ext_proc HTTP filter (merged documents); per-route configs refer to it. */
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
+
+/** Name of the certificate-identity HTTP filter (WASM, envoy/identity-filter); per-route configs refer to it. */
+export const IDENTITY_FILTER = 'mvproxy.identity';
 
 /** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */
 export const EXT_PROC_NODE_METADATA = 'x-mvproxy-node';
 
-/**
- * gRPC metadata added by the aggregated discovery route (per-route override):
- * an authorized answer may be replaced with merged discovery. Absent on certificate routes,
- * so their ext_proc calls assert identity only.
- */
-export const EXT_PROC_DISCOVERY_METADATA = 'x-mvproxy-discovery';
-
-/** Response code details of ext_proc's own failures (gRPC error, message timeout) in Envoy. */
-export const EXT_PROC_ERROR_DETAILS_PREFIX = 'ext_proc_error';
+/** gRPC metadata each merged-document route adds to its ext_proc streams: which document (MergedDocument). */
+export const EXT_PROC_DOCUMENT_METADATA = 'x-mvproxy-document';

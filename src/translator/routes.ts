@@ -5,12 +5,11 @@
 // route of the plan reroute or answer 503, everything else is local.
 //
 // Every forwarding route has a client-certificate twin just before it (RouteMatch
-// tls_context presented and validated) that leaves ext_proc on, so mvproxy turns
-// the certificate into X-Remote-User/X-Remote-Group, and that uses the
-// front-proxy flavour of the cluster (the apiserver believes those headers
-// from it only); the twin without it switches ext_proc off (token clients: no
-// round trip) and travels without the front-proxy certificate. Both go to the
-// same apiservers.
+// tls_context presented) that leaves the identity filter on, so Envoy turns
+// the certificate into X-Remote-* headers, and that uses the front-proxy
+// flavour of the cluster (the apiserver believes those headers from it only);
+// the twin without it switches the identity filter off and travels without
+// the front-proxy certificate. Both go to the same apiservers.
 import type { HeaderMatcher } from '../generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
@@ -18,7 +17,9 @@ import type { RouteConfiguration } from '../generated/envoy/config/route/v3/Rout
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
 import { HEALTH_PATH_PREFIXES, type GroupDocumentRoute, type RerouteToPeers, type ResourceRoute, type Unavailable } from '../planner/plan.js';
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
-import { extProcDisabled, extProcForDiscovery } from './extProc.js';
+import { extProcForMergedDocument } from './extProc.js';
+import { identityFilterDisabled } from './identityFilter.js';
+import type { MergedDocument } from '../discovery/response.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { emptyTypedConfig, seconds } from './typed.js';
@@ -43,8 +44,14 @@ const NOT_UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: tru
  */
 const WATCH_REQUEST: RouteMatch['query_parameters'] = [{ name: 'watch', string_match: { safe_regex: { regex: '1|[tT]|[tT]rue|TRUE' } } }];
 
-/** The client presented a certificate and Envoy verified it against the cluster client CA. */
-const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true }, validated: { value: true } };
+/**
+ * The client presented a certificate. Envoy completes no handshake with a
+ * certificate the cluster client CA does not verify, so presented means
+ * verified; `validated` would be false on a resumed TLS session, whose
+ * certificate Envoy verified when the session began (and still reports in
+ * x-forwarded-client-cert).
+ */
+const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true } };
 
 /** Suffix of the name of a route's client-certificate twin. */
 export const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
@@ -121,7 +128,7 @@ function resourceRoutes(route: ResourceRoute): Route[] {
  * nothing, and the group-version's OpenAPI v3 document
  * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`, which the merged index
  * points at): the peer serves the document itself and authenticates the
- * caller, so no ext_proc beyond the usual certificate identity. The query
+ * caller; nothing is merged. The query
  * (the OpenAPI `hash`) is not part of what safe_regex matches.
  */
 function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
@@ -143,40 +150,47 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
 /**
  * Documents ext_proc answers merged, after the local apiserver has
  * authenticated and authorized the client: aggregated discovery (`/api` and
- * `/apis` with the aggregated Accept and without profile=nopeer) and the
- * OpenAPI v3 index (`/openapi/v3`). They go to the local apiserver with
- * ext_proc on for every client on both header phases; it replaces the
- * apiserver's 200 with the merged document (and lets every other answer, 401
- * and 403 included, through). Upgrade requests never are; already-proxied
- * ones matched earlier.
+ * `/apis`, GET or HEAD, with the aggregated Accept and without
+ * profile=nopeer) and the OpenAPI v3 index (`/openapi/v3`). The route decides
+ * which document a request is for and tells ext_proc (the exact Accept
+ * negotiation is the discovery module's); ext_proc replaces the apiserver's
+ * 200 with the merged document and lets every other answer, 401 and 403
+ * included, through. Upgrade requests never are; already-proxied ones
+ * matched earlier.
  */
 function mergedDocumentRoutes(set: string): Route[] {
-  const aggregatedDiscovery: RouteMatch = {
-    safe_regex: { regex: '/apis?/?' },
+  const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
+  const aggregatedDiscovery = (regex: string): RouteMatch => ({
+    safe_regex: { regex },
     headers: [
+      readOnly,
       { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
       { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
       NOT_UPGRADE_REQUEST,
     ],
-  };
-  const openApiIndex: RouteMatch = { safe_regex: { regex: '/openapi/v3/?' }, headers: [NOT_UPGRADE_REQUEST] };
-  const merged = (name: string, match: RouteMatch): Route[] =>
+  });
+  const openApiIndex: RouteMatch = { safe_regex: { regex: '/openapi/v3/?' }, headers: [readOnly, NOT_UPGRADE_REQUEST] };
+  const merged = (name: string, match: RouteMatch, document: MergedDocument): Route[] =>
     [true, false].map((certificate) => ({
       name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
       match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
       route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate })),
       // To a fallback peer: marked, so it answers for itself and never proxies further.
       ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
-      typed_per_filter_config: extProcForDiscovery(),
+      typed_per_filter_config: { ...extProcForMergedDocument(document), ...(certificate ? {} : identityFilterDisabled()) },
     }));
-  return [...merged('discovery (aggregated)', aggregatedDiscovery), ...merged('openapi index (merged)', openApiIndex)];
+  return [
+    ...merged('discovery (aggregated, core)', aggregatedDiscovery('/api/?'), 'core-discovery'),
+    ...merged('discovery (aggregated)', aggregatedDiscovery('/apis/?'), 'group-discovery'),
+    ...merged('openapi index (merged)', openApiIndex, 'openapi-index'),
+  ];
 }
 
 /**
  * Three flavours, in this order: upgrades (HTTP/1.1, as Envoy requires), watches
  * (HTTP/2) and everything else (HTTP/1.1), each preceded by its
- * client-certificate twin (ext_proc on, front-proxy connection); the others
- * switch ext_proc off. `rerouted` (routes to peers) marks the request as
+ * client-certificate twin (identity filter on, front-proxy connection); the
+ * others switch the identity filter off. `rerouted` (routes to peers) marks the request as
  * proxied and puts the route in the access log (route metadata).
  */
 const PEER_PROXIED = { header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const };
@@ -205,7 +219,7 @@ function forwardRoutes(name: string, match: RouteMatch, set: string, rerouted?: 
       match: flavourMatch,
       route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: false })),
       ...rerouteFields,
-      typed_per_filter_config: extProcDisabled(),
+      typed_per_filter_config: identityFilterDisabled(),
     },
   ]);
 }
@@ -242,7 +256,7 @@ function unavailableRoute(name: string, match: RouteMatch, what: string, action:
     match,
     metadata: loggedRouteMetadata(logged),
     // Answered by Envoy itself: no identity needed, so no client-certificate twin.
-    typed_per_filter_config: extProcDisabled(),
+    typed_per_filter_config: identityFilterDisabled(),
     direct_response: { status: 503, body: { inline_string: body } },
     response_headers_to_add: [
       { header: { key: 'retry-after', value: String(RETRY_AFTER_SECONDS) }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },

@@ -3,6 +3,7 @@ import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
+import type { IdentityHeaders } from './identityFilter.js';
 
 /** The name every apiserver's serving certificate carries and peers verify (as upstream does). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
@@ -39,8 +40,15 @@ export interface TranslatorSettings {
      */
     egressProxy?: { host: string; port: number };
   };
-  /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER); ext_proc will call it. */
+  /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER): ext_proc and the access log call it. */
   controlPlaneCluster: string;
+  /** The certificate-identity filter that runs inside Envoy. */
+  identityFilter: {
+    /** The compiled module (dist/envoy/identity-filter.wasm), sent inline. */
+    module: Uint8Array;
+    /** Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
+    headers?: IdentityHeaders;
+  };
 }
 
 /** Everything one sidecar gets over ADS, each list sorted by name. */

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME, type TranslatorSettings } from '../../src/translator/translator.js';
+import { readIdentityFilterModule } from '../../src/xds/identityFilterModule.js';
 
 export interface SidecarFiles {
   servingCert: string;
@@ -20,6 +21,8 @@ export function sidecarSettings(port: number, files: SidecarFiles): TranslatorSe
     listener: { address: '127.0.0.1', port, servingCertPath: files.servingCert, servingKeyPath: files.servingKey, clientCaPath: files.clientCa },
     upstream: { frontProxyCertPath: files.frontProxyCert, frontProxyKeyPath: files.frontProxyKey, peerCaPath: files.peerCa, serverName: PEER_SERVER_NAME },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+    // The real module: tests that hand the config to Envoy need one it loads.
+    identityFilter: { module: readIdentityFilterModule() },
   };
 }
 

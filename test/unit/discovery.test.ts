@@ -10,7 +10,6 @@ import {
   discoveryResponse,
   mergeDiscovery,
   negotiateDiscovery,
-  peerGroupDocument,
   renderAggregated,
   type DiscoveryReply,
   type MergedDiscovery,
@@ -366,92 +365,6 @@ describe('negotiateDiscovery', () => {
   }
 });
 
-// ---- per-group documents -----------------------------------------------------------
-
-describe('peerGroupDocument', () => {
-  test('/apis/{group} served only by a peer is an APIGroup', () => {
-    const merged = mergeDiscovery('b', skewedPair(), NOW);
-    const doc = peerGroupDocument(merged, merged.local, '/apis/batch');
-    assert.ok(doc);
-    assert.equal(doc.contentType, 'application/json');
-    assert.equal(
-      doc.body.toString('utf8'),
-      '{"kind":"APIGroup","apiVersion":"v1","name":"batch","versions":[{"groupVersion":"batch/v1","version":"v1"}],"preferredVersion":{"groupVersion":"batch/v1","version":"v1"}}\n',
-    );
-  });
-
-  test('/apis/{group}/{version} served only by a peer is an APIResourceList with subresources', () => {
-    const merged = mergeDiscovery('b', skewedPair(), NOW);
-    const doc = peerGroupDocument(merged, merged.local, '/apis/batch/v1');
-    assert.ok(doc);
-    assert.deepEqual(JSON.parse(doc.body.toString('utf8')), {
-      kind: 'APIResourceList',
-      apiVersion: 'v1',
-      groupVersion: 'batch/v1',
-      resources: [
-        { name: 'jobs', singularName: 'job', namespaced: true, kind: 'Job', verbs: ['create', 'get', 'list'], categories: ['all'] },
-        { name: 'jobs/status', singularName: '', namespaced: true, kind: 'Job', verbs: ['get', 'patch', 'update'] },
-        { name: 'cronjobs', singularName: 'cronjob', namespaced: true, kind: 'CronJob', verbs: ['get', 'list'], shortNames: ['cj'] },
-      ],
-    });
-  });
-
-  test('a subresource of another group-version names its group and version', () => {
-    const scaled = group('apps', [
-      {
-        version: 'v1',
-        resources: [
-          resource('deployments', 'Deployment', ['get'], {
-            responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-            subresources: [{ subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get'] }],
-          }),
-        ],
-      },
-    ]);
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([scaled]))]), NOW);
-    const doc = peerGroupDocument(merged, merged.local, '/apis/apps/v1');
-    assert.ok(doc);
-    assert.ok(doc.body.toString('utf8').includes('{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get"]}'));
-  });
-
-  test('a group-version the local apiserver serves fully is left to it', () => {
-    const merged = mergeDiscovery('a', skewedPair(), NOW);
-    assert.equal(peerGroupDocument(merged, merged.local, '/apis/batch'), undefined);
-    assert.equal(peerGroupDocument(merged, merged.local, '/apis/batch/v1'), undefined);
-    assert.equal(peerGroupDocument(merged, merged.local, '/api/v1'), undefined);
-    assert.equal(peerGroupDocument(merged, merged.local, '/apis/nobody.example.com'), undefined, 'unknown: the local apiserver gives the 404');
-  });
-
-  test('a group-version the local apiserver serves only in part gets the merged list', () => {
-    const newerCore = [group('', [{ version: 'v1', resources: [resource('pods', 'Pod', ['get']), resource('services', 'Service', ['get'])] }])];
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([], newerCore))]), NOW);
-    const doc = peerGroupDocument(merged, merged.local, '/api/v1');
-    assert.ok(doc);
-    const body = JSON.parse(doc.body.toString('utf8')) as { groupVersion: string; resources: { name: string }[] };
-    assert.equal(body.groupVersion, 'v1');
-    assert.deepEqual(
-      body.resources.map((r) => r.name),
-      ['pods', 'pods/status', 'namespaces', 'services'],
-    );
-  });
-
-  test('a group with a version only a peer serves gets the merged APIGroup', () => {
-    const newer = group('batch', [
-      { version: 'v2', resources: [resource('jobs', 'Job', ['get'])] },
-      { version: 'v1', resources: [resource('jobs', 'Job', ['get'])] },
-    ]);
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([BATCH])), apiserver('b', discovery([newer]))]), NOW);
-    const doc = peerGroupDocument(merged, merged.local, '/apis/batch');
-    assert.ok(doc);
-    const body = JSON.parse(doc.body.toString('utf8')) as { versions: { version: string }[]; preferredVersion: { version: string } };
-    assert.deepEqual(
-      body.versions.map((v) => v.version),
-      ['v2', 'v1'],
-    );
-    assert.equal(body.preferredVersion.version, 'v2');
-  });
-});
-
 // ---- the entry point ---------------------------------------------------------------
 
 describe('discoveryResponse', () => {
@@ -461,7 +374,7 @@ describe('discoveryResponse', () => {
 
   test('/apis with the aggregated Accept is the merged document with ETag, Vary and Cache-Control', () => {
     const m = merged();
-    const answer = discoveryResponse({ path: '/apis', accept: `${AGG_JSON},${AGG_JSON_V2BETA1},application/json` }, m);
+    const answer = discoveryResponse({ document: 'group-discovery', accept: `${AGG_JSON},${AGG_JSON_V2BETA1},application/json` }, m);
     assert.ok(isReply(answer));
     assert.equal(answer.status, 200);
     assert.equal(answer.headers['content-type'], AGG_JSON);
@@ -473,10 +386,10 @@ describe('discoveryResponse', () => {
 
   test('If-None-Match with the current ETag answers 304', () => {
     const m = merged();
-    const first = discoveryResponse({ path: '/apis', accept: AGG_JSON }, m);
+    const first = discoveryResponse({ document: 'group-discovery', accept: AGG_JSON }, m);
     assert.ok(isReply(first));
     const etag = first.headers['etag'] as string;
-    const again = discoveryResponse({ path: '/apis', accept: AGG_JSON, ifNoneMatch: etag }, m);
+    const again = discoveryResponse({ document: 'group-discovery', accept: AGG_JSON, ifNoneMatch: etag }, m);
     assert.ok(isReply(again));
     assert.equal(again.status, 304);
     assert.equal(again.body.length, 0);
@@ -484,23 +397,23 @@ describe('discoveryResponse', () => {
   });
 
   test('a stale ETag after a change gets the new document', () => {
-    const before = discoveryResponse({ path: '/apis', accept: AGG_JSON }, merged());
+    const before = discoveryResponse({ document: 'group-discovery', accept: AGG_JSON }, merged());
     assert.ok(isReply(before));
     const changed = mergeDiscovery('a', model([apiserver('a', discovery([BATCH])), apiserver('b', discovery([APPS, CRD_GROUP]))]), NOW);
-    const after = discoveryResponse({ path: '/apis', accept: AGG_JSON, ifNoneMatch: before.headers['etag'] as string }, changed);
+    const after = discoveryResponse({ document: 'group-discovery', accept: AGG_JSON, ifNoneMatch: before.headers['etag'] as string }, changed);
     assert.ok(isReply(after));
     assert.equal(after.status, 200);
     assert.notEqual(after.headers['etag'], before.headers['etag']);
   });
 
   test('/api with the aggregated Accept is the merged core document', () => {
-    const answer = discoveryResponse({ path: '/api', accept: AGG_JSON }, merged());
+    const answer = discoveryResponse({ document: 'core-discovery', accept: AGG_JSON }, merged());
     assert.ok(isReply(answer));
     assert.deepEqual(groupNames(parseAggregatedDiscovery(JSON.parse(answer.body.toString('utf8')))), ['']);
   });
 
   test('protobuf Accept gets the protobuf document', () => {
-    const answer = discoveryResponse({ path: '/apis', accept: `${AGG_PROTOBUF},${AGG_JSON}` }, merged());
+    const answer = discoveryResponse({ document: 'group-discovery', accept: `${AGG_PROTOBUF},${AGG_JSON}` }, merged());
     assert.ok(isReply(answer));
     assert.equal(answer.headers['content-type'], AGG_PROTOBUF);
     assert.deepEqual(groupNames(decodeAggregatedProtobuf(answer.body)), ['batch', 'apps']);
@@ -508,35 +421,21 @@ describe('discoveryResponse', () => {
 
   test('a repeated request is a cache hit', () => {
     const m = merged();
-    const first = discoveryResponse({ path: '/apis', accept: AGG_PROTOBUF }, m);
-    const second = discoveryResponse({ path: '/apis', accept: AGG_PROTOBUF }, m);
+    const first = discoveryResponse({ document: 'group-discovery', accept: AGG_PROTOBUF }, m);
+    const second = discoveryResponse({ document: 'group-discovery', accept: AGG_PROTOBUF }, m);
     assert.ok(isReply(first) && isReply(second));
     assert.equal(first.cache, 'miss');
     assert.equal(second.cache, 'hit');
   });
 
   test('nopeer and legacy requests pass through to the local apiserver', () => {
-    assert.deepEqual(discoveryResponse({ path: '/apis', accept: `${AGG_NOPEER},${AGG_JSON}` }, merged()), { passThrough: true, reason: 'nopeer' });
-    assert.deepEqual(discoveryResponse({ path: '/apis', accept: 'application/json' }, merged()), { passThrough: true, reason: 'legacy' });
-  });
-
-  test('per-group paths served only by a peer are answered, others pass through', () => {
-    const answer = discoveryResponse({ path: '/apis/apps/v1', accept: 'application/json, */*' }, merged());
-    assert.ok(isReply(answer));
-    assert.equal(answer.document, 'group-version');
-    assert.equal(answer.headers['content-type'], 'application/json');
-    assert.deepEqual(discoveryResponse({ path: '/apis/batch/v1' }, merged()), { passThrough: true, reason: 'served-locally' });
-  });
-
-  test('resource and other paths pass through', () => {
-    assert.deepEqual(discoveryResponse({ path: '/apis/apps/v1/deployments' }, merged()), { passThrough: true, reason: 'not-discovery' });
-    assert.deepEqual(discoveryResponse({ path: '/healthz' }, merged()), { passThrough: true, reason: 'not-discovery' });
-    assert.deepEqual(discoveryResponse({ path: '/apis', method: 'POST', accept: AGG_JSON }, merged()), { passThrough: true, reason: 'not-discovery' });
+    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: `${AGG_NOPEER},${AGG_JSON}` }, merged()), { passThrough: true, reason: 'nopeer' });
+    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: 'application/json' }, merged()), { passThrough: true, reason: 'legacy' });
   });
 
   test('without the local apiserver discovery the request passes through', () => {
     const m = mergeDiscovery('a', model([apiserver('a', undefined), apiserver('b', discovery([APPS]))]), NOW);
-    assert.deepEqual(discoveryResponse({ path: '/apis', accept: AGG_JSON }, m), { passThrough: true, reason: 'no-local-discovery' });
+    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: AGG_JSON }, m), { passThrough: true, reason: 'no-local-discovery' });
   });
 });
 
@@ -612,27 +511,20 @@ describe('merged OpenAPI v3 index', () => {
     const m = model([apiserver('a', discovery([BATCH])), apiserver('b', withIndex(discovery([APPS]), ['apis/apps/v1'], 'B'))]);
     const merged = mergeDiscovery('a', m, NOW);
     assert.equal(merged.openapi, undefined);
-    assert.deepEqual(discoveryResponse({ path: '/openapi/v3' }, merged), { passThrough: true, reason: 'no-local-discovery' });
+    assert.deepEqual(discoveryResponse({ document: 'openapi-index' }, merged), { passThrough: true, reason: 'no-local-discovery' });
   });
 
   test('/openapi/v3 is answered with the merged index as JSON, with an ETag that answers 304', () => {
     const merged = mergeDiscovery('a', pair(), NOW);
-    for (const path of ['/openapi/v3', '/openapi/v3/', '/openapi/v3?timeout=32s']) {
-      const answer = discoveryResponse({ path }, merged);
-      assert.ok(isReply(answer), path);
-      assert.equal(answer.status, 200);
-      assert.equal(answer.document, 'openapi-index');
-      assert.deepEqual((JSON.parse(answer.body.toString()) as { paths: unknown }).paths, merged.openapi?.paths);
-      const etag = answer.headers['etag'] ?? '';
-      const again = discoveryResponse({ path, ifNoneMatch: etag }, merged);
-      assert.ok(isReply(again));
-      assert.equal(again.status, 304);
-      assert.equal(again.body.length, 0);
-    }
-  });
-
-  test('documents under /openapi/v3 other than the index are not answered here', () => {
-    const merged = mergeDiscovery('a', pair(), NOW);
-    assert.deepEqual(discoveryResponse({ path: '/openapi/v3/apis/apps/v1' }, merged), { passThrough: true, reason: 'not-discovery' });
+    const answer = discoveryResponse({ document: 'openapi-index' }, merged);
+    assert.ok(isReply(answer));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.document, 'openapi-index');
+    assert.deepEqual((JSON.parse(answer.body.toString()) as { paths: unknown }).paths, merged.openapi?.paths);
+    const etag = answer.headers['etag'] ?? '';
+    const again = discoveryResponse({ document: 'openapi-index', ifNoneMatch: etag }, merged);
+    assert.ok(isReply(again));
+    assert.equal(again.status, 304);
+    assert.equal(again.body.length, 0);
   });
 });

@@ -12,6 +12,8 @@ import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import type { RouteMatch } from '../../src/generated/envoy/config/route/v3/RouteMatch.js';
 import type { ExternalProcessor } from '../../src/generated/envoy/extensions/filters/http/ext_proc/v3/ExternalProcessor.js';
 import type { ExtProcPerRoute } from '../../src/generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
+import type { FilterConfig } from '../../src/generated/envoy/config/route/v3/FilterConfig.js';
+import type { Wasm } from '../../src/generated/envoy/extensions/filters/http/wasm/v3/Wasm.js';
 import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { DownstreamTlsContext } from '../../src/generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
@@ -216,7 +218,7 @@ function fullMatch(regex: string, value: string): boolean {
 function headerMatches(matcher: HeaderMatcher, path: string, headers: Record<string, string>): boolean {
   const known = new Set(['name', 'present_match', 'string_match', 'invert_match']);
   for (const key of Object.keys(matcher)) assert.ok(known.has(key), `the test evaluator understands header matcher field ${key}`);
-  const value = matcher.name === ':path' ? path : headers[matcher.name ?? ''];
+  const value = matcher.name === ':path' ? path : matcher.name === ':method' ? headers[':method'] ?? 'GET' : headers[matcher.name ?? ''];
   const invert = matcher.invert_match === true;
   if (matcher.present_match) return (value !== undefined) !== invert;
   const stringMatch = matcher.string_match ?? {};
@@ -248,8 +250,8 @@ function routeMatches(match: RouteMatch, request: TestRequest): boolean {
     if (value === null || !fullMatch(regex, value)) return false;
   }
   if (match.tls_context) {
-    // Verified certificates only: a presented certificate that fails verification fails the handshake.
-    assert.deepEqual(match.tls_context, { presented: { value: true }, validated: { value: true } });
+    // Presented means verified (a certificate that fails verification fails the handshake), resumed sessions included.
+    assert.deepEqual(match.tls_context, { presented: { value: true } });
     if (request.clientCert !== true) return false;
   }
   if (match.prefix !== undefined && match.prefix !== null && !path.startsWith(match.prefix)) return false;
@@ -303,13 +305,24 @@ const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
 const AGGREGATED =
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
 
-/** Whether Envoy calls ext_proc on this route: on in the filter chain, off where the route says so. */
-function extProcOn(route: Route): boolean {
-  const perRoute = route.typed_per_filter_config?.['envoy.filters.http.ext_proc'];
-  if (perRoute === undefined) return true;
-  const config = unpack<ExtProcPerRoute>(perRoute, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute');
-  return config.disabled !== true;
+/** A route's generic per-filter switch (FilterConfig) for `filter`, if it has one. */
+function filterSwitch(route: Route, filter: string): FilterConfig | undefined {
+  const perRoute = route.typed_per_filter_config?.[filter];
+  return perRoute === undefined ? undefined : unpack<FilterConfig>(perRoute, 'envoy.config.route.v3.FilterConfig');
 }
+
+/** Whether Envoy calls ext_proc on this route: off in the filter chain, on where the route says so. */
+function extProcOn(route: Route): boolean {
+  return filterSwitch(route, 'envoy.filters.http.ext_proc')?.disabled === false;
+}
+
+/** Whether the identity filter runs on this route: on in the filter chain, off where the route says so. */
+function identityOn(route: Route): boolean {
+  return filterSwitch(route, 'mvproxy.identity')?.disabled !== true;
+}
+
+/** The routes that select a merged document (ext_proc on). */
+const MERGED_ROUTE = /^(discovery \(aggregated|openapi index)/;
 
 // ---------------------------------------------------------------- tests
 
@@ -415,7 +428,7 @@ describe('translateSidecar', () => {
 
     const paths = [...cornerCases, ...generatedPaths()];
 
-    /** Same destination with and without a client certificate; ext_proc only for certificates (and discovery). */
+    /** Same destination with and without a client certificate; the identity filter only for certificates, ext_proc only for merged documents. */
     function assertContract(p: SidecarPlan, request: TestRequest, alreadyProxied: boolean, upgrade: boolean): void {
       const resources = translateSidecar(p, settings);
       const expected = describeDestination(destinationForRequest(p, parseRequestPath(envoyNormalize(request.path)), { alreadyProxied }));
@@ -423,9 +436,10 @@ describe('translateSidecar', () => {
         const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
         const route = selectRoute(resources, { ...request, clientCert });
         assert.equal(routedDestination(p, route, expectedFlavour({ ...request, clientCert }, upgrade)), expected, what);
-        const discovery = /^(discovery|openapi index)/.test(route.name ?? '');
-        const wantsExtProc = route.direct_response ? false : clientCert || discovery;
+        const wantsExtProc = MERGED_ROUTE.test(route.name ?? '');
         assert.equal(extProcOn(route), wantsExtProc, `${what}: ext_proc ${wantsExtProc ? 'on' : 'off'} (route ${route.name})`);
+        const wantsIdentity = clientCert && !route.direct_response;
+        assert.equal(identityOn(route), wantsIdentity, `${what}: identity filter ${wantsIdentity ? 'on' : 'off'} (route ${route.name})`);
       }
     }
 
@@ -450,7 +464,7 @@ describe('translateSidecar', () => {
       }
     });
 
-    test('discovery requests go where their path goes, and through ext_proc on the discovery routes only', () => {
+    test('discovery requests go where their path goes, and through ext_proc on the merged-document routes only', () => {
       const accepts = [AGGREGATED, `${AGGREGATED};profile=nopeer,${AGGREGATED}`, 'application/json'];
       for (const p of [CONTRACT, REROUTES, UNAVAILABLE, FALLBACK]) {
         for (const path of [...cornerCases, '/apis/', '/api/', '/apis/batch/', '/apis/batch/v1?timeout=32s']) {
@@ -498,6 +512,8 @@ describe('translateSidecar', () => {
           ['peer-proxied (watch)', 'local'],
           ['peer-proxied (client certificate)', 'local-h1-front-proxy'],
           ['peer-proxied', 'local-h1'],
+          ['discovery (aggregated, core) (client certificate)', 'local-h1-front-proxy'],
+          ['discovery (aggregated, core)', 'local-h1'],
           ['discovery (aggregated) (client certificate)', 'local-h1-front-proxy'],
           ['discovery (aggregated)', 'local-h1'],
           ['openapi index (merged) (client certificate)', 'local-h1-front-proxy'],
@@ -715,7 +731,7 @@ describe('translateSidecar', () => {
       const filters = connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? [];
       assert.deepEqual(
         filters.map((f) => f.name),
-        ['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router'],
+        ['envoy.filters.http.header_mutation', 'mvproxy.identity', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router'],
       );
       const mutation = unpack<HeaderMutation>(filters[0]?.typed_config, 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation');
       assert.deepEqual(mutation.mutations?.request_mutations, [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }]);
@@ -732,6 +748,11 @@ describe('translateSidecar', () => {
       assert.equal(hcm.merge_slashes, false);
       assert.equal(hcm.path_with_escaped_slashes_action, 'KEEP_UNCHANGED');
       assert.equal(hcm.rds?.route_config_name, 'apiserver');
+    });
+
+    test('headers with underscores never reach an apiserver (X_Remote_User is X-Remote-User to some servers)', () => {
+      const hcm = connectionManager(translateSidecar(NO_PEERS, settings));
+      assert.equal(hcm.common_http_protocol_options?.headers_with_underscores_action, 'DROP_HEADER');
     });
 
     test('client certificates are optional but verified against the cluster client CA when presented', () => {
@@ -751,20 +772,22 @@ describe('translateSidecar', () => {
       return unpack<ExternalProcessor>(filter?.typed_config, 'envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor');
     }
 
-    test('ext_proc calls the control-plane cluster as this node, fails closed and by default sees request headers only', () => {
+    test('ext_proc is off in the filter chain, calls the control-plane cluster as this node and fails open to the local answer', () => {
+      const filter = (connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? []).find((f) => f.name === 'envoy.filters.http.ext_proc');
+      assert.equal(filter?.disabled, true);
       const config = extProcConfig(translateSidecar(NO_PEERS, settings));
       assert.deepEqual(config.grpc_service, {
         envoy_grpc: { cluster_name: CONTROL_PLANE_CLUSTER },
         initial_metadata: [{ key: 'x-mvproxy-node', value: 'a' }],
       });
-      assert.equal(config.failure_mode_allow, false);
+      assert.equal(config.failure_mode_allow, true);
       assert.equal(config.allow_mode_override, false);
       assert.equal(config.disable_clear_route_cache, true);
-      assert.deepEqual(config.message_timeout, { seconds: 1, nanos: 0 });
+      assert.deepEqual(config.message_timeout, { seconds: 0, nanos: 250_000_000 });
       assert.deepEqual(config.mutation_rules, { disallow_is_error: { value: true } });
       assert.deepEqual(config.processing_mode, {
         request_header_mode: 'SEND',
-        response_header_mode: 'SKIP',
+        response_header_mode: 'SEND',
         request_body_mode: 'NONE',
         response_body_mode: 'NONE',
         request_trailer_mode: 'SKIP',
@@ -772,20 +795,26 @@ describe('translateSidecar', () => {
       });
     });
 
-    test('the verified client certificate reaches ext_proc in x-forwarded-client-cert; a client-sent one never does', () => {
+    test('the verified client certificate reaches the identity filter in x-forwarded-client-cert; a client-sent one never does', () => {
       const hcm = connectionManager(translateSidecar(NO_PEERS, settings));
       assert.equal(hcm.forward_client_cert_details, 'SANITIZE_SET');
       assert.deepEqual(hcm.set_current_client_cert_details, { cert: true });
     });
 
-    test('an ext_proc failure becomes a 503 Status with Retry-After, selected by its response code details', () => {
-      const mappers = connectionManager(translateSidecar(NO_PEERS, settings)).local_reply_config?.mappers ?? [];
-      const mapper = mappers.find((m) => m.filter?.extension_filter !== undefined);
-      const cel = mapper?.filter?.extension_filter;
-      assert.equal(cel?.name, 'envoy.access_loggers.extension_filters.cel');
-      const expression = unpack<{ expression: string }>(cel?.typed_config, 'envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter');
-      assert.equal(expression.expression, "response.code_details.startsWith('ext_proc_error')");
-      assertRetryableStatus(mapper, /identity service/);
+    test('the identity filter carries the compiled module inline, fails closed and names the apiserver\'s identity headers', () => {
+      const filter = (connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? []).find((f) => f.name === 'mvproxy.identity');
+      assert.equal(filter?.disabled, undefined, 'on unless a route switches it off');
+      const wasm = unpack<Wasm>(filter?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+      assert.equal(wasm.config?.vm_config?.runtime, 'envoy.wasm.runtime.v8');
+      assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.identityFilter.module);
+      assert.equal(wasm.config?.fail_open, false);
+      const configuration = unpack<{ value: string }>(wasm.config?.configuration, 'google.protobuf.StringValue');
+      assert.deepEqual(JSON.parse(configuration.value), {
+        userHeader: 'x-remote-user',
+        uidHeader: 'x-remote-uid',
+        groupHeader: 'x-remote-group',
+        extraHeaderPrefix: 'x-remote-extra-',
+      });
     });
 
     test('a request that reached no apiserver gets a 503 Status with Retry-After, never an empty or plain-text 503', () => {
@@ -804,51 +833,62 @@ describe('translateSidecar', () => {
         assert.equal(route.route?.cluster, `${twin?.route?.cluster ?? ''}-front-proxy`);
         assert.deepEqual(twin?.request_headers_to_add, route.request_headers_to_add);
         assert.deepEqual({ ...route.match, tls_context: undefined }, { ...twin?.match, tls_context: undefined });
-        if (/^(discovery|openapi index)/.test(route.name ?? '')) return; // ext_proc on for everyone: see below
-        assert.equal(extProcOn(route), true);
-        assert.equal(extProcOn(twin as Route), false);
+        assert.equal(identityOn(route), true);
+        assert.equal(identityOn(twin as Route), false);
+        assert.equal(extProcOn(route), extProcOn(twin as Route), 'ext_proc alike for both twins');
       });
       const forwarding = routes.filter((r) => r.route);
       assert.equal(forwarding.filter((r) => (r.name ?? '').endsWith(' (client certificate)')).length * 2, forwarding.length);
       for (const r of forwarding) assert.equal((r.route?.cluster ?? '').endsWith('-front-proxy'), (r.name ?? '').endsWith(' (client certificate)'), r.name);
     });
 
-    test('unavailable resources are answered by Envoy without calling ext_proc, certificate or not', () => {
+    test('unavailable resources are answered by Envoy without ext_proc or the identity filter, certificate or not', () => {
       const resources = translateSidecar(UNAVAILABLE, settings);
       for (const clientCert of [false, true]) {
         const route = selectRoute(resources, { path: '/apis/apps/v1/deployments', clientCert });
         assert.equal(route.direct_response?.status, 503);
         assert.equal(extProcOn(route), false);
+        assert.equal(identityOn(route), false);
       }
     });
 
-    test('aggregated discovery without profile=nopeer goes to the local apiserver through ext_proc on both header phases, for every client', () => {
+    test('aggregated discovery without profile=nopeer goes to the local apiserver through ext_proc, told which document, for every client', () => {
       const resources = translateSidecar(NO_PEERS, settings);
-      for (const path of ['/apis', '/api', '/apis?timeout=32s']) {
+      const cases: Array<[string, string, string]> = [
+        ['/apis', 'discovery (aggregated)', 'group-discovery'],
+        ['/apis?timeout=32s', 'discovery (aggregated)', 'group-discovery'],
+        ['/api', 'discovery (aggregated, core)', 'core-discovery'],
+        ['/api/', 'discovery (aggregated, core)', 'core-discovery'],
+      ];
+      for (const [path, name, document] of cases) {
         for (const clientCert of [false, true]) {
           const route = selectRoute(resources, { path, headers: { accept: AGGREGATED }, clientCert });
-          assert.equal(route.name, `discovery (aggregated)${clientCert ? ' (client certificate)' : ''}`, path);
+          assert.equal(route.name, `${name}${clientCert ? ' (client certificate)' : ''}`, path);
           assert.equal(route.route?.cluster, clientCert ? 'local-h1-front-proxy' : 'local-h1');
-          const perRoute = unpack<ExtProcPerRoute>(
-            route.typed_per_filter_config?.['envoy.filters.http.ext_proc'],
-            'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
-          );
-          assert.deepEqual(perRoute, {
+          const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
+          assert.equal(perRoute?.disabled, false);
+          assert.deepEqual(unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute'), {
             '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
-            overrides: {
-              processing_mode: {
-                request_header_mode: 'SEND',
-                response_header_mode: 'SEND',
-                request_body_mode: 'NONE',
-                response_body_mode: 'NONE',
-                request_trailer_mode: 'SKIP',
-                response_trailer_mode: 'SKIP',
-              },
-              grpc_initial_metadata: [{ key: 'x-mvproxy-discovery', value: 'true' }],
-            },
+            overrides: { grpc_initial_metadata: [{ key: 'x-mvproxy-document', value: document }] },
           });
         }
       }
+    });
+
+    test('only GET and HEAD of /apis go through ext_proc', () => {
+      const resources = translateSidecar(NO_PEERS, settings);
+      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': 'HEAD' } }).name, 'discovery (aggregated)');
+      for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS']) {
+        assert.equal(extProcOn(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': method } })), false, method);
+      }
+    });
+
+    test('the OpenAPI v3 index goes to the local apiserver through ext_proc, told it is the index', () => {
+      const route = selectRoute(translateSidecar(NO_PEERS, settings), { path: '/openapi/v3' });
+      const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
+      assert.deepEqual(unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute').overrides?.grpc_initial_metadata, [
+        { key: 'x-mvproxy-document', value: 'openapi-index' },
+      ]);
     });
 
     test('discovery with profile=nopeer, unaggregated discovery and group documents served locally skip ext_proc', () => {
@@ -860,7 +900,7 @@ describe('translateSidecar', () => {
       assert.equal(selectRoute(resources, { path: '/apis/batch/v2', headers: { accept: AGGREGATED } }).name, 'local');
     });
 
-    test('group and group-version documents served only by peers go to those peers, marked proxied, ext_proc only for certificates', () => {
+    test('group and group-version documents served only by peers go to those peers, marked proxied, identity only for certificates', () => {
       const resources = translateSidecar(REROUTES, settings);
       const expectations: Array<[string, string, string]> = [
         ['/apis/batch/v1', 'reroute discovery batch/v1', peerClusterName(['b', 'c'])],
@@ -874,7 +914,8 @@ describe('translateSidecar', () => {
           const route = selectRoute(resources, { path, clientCert });
           assert.equal(route.name, clientCert ? `${name} (client certificate)` : name, path);
           assert.equal(route.route?.cluster, flavouredClusterName(cluster, { protocol: 'http1', frontProxy: clientCert }), path);
-          assert.equal(extProcOn(route), clientCert, path);
+          assert.equal(extProcOn(route), false, path);
+          assert.equal(identityOn(route), clientCert, path);
           assert.deepEqual(
             (route.request_headers_to_add ?? []).map((h) => [h.header?.key, h.header?.value]),
             [[PEER_PROXIED_HEADER, 'true']],
@@ -885,7 +926,7 @@ describe('translateSidecar', () => {
       assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).name, 'reroute batch/v1, Resource=jobs');
     });
 
-    test('group documents served only by unreachable peers are a 503 Status from Envoy, without ext_proc', () => {
+    test('group documents served only by unreachable peers are a 503 Status from Envoy, without ext_proc or identity', () => {
       const resources = translateSidecar(UNAVAILABLE, settings);
       for (const path of ['/apis/apps', '/apis/apps/v1']) {
         for (const clientCert of [false, true]) {

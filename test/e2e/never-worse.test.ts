@@ -1,0 +1,290 @@
+// Never worse than no proxy (docs/never-worse.md), on the real sandbox
+// (kube-apiserver v1.36.3 and v1.37.2, Envoy sidecars, the control plane):
+// - the identity an apiserver sees through a sidecar is the one it derives
+//   itself from the same client certificate (SelfSubjectReview, RBAC);
+// - with the control plane paused, then killed, then restarted, mixed traffic
+//   through both sidecars fails no request and loses no watch event, and
+//   merged discovery falls back to each apiserver's own document meanwhile.
+import assert from 'node:assert/strict';
+import { webcrypto } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { after, before, describe, test } from 'node:test';
+import type { SandboxApiserverState, SandboxState } from '../../src/sandbox/state.js';
+import { loadX509, toPem, newKeyPair, randomSerial, EC_SIGN_ALG, type IssuedCert } from '../../src/sandbox/x509.js';
+import { freshKubectlCacheDir, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
+
+const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+const NAMESPACE = 'default';
+/** Served by v1.37.2 only: kas-a's sidecar reroutes it, and merges it into kas-a's discovery. */
+const PEER_ONLY_GROUP = 'storagemigration.k8s.io';
+
+interface Credentials {
+  token?: string;
+  cert?: string;
+  key?: string;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+let tb: TestSandbox;
+let state: SandboxState;
+let ca: Buffer;
+let kasA: SandboxApiserverState;
+let kasB: SandboxApiserverState;
+
+before(async () => {
+  tb = await startTestSandbox([
+    { name: 'kas-a', version: 'v1.36.3' },
+    { name: 'kas-b', version: 'v1.37.2' },
+  ]);
+  state = tb.state();
+  ca = readFileSync(state.ca);
+  [kasA, kasB] = state.apiservers as [SandboxApiserverState, SandboxApiserverState];
+});
+after(() => tb?.sandbox.down());
+
+function call(base: string, credentials: Credentials, method: string, path: string, opts: { agent?: Agent; body?: unknown; accept?: string } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      base + path,
+      {
+        method,
+        ca,
+        ...(credentials.cert ? { cert: credentials.cert, key: credentials.key } : {}),
+        headers: {
+          accept: opts.accept ?? 'application/json',
+          ...(credentials.token ? { authorization: `Bearer ${credentials.token}` } : {}),
+          ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        agent: opts.agent ?? false,
+        timeout: 15_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
+    req.on('error', reject);
+    req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
+  });
+}
+
+/** A client certificate signed by the sandbox's cluster CA. */
+async function clusterClientCert(subject: Record<string, string[]>): Promise<Credentials> {
+  const x509 = await loadX509();
+  const pki = tb.sandbox.pkiFiles();
+  const caCert = new x509.X509Certificate(readFileSync(pki.ca.cert, 'utf8'));
+  const caKey = await webcrypto.subtle.importKey(
+    'pkcs8',
+    x509.PemConverter.decode(readFileSync(pki.ca.key, 'utf8'))[0] as ArrayBuffer,
+    { name: 'ECDSA', namedCurve: 'P-256' },
+    false,
+    ['sign'],
+  );
+  const keys = await newKeyPair();
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerial(),
+    subject: new x509.Name([subject]),
+    issuer: caCert.subjectName,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 3_600_000),
+    publicKey: keys.publicKey,
+    signingKey: caKey,
+    signingAlgorithm: EC_SIGN_ALG,
+    extensions: [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth])],
+  });
+  const pem: Omit<IssuedCert, 'cert' | 'keys'> = toPem(cert, keys);
+  return { cert: pem.certPem, key: pem.keyPem };
+}
+
+function fileCredentials(pair: { cert: string; key: string }): Credentials {
+  return { cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8') };
+}
+
+interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+async function selfSubjectReview(base: string, credentials: Credentials): Promise<UserInfo> {
+  const reply = await call(base, credentials, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+  });
+  assert.equal(reply.status, 201, reply.body);
+  return (JSON.parse(reply.body) as { status: { userInfo: UserInfo } }).status.userInfo;
+}
+
+describe('the identity an apiserver sees through a sidecar is the one it derives itself', () => {
+  test('SelfSubjectReview through every sidecar equals SelfSubjectReview direct, for the admin, an ordinary user and a user with a UID', async () => {
+    const clients: Array<[string, Credentials]> = [
+      ['admin', fileCredentials(state.clientCerts.admin)],
+      ['ordinary user', fileCredentials(state.clientCerts.user)],
+      ['user with a UID, several groups and UTF-8', await clusterClientCert({ CN: ['zoë'], O: ['team, a+b', 'équipe'], '1.3.6.1.4.1.57683.2': ['uid-42'] })],
+    ];
+    for (const [who, credentials] of clients) {
+      for (const apiserver of [kasA, kasB]) {
+        const direct = await selfSubjectReview(apiserver.direct, credentials);
+        assert.ok(direct.extra?.['authentication.kubernetes.io/credential-id'], `${who}: the apiserver sets a credential id`);
+        for (const sidecar of [kasA, kasB]) {
+          assert.deepEqual(await selfSubjectReview(sidecar.sidecar ?? '', credentials), direct, `${who} through ${sidecar.name}'s sidecar vs ${apiserver.name} directly`);
+        }
+      }
+    }
+    const uid = await selfSubjectReview(kasA.sidecar ?? '', clients[2]?.[1] ?? {});
+    assert.deepEqual([uid.username, uid.uid], ['zoë', 'uid-42']);
+  });
+
+  test('RBAC outcomes through the sidecars match direct: the ordinary user may not list secrets, the admin may', async () => {
+    const user = fileCredentials(state.clientCerts.user);
+    const admin = fileCredentials(state.clientCerts.admin);
+    for (const apiserver of [kasA, kasB]) {
+      for (const base of [apiserver.direct, apiserver.sidecar ?? '']) {
+        assert.equal((await call(base, user, 'GET', `/api/v1/namespaces/${NAMESPACE}/secrets`)).status, 403, base);
+        assert.equal((await call(base, admin, 'GET', `/api/v1/namespaces/${NAMESPACE}/secrets`)).status, 200, base);
+      }
+    }
+  });
+
+  test('a client-sent X-Remote-User is ignored: an anonymous client stays anonymous through the sidecar', async () => {
+    for (const apiserver of [kasA, kasB]) {
+      const reply = await new Promise<number>((resolve, reject) => {
+        const req = request(`${apiserver.sidecar ?? ''}/api/v1/namespaces/${NAMESPACE}/secrets`, { ca, headers: { 'X-Remote-User': 'mvproxy-admin', 'X-Remote-Group': 'system:masters' }, agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(reply, 403, apiserver.name);
+    }
+  });
+});
+
+describe('with the control plane paused, killed and restarted, nothing fails', () => {
+  test('mixed traffic through both sidecars fails no request and loses no watch event; merged discovery falls back and returns', async () => {
+    const token = tb.sandbox.adminBearerToken();
+    const cert = fileCredentials(state.clientCerts.admin);
+    const sidecars = [kasA, kasB].map((a) => a.sidecar ?? '');
+    const failures: string[] = [];
+    let requests = 0;
+    let stopping = false;
+    const created: string[] = [];
+
+    // One watch per sidecar, opened before anything happens, kept to the end.
+    const seen = sidecars.map(() => new Set<string>());
+    const watches = sidecars.map((base, i) => {
+      const req = request(`${base}/api/v1/namespaces/${NAMESPACE}/configmaps?watch=true&labelSelector=outage%3Dtest`, { ca, headers: { authorization: `Bearer ${token}` }, agent: false }, (res) => {
+        if (res.statusCode !== 200) failures.push(`watch through ${base}: ${res.statusCode}`);
+        let buffered = '';
+        res.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString('utf8');
+          let newline: number;
+          while ((newline = buffered.indexOf('\n')) !== -1) {
+            const line = buffered.slice(0, newline);
+            buffered = buffered.slice(newline + 1);
+            const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+            if (event.type === 'ADDED') seen[i]?.add(event.object.metadata.name);
+          }
+        });
+        res.on('end', () => {
+          if (!stopping) failures.push(`watch through ${base} ended early`);
+        });
+      });
+      req.on('error', (err) => {
+        if (!stopping) failures.push(`watch through ${base}: ${err.message}`);
+      });
+      req.end();
+      return req;
+    });
+
+    // Keep-alive connections, as real clients hold them, across the whole outage.
+    const agents = sidecars.map(() => new Agent({ keepAlive: true, maxSockets: 4 }));
+    const worker = async (i: number): Promise<void> => {
+      const base = sidecars[i % 2] ?? '';
+      const agent = agents[i % 2];
+      const credentials: Credentials = i < 2 ? { token } : cert;
+      let n = 0;
+      while (!stopping) {
+        n++;
+        const name = `outage-${i}-${n}`;
+        const steps: Array<[string, string, unknown, string | undefined, number]> = [
+          ['POST', `/api/v1/namespaces/${NAMESPACE}/configmaps`, { metadata: { name, labels: { outage: 'test' } }, data: { n: String(n) } }, undefined, 201],
+          ['GET', `/api/v1/namespaces/${NAMESPACE}/configmaps/${name}`, undefined, undefined, 200],
+          ['GET', `/api/v1/namespaces/${NAMESPACE}/configmaps?labelSelector=outage%3Dtest&limit=5`, undefined, undefined, 200],
+          ['GET', `/apis/${PEER_ONLY_GROUP}/v1/storageversionmigrations`, undefined, undefined, 200],
+          ['GET', '/apis', undefined, AGGREGATED, 200],
+          ['GET', '/api', undefined, AGGREGATED, 200],
+        ];
+        for (const [method, path, body, accept, expected] of steps) {
+          requests++;
+          try {
+            const reply = await call(base, credentials, method, path, { ...(agent ? { agent } : {}), body, ...(accept ? { accept } : {}) });
+            if (reply.status !== expected) failures.push(`${method} ${base}${path}: ${reply.status} ${reply.body.slice(0, 200)}`);
+            else if (method === 'POST') created.push(name);
+          } catch (err) {
+            failures.push(`${method} ${base}${path}: ${(err as Error).message}`);
+          }
+        }
+      }
+    };
+    const kubectlLoop = async (): Promise<void> => {
+      while (!stopping) {
+        for (const a of [kasA, kasB]) {
+          requests++;
+          const result = await tb.kubectl(a.kubeconfig.sidecar ?? '', ['get', 'namespaces', `--cache-dir=${freshKubectlCacheDir()}`, '-o', 'name']);
+          if (result.code !== 0) failures.push(`kubectl get namespaces through ${a.name}'s sidecar: ${result.stderr}`);
+        }
+      }
+    };
+    const groupsThroughKasA = async (): Promise<string[]> => {
+      const reply = await call(kasA.sidecar ?? '', { token }, 'GET', '/apis', { accept: AGGREGATED });
+      assert.equal(reply.status, 200);
+      return (JSON.parse(reply.body) as { items: { metadata: { name: string } }[] }).items.map((g) => g.metadata.name);
+    };
+    const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+    assert.ok((await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'merged discovery before the outage');
+    const load = Promise.all([...[0, 1, 2, 3].map(worker), kubectlLoop()]);
+    await sleep(3_000);
+
+    tb.sandbox.pauseControlPlane();
+    await sleep(2_000);
+    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is paused, kas-a\'s own document');
+    await sleep(28_000);
+    const duringPause = requests;
+
+    await tb.sandbox.killControlPlane();
+    await sleep(3_000);
+    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is dead, kas-a\'s own document');
+    await tb.sandbox.restartControlPlane();
+    const deadline = Date.now() + 30_000;
+    while (!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP)) {
+      assert.ok(Date.now() < deadline, 'merged discovery returns within 30 s of the restart');
+      await sleep(200);
+    }
+    await sleep(3_000);
+
+    stopping = true;
+    await load;
+    // Every creation reaches both watches (the watch cache delivers within a moment).
+    const settle = Date.now() + 10_000;
+    while (seen.some((names) => created.some((name) => !names.has(name))) && Date.now() < settle) await sleep(200);
+    for (const req of watches) req.destroy();
+    for (const agent of agents) agent.destroy();
+
+    assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
+    assert.ok(duringPause > 100, `traffic flowed during the pause (${duringPause} requests by its end)`);
+    seen.forEach((names, i) => {
+      assert.deepEqual(created.filter((name) => !names.has(name)), [], `events missing from the watch through ${sidecars[i]}`);
+    });
+  });
+});
