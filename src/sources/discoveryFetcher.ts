@@ -2,6 +2,15 @@
 // If-None-Match, so an unchanged document costs a 304. A failed poll keeps the
 // last good document: a restarting apiserver must not lose its served set
 // (DESIGN.md rule 4); the planner reads `reachable` instead.
+//
+// Reachability is about the network: an apiserver that answered (any HTTP
+// status, any body) is reachable; only a connection, TLS or timeout failure
+// makes it unreachable. What it answered is data: a malformed entry drops that
+// entry (src/model/servedSet.ts), logged once per apiserver and entry and
+// counted once per document that carries it; a body that is not an
+// APIGroupDiscoveryList at all, or an error status, keeps the last good
+// document of that path (if any), and the apiserver stays reachable.
+//
 // The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
 // no ETag), for the merged index kubectl explain reads; a failure there keeps
 // the last good index and does not make the apiserver unreachable. It also
@@ -11,8 +20,8 @@ import { createHash } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
 import { formatHost, type ApiserverEndpoint } from '../model/cluster.js';
-import type { APIGroupDiscoveryList, ApiserverDiscovery } from '../model/discovery.js';
-import { parseAggregatedDiscovery } from '../model/servedSet.js';
+import type { APIGroupDiscoveryList, ApiserverDiscovery, DroppedDiscoveryEntry } from '../model/discovery.js';
+import { parseAggregatedDiscovery, routableDiscovery, type DiscoveryDocument } from '../model/servedSet.js';
 import { parseOpenApiV3Index, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
@@ -31,7 +40,10 @@ export interface DiscoveryUpdate {
   discovery?: ApiserverDiscovery;
   /** Combined ETag of `/api` and `/apis` for `discovery`. */
   etag?: string;
-  /** Whether the latest attempt succeeded. */
+  /**
+   * Whether the latest attempt got an answer to both discovery requests (any
+   * status, any body): false only after a connection, TLS or timeout failure.
+   */
   reachable: boolean;
   /** Whether /readyz answered 200 in the latest attempt; absent until a reachable poll read it. */
   ready?: boolean;
@@ -52,6 +64,8 @@ export class DiscoverySyncError extends Error {
   constructor(
     readonly type: DiscoverySyncErrorType,
     message: string,
+    /** For an unreadable body: its hash, so the same body is reported once. */
+    readonly bodyHash?: string,
   ) {
     super(message);
     this.name = 'DiscoverySyncError';
@@ -61,11 +75,15 @@ export class DiscoverySyncError extends Error {
 interface PathState {
   etag: string;
   list: APIGroupDiscoveryList;
+  /** Entries of this document mvproxy does not route on. */
+  dropped: DroppedDiscoveryEntry[];
 }
 
 type Health = 'unknown' | 'ok' | 'failing';
 
-const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const;
+const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const satisfies Record<string, DiscoveryDocument>;
+/** New dropped entries logged one by one per document change; the rest in one line. */
+const MAX_DROPPED_LOGGED = 20;
 const OPENAPI_V3_INDEX_PATH = '/openapi/v3';
 const READYZ_PATH = '/readyz';
 const NOT_READY_MIN_INTERVAL_MS = 100;
@@ -92,7 +110,12 @@ export class DiscoveryFetcher {
   private ready: boolean | undefined;
   /** Same object until a document changes, so consumers can compare by identity. */
   private discovery: ApiserverDiscovery | undefined;
-  private health: Health = 'unknown';
+  /** Network: did the latest attempt get answers? Undefined before the first attempt. */
+  private reachable: boolean | undefined;
+  /** Content, per path: the last failure (status or unreadable body) reported, to warn and count once per change. */
+  private readonly documentFailure = new Map<string, string>();
+  /** Per path, the dropped entries (by key) of its current document: each is logged once, when it first appears. */
+  private readonly droppedLogged = new Map<string, Set<string>>();
   private started = false;
   private stopped = false;
   private running = false;
@@ -175,46 +198,75 @@ export class DiscoveryFetcher {
   private async poll(): Promise<void> {
     const controller = new AbortController();
     this.inflight = controller;
-    let core: PathState;
-    let groups: PathState;
-    let openapi: OpenApiState | undefined;
-    let ready: boolean | undefined;
     // These two never reject (a failure keeps their last answer); all four stay abortable by stop().
     const openapiFetch = this.fetchOpenApiIndex(controller.signal);
     const readyFetch = this.fetchReady(controller.signal);
+    let results: [PromiseSettledResult<PathState>, PromiseSettledResult<PathState>];
+    let openapi: OpenApiState | undefined;
+    let ready: boolean | undefined;
     try {
-      [core, groups] = await Promise.all([
+      results = await Promise.allSettled([
         this.fetchDocument(DISCOVERY_PATHS.core, this.core, controller.signal),
         this.fetchDocument(DISCOVERY_PATHS.groups, this.groups, controller.signal),
       ]);
+      const network = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && !answered(r.reason));
+      if (network) {
+        controller.abort(); // the sibling requests, if still running
+        await Promise.all([openapiFetch, readyFetch]);
+        if (this.stopped) return;
+        this.recordUnreachable(network.reason);
+        return;
+      }
       [openapi, ready] = await Promise.all([openapiFetch, readyFetch]);
-    } catch (err) {
-      controller.abort(); // the sibling requests, if still running
-      await Promise.all([openapiFetch, readyFetch]);
-      if (this.stopped) return;
-      this.recordFailure(err);
-      return;
     } finally {
       if (this.inflight === controller) this.inflight = undefined;
     }
     if (this.stopped) return;
+
+    // The apiserver answered both: it is reachable, whatever it said.
+    const [coreResult, groupsResult] = results;
+    const core = this.settleDocument(DISCOVERY_PATHS.core, coreResult, this.core);
+    const groups = this.settleDocument(DISCOVERY_PATHS.groups, groupsResult, this.groups);
     const readinessChanged = ready !== this.ready;
     this.ready = ready;
     const changed = core !== this.core || groups !== this.groups || openapi !== this.openapi;
     this.core = core;
     this.groups = groups;
     this.openapi = openapi;
-    if (changed || !this.discovery) this.discovery = { core: core.list, groups: groups.list, ...(openapi ? { openapi: openapi.index } : {}) };
-    const previous = this.health;
-    this.health = 'ok';
-    if (previous === 'failing') this.logger.info('discovery fetch recovered');
-    else if (previous === 'unknown') this.logger.debug('discovery fetched');
+    if (core && groups && (changed || !this.discovery)) {
+      const dropped = [...core.dropped, ...groups.dropped];
+      this.discovery = {
+        core: core.list,
+        groups: groups.list,
+        ...(openapi ? { openapi: openapi.index } : {}),
+        ...(dropped.length > 0 ? { dropped } : {}),
+      };
+    }
+    const wasReachable = this.reachable;
+    this.reachable = true;
+    if (wasReachable === false) this.logger.info('discovery fetch recovered: apiserver reachable again');
+    else if (wasReachable === undefined) this.logger.debug('discovery fetched');
     if (readinessChanged) this.logger.info({ ready }, ready ? 'apiserver ready' : 'apiserver not ready (starting, or in its shutdown delay)');
-    if (changed || readinessChanged || previous !== 'ok') this.emit();
+    if (changed || readinessChanged || wasReachable !== true) this.emit();
+  }
+
+  /**
+   * The state of one path after an answered request: the new document, or
+   * after a status error or an unreadable body the last good one (maybe
+   * none). Reports, once per change, what failed or was dropped.
+   */
+  private settleDocument(path: string, result: PromiseSettledResult<PathState>, previous: PathState | undefined): PathState | undefined {
+    if (result.status === 'rejected') {
+      this.recordDocumentFailure(path, result.reason, previous !== undefined);
+      return previous;
+    }
+    if (this.documentFailure.delete(path)) this.logger.info({ path }, 'discovery document readable again');
+    if (result.value !== previous) this.reportDropped(path, result.value.dropped);
+    return result.value;
   }
 
   /** Returns `previous` itself when the document did not change. */
-  private async fetchDocument(path: string, previous: PathState | undefined, signal: AbortSignal): Promise<PathState> {
+  private async fetchDocument(path: DiscoveryDocument, previous: PathState | undefined, signal: AbortSignal): Promise<PathState> {
     const headers: Record<string, string> = { Accept: AGGREGATED_DISCOVERY_ACCEPT };
     if (previous) headers['If-None-Match'] = previous.etag;
     const response = await this.get(path, headers, signal);
@@ -225,16 +277,18 @@ export class DiscoveryFetcher {
     if (response.status < 200 || response.status > 299) {
       throw new DiscoverySyncError('status', `GET ${path}: HTTP ${response.status}${statusMessage(response.body)}`);
     }
-    let list: APIGroupDiscoveryList;
-    try {
-      list = parseAggregatedDiscovery(JSON.parse(response.body));
-    } catch (err) {
-      throw new DiscoverySyncError('parse', `GET ${path}: ${errorMessage(err)}`);
-    }
     // Without an ETag (or if the server ignores If-None-Match) the body's hash tells change apart.
     const etag = response.etag ?? `"sha256:${createHash('sha256').update(response.body).digest('hex')}"`;
     if (previous && previous.etag === etag) return previous;
-    return { etag, list };
+    const dropped: DroppedDiscoveryEntry[] = [];
+    let list: APIGroupDiscoveryList;
+    try {
+      list = parseAggregatedDiscovery(JSON.parse(response.body), dropped, path);
+    } catch (err) {
+      throw new DiscoverySyncError('parse', `GET ${path}: ${errorMessage(err)}`, `sha256:${createHash('sha256').update(response.body).digest('hex')}`);
+    }
+    dropped.push(...routableDiscovery(list, path).dropped);
+    return { etag, list, dropped };
   }
 
   /** The index (`this.openapi` itself when unchanged), or the last good one (maybe none) when this read failed. */
@@ -292,21 +346,70 @@ export class DiscoveryFetcher {
     return type;
   }
 
-  private recordFailure(err: unknown): void {
+  /** A connection, TLS or timeout failure: the apiserver is unreachable (its last good discovery is kept). */
+  private recordUnreachable(err: unknown): void {
     const type = this.countSyncError(err);
-    const previous = this.health;
-    this.health = 'failing';
-    if (previous !== 'failing') {
+    const previous = this.reachable;
+    this.reachable = false;
+    if (previous !== false) {
       this.logger.warn(
-        { errorType: type, err: errorMessage(err), keepingLastGood: this.core !== undefined },
+        { errorType: type, err: errorMessage(err), keepingLastGood: this.discovery !== undefined },
         'discovery fetch failing; apiserver marked unreachable',
       );
       this.emit();
     }
   }
 
+  /**
+   * An answered request whose answer is not a usable document (an error
+   * status, or a body that is not an APIGroupDiscoveryList). A status error
+   * counts at every poll, as a failed sync; an unreadable body once per
+   * distinct body. Warned once per change.
+   */
+  private recordDocumentFailure(path: string, err: unknown, keepingLastGood: boolean): void {
+    const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
+    const key = err instanceof DiscoverySyncError && err.bodyHash !== undefined ? `${type} ${err.bodyHash}` : `${type} ${errorMessage(err)}`;
+    const repeated = this.documentFailure.get(path) === key;
+    if (type !== 'parse' || !repeated) this.metrics.peerDiscoverySyncErrors.inc({ type });
+    if (repeated) return;
+    this.documentFailure.set(path, key);
+    this.logger.warn(
+      { path, errorType: type, err: errorMessage(err), keepingLastGood },
+      keepingLastGood
+        ? 'discovery document unusable; keeping the last good one (the apiserver answered: it stays reachable)'
+        : 'discovery document unusable and none read before: its routes stay local (the apiserver answered: it stays reachable)',
+    );
+  }
+
+  /**
+   * Logs each dropped entry once, when it first appears in the document of
+   * `path` (warn for malformed ones, info for valid names too long to route),
+   * and counts one parse sync error for a new document that has malformed
+   * entries: once per document change, never per poll.
+   */
+  private reportDropped(path: string, dropped: readonly DroppedDiscoveryEntry[]): void {
+    const before = this.droppedLogged.get(path) ?? new Set<string>();
+    const now = new Set<string>();
+    const fresh: DroppedDiscoveryEntry[] = [];
+    for (const entry of dropped) {
+      const key = droppedKey(entry);
+      if (!before.has(key) && !now.has(key)) fresh.push(entry);
+      now.add(key);
+    }
+    this.droppedLogged.set(path, now);
+    if (dropped.some((d) => d.kind === 'malformed')) this.metrics.peerDiscoverySyncErrors.inc({ type: 'parse' });
+    for (const entry of fresh.slice(0, MAX_DROPPED_LOGGED)) {
+      const fields = { path, entry: describeEntry(entry), at: entry.path, reason: entry.reason };
+      if (entry.kind === 'malformed') this.logger.warn(fields, 'malformed discovery entry dropped: mvproxy does not route on it; the rest of the document is used');
+      else this.logger.info(fields, 'discovery entry not routable (names too long for a route matcher): requests for it stay on the local apiserver');
+    }
+    if (fresh.length > MAX_DROPPED_LOGGED) {
+      this.logger.warn({ path, more: fresh.length - MAX_DROPPED_LOGGED }, 'more discovery entries dropped (not logged one by one)');
+    }
+  }
+
   private update(): DiscoveryUpdate {
-    const update: DiscoveryUpdate = { reachable: this.health === 'ok' };
+    const update: DiscoveryUpdate = { reachable: this.reachable === true };
     if (this.ready !== undefined) update.ready = this.ready;
     if (this.discovery && this.core && this.groups) {
       update.discovery = this.discovery;
@@ -334,6 +437,25 @@ export class DiscoveryFetcher {
   private releaseWaiters(waiters: Array<() => void>): void {
     for (const resolve of waiters) resolve();
   }
+}
+
+/** Whether a failed discovery request got an answer (status or body) rather than failing on the network. */
+function answered(err: unknown): boolean {
+  return err instanceof DiscoverySyncError && (err.type === 'status' || err.type === 'parse');
+}
+
+function droppedKey(entry: DroppedDiscoveryEntry): string {
+  return JSON.stringify([entry.kind, entry.document, entry.group, entry.version, entry.resource, entry.subresource, entry.reason]);
+}
+
+/** `group "apps" version "v1" resource "deployments"`, as far as the names are known. */
+function describeEntry(entry: DroppedDiscoveryEntry): string {
+  const parts: string[] = [];
+  for (const field of ['group', 'version', 'resource', 'subresource'] as const) {
+    const value = entry[field];
+    if (value !== undefined) parts.push(`${field} ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)}`);
+  }
+  return parts.length > 0 ? parts.join(' ') : 'an entry whose names cannot be read';
 }
 
 /** The message of a metav1.Status body, if that is what the apiserver sent (never the request's headers). */

@@ -18,6 +18,7 @@ import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
 import { HttpTransportError, createApiserverHttpsTransport, type HttpResponse, type HttpTransport } from '../../src/sources/apiserverHttp.js';
 import { ClusterObserver, type ClusterObserverSources, type DiscoverySource, type WatchSource } from '../../src/sources/clusterObserver.js';
 import { AGGREGATED_DISCOVERY_ACCEPT, DiscoveryFetcher, type DiscoveryUpdate } from '../../src/sources/discoveryFetcher.js';
+import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import { LeaseWatcher, type LeaseEvent } from '../../src/sources/leaseWatcher.js';
 import type { ListResult, ListWatchClient, WatchEvent } from '../../src/sources/listWatch.js';
 import { APISERVICE_PATH, CRD_PATH, LocalOnlyWatcher } from '../../src/sources/localOnlyWatcher.js';
@@ -112,6 +113,29 @@ function discoveryBody(groups: Array<{ name: string; resource: string }>): strin
 }
 
 const CORE_BODY = discoveryBody([{ name: '', resource: 'pods' }]);
+
+/**
+ * /apis with batch (good), and widgets.example.com listing a good resource
+ * next to one with an unknown scope and one named "" (what kube-aggregator
+ * copies from an extension server without checking it).
+ */
+function malformedApisBody(options: { withApps?: boolean } = {}): string {
+  const good = JSON.parse(discoveryBody([{ name: 'batch', resource: 'jobs' }, ...(options.withApps ? [{ name: 'apps', resource: 'deployments' }] : [])])) as { items: unknown[] };
+  good.items.push({
+    metadata: { name: 'widgets.example.com' },
+    versions: [
+      {
+        version: 'v1',
+        resources: [
+          { resource: 'widgets', scope: 'Namespaced', verbs: ['get'] },
+          { resource: 'gadgets', scope: 'Global', verbs: ['get'] },
+          { resource: '', scope: 'Namespaced', verbs: ['get'] },
+        ],
+      },
+    ],
+  });
+  return JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, ...good });
+}
 const APIS_BODY = discoveryBody([{ name: 'batch', resource: 'jobs' }]);
 
 type Responder = (path: string, headers: Record<string, string>) => HttpResponse | Error;
@@ -371,16 +395,31 @@ describe('DiscoveryFetcher', () => {
     assert.equal(await syncErrors(metrics, 'timeout'), 3);
   });
 
-  test('a non-2xx answer counts a status error', async () => {
+  test('an error status counts a status error per document and leaves the apiserver reachable: it answered', async () => {
     const transport = new FakeTransport(() => ({ status: 403, body: '{"kind":"Status","message":"forbidden: User cannot get path /apis"}' }));
     const { fetcher, metrics, updates } = newFetcher(transport, new FakeTime());
     await fetcher.start();
     fetcher.stop();
-    assert.equal(await syncErrors(metrics, 'status'), 1);
-    assert.equal(updates[0]?.reachable, false);
+    assert.equal(await syncErrors(metrics, 'status'), 2, 'one for /api, one for /apis');
+    assert.equal(updates[0]?.reachable, true);
+    assert.equal(updates[0]?.discovery, undefined);
   });
 
-  test('a malformed document counts a parse error and keeps the last good one', async () => {
+  test('a 5xx after a good read keeps the last good discovery and the apiserver reachable', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    const lastGood = updates[0]?.discovery;
+    transport.respond = () => ({ status: 503, body: 'try later' });
+    await time.advance(3000);
+    fetcher.stop();
+    assert.equal(updates.length, 1, 'nothing changed for the model');
+    assert.equal(fetcher.current().reachable, true);
+    assert.equal(fetcher.current().discovery, lastGood);
+  });
+
+  test('a body that is not an APIGroupDiscoveryList keeps the last good document and the apiserver reachable', async () => {
     const time = new FakeTime();
     const docs = { core: CORE_BODY, apis: APIS_BODY };
     const transport = new FakeTransport(apiserverResponder(docs));
@@ -390,8 +429,164 @@ describe('DiscoveryFetcher', () => {
     await time.advance(1000);
     fetcher.stop();
     assert.equal(await syncErrors(metrics, 'parse'), 1);
-    assert.equal(fetcher.current().reachable, false);
+    assert.equal(fetcher.current().reachable, true);
     assert.equal(fetcher.current().discovery?.groups.items[0]?.metadata.name, 'batch');
+  });
+
+  test('an unreadable body counts one parse error per distinct body, not one per poll', async () => {
+    const time = new FakeTime();
+    const docs = { core: CORE_BODY, apis: '<html>oops</html>' };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    await time.advance(5000);
+    assert.equal(await syncErrors(metrics, 'parse'), 1);
+    docs.apis = '<html>oops again</html>';
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 2);
+  });
+
+  test('an unreadable body is warned about once, and its recovery logged once', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const docs = { core: CORE_BODY, apis: 'not json' };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    await time.advance(5000);
+    docs.apis = APIS_BODY;
+    await time.advance(3000);
+    fetcher.stop();
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.['errorType'], 'parse');
+    assert.equal(warnings[0]?.['path'], '/apis');
+    assert.equal(lines.filter((l) => l.level === INFO && /readable again/.test(l.msg)).length, 1);
+  });
+
+  test('before any good read, an unreadable document leaves the apiserver reachable without discovery', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: '[]' }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    fetcher.stop();
+    assert.deepEqual(updates.map((u) => [u.reachable, u.discovery]), [[true, undefined]]);
+  });
+
+  test('a new /api is used while /apis is unreadable, with the last good /apis', async () => {
+    const time = new FakeTime();
+    const docs = { core: CORE_BODY, apis: APIS_BODY };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    docs.apis = 'garbage';
+    docs.core = discoveryBody([{ name: '', resource: 'configmaps' }]);
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(updates.length, 2);
+    assert.equal(updates[1]?.discovery?.core.items[0]?.versions[0]?.resources[0]?.resource, 'configmaps');
+    assert.equal(updates[1]?.discovery?.groups, updates[0]?.discovery?.groups);
+  });
+
+  test('a malformed entry drops only that entry: the discovery keeps the rest and lists the entry as dropped', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: malformedApisBody() }));
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    fetcher.stop();
+    const discovery = updates[0]?.discovery;
+    assert.ok(discovery);
+    assert.equal(updates[0]?.reachable, true);
+    assert.deepEqual(
+      servedSetFromDiscovery(discovery).map((r) => `${r.group}/${r.resource}`),
+      ['/pods', 'batch/jobs', 'widgets.example.com/widgets'],
+    );
+    assert.deepEqual(
+      discovery.dropped?.map((d) => [d.document, d.group, d.version, d.resource, d.kind]),
+      [
+        ['/apis', 'widgets.example.com', 'v1', 'gadgets', 'malformed'],
+        ['/apis', 'widgets.example.com', 'v1', '', 'malformed'],
+      ],
+    );
+  });
+
+  test('a malformed entry is warned about once per apiserver and entry: not at every poll, nor when the document changes around it', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const docs = { core: CORE_BODY, apis: malformedApisBody() };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    await time.advance(5000);
+    docs.apis = malformedApisBody({ withApps: true });
+    await time.advance(5000);
+    fetcher.stop();
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.deepEqual(
+      warnings.map((w) => [w['apiserver'], w['path'], w['entry']]).sort(),
+      [
+        ['a', '/apis', 'group "widgets.example.com" version "v1" resource ""'],
+        ['a', '/apis', 'group "widgets.example.com" version "v1" resource "gadgets"'],
+      ],
+    );
+    assert.match(String(warnings[0]?.['reason']), /Global|DNS-1123 label/);
+  });
+
+  test('a malformed entry that was fixed and comes back is warned about again', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const docs = { core: CORE_BODY, apis: malformedApisBody() };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    docs.apis = APIS_BODY;
+    await time.advance(1000);
+    docs.apis = malformedApisBody();
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(lines.filter((l) => l.level >= WARN).length, 4);
+  });
+
+  test('a document with malformed entries counts one parse sync error per document change, none per poll', async () => {
+    const time = new FakeTime();
+    const docs = { core: CORE_BODY, apis: malformedApisBody() };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    await time.advance(5000);
+    assert.equal(await syncErrors(metrics, 'parse'), 1);
+    docs.apis = malformedApisBody({ withApps: true });
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 2);
+  });
+
+  test('a valid name too long to route is logged at info and not counted as a sync error', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const long = 'a'.repeat(60);
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: discoveryBody([{ name: 'batch', resource: 'jobs' }, { name: 'x.example.com', resource: long }]) }));
+    const { fetcher, metrics } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 0);
+    assert.equal(lines.filter((l) => l.level >= WARN).length, 0);
+    assert.equal(lines.filter((l) => l.level === INFO && /not routable/.test(l.msg)).length, 1);
+    assert.equal(fetcher.current().discovery?.dropped?.[0]?.kind, 'unroutable');
+  });
+
+  test('many new malformed entries are warned about one by one up to 20, the rest in one line', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const groups = [{ name: 'batch', resource: 'jobs' }, ...Array.from({ length: 30 }, (_, i) => ({ name: `g${i}.example.com`, resource: `Bad${i}` }))];
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: discoveryBody(groups) }));
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    fetcher.stop();
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.equal(warnings.length, 21);
+    assert.equal(warnings.at(-1)?.['more'], 10);
   });
 
   test('refreshNow polls at once instead of waiting for the interval', async () => {
@@ -839,6 +1034,27 @@ describe('ClusterObserver', () => {
     assert.deepEqual(model?.apiservers.map((a) => a.servedSet.map((r) => `${r.group}/${r.resource}`)), [['/pods', 'batch/jobs'], ['/pods', 'batch/jobs']]);
     assert.equal(model?.apiservers[0]?.lease?.holderIdentity, 'h1');
     assert.deepEqual(model?.localOnly, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]);
+  });
+
+  test('an apiserver whose discovery lists a malformed entry is reachable in the model and serves everything else', async () => {
+    const time = new FakeTime();
+    const { observer, models, fetchers } = newObserver(time);
+    await observer.start();
+    const fetcherTime = new FakeTime();
+    const { fetcher } = newFetcher(new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: malformedApisBody() })), fetcherTime);
+    await fetcher.start();
+    fetcher.stop();
+    fetchers.get('a')?.emit(fetcher.current());
+    fetchers.get('b')?.emit(fetcher.current());
+    await time.advance(50);
+    observer.stop();
+    assert.deepEqual(
+      models.at(-1)?.apiservers.map((a) => [a.endpoint.name, a.reachable, a.servedSet.map((r) => `${r.group}/${r.resource}`)]),
+      [
+        ['a', true, ['/pods', 'batch/jobs', 'widgets.example.com/widgets']],
+        ['b', true, ['/pods', 'batch/jobs', 'widgets.example.com/widgets']],
+      ],
+    );
   });
 
   test('each apiserver\'s readiness reaches the model as its discovery source reports it', async () => {
