@@ -10,6 +10,8 @@ import type { SandboxPki } from '../sandbox/pki.js';
 
 export interface BareEnvoy {
   url: string;
+  /** The Envoy process, for its CPU time. */
+  pid: number | undefined;
   stop: () => Promise<void>;
 }
 
@@ -97,5 +99,5 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
     ),
     30_000,
   );
-  return { url, stop: () => proc.stop(2000) };
+  return { url, pid: proc.pid, stop: () => proc.stop(2000) };
 }

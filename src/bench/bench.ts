@@ -38,23 +38,26 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
 
     // Latency is measured with one request in flight (what a client waits for);
     // throughput with `concurrency` in flight (the machine saturated).
-    const measure = async (what: string, sidecar: LoadTarget, direct: LoadTarget): Promise<Record<string, unknown>> => {
+    // With the Envoy's pid, its CPU time per request is read over the throughput rounds.
+    const measure = async (what: string, sidecar: LoadTarget, direct: LoadTarget, envoyPid?: number): Promise<Measured> => {
       opts.progress(`measuring ${what}: latency (1 in flight) ...`);
       const latency = await compareAlternately(sidecar, direct, { ...load, concurrency: 1 });
       opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight) ...`);
-      const throughput = await compareAlternately(sidecar, direct, load);
-      return { latency: withRatios(latency), throughput: withRatios(throughput) };
+      const throughput = await compareAlternately(sidecar, direct, { ...load, ...(envoyPid === undefined ? {} : { candidatePid: envoyPid }) });
+      const envoyCpu = throughput.candidateCpuMicrosPerRequest;
+      return { latency: withRatios(latency), throughput: withRatios(throughput), ...(envoyCpu === undefined ? {} : { envoyCpuMicrosPerRequest: Math.round(envoyCpu) }) };
     };
     const cmPath = '/api/v1/namespaces/default/configmaps/bench';
-    const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath));
+    const sidecarPid = sandbox.sidecarPid('kas-a');
+    const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath), sidecarPid);
     // Reference: what any Envoy hop costs here, without mvproxy's configuration.
     const bare = await startBareEnvoy({ envoy: components.envoy, dir, pki: sandbox.pkiFiles(), servingName: 'kas-a', upstreamPort: sandbox.apiserverPort('kas-a') });
-    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath)).finally(() => bare.stop());
+    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath), bare.pid).finally(() => bare.stop());
     const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
     const rerouted = await measure('a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly', target(a.sidecar ?? '', svmPath), target(b.direct, svmPath));
     // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
     const withCert = (t: LoadTarget): LoadTarget => ({ url: t.url, ca: t.ca, headers: { accept: 'application/json' }, cert: readFileSync(state.clientCerts.admin.cert), key: readFileSync(state.clientCerts.admin.key) });
-    const certificate = await measure('a locally served GET with a client certificate, sidecar vs direct', withCert(target(a.sidecar ?? '', cmPath)), withCert(target(a.direct, cmPath)));
+    const certificate = await measure('a locally served GET with a client certificate, sidecar vs direct', withCert(target(a.sidecar ?? '', cmPath)), withCert(target(a.direct, cmPath)), sidecarPid);
     opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
     const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
 
@@ -66,7 +69,9 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       opts.progress(`  sample ${i + 1}: ${convergenceMs.at(-1)?.toFixed(0)} ms`);
     }
     const sorted = [...convergenceMs].sort((x, y) => x - y);
+    const convergence = { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) };
     return {
+      summary: summarize({ local, minimalEnvoy, rerouted, certificate, convergenceP99Ms: convergence.p99Ms }),
       concurrency: opts.concurrency,
       rounds: opts.rounds,
       roundMs: opts.roundMs,
@@ -75,15 +80,55 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       rerouted,
       certificate,
       extProc,
-      convergence: { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) },
+      convergence,
     };
   } finally {
     await sandbox.down();
   }
 }
 
-function withRatios(r: Comparison): Record<string, unknown> {
-  const round = (n: number): number => Math.round(n * 100) / 100;
+interface WithRatios {
+  p50Ratio: number;
+  throughputRatio: number;
+  [figure: string]: unknown;
+}
+
+interface Measured {
+  latency: WithRatios;
+  throughput: WithRatios;
+  envoyCpuMicrosPerRequest?: number;
+}
+
+const round2 = (n: number): number => Math.round(n * 100) / 100;
+
+/**
+ * The figures the targets are stated in, flat (ratios are the first side over
+ * the second): the sidecar over direct access, for token and certificate
+ * clients; the minimal Envoy hop over direct access (the floor of any sidecar
+ * here); the certificate client's ratios over the token client's (what
+ * identity costs); the sidecar over the minimal hop; Envoy's CPU per request.
+ */
+function summarize(m: { local: Measured; minimalEnvoy: Measured; rerouted: Measured; certificate: Measured; convergenceP99Ms: number }): Record<string, number | undefined> {
+  return {
+    local_token_p50_ratio: m.local.latency.p50Ratio,
+    local_cert_p50_ratio: m.certificate.latency.p50Ratio,
+    minimal_envoy_p50_ratio: m.minimalEnvoy.latency.p50Ratio,
+    rerouted_p50_ratio: m.rerouted.latency.p50Ratio,
+    local_token_throughput_ratio: m.local.throughput.throughputRatio,
+    local_cert_throughput_ratio: m.certificate.throughput.throughputRatio,
+    minimal_envoy_throughput_ratio: m.minimalEnvoy.throughput.throughputRatio,
+    cert_vs_token_p50_ratio: round2(m.certificate.latency.p50Ratio / m.local.latency.p50Ratio),
+    cert_vs_token_throughput_ratio: round2(m.certificate.throughput.throughputRatio / m.local.throughput.throughputRatio),
+    local_vs_minimal_envoy_p50_ratio: round2(m.local.latency.p50Ratio / m.minimalEnvoy.latency.p50Ratio),
+    envoy_cpu_us_per_request_token: m.local.envoyCpuMicrosPerRequest,
+    envoy_cpu_us_per_request_cert: m.certificate.envoyCpuMicrosPerRequest,
+    envoy_cpu_us_per_request_minimal: m.minimalEnvoy.envoyCpuMicrosPerRequest,
+    convergence_p99_ms: m.convergenceP99Ms,
+  };
+}
+
+function withRatios(r: Comparison): WithRatios {
+  const round = round2;
   return {
     sidecar: { p50Ms: round(r.candidate.p50), p99Ms: round(r.candidate.p99), rps: Math.round(r.candidate.throughput), errors: r.candidate.errors },
     direct: { p50Ms: round(r.baseline.p50), p99Ms: round(r.baseline.p99), rps: Math.round(r.baseline.throughput), errors: r.baseline.errors },

@@ -1,5 +1,6 @@
 // A small closed-loop HTTPS load generator: N workers, keep-alive
 // connections, each sending the next request when the previous one ends.
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 
 export interface LoadTarget {
@@ -77,26 +78,47 @@ export interface Comparison {
   baseline: LatencySummary;
   /** Each round on its own: how far the figures move between rounds shows the machine's noise. */
   rounds: Array<{ candidate: LatencySummary; baseline: LatencySummary }>;
+  /** CPU time the candidate's process spent per candidate request (microseconds), when its pid was given. */
+  candidateCpuMicrosPerRequest?: number;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/** User plus system CPU seconds a process has used so far (Linux /proc). */
+export function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name is in parentheses and may contain spaces: count fields after it.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
 /** Measures two targets in alternating rounds so drift in the machine hits both alike. */
 export async function compareAlternately(
   candidate: LoadTarget,
   baseline: LoadTarget,
-  opts: { rounds: number; roundMs: number; concurrency: number },
+  opts: { rounds: number; roundMs: number; concurrency: number; candidatePid?: number },
 ): Promise<Comparison> {
   // Warm up both (connections, caches).
   await runLoad(candidate, opts.concurrency, 500);
   await runLoad(baseline, opts.concurrency, 500);
   const c: LoadResult[] = [];
   const b: LoadResult[] = [];
+  let candidateCpuSeconds = 0;
+  const cpu = (): number => (opts.candidatePid === undefined ? 0 : processCpuSeconds(opts.candidatePid));
   for (let i = 0; i < opts.rounds; i++) {
+    const before = cpu();
     c.push(await runLoad(candidate, opts.concurrency, opts.roundMs));
+    candidateCpuSeconds += cpu() - before;
     b.push(await runLoad(baseline, opts.concurrency, opts.roundMs));
   }
-  return {
+  const comparison: Comparison = {
     candidate: summarize(c),
     baseline: summarize(b),
     rounds: c.map((round, i) => ({ candidate: summarize([round]), baseline: summarize(b.slice(i, i + 1)) })),
   };
+  const candidateRequests = c.reduce((n, r) => n + r.requests, 0);
+  if (opts.candidatePid !== undefined && candidateRequests > 0) comparison.candidateCpuMicrosPerRequest = (candidateCpuSeconds * 1e6) / candidateRequests;
+  return comparison;
 }

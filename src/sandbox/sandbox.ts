@@ -232,6 +232,11 @@ export class Sandbox {
     return this.requirePki();
   }
 
+  /** The process id of an apiserver's Envoy sidecar (benchmarks read its CPU time). */
+  sidecarPid(name: string): number | undefined {
+    return this.requireApiserver(name).sidecar?.pid;
+  }
+
   /** Where an apiserver listens, for tools that build their own proxies in front of it. */
   apiserverPort(name: string): number {
     return this.requireApiserver(name).port;
