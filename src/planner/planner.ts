@@ -109,6 +109,44 @@ export function groupDocumentOf(path: string): { group: string; version?: string
   return core ? { group: '', version: core[1] as string } : undefined;
 }
 
+/**
+ * What the control plane does not know, or doubts, about what the local
+ * apiserver serves. Everything while its served set is empty: a kube-apiserver
+ * always serves something, so an empty set means no usable discovery was read
+ * (none yet, only unreadable documents, or nothing routable in them). Else
+ * the entries of its discovery that were dropped (malformed, or names too
+ * long to route; src/model/servedSet.ts): a resource it lists, but not in a
+ * form mvproxy routes on. While the local apiserver is available, a request
+ * in doubt goes to it, as it would without mvproxy: never rerouted on a
+ * guess, never a 503 (DESIGN.md, never worse than no proxy).
+ */
+export class LocalDoubts {
+  readonly everything: boolean;
+  private readonly dropped: ReadonlyArray<{ group: string; version?: string; resource?: string; subresource?: string }>;
+
+  constructor(local: Pick<ApiserverObservation, 'servedSet' | 'discovery'>) {
+    this.everything = local.servedSet.length === 0;
+    // An entry with no readable group name cannot be told from any other, and
+    // a named group in /api or a group "" in /apis names nothing a request can
+    // reach: neither puts anything in doubt.
+    this.dropped = (local.discovery?.dropped ?? []).flatMap((d) =>
+      d.group === undefined || (d.document === '/api') !== (d.group === '') ? [] : [{ ...d, group: d.group }],
+    );
+  }
+
+  /** Whether what the local apiserver serves of this resource (or subresource, or, without a resource, group-version) is in doubt. */
+  covers(id: { group: string; version?: string; resource?: string; subresource?: string }): boolean {
+    if (this.everything) return true;
+    return this.dropped.some(
+      (d) =>
+        d.group === id.group &&
+        (d.version === undefined || d.version === id.version) &&
+        (d.resource === undefined || id.resource === undefined || d.resource === id.resource) &&
+        (d.subresource === undefined || d.subresource === id.subresource),
+    );
+  }
+}
+
 /** What one apiserver serves, as lookup keys. */
 export class ServedIndex {
   readonly keys = new Set<string>();
@@ -183,6 +221,7 @@ function planSidecar(
   // goes to peers that serve it, or answers 503, never a connection error.
   const localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
   const localDraining = opts.draining?.has(local.endpoint.name) ?? false;
+  const doubts = new LocalDoubts(local);
   const localSubresources = new Map(local.servedSet.map((s) => [resourceKey(s.group, s.version, s.resource), s.subresources]));
   // Where a draining apiserver hands a resource over: available peers, not
   // draining themselves, that serve the resource and every subresource of it
@@ -203,6 +242,10 @@ function planSidecar(
       const successors = localDraining ? successorsOf(id) : [];
       return successors.length > 0 ? { kind: 'peers', peers: successors } : { kind: 'local' }; // rule 1
     }
+    // Not known to be served locally, but maybe it is: the local apiserver
+    // decides, as without mvproxy (even while drained: a drain never moves
+    // what it may serve on a guess).
+    if (localAvailable && doubts.covers(id)) return { kind: 'local' };
     const servingPeers = ratedPeers.filter((p) => p.served.serves(key));
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
     if (available.length > 0) return { kind: 'peers', peers: available.map((p) => p.name) }; // rule 2
@@ -232,7 +275,7 @@ function planSidecar(
     local: plannedApiserver(local),
     peers: others.map(plannedApiserver),
     routes,
-    groupDocuments: groupDocumentRoutes(local, ratedPeers, localOnly),
+    groupDocuments: groupDocumentRoutes(local, ratedPeers, localOnly, localAvailable ? doubts : undefined),
   };
   const fallbackPeers = localAvailable ? [] : preferUndrained(ratedPeers.filter((p) => p.standing === 'available'));
   if (fallbackPeers.length > 0) plan.fallback = { kind: 'peers', peers: fallbackPeers.map((p) => p.name) };
@@ -242,17 +285,24 @@ function planSidecar(
 /**
  * Discovery documents served only by peers: group-versions of which the
  * local apiserver serves nothing, and groups of which it serves no version
- * (never local-only group-versions, rule 6). Sent to the available peers
- * that serve anything there, else 503 while some unavailable peer does.
+ * (never local-only group-versions, rule 6), nor group-versions (groups)
+ * where what the available local apiserver serves is in doubt. Sent to the
+ * available peers that serve anything there, else 503 while some
+ * unavailable peer does.
  */
-function groupDocumentRoutes(local: ApiserverObservation, ratedPeers: readonly RatedPeer[], localOnly: ReadonlySet<string>): GroupDocumentRoute[] {
+function groupDocumentRoutes(
+  local: ApiserverObservation,
+  ratedPeers: readonly RatedPeer[],
+  localOnly: ReadonlySet<string>,
+  doubts: LocalDoubts | undefined,
+): GroupDocumentRoute[] {
   const localGroups = new Set(local.servedSet.map((s) => s.group));
   const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
   const peerOnly = new Map<string, { group: string; version: string }>();
   for (const peer of ratedPeers) {
     for (const { group, version } of peer.servedSet) {
       const key = groupVersionKey(group, version);
-      if (!localOnly.has(key) && !localGroupVersions.has(key)) peerOnly.set(key, { group, version });
+      if (!localOnly.has(key) && !localGroupVersions.has(key) && !doubts?.covers({ group, version })) peerOnly.set(key, { group, version });
     }
   }
   const actionFor = (serves: (s: ServedResource) => boolean): ResourceRouteAction => {
@@ -266,7 +316,7 @@ function groupDocumentRoutes(local: ApiserverObservation, ratedPeers: readonly R
   for (const { group, version } of peerOnly.values()) {
     documents.push({ group, version, action: actionFor((s) => s.group === group && s.version === version) });
     // The core group has no group document: `/api` is the list of its versions.
-    if (group !== '' && !localGroups.has(group)) peerOnlyGroups.add(group);
+    if (group !== '' && !localGroups.has(group) && !doubts?.covers({ group })) peerOnlyGroups.add(group);
   }
   for (const group of peerOnlyGroups) {
     documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
