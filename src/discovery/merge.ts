@@ -19,8 +19,15 @@
 // - CRD and APIService group-versions (rule 6, including deleted ones within
 //   their grace period) come only from the local apiserver's own document:
 //   every apiserver serves them from shared state, and a peer's stale copy
-//   must not resurrect a deleted one.
-import type { ClusterModel } from '../model/cluster.js';
+//   must not resurrect a deleted one;
+// - a peer contributes only the entries mvproxy routes on (routableDiscovery:
+//   no malformed name, no duplicate, nothing a route cannot match), so the
+//   merged document never lists a peer's entry that the sidecar would not
+//   send to that peer. The local apiserver's own entries are kept as it
+//   listed them (minus what does not even have the document's types): they
+//   are what the client would have read without mvproxy, and requests for
+//   them go to the local apiserver anyway.
+import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
 import type {
   APIGroupDiscovery,
   APIGroupDiscoveryList,
@@ -31,7 +38,8 @@ import type {
   GroupVersionKind,
 } from '../model/discovery.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
-import type { OpenApiV3Index } from '../model/openapi.js';
+import { groupVersionOfIndexPath, type OpenApiV3Index } from '../model/openapi.js';
+import { routableDiscovery } from '../model/servedSet.js';
 import { compareStrings } from '../util/order.js';
 import { mergeOpenApiIndex } from './openapi.js';
 
@@ -80,7 +88,7 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
   const allows = contributors.map((server) =>
     server === local ? () => true : (group: string, version: string) => !localOnly.has(groupVersionKey(group, version)),
   );
-  const documents = contributors.map((server) => server.discovery as ApiserverDiscovery);
+  const documents = contributors.map((server) => (server === local ? (server.discovery as ApiserverDiscovery) : routableDocuments(server.discovery as ApiserverDiscovery)));
 
   const merged: MergedDiscovery = {
     core: discoveryList(mergeGroups(documents.map((d) => d.core.items), allows)),
@@ -88,9 +96,36 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
     sources: contributors.map((a) => a.endpoint.name),
   };
   if (local?.discovery) merged.local = local.discovery;
-  const openapi = mergeOpenApiIndex(local, contributors.filter((a) => a !== local), localOnly);
+  const openapi = mergeOpenApiIndex(local, contributors.filter((a) => a !== local).map(withRoutableOpenApi), localOnly);
   if (openapi) merged.openapi = openapi;
   return merged;
+}
+
+/** A peer's documents without the entries mvproxy does not route on. */
+function routableDocuments(d: ApiserverDiscovery): ApiserverDiscovery {
+  return { core: routableDiscovery(d.core, '/api').list, groups: routableDiscovery(d.groups, '/apis').list };
+}
+
+/**
+ * A peer whose OpenAPI index lists only the group-versions of its routable
+ * discovery: a document of a group-version the sidecar cannot route to the
+ * peer must not be offered from it.
+ */
+function withRoutableOpenApi(peer: ApiserverObservation): ApiserverObservation {
+  const index = peer.discovery?.openapi;
+  if (!peer.discovery || !index) return peer;
+  const routable = new Set<string>();
+  const documents = routableDocuments(peer.discovery);
+  for (const group of [...documents.core.items, ...documents.groups.items]) {
+    for (const version of group.versions) routable.add(groupVersionKey(group.metadata.name, version.version));
+  }
+  const entries = Object.entries(index.paths);
+  const kept = entries.filter(([path]) => {
+    const gv = groupVersionOfIndexPath(path);
+    return gv === undefined || routable.has(groupVersionKey(gv.group, gv.version));
+  });
+  if (kept.length === entries.length) return peer;
+  return { ...peer, discovery: { ...peer.discovery, openapi: { paths: Object.fromEntries(kept) } } };
 }
 
 function discoveryList(items: APIGroupDiscovery[]): APIGroupDiscoveryList {
