@@ -143,7 +143,7 @@ export class ControlPlane implements AdminBackend {
       if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
       else this.deps.metrics.peerAggregatedCacheMisses.inc();
     }
-    return { status: answer.status, headers: answer.headers, body: answer.body };
+    return answer;
   }
 
   private translatorSettings(apiserver: ServedApiserver): TranslatorSettings {
