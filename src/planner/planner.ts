@@ -122,25 +122,28 @@ export function groupDocumentOf(path: string): { group: string; version?: string
  */
 export class LocalDoubts {
   readonly everything: boolean;
-  private readonly dropped: ReadonlyArray<{ group: string; version?: string; resource?: string; subresource?: string }>;
+  /** Dropped entries by group name. */
+  private readonly dropped = new Map<string, Array<{ version?: string; resource?: string; subresource?: string }>>();
 
   constructor(local: Pick<ApiserverObservation, 'servedSet' | 'discovery'>) {
     this.everything = local.servedSet.length === 0;
-    // An entry with no readable group name cannot be told from any other, and
-    // a named group in /api or a group "" in /apis names nothing a request can
-    // reach: neither puts anything in doubt.
-    this.dropped = (local.discovery?.dropped ?? []).flatMap((d) =>
-      d.group === undefined || (d.document === '/api') !== (d.group === '') ? [] : [{ ...d, group: d.group }],
-    );
+    for (const d of local.discovery?.dropped ?? []) {
+      // An entry with no readable group name cannot be told from any other, and
+      // a named group in /api or a group "" in /apis names nothing a request can
+      // reach: neither puts anything in doubt.
+      if (d.group === undefined || (d.document === '/api') !== (d.group === '')) continue;
+      const entries = this.dropped.get(d.group) ?? [];
+      entries.push(d);
+      this.dropped.set(d.group, entries);
+    }
   }
 
-  /** Whether what the local apiserver serves of this resource (or subresource, or, without a resource, group-version) is in doubt. */
+  /** Whether what the local apiserver serves of this resource (or subresource, or, without a resource, group-version or group) is in doubt. */
   covers(id: { group: string; version?: string; resource?: string; subresource?: string }): boolean {
     if (this.everything) return true;
-    return this.dropped.some(
+    return (this.dropped.get(id.group) ?? []).some(
       (d) =>
-        d.group === id.group &&
-        (d.version === undefined || d.version === id.version) &&
+        (d.version === undefined || id.version === undefined || d.version === id.version) &&
         (d.resource === undefined || id.resource === undefined || d.resource === id.resource) &&
         (d.subresource === undefined || d.subresource === id.subresource),
     );
