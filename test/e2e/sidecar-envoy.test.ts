@@ -20,6 +20,7 @@ import type { SidecarPlan } from '../../src/planner/plan.js';
 import { shutdownGrpcServer } from '../../src/servers/ads.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
+import { IDENTITY_CASES, type IdentityOutcome } from '../support/identityCases.js';
 import { eventually } from '../support/envoy.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from '../support/sidecarHarness.js';
 
@@ -227,19 +228,39 @@ describe('identity and merged documents through a real Envoy', () => {
     assert.equal(echo.headers['x-forwarded-for']?.length, 1);
   });
 
-  test('the certificate UID attribute arrives as X-Remote-Uid', async () => {
-    const carol = await testLeaf(certs.clientCa, { name: [{ CN: ['carol'] }], uid: ['c-123'], usages: ['client'] });
-    const echo = echoed(await send('/api/v1/pods', { cert: carol }));
-    assert.deepEqual(echo.headers['x-remote-uid'], ['c-123']);
-  });
-
-  test('a certificate with two UID attributes is refused with a 401 Status, as the apiserver would', async () => {
-    const twice = await testLeaf(certs.clientCa, { name: [{ CN: ['dave'] }], uid: ['1', '2'], usages: ['client'] });
-    const reply = await send('/api/v1/pods', { cert: twice });
-    assert.equal(reply.status, 401);
-    const status = JSON.parse(reply.body.toString('utf8')) as { kind: string; code: number; reason: string };
-    assert.deepEqual([status.kind, status.code, status.reason], ['Status', 401, 'Unauthorized']);
-  });
+  for (const identityCase of IDENTITY_CASES) {
+    test(`identity table: ${identityCase.name}`, async () => {
+      const leaf = await testLeaf(certs.clientCa, { usages: ['client'], ...identityCase.leaf });
+      if (identityCase.refusedAtHandshake) {
+        await assert.rejects(send('/api/v1/pods', { cert: leaf }));
+        return;
+      }
+      const reply = await send('/api/v1/pods', { cert: leaf, headers: FORGED });
+      let outcome: IdentityOutcome;
+      if (reply.status === 401) {
+        const status = JSON.parse(reply.body.toString('utf8')) as { kind: string; code: number; reason: string };
+        assert.deepEqual([status.kind, status.code, status.reason], ['Status', 401, 'Unauthorized']);
+        outcome = { kind: 'rejected' };
+      } else {
+        const echo = echoed(reply);
+        assert.equal(echo.frontProxy, true, 'a certificate request travels on a front-proxy connection');
+        for (const name of ['x-remote-extra-scopes', 'x_remote_user', 'x-forwarded-client-cert']) assert.equal(echo.headers[name], undefined, name);
+        // Node reads header bytes as Latin-1; the apiserver (Go) reads them as the UTF-8 they are.
+        const utf8 = (values: string[] | undefined): string[] | undefined => values?.map((v) => Buffer.from(v, 'latin1').toString('utf8'));
+        const user = utf8(echo.headers['x-remote-user']);
+        const uid = utf8(echo.headers['x-remote-uid']);
+        if (user === undefined) {
+          assert.equal(echo.headers['x-remote-group'], undefined);
+          assert.equal(echo.headers[CREDENTIAL_ID], undefined);
+          outcome = { kind: 'none' };
+        } else {
+          assert.deepEqual(echo.headers[CREDENTIAL_ID], [credentialId(leaf)]);
+          outcome = { kind: 'identity', user: user.join(','), groups: utf8(echo.headers['x-remote-group']) ?? [], ...(uid ? { uid: uid.join(',') } : {}) };
+        }
+      }
+      assert.deepEqual(outcome, identityCase.expected);
+    });
+  }
 
   test('a certificate from another CA never completes the handshake', async () => {
     const otherCa = await testCa('another CA');
