@@ -447,7 +447,7 @@ export class Sandbox {
     const pki = this.requirePki();
     for (const a of state.apiservers) {
       await writeKubeconfig(a.kubeconfig.direct, { server: a.direct, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
-      // Through the sidecar the admin certificate keeps its identity (ext_proc sets X-Remote-User/Group).
+      // Through the sidecar the admin certificate keeps its identity (the identity filter sets X-Remote-User/Group).
       if (a.sidecar && a.kubeconfig.sidecar) {
         await writeKubeconfig(a.kubeconfig.sidecar, { server: a.sidecar, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
       }

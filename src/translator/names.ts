@@ -18,7 +18,7 @@ export interface UpstreamFlavour {
   protocol: 'http1' | 'http2';
   /**
    * The connection presents the front-proxy client certificate, so the
-   * apiserver believes the X-Remote-* identity ext_proc sets. Only
+   * apiserver believes the X-Remote-* identity the identity filter sets. Only
    * client-certificate requests need it; every other request travels without
    * it, costs the apiserver no certificate verification, and could assert no
    * identity even if a header slipped through.

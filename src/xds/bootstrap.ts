@@ -51,8 +51,9 @@ function dataSource(source: PemSource): JsonObject {
 
 /**
  * Every ext_proc stream is a request on the control-plane cluster (one per
- * certificate or discovery request in flight), beside the ADS stream: Envoy's
- * default limit of 1024 would turn a busy sidecar's requests into 503s.
+ * merged-document request in flight), beside the ADS and access-log streams:
+ * Envoy's default limit of 1024 would make a busy sidecar's discovery
+ * requests fall back to the local document.
  */
 export const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
 
