@@ -23,10 +23,14 @@
 //     (heap.alloc via proxy_on_memory_allocate) and freed right after use;
 //   - the per-request path allocates no managed object on a cache hit: it
 //     works on spans of linear memory and reuses module-level scratch buffers;
-//   - misses (parsing a new certificate), configuration and context
-//     bookkeeping allocate managed objects; the collector runs at the end of
-//     an outermost callback (no managed reference live on the stack) once
-//     enough of that work has piled up, so memory stays bounded.
+//   - stream bookkeeping lives in an unmanaged hash table (streams.ts), so
+//     a request that hits the cache leaves no garbage at all;
+//   - misses (parsing a new certificate) and configuration allocate managed
+//     objects; the collector runs at the end of an outermost callback (no
+//     managed reference live on the stack) once enough of that work has
+//     piled up (about 32 misses), so memory stays bounded and requests that
+//     hit the cache never pay for a collection;
+//   - the certificate cache is bounded in entries and in bytes.
 
 import {
   ACTION_CONTINUE,
@@ -47,6 +51,7 @@ import {
 import { Config, configError, defaultConfig, parseConfig } from "./config";
 import { Certificate, certificateError, parseCertificate } from "./certificate";
 import { sha256 } from "./sha256";
+import { streamDelete, streamGet, streamSet } from "./streams";
 import { XFCC_DIGEST, certEnd, certStart, decodeCert, pemToDer, scanXfcc, xfccError } from "./xfcc";
 
 // ---------------------------------------------------------------------------
@@ -69,7 +74,7 @@ export function malloc(size: usize): usize {
 let depth: i32 = 0;
 /** Managed garbage produced since the last collection, in rough units. */
 let debt: i32 = 0;
-/** Collect after about this much (a miss is 64 units, context bookkeeping 1). */
+/** Collect after about this much (a miss is 64 units). */
 const DEBT_LIMIT: i32 = 2048;
 
 function enter(): void {
@@ -90,8 +95,6 @@ function leave(): void {
 
 /** Configuration per plugin (root) context. */
 const roots = new Map<u32, Config>();
-/** Plugin context of each HTTP stream context. */
-const streamRoot = new Map<u32, u32>();
 /** Used for a stream whose plugin context is unknown (never expected). */
 let fallbackConfig: Config = defaultConfig();
 
@@ -101,10 +104,7 @@ export function proxy_on_vm_start(_rootContextId: u32, _vmConfigurationSize: usi
 
 export function proxy_on_context_create(contextId: u32, parentContextId: u32): void {
   enter();
-  if (parentContextId != 0) {
-    streamRoot.set(contextId, parentContextId);
-    debt += 1;
-  }
+  if (parentContextId != 0) streamSet(contextId, parentContextId);
   leave();
 }
 
@@ -142,21 +142,16 @@ export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();
-  if (streamRoot.has(contextId)) {
-    streamRoot.delete(contextId);
-    debt += 1;
-  } else if (roots.has(contextId)) {
+  if (!streamDelete(contextId) && roots.has(contextId)) {
     roots.delete(contextId);
-    debt += 1;
+    debt += 64;
   }
   leave();
 }
 
 function configOf(contextId: u32): Config {
-  if (streamRoot.has(contextId)) {
-    const root = streamRoot.get(contextId);
-    if (roots.has(root)) return roots.get(root);
-  }
+  const root = streamGet(contextId);
+  if (root != 0 && roots.has(root)) return roots.get(root);
   return fallbackConfig;
 }
 
@@ -188,6 +183,17 @@ class Entry {
   /** Validity-period rejections already logged (LOGGED_*). */
   logged: i32 = 0;
 
+  /** What the entry costs the cache's byte budget. */
+  bytes(): usize {
+    let n = ENTRY_OVERHEAD + <usize>this.credentialId.byteLength;
+    const user = this.user;
+    if (user !== null) n += <usize>user.byteLength;
+    const uid = this.uid;
+    if (uid !== null) n += <usize>uid.byteLength;
+    for (let i = 0; i < this.groups.length; i++) n += 16 + <usize>unchecked(this.groups[i]).byteLength;
+    return n;
+  }
+
   matches(digest: usize): bool {
     return (
       this.d0 == load<u64>(digest) &&
@@ -199,10 +205,19 @@ class Entry {
 }
 
 const CACHE_CAPACITY: i32 = 4096;
+/**
+ * Bytes of identity data (names, plus a fixed cost per entry) the cache may
+ * hold: typical certificates fill the 4096 entries with about 1 MiB; a few
+ * with huge subjects evict older entries instead of growing without bound.
+ */
+const CACHE_BYTES: usize = 4 << 20;
+const ENTRY_OVERHEAD: usize = 256;
 const cache = new Map<u64, Entry>();
-/** Insertion order, for eviction. */
+/** Insertion order, for eviction: a queue of `ringCount` entries from `ringHead`. */
 const ring = new StaticArray<Entry | null>(CACHE_CAPACITY);
-let ringNext: i32 = 0;
+let ringHead: i32 = 0;
+let ringCount: i32 = 0;
+let cacheBytes: usize = 0;
 
 function cacheGet(digest: usize): Entry | null {
   const key = load<u64>(digest);
@@ -212,10 +227,18 @@ function cacheGet(digest: usize): Entry | null {
 }
 
 function cachePut(entry: Entry): void {
-  const old = unchecked(ring[ringNext]);
-  if (old !== null && cache.has(old.d0) && cache.get(old.d0) === old) cache.delete(old.d0);
-  unchecked((ring[ringNext] = entry));
-  ringNext = (ringNext + 1) % CACHE_CAPACITY;
+  const size = entry.bytes();
+  while (ringCount > 0 && (ringCount == CACHE_CAPACITY || cacheBytes + size > CACHE_BYTES)) {
+    const old = unchecked(ring[ringHead])!;
+    if (cache.has(old.d0) && cache.get(old.d0) === old) cache.delete(old.d0);
+    unchecked((ring[ringHead] = null));
+    cacheBytes -= old.bytes();
+    ringHead = (ringHead + 1) % CACHE_CAPACITY;
+    ringCount--;
+  }
+  unchecked((ring[(ringHead + ringCount) % CACHE_CAPACITY] = entry));
+  ringCount++;
+  cacheBytes += size;
   cache.set(entry.d0, entry);
 }
 
