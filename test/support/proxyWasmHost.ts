@@ -1,7 +1,9 @@
 // A small proxy-wasm ABI 0.2.1 host in Node, enough to run an HTTP filter
 // module the way Envoy does (github.com/proxy-wasm/spec, abi-versions/v0.2.1):
 // one VM, a plugin (root) context configured from a string, and one stream
-// context per request that sees only proxy_on_request_headers.
+// context per request that sees only proxy_on_request_headers. Several
+// plugin contexts (as after an Envoy configuration update, while older
+// streams finish) and concurrent streams can be driven step by step.
 //
 // Header maps behave like Envoy's: names are matched case-insensitively and
 // added/replaced under their lowercased name; removing a name removes every
@@ -132,6 +134,8 @@ export class ProxyWasmHost {
   private nextContextId = 1;
   private rootContextId = 0;
   private configuration = new Uint8Array(0);
+  /** Open stream contexts and the request headers each one will see. */
+  private readonly streams = new Map<number, { root: number }>();
   private headers: HeaderList | undefined;
   private localResponse: LocalResponse | undefined;
 
@@ -167,30 +171,69 @@ export class ProxyWasmHost {
     return host;
   }
 
-  /** Creates a new plugin context with this configuration (an Envoy config update); returns what the module answered. */
+  /**
+   * Replaces the plugin context by a new one with this configuration (an
+   * Envoy configuration update); returns what the module answered.
+   */
   configure(configuration: string): boolean {
     if (this.rootContextId !== 0) this.deleteContext(this.rootContextId);
+    const root = this.addPluginContext(configuration);
+    this.rootContextId = root;
+    return this.configured;
+  }
+
+  /** Adds a plugin context (the previous ones stay); returns its id. Sets `configured`. */
+  addPluginContext(configuration: string): number {
     const root = this.nextContextId++;
     this.exports.proxy_on_context_create(root, 0);
     if (this.exports.proxy_on_vm_start(root, 0) === 0) throw new Error('proxy_on_vm_start failed');
     this.configuration = encoder.encode(configuration);
     this.configured = this.exports.proxy_on_configure(root, this.configuration.length) !== 0;
-    this.rootContextId = root;
-    return this.configured;
+    return root;
+  }
+
+  /** The plugin context `configure` made. */
+  get pluginContextId(): number {
+    return this.rootContextId;
+  }
+
+  /** Opens a stream context under a plugin context (default: the current one); returns its id. */
+  openStream(root: number = this.rootContextId): number {
+    const id = this.nextContextId++;
+    this.exports.proxy_on_context_create(id, root);
+    this.streams.set(id, { root });
+    return id;
+  }
+
+  /** Delivers request headers to an open stream. */
+  sendRequestHeaders(stream: number, headers: HeaderList): RequestResult {
+    if (!this.streams.has(stream)) throw new Error(`stream ${stream} is not open`);
+    this.headers = headers.map(([k, v]) => [k, v]);
+    this.localResponse = undefined;
+    try {
+      const action = this.exports.proxy_on_request_headers(stream, headers.length, 1);
+      const result: RequestResult = { action: action === 0 ? 'continue' : 'pause', headers: this.headers };
+      if (this.localResponse !== undefined) result.localResponse = this.localResponse;
+      return result;
+    } finally {
+      this.headers = undefined;
+    }
+  }
+
+  /** Ends a stream (proxy_on_done, proxy_on_log, proxy_on_delete). */
+  closeStream(stream: number): void {
+    if (!this.streams.delete(stream)) throw new Error(`stream ${stream} is not open`);
+    this.deleteContext(stream);
   }
 
   /** Runs one request's headers through a fresh stream context. */
   request(headers: HeaderList): RequestResult {
-    const id = this.nextContextId++;
-    this.headers = headers.map(([k, v]) => [k, v]);
-    this.localResponse = undefined;
-    this.exports.proxy_on_context_create(id, this.rootContextId);
-    const action = this.exports.proxy_on_request_headers(id, headers.length, 1);
-    const result: RequestResult = { action: action === 0 ? 'continue' : 'pause', headers: this.headers };
-    if (this.localResponse !== undefined) result.localResponse = this.localResponse;
-    this.deleteContext(id);
-    this.headers = undefined;
-    return result;
+    const id = this.openStream();
+    try {
+      return this.sendRequestHeaders(id, headers);
+    } finally {
+      this.closeStream(id);
+    }
   }
 
   /** Size of the module's linear memory in bytes (it only ever grows). */

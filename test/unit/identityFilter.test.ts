@@ -771,6 +771,52 @@ describe('plugin configuration', () => {
   });
 });
 
+describe('plugin and stream contexts', () => {
+  test('each stream uses its own plugin context\'s configuration, with thousands of streams open at once', async () => {
+    const cert = await leaf({ name: [{ CN: ['alice'] }] });
+    const host = newHost({ configuration: '{"userHeader":"x-user-a"}' });
+    const rootA = host.pluginContextId;
+    const rootB = host.addPluginContext('{"userHeader":"x-user-b"}');
+    const headers = withCert(cert.certPem);
+    let seed = 7;
+    const shuffle = <T>(items: T[]): T[] => {
+      for (let i = items.length - 1; i > 0; i--) {
+        seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+        const j = seed % (i + 1);
+        [items[i], items[j]] = [items[j] as T, items[i] as T];
+      }
+      return items;
+    };
+    for (let wave = 0; wave < 3; wave++) {
+      const streams: Array<[number, string]> = [];
+      for (let i = 0; i < 3000; i++) {
+        const a = (i + wave) % 3 !== 0;
+        streams.push([host.openStream(a ? rootA : rootB), a ? 'x-user-a' : 'x-user-b']);
+      }
+      for (const [id, header] of shuffle([...streams])) {
+        assert.deepEqual(values(host.sendRequestHeaders(id, headers), header), ['alice'], `stream ${id}`);
+      }
+      // Close half in random order, check the others still resolve, then close the rest.
+      const order = shuffle([...streams]);
+      for (const [id] of order.slice(0, 1500)) host.closeStream(id);
+      for (const [id, header] of order.slice(1500)) {
+        assert.deepEqual(values(host.sendRequestHeaders(id, headers), header), ['alice'], `stream ${id} after deletions`);
+        host.closeStream(id);
+      }
+    }
+  });
+
+  test('a refused configuration update leaves the running plugin context as it was', async () => {
+    const cert = await leaf({ name: [{ CN: ['alice'] }] });
+    const host = newHost({ configuration: '{"userHeader":"x-user"}' });
+    const stream = host.openStream();
+    host.addPluginContext('{"userHeader":1}');
+    assert.equal(host.configured, false);
+    assert.deepEqual(values(host.sendRequestHeaders(stream, withCert(cert.certPem)), 'x-user'), ['alice']);
+    assert.deepEqual(values(host.request(withCert(cert.certPem)), 'x-user'), ['alice']);
+  });
+});
+
 describe('module', () => {
   test('imports only proxy-wasm host functions and exports the ABI 0.2.1 entry points', () => {
     const mod = new WebAssembly.Module(Uint8Array.from(wasm));
@@ -818,5 +864,22 @@ describe('module', () => {
     // 4096 cached certificates at well under 1 KiB each, plus the collector's
     // garbage between collections and the scratch buffers: a few MiB.
     assert.ok((sizes[4] ?? 0) <= 8 * 1024 * 1024, `memory ${sizes.join(', ')}`);
+  });
+
+  test('memory stays bounded with certificates whose subjects are huge (the cache has a byte budget)', async () => {
+    // A 16 KiB CN: 1500 of them would hold 24 MiB of names if only the entry count bounded the cache.
+    const template = certificateDer((await leaf({ name: [{ O: ['g'] }, { CN: ['u'.repeat(16 * 1024)] }] })).certPem);
+    const serialAt = template.indexOf(Buffer.from([0x02, 0x10]), 4) + 2;
+    const host = newHost();
+    const xfccs: string[] = [];
+    for (let i = 0; i < 1500; i++) {
+      const der = Buffer.from(template);
+      der.writeUInt32BE(0x40000000 + i, serialAt);
+      xfccs.push(xfccOfDer(der));
+    }
+    for (let r = 0; r < 2; r++) {
+      for (const x of xfccs) assert.equal(values(host.request(withXfcc(x)), 'x-remote-user')[0]?.length, 16 * 1024);
+    }
+    assert.ok(host.memoryBytes() <= 16 * 1024 * 1024, `memory ${host.memoryBytes()}`);
   });
 });
