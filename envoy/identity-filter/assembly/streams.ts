@@ -1,0 +1,107 @@
+// Which plugin (root) context each HTTP stream context belongs to: a hash
+// table u32 -> u32 in unmanaged memory (open addressing, linear probing,
+// backward-shift deletion). It produces no garbage for the collector, so
+// the per-request path (context create, request headers, delete) never
+// makes a collection necessary. It grows with the number of concurrent
+// streams (doubling, the old table freed at once) and never shrinks.
+// Key 0 marks an empty slot: Envoy's context ids start at 1.
+
+let table: usize = 0;
+let capacity: u32 = 0; // a power of two
+let used: u32 = 0;
+
+function slotOf(key: u32, mask: u32): u32 {
+  // Fibonacci hashing: context ids are sequential.
+  return (key * 0x9e3779b1) & mask;
+}
+
+function insert(key: u32, value: u32): void {
+  const mask = capacity - 1;
+  let i = slotOf(key, mask);
+  while (true) {
+    const at = table + (<usize>i << 3);
+    const k = load<u32>(at);
+    if (k == 0 || k == key) {
+      if (k == 0) used++;
+      store<u32>(at, key);
+      store<u32>(at, value, 4);
+      return;
+    }
+    i = (i + 1) & mask;
+  }
+}
+
+function grow(): void {
+  const oldTable = table;
+  const oldCapacity = capacity;
+  capacity = oldCapacity == 0 ? 64 : oldCapacity << 1;
+  table = heap.alloc(<usize>capacity << 3);
+  memory.fill(table, 0, <usize>capacity << 3);
+  used = 0;
+  for (let i: u32 = 0; i < oldCapacity; i++) {
+    const at = oldTable + (<usize>i << 3);
+    const k = load<u32>(at);
+    if (k != 0) insert(k, load<u32>(at, 4));
+  }
+  if (oldTable != 0) heap.free(oldTable);
+}
+
+export function streamSet(key: u32, value: u32): void {
+  if (key == 0) return;
+  if ((used + 1) * 2 > capacity) grow();
+  insert(key, value);
+}
+
+/** The value for `key`, or 0. */
+export function streamGet(key: u32): u32 {
+  if (capacity == 0 || key == 0) return 0;
+  const mask = capacity - 1;
+  let i = slotOf(key, mask);
+  while (true) {
+    const at = table + (<usize>i << 3);
+    const k = load<u32>(at);
+    if (k == key) return load<u32>(at, 4);
+    if (k == 0) return 0;
+    i = (i + 1) & mask;
+  }
+}
+
+/** Removes `key`; returns whether it was there. */
+export function streamDelete(key: u32): bool {
+  if (capacity == 0 || key == 0) return false;
+  const mask = capacity - 1;
+  let i = slotOf(key, mask);
+  while (true) {
+    const at = table + (<usize>i << 3);
+    const k = load<u32>(at);
+    if (k == 0) return false;
+    if (k == key) break;
+    i = (i + 1) & mask;
+  }
+  // Backward-shift: move later entries of the probe run into the hole.
+  let hole = i;
+  let j = (i + 1) & mask;
+  while (true) {
+    const at = table + (<usize>j << 3);
+    const k = load<u32>(at);
+    if (k == 0) break;
+    const home = slotOf(k, mask);
+    // Move k into the hole unless its home lies cyclically in (hole, j].
+    const between = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+    if (!between) {
+      const holeAt = table + (<usize>hole << 3);
+      store<u32>(holeAt, k);
+      store<u32>(holeAt, load<u32>(at, 4), 4);
+      hole = j;
+    }
+    j = (j + 1) & mask;
+  }
+  store<u64>(table + (<usize>hole << 3), 0);
+  used--;
+  return true;
+}
+
+/** Number of streams tracked (for tests of the bookkeeping). */
+export function streamCount(): u32 {
+  return used;
+}
