@@ -10,7 +10,12 @@ export interface Metrics {
   reroutedRequests: Counter<'code' | 'group' | 'version' | 'resource'>;
   /** apiserver_peer_proxy_errors_total{type,group,version,resource}: failures proxying to a peer. */
   peerProxyErrors: Counter<'type' | 'group' | 'version' | 'resource'>;
-  /** apiserver_peer_discovery_sync_errors_total{type}: failed discovery fetches (fetch, timeout, status, parse). */
+  /**
+   * apiserver_peer_discovery_sync_errors_total{type}: failed or partly unusable
+   * reads of an apiserver's own discovery and OpenAPI v3 index: fetch, timeout
+   * (no answer), status, parse (an unreadable body, or one with malformed
+   * entries), too_large (a body over the size limit).
+   */
   peerDiscoverySyncErrors: Counter<'type'>;
   /** aggregator_discovery_peer_aggregated_cache_hits_total: merged discovery served from cache. */
   peerAggregatedCacheHits: Counter;
@@ -56,7 +61,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     peerDiscoverySyncErrors: new Counter({
       name: 'apiserver_peer_discovery_sync_errors_total',
-      help: 'Total number of errors while fetching a kube-apiserver\'s aggregated discovery.',
+      help: 'Total number of errors while syncing a kube-apiserver\'s own discovery (aggregated discovery and OpenAPI v3 index), by type: fetch, timeout, status, parse, too_large.',
       labelNames: ['type'] as const,
       registers,
     }),

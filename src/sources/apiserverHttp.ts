@@ -13,10 +13,18 @@ export interface HttpResponse {
   body: string;
 }
 
-/** Thrown for failures before a complete response arrived. */
+/**
+ * Thrown when no usable response arrived. `fetch` and `timeout` are network
+ * failures (connection, TLS, a response cut short or not complete in time):
+ * nothing was answered. `too_large` is not: the apiserver answered (status
+ * and headers came) with a body over the size limit, so it is reachable and
+ * only this body is refused.
+ */
+export type HttpTransportErrorKind = 'fetch' | 'timeout' | 'too_large';
+
 export class HttpTransportError extends Error {
   constructor(
-    readonly kind: 'fetch' | 'timeout',
+    readonly kind: HttpTransportErrorKind,
     message: string,
   ) {
     super(message);
@@ -39,7 +47,7 @@ export interface ApiserverHttpsOptions {
    * kubeconfig cluster's tls-server-name, else the address host.
    */
   tlsServerName?: string;
-  /** Refuse larger bodies (a discovery document is a few hundred KiB). */
+  /** Refuse larger bodies with a `too_large` error (a discovery document is a few hundred KiB). */
   maxBodyBytes?: number;
 }
 
@@ -108,6 +116,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
       const requestAgent = agentFor(creds.tls);
       return new Promise<HttpResponse>((resolve, reject) => {
         let timedOut = false;
+        let tooLarge = false;
         const req = https.request({
           host: address.host,
           port: address.port,
@@ -137,6 +146,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
           if (!finish()) return;
           const target = `GET https://${formatHost(address)}${path}`;
           if (timedOut) reject(new HttpTransportError('timeout', `${target}: no complete response within ${timeoutMs} ms`));
+          else if (tooLarge) reject(new HttpTransportError('too_large', `${target}: ${err.message}`));
           else if (signal.aborted) reject(new HttpTransportError('fetch', `${target}: aborted`));
           else reject(new HttpTransportError('fetch', `${target}: ${err.message}`));
         };
@@ -147,7 +157,8 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
           res.on('data', (chunk: Buffer) => {
             size += chunk.length;
             if (size > maxBodyBytes) {
-              fail(new Error(`response body larger than ${maxBodyBytes} bytes`));
+              tooLarge = true;
+              fail(new Error(`HTTP ${res.statusCode ?? 0} with a response body larger than ${maxBodyBytes} bytes (refused; the apiserver did answer)`));
               req.destroy();
               return;
             }

@@ -8,8 +8,9 @@
 // makes it unreachable. What it answered is data: a malformed entry drops that
 // entry (src/model/servedSet.ts), logged once per apiserver and entry and
 // counted once per document that carries it; a body that is not an
-// APIGroupDiscoveryList at all, or an error status, keeps the last good
-// document of that path (if any), and the apiserver stays reachable.
+// APIGroupDiscoveryList at all, a body over the transport's size limit, or an
+// error status, keeps the last good document of that path (if any), and the
+// apiserver stays reachable.
 //
 // The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
 // no ETag), for the merged index kubectl explain reads; a failure there keeps
@@ -33,7 +34,18 @@ export const AGGREGATED_DISCOVERY_ACCEPT =
 
 export const DEFAULT_DISCOVERY_INTERVAL_MS = 1000;
 
-export type DiscoverySyncErrorType = 'fetch' | 'timeout' | 'status' | 'parse';
+/**
+ * The `type` label of apiserver_peer_discovery_sync_errors_total. Upstream
+ * writes its values in snake_case (lease_list, hostport_resolution,
+ * fetch_discovery); mvproxy's are finer: fetch and timeout (no answer: the
+ * apiserver is unreachable), status (an error status), parse (an unreadable
+ * body, or a document with malformed entries), too_large (a body over the
+ * size limit).
+ */
+export type DiscoverySyncErrorType = 'fetch' | 'timeout' | 'status' | 'parse' | 'too_large';
+
+/** Failures about a body the apiserver sent: counted once per change (per distinct body, or per transition into them), never per poll. */
+const COUNTED_ONCE_PER_CHANGE: ReadonlySet<DiscoverySyncErrorType> = new Set(['parse', 'too_large']);
 
 export interface DiscoveryUpdate {
   /** Last good discovery; undefined until one fetch succeeded. */
@@ -79,8 +91,6 @@ interface PathState {
   dropped: DroppedDiscoveryEntry[];
 }
 
-type Health = 'unknown' | 'ok' | 'failing';
-
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const satisfies Record<string, DiscoveryDocument>;
 /** New dropped entries logged one by one per document change; the rest in one line. */
 const MAX_DROPPED_LOGGED = 20;
@@ -106,7 +116,8 @@ export class DiscoveryFetcher {
   private core: PathState | undefined;
   private groups: PathState | undefined;
   private openapi: OpenApiState | undefined;
-  private openapiHealth: Health = 'unknown';
+  /** The last failure of the OpenAPI v3 index read reported (failureKey), undefined while it reads well: to warn and count once per change. */
+  private openapiFailure: string | undefined;
   private ready: boolean | undefined;
   /** Same object until a document changes, so consumers can compare by identity. */
   private discovery: ApiserverDiscovery | undefined;
@@ -296,15 +307,18 @@ export class DiscoveryFetcher {
     const previous = this.openapi;
     try {
       const state = await this.readOpenApiIndex(previous, signal);
-      if (this.openapiHealth === 'failing') this.logger.info('OpenAPI v3 index fetch recovered');
-      this.openapiHealth = 'ok';
+      if (this.openapiFailure !== undefined) this.logger.info('OpenAPI v3 index fetch recovered');
+      this.openapiFailure = undefined;
       return state;
     } catch (err) {
       // Aborted with its sibling discovery requests: that failure is the one to report.
       if (signal.aborted || this.stopped) return previous;
-      const type = this.countSyncError(err);
-      if (this.openapiHealth !== 'failing') this.logger.warn({ errorType: type, err: errorMessage(err), keepingLastGood: previous !== undefined }, 'OpenAPI v3 index fetch failing');
-      this.openapiHealth = 'failing';
+      const type = syncErrorType(err);
+      const key = failureKey(err);
+      const repeated = this.openapiFailure === key;
+      if (!COUNTED_ONCE_PER_CHANGE.has(type) || !repeated) this.metrics.peerDiscoverySyncErrors.inc({ type });
+      if (!repeated) this.logger.warn({ errorType: type, err: errorMessage(err), keepingLastGood: previous !== undefined }, 'OpenAPI v3 index fetch failing');
+      this.openapiFailure = key;
       return previous;
     }
   }
@@ -341,7 +355,7 @@ export class DiscoveryFetcher {
 
   /** Counts apiserver_peer_discovery_sync_errors_total by the failure's type, and returns the type. */
   private countSyncError(err: unknown): DiscoverySyncErrorType {
-    const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
+    const type = syncErrorType(err);
     this.metrics.peerDiscoverySyncErrors.inc({ type });
     return type;
   }
@@ -362,15 +376,16 @@ export class DiscoveryFetcher {
 
   /**
    * An answered request whose answer is not a usable document (an error
-   * status, or a body that is not an APIGroupDiscoveryList). A status error
-   * counts at every poll, as a failed sync; an unreadable body once per
-   * distinct body. Warned once per change.
+   * status, a body that is not an APIGroupDiscoveryList, or one over the size
+   * limit). A status error counts at every poll, as a failed sync; an
+   * unreadable body once per distinct body; a body too large once until the
+   * path reads well again. Warned once per change.
    */
   private recordDocumentFailure(path: string, err: unknown, keepingLastGood: boolean): void {
-    const type: DiscoverySyncErrorType = err instanceof DiscoverySyncError ? err.type : 'fetch';
-    const key = err instanceof DiscoverySyncError && err.bodyHash !== undefined ? `${type} ${err.bodyHash}` : `${type} ${errorMessage(err)}`;
+    const type = syncErrorType(err);
+    const key = failureKey(err);
     const repeated = this.documentFailure.get(path) === key;
-    if (type !== 'parse' || !repeated) this.metrics.peerDiscoverySyncErrors.inc({ type });
+    if (!COUNTED_ONCE_PER_CHANGE.has(type) || !repeated) this.metrics.peerDiscoverySyncErrors.inc({ type });
     if (repeated) return;
     this.documentFailure.set(path, key);
     this.logger.warn(
@@ -439,9 +454,24 @@ export class DiscoveryFetcher {
   }
 }
 
-/** Whether a failed discovery request got an answer (status or body) rather than failing on the network. */
+function syncErrorType(err: unknown): DiscoverySyncErrorType {
+  return err instanceof DiscoverySyncError ? err.type : 'fetch';
+}
+
+/**
+ * What tells one failure from the next, to report each once: the type alone
+ * for a network failure (its message varies from one attempt to the next),
+ * else the type and the body's hash or the message.
+ */
+function failureKey(err: unknown): string {
+  const type = syncErrorType(err);
+  if (type === 'fetch' || type === 'timeout') return type;
+  return err instanceof DiscoverySyncError && err.bodyHash !== undefined ? `${type} ${err.bodyHash}` : `${type} ${errorMessage(err)}`;
+}
+
+/** Whether a failed discovery request got an answer (a status, a body, a body too large) rather than failing on the network. */
 function answered(err: unknown): boolean {
-  return err instanceof DiscoverySyncError && (err.type === 'status' || err.type === 'parse');
+  return err instanceof DiscoverySyncError && (err.type === 'status' || err.type === 'parse' || err.type === 'too_large');
 }
 
 function droppedKey(entry: DroppedDiscoveryEntry): string {

@@ -465,6 +465,67 @@ describe('DiscoveryFetcher', () => {
     assert.equal(lines.filter((l) => l.level === INFO && /readable again/.test(l.msg)).length, 1);
   });
 
+  test('a body over the size limit keeps the last good document and leaves the apiserver reachable: it answered', async () => {
+    const time = new FakeTime();
+    const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
+    const transport = new FakeTransport(good);
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    const lastGood = updates[0]?.discovery;
+    transport.respond = (p, headers) => (p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers));
+    await time.advance(3000);
+    fetcher.stop();
+    assert.equal(updates.length, 1, 'nothing changed for the model');
+    assert.equal(fetcher.current().reachable, true);
+    assert.equal(fetcher.current().discovery, lastGood);
+  });
+
+  test('a body over the size limit counts one too_large sync error until the document reads well again, not one per poll', async () => {
+    const time = new FakeTime();
+    const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
+    const tooLarge: Responder = (p, headers) => (p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers));
+    const transport = new FakeTransport(tooLarge);
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    await time.advance(5000);
+    assert.equal(await syncErrors(metrics, 'too_large'), 1);
+    transport.respond = good;
+    await time.advance(1000);
+    transport.respond = tooLarge;
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'too_large'), 2, 'once more after it read well in between');
+    assert.equal(await syncErrors(metrics, 'fetch'), 0);
+  });
+
+  test('a body over the size limit is warned about once, not at every poll', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
+    const transport = new FakeTransport((p, headers) => (p === '/api' ? new HttpTransportError('too_large', 'GET /api: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers)));
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    await time.advance(5000);
+    fetcher.stop();
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.['errorType'], 'too_large');
+    assert.equal(warnings[0]?.['path'], '/api');
+  });
+
+  test('an OpenAPI v3 index over the size limit keeps the last good index and counts one too_large sync error, not one per poll', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondOpenApi = () => new HttpTransportError('too_large', 'GET /openapi/v3: HTTP 200 with a response body larger than 33554432 bytes');
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'too_large'), 1);
+    assert.equal(fetcher.current().reachable, true);
+    assert.deepEqual(fetcher.current().discovery?.openapi, OPENAPI_INDEX);
+  });
+
   test('before any good read, an unreadable document leaves the apiserver reachable without discovery', async () => {
     const time = new FakeTime();
     const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: '[]' }));
@@ -675,6 +736,24 @@ describe('apiserver HTTPS transport', () => {
       assert.deepEqual(seen, { accept: AGGREGATED_DISCOVERY_ACCEPT, ifNoneMatch: '"old"', clientCn: 'mvproxy-admin', path: '/apis' });
     } finally {
       transport.close();
+      server.close();
+    }
+  });
+
+  test('a body over the size limit gives a too_large error: the apiserver answered', async () => {
+    const { server, port } = await startServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('x'.repeat(4096));
+    });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { maxBodyBytes: 1024 });
+    try {
+      await assert.rejects(
+        transport.get('/apis', {}, new AbortController().signal),
+        (err: unknown) => err instanceof HttpTransportError && err.kind === 'too_large' && /larger than 1024 bytes/.test(err.message),
+      );
+    } finally {
+      transport.close();
+      server.closeAllConnections();
       server.close();
     }
   });
