@@ -611,6 +611,33 @@ describe('x-forwarded-client-cert', () => {
     }
     assert.ok(kinds.has('rejected') && kinds.has('identity'), [...kinds].join());
   });
+  test('corrupted XFCC values never crash the filter: every mutation is either read or rejected', async () => {
+    const cert = await leaf({ name: [{ O: ['g'] }, { CN: ['alice'] }] });
+    const good = formatXfcc(cert.certPem);
+    const alphabet = ['"', '\\', ',', ';', '=', '%', '%2', '%ZZ', '%00', 'A', '-', ' ', '\n', 'Hash=', 'Cert="', '\u00e9'];
+    const host = newHost();
+    let seed = 99;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const kinds = new Set<string>();
+    for (let i = 0; i < 3000; i++) {
+      let x = good;
+      const edits = 1 + random(3);
+      for (let e = 0; e < edits; e++) {
+        const at = random(x.length);
+        const op = random(3);
+        if (op === 0) x = x.slice(0, at) + (alphabet[random(alphabet.length)] ?? '') + x.slice(at);
+        else if (op === 1) x = x.slice(0, at) + x.slice(at + 1 + random(8));
+        else x = x.slice(0, at);
+      }
+      kinds.add(outcome(host.request(withXfcc(x))).kind);
+    }
+    // A mutation of the Cert part keeps the (cached) Hash, so some are still read.
+    assert.ok(kinds.has('rejected'), [...kinds].join());
+  });
+
 });
 
 describe('rejection', () => {
@@ -764,6 +791,25 @@ describe('plugin configuration', () => {
   test('a refused configuration is logged with its reason', () => {
     const host = newHost({ configuration: '{"userHeadr":"x"}' });
     assert.match(host.warnings().join('\n'), /unknown key userHeadr/);
+  });
+
+  test('garbage configurations never crash the filter', () => {
+    const pieces = ['{', '}', '"', ':', ',', '\\', '\\u', '00', 'userHeader', 'x-a', ' ', '[', '1', 'null', '\u00e9', '\u0000'];
+    const host = newHost();
+    let seed = 5;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    let accepted = 0;
+    for (let i = 0; i < 3000; i++) {
+      let config = '';
+      for (let n = random(12); n >= 0; n--) config += pieces[random(pieces.length)];
+      if (host.configure(config)) accepted++;
+    }
+    assert.ok(accepted < 3000);
+    assert.equal(host.configure('{}'), true);
+    assert.equal(host.request(BASE).action, 'continue');
   });
 
   test('JSON escapes in values are decoded', () => {
