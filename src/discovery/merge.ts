@@ -38,7 +38,7 @@ import type {
   GroupVersionKind,
 } from '../model/discovery.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
-import { groupVersionOfIndexPath, type OpenApiV3Index } from '../model/openapi.js';
+import { groupVersionOfIndexPath, routableOpenApiIndex, type OpenApiV3Index } from '../model/openapi.js';
 import { routableDiscovery } from '../model/servedSet.js';
 import { compareStrings } from '../util/order.js';
 import { mergeOpenApiIndex } from './openapi.js';
@@ -108,12 +108,15 @@ function routableDocuments(d: ApiserverDiscovery): ApiserverDiscovery {
 
 /**
  * A peer whose OpenAPI index lists only the group-versions of its routable
- * discovery: a document of a group-version the sidecar cannot route to the
+ * discovery, and of those only the entries a sidecar can take from a peer
+ * (routableOpenApiIndex: valid names, a serverRelativeURL naming that very
+ * document): a document of a group-version the sidecar cannot route to the
  * peer must not be offered from it.
  */
 function withRoutableOpenApi(peer: ApiserverObservation): ApiserverObservation {
-  const index = peer.discovery?.openapi;
-  if (!peer.discovery || !index) return peer;
+  const listed = peer.discovery?.openapi;
+  if (!peer.discovery || !listed) return peer;
+  const index = routableOpenApiIndex(listed).index;
   const routable = new Set<string>();
   const documents = routableDocuments(peer.discovery);
   for (const group of [...documents.core.items, ...documents.groups.items]) {
@@ -124,8 +127,8 @@ function withRoutableOpenApi(peer: ApiserverObservation): ApiserverObservation {
     const gv = groupVersionOfIndexPath(path);
     return gv === undefined || routable.has(groupVersionKey(gv.group, gv.version));
   });
-  if (kept.length === entries.length) return peer;
-  return { ...peer, discovery: { ...peer.discovery, openapi: { paths: Object.fromEntries(kept) } } };
+  const openapi = kept.length === entries.length ? index : { paths: Object.fromEntries(kept) };
+  return openapi === listed ? peer : { ...peer, discovery: { ...peer.discovery, openapi } };
 }
 
 function discoveryList(items: APIGroupDiscovery[]): APIGroupDiscoveryList {

@@ -14,7 +14,9 @@
 //
 // The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
 // no ETag), for the merged index kubectl explain reads; a failure there keeps
-// the last good index and does not make the apiserver unreachable. It also
+// the last good index and does not make the apiserver unreachable. Its
+// malformed entries are dropped one by one (src/model/openapi.ts), reported
+// as discovery's are. It also
 // reads /readyz, which an apiserver fails while it starts and during its
 // shutdown delay: the planner then moves traffic off it while it still serves.
 import { createHash } from 'node:crypto';
@@ -23,7 +25,7 @@ import type { Metrics } from '../metrics.js';
 import { formatHost, type ApiserverEndpoint } from '../model/cluster.js';
 import type { APIGroupDiscoveryList, ApiserverDiscovery, DroppedDiscoveryEntry } from '../model/discovery.js';
 import { parseAggregatedDiscovery, routableDiscovery, type DiscoveryDocument } from '../model/servedSet.js';
-import { parseOpenApiV3Index, type OpenApiV3Index } from '../model/openapi.js';
+import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
@@ -102,6 +104,10 @@ interface OpenApiState {
   /** Hash of the body: the index carries no ETag. */
   hash: string;
   index: OpenApiV3Index;
+  /** Entries left out of `index` (parseOpenApiV3Index: not of the index's types). */
+  dropped: DroppedOpenApiIndexEntry[];
+  /** Entries of `index` never taken from this apiserver as a peer (routableOpenApiIndex); its own clients still get them. */
+  notFromPeer: DroppedOpenApiIndexEntry[];
 }
 
 export class DiscoveryFetcher {
@@ -125,7 +131,7 @@ export class DiscoveryFetcher {
   private reachable: boolean | undefined;
   /** Content, per path: the last failure (status or unreadable body) reported, to warn and count once per change. */
   private readonly documentFailure = new Map<string, string>();
-  /** Per path, the dropped entries (by key) of its current document: each is logged once, when it first appears. */
+  /** Per path (`/api`, `/apis`, `/openapi/v3`), the dropped entries (by key) of its current document: each is logged once, when it first appears. */
   private readonly droppedLogged = new Map<string, Set<string>>();
   private started = false;
   private stopped = false;
@@ -235,6 +241,7 @@ export class DiscoveryFetcher {
     if (this.stopped) return;
 
     // The apiserver answered both: it is reachable, whatever it said.
+    if (openapi && openapi !== this.openapi) this.reportOpenApiDropped(openapi);
     const [coreResult, groupsResult] = results;
     const core = this.settleDocument(DISCOVERY_PATHS.core, coreResult, this.core);
     const groups = this.settleDocument(DISCOVERY_PATHS.groups, groupsResult, this.groups);
@@ -328,11 +335,14 @@ export class DiscoveryFetcher {
     if (response.status !== 200) throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessage(response.body)}`);
     const hash = createHash('sha256').update(response.body).digest('hex');
     if (previous?.hash === hash) return previous;
+    const dropped: DroppedOpenApiIndexEntry[] = [];
+    let index: OpenApiV3Index;
     try {
-      return { hash, index: parseOpenApiV3Index(JSON.parse(response.body)) };
+      index = parseOpenApiV3Index(JSON.parse(response.body), dropped);
     } catch (err) {
-      throw new DiscoverySyncError('parse', `GET ${OPENAPI_V3_INDEX_PATH}: ${errorMessage(err)}`);
+      throw new DiscoverySyncError('parse', `GET ${OPENAPI_V3_INDEX_PATH}: ${errorMessage(err)}`, `sha256:${hash}`);
     }
+    return { hash, index, dropped, notFromPeer: routableOpenApiIndex(index).dropped };
   }
 
   /** /readyz answered 200; a failure to ask keeps the last answer (reachability is discovery's to judge). */
@@ -403,15 +413,7 @@ export class DiscoveryFetcher {
    * entries: once per document change, never per poll.
    */
   private reportDropped(path: string, dropped: readonly DroppedDiscoveryEntry[]): void {
-    const before = this.droppedLogged.get(path) ?? new Set<string>();
-    const now = new Set<string>();
-    const fresh: DroppedDiscoveryEntry[] = [];
-    for (const entry of dropped) {
-      const key = droppedKey(entry);
-      if (!before.has(key) && !now.has(key)) fresh.push(entry);
-      now.add(key);
-    }
-    this.droppedLogged.set(path, now);
+    const fresh = this.freshlyDropped(path, dropped, droppedKey);
     if (dropped.some((d) => d.kind === 'malformed')) this.metrics.peerDiscoverySyncErrors.inc({ type: 'parse' });
     for (const entry of fresh.slice(0, MAX_DROPPED_LOGGED)) {
       const fields = { path, entry: describeEntry(entry), at: entry.path, reason: entry.reason };
@@ -421,6 +423,43 @@ export class DiscoveryFetcher {
     if (fresh.length > MAX_DROPPED_LOGGED) {
       this.logger.warn({ path, more: fresh.length - MAX_DROPPED_LOGGED }, 'more discovery entries dropped (not logged one by one)');
     }
+  }
+
+  /**
+   * The same for a new OpenAPI v3 index: each malformed entry warned about
+   * once, when it first appears; one parse sync error for a new index that
+   * has any, never per poll.
+   */
+  private reportOpenApiDropped(state: OpenApiState): void {
+    const entries = [...state.dropped.map((entry) => ({ entry, listed: false })), ...state.notFromPeer.map((entry) => ({ entry, listed: true }))];
+    const fresh = this.freshlyDropped(OPENAPI_V3_INDEX_PATH, entries, ({ entry }) => JSON.stringify([entry.key, entry.reason]));
+    if (entries.length > 0) this.metrics.peerDiscoverySyncErrors.inc({ type: 'parse' });
+    for (const { entry, listed } of fresh.slice(0, MAX_DROPPED_LOGGED)) {
+      const fields = { path: OPENAPI_V3_INDEX_PATH, entry: truncated(entry.key), reason: entry.reason };
+      if (listed) this.logger.warn(fields, 'malformed OpenAPI v3 index entry: never offered from this apiserver through other sidecars (its own clients get it as listed); the rest of the index is used');
+      else this.logger.warn(fields, 'malformed OpenAPI v3 index entry dropped: the rest of the index is used');
+    }
+    if (fresh.length > MAX_DROPPED_LOGGED) {
+      this.logger.warn({ path: OPENAPI_V3_INDEX_PATH, more: fresh.length - MAX_DROPPED_LOGGED }, 'more OpenAPI v3 index entries dropped (not logged one by one)');
+    }
+  }
+
+  /**
+   * The entries of `dropped` (what the new document of `path` dropped) that
+   * its previous document had not dropped; remembers them all for the next
+   * change, so an entry that was fixed and comes back is reported again.
+   */
+  private freshlyDropped<T>(path: string, dropped: readonly T[], keyOf: (entry: T) => string): T[] {
+    const before = this.droppedLogged.get(path) ?? new Set<string>();
+    const now = new Set<string>();
+    const fresh: T[] = [];
+    for (const entry of dropped) {
+      const key = keyOf(entry);
+      if (!before.has(key) && !now.has(key)) fresh.push(entry);
+      now.add(key);
+    }
+    this.droppedLogged.set(path, now);
+    return fresh;
   }
 
   private update(): DiscoveryUpdate {
@@ -474,6 +513,10 @@ function answered(err: unknown): boolean {
   return err instanceof DiscoverySyncError && (err.type === 'status' || err.type === 'parse' || err.type === 'too_large');
 }
 
+function truncated(value: string): string {
+  return value.length > 80 ? `${value.slice(0, 80)}...` : value;
+}
+
 function droppedKey(entry: DroppedDiscoveryEntry): string {
   return JSON.stringify([entry.kind, entry.document, entry.group, entry.version, entry.resource, entry.subresource, entry.reason]);
 }
@@ -483,7 +526,7 @@ function describeEntry(entry: DroppedDiscoveryEntry): string {
   const parts: string[] = [];
   for (const field of ['group', 'version', 'resource', 'subresource'] as const) {
     const value = entry[field];
-    if (value !== undefined) parts.push(`${field} ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)}`);
+    if (value !== undefined) parts.push(`${field} ${JSON.stringify(truncated(value))}`);
   }
   return parts.length > 0 ? parts.join(' ') : 'an entry whose names cannot be read';
 }

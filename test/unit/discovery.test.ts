@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
 import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, ApiserverDiscovery } from '../../src/model/discovery.js';
 import { parseAggregatedDiscovery, servedSetFromDiscovery } from '../../src/model/servedSet.js';
+import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../src/model/openapi.js';
 import {
   consensusOrder,
   decodeAggregatedProtobuf,
@@ -441,6 +442,97 @@ describe('discoveryResponse', () => {
 
 // ---- OpenAPI v3 index ------------------------------------------------------------
 
+describe('parseOpenApiV3Index', () => {
+  const url = (key: string) => ({ serverRelativeURL: `/openapi/v3/${key}?hash=A` });
+
+  test('an entry that is not an object is dropped alone; the rest of the index is kept', () => {
+    const dropped: DroppedOpenApiIndexEntry[] = [];
+    const index = parseOpenApiV3Index({ paths: { 'api/v1': url('api/v1'), 'apis/batch/v1': '/openapi/v3/apis/batch/v1', version: url('version') } }, dropped);
+    assert.deepEqual(index, { paths: { 'api/v1': url('api/v1'), version: url('version') } });
+    assert.deepEqual(dropped.map((d) => d.key), ['apis/batch/v1']);
+    assert.match(dropped[0]?.reason ?? '', /expected an object/);
+  });
+
+  test('an entry whose serverRelativeURL is not a string is dropped alone', () => {
+    const dropped: DroppedOpenApiIndexEntry[] = [];
+    const index = parseOpenApiV3Index({ paths: { 'api/v1': url('api/v1'), 'apis/batch/v1': { serverRelativeURL: 42 }, 'apis/apps/v1': {} } }, dropped);
+    assert.deepEqual(Object.keys(index.paths), ['api/v1']);
+    assert.deepEqual(dropped.map((d) => [d.key, d.reason]), [
+      ['apis/batch/v1', 'serverRelativeURL: expected a string, got 42'],
+      ['apis/apps/v1', 'serverRelativeURL: expected a string, got nothing'],
+    ]);
+  });
+
+  test('every key is kept as listed, group-version or not, whatever its names and URL: the apiserver\'s own clients read it so', () => {
+    const paths = {
+      version: url('version'),
+      'apis/apps': url('apis/apps'),
+      '.well-known/openid-configuration': url('.well-known/openid-configuration'),
+      'apis/Bad_Group/v1': url('apis/Bad_Group/v1'),
+      'apis/batch/v1': { serverRelativeURL: 'https://elsewhere.example/openapi/v3/apis/batch/v1' },
+    };
+    const dropped: DroppedOpenApiIndexEntry[] = [];
+    assert.deepEqual(parseOpenApiV3Index({ paths }, dropped), { paths });
+    assert.deepEqual(dropped, []);
+  });
+
+  test('a key named "__proto__" stays a key', () => {
+    const index = parseOpenApiV3Index(JSON.parse('{"paths": {"__proto__": {"serverRelativeURL": "/openapi/v3/x"}}}'));
+    assert.deepEqual(Object.keys(index.paths), ['__proto__']);
+    assert.equal(Object.getPrototypeOf(index.paths), Object.prototype);
+  });
+
+  test('a body without a "paths" object is not an index: it throws', () => {
+    assert.throws(() => parseOpenApiV3Index({ swagger: '2.0' }), /no "paths" object/);
+    assert.throws(() => parseOpenApiV3Index({ paths: [] }), /no "paths" object/);
+    assert.throws(() => parseOpenApiV3Index('<html>'), /no "paths" object/);
+  });
+});
+
+describe('routableOpenApiIndex: the entries a sidecar may take from a peer', () => {
+  const index = (paths: Record<string, string>) => ({ paths: Object.fromEntries(Object.entries(paths).map(([k, u]) => [k, { serverRelativeURL: u }])) });
+
+  test('group-version entries with valid names whose URL names that very document are kept', () => {
+    const listed = index({ 'api/v1': '/openapi/v3/api/v1?hash=A', 'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B', 'apis/stable.example.com/v1beta1': '/openapi/v3/apis/stable.example.com/v1beta1' });
+    const routable = routableOpenApiIndex(listed);
+    assert.equal(routable.index, listed, 'the same object when nothing is dropped');
+    assert.deepEqual(routable.dropped, []);
+  });
+
+  test('a group-version entry with a group that is not a DNS-1123 subdomain or a version that is not a DNS-1035 label is dropped alone', () => {
+    const routable = routableOpenApiIndex(
+      index({ 'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B', 'apis/Bad_Group/v1': '/openapi/v3/apis/Bad_Group/v1?hash=C', 'apis//v1': '/openapi/v3/apis//v1', 'api/V1': '/openapi/v3/api/V1', 'apis/batch/1v': '/openapi/v3/apis/batch/1v' }),
+    );
+    assert.deepEqual(Object.keys(routable.index.paths), ['apis/batch/v1']);
+    assert.deepEqual(routable.dropped.map((d) => d.key), ['apis/Bad_Group/v1', 'apis//v1', 'api/V1', 'apis/batch/1v']);
+    assert.match(routable.dropped[0]?.reason ?? '', /not a DNS-1123 subdomain/);
+    assert.match(routable.dropped[2]?.reason ?? '', /not a DNS-1035 label/);
+  });
+
+  test('a group-version entry whose serverRelativeURL does not name that document (absolute, another document, outside /openapi/v3/) is dropped alone', () => {
+    const routable = routableOpenApiIndex(
+      index({
+        'api/v1': '/openapi/v3/api/v1?hash=A',
+        'apis/a.example.com/v1': 'https://elsewhere.example/openapi/v3/apis/a.example.com/v1',
+        'apis/b.example.com/v1': '/openapi/v3/apis/batch/v1?hash=B',
+        'apis/c.example.com/v1': '/api/v1/secrets',
+        'apis/d.example.com/v1': '//elsewhere.example/openapi/v3/apis/d.example.com/v1',
+        'apis/e.example.com/v1': '/openapi/v3/apis/e.example.com/v1/../../../../api/v1/secrets',
+      }),
+    );
+    assert.deepEqual(Object.keys(routable.index.paths), ['api/v1']);
+    assert.equal(routable.dropped.length, 5);
+    for (const d of routable.dropped) assert.match(d.reason, /is not the relative URL of this document/);
+  });
+
+  test('keys that name no group-version are kept and not reported: the merge never takes them from a peer', () => {
+    const listed = index({ version: 'anything', 'apis/apps': '/openapi/v3/apis/apps', api: '/openapi/v3/api', 'openid/v1/jwks': '/openapi/v3/openid/v1/jwks', 'apis/a/b/c': 'x' });
+    const routable = routableOpenApiIndex(listed);
+    assert.equal(routable.index, listed);
+    assert.deepEqual(routable.dropped, []);
+  });
+});
+
 describe('merged OpenAPI v3 index', () => {
   const entry = (path: string, hash: string) => ({ serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` });
   const withIndex = (d: ApiserverDiscovery, paths: string[], hash: string): ApiserverDiscovery => ({
@@ -596,6 +688,32 @@ describe('mergeDiscovery with malformed entries', () => {
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([twice]))]), NOW);
     assert.deepEqual(findResource(merged.groups, 'batch', 'v1', 'jobs').verbs, ['get']);
     assert.equal(findGroup(merged.groups, 'batch').versions[0]?.resources.length, 1);
+  });
+
+  test('a peer\'s OpenAPI index entry whose serverRelativeURL does not name its document is not merged; the peer\'s other entries are', () => {
+    const peer: ApiserverDiscovery = {
+      ...discovery([BATCH, APPS]),
+      openapi: {
+        paths: {
+          'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=B' },
+          'apis/batch/v1': { serverRelativeURL: 'https://elsewhere.example/openapi/v3/apis/batch/v1?hash=B' },
+          'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' },
+        },
+      },
+    };
+    const local: ApiserverDiscovery = { ...discovery([]), openapi: { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' } } } };
+    const merged = mergeDiscovery('a', model([apiserver('a', local), apiserver('b', peer)]), NOW);
+    assert.deepEqual(merged.openapi?.paths, { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' } });
+  });
+
+  test('the local apiserver\'s own OpenAPI index entries are kept as it listed them, even those a peer could not offer', () => {
+    const paths = {
+      'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' },
+      'apis/batch/v1': { serverRelativeURL: '/somewhere/else?hash=A' },
+      version: { serverRelativeURL: '/openapi/v3/version?hash=A' },
+    };
+    const merged = mergeDiscovery('a', model([apiserver('a', { ...discovery([BATCH]), openapi: { paths } }), apiserver('b', discovery([BATCH]))]), NOW);
+    assert.deepEqual(merged.openapi?.paths, paths);
   });
 
   test('a peer\'s OpenAPI index entry for a group-version it lists only malformed is not merged', () => {

@@ -142,6 +142,22 @@ type Responder = (path: string, headers: Record<string, string>) => HttpResponse
 
 const OPENAPI_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A1' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B1' } } };
 
+/**
+ * OPENAPI_INDEX plus an entry without a serverRelativeURL (dropped) and one
+ * whose group is not a DNS-1123 subdomain (kept as listed, never taken from
+ * this apiserver as a peer).
+ */
+function malformedOpenApiIndex(options: { withApps?: boolean } = {}) {
+  return {
+    paths: {
+      ...OPENAPI_INDEX.paths,
+      ...(options.withApps ? { 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=D1' } } : {}),
+      'apis/widgets.example.com/v1': { serverRelativeURL: null },
+      'apis/Bad_Group/v1': { serverRelativeURL: '/openapi/v3/apis/Bad_Group/v1?hash=C1' },
+    },
+  };
+}
+
 /** Discovery calls go to `respond` (and are recorded); `/openapi/v3` and `/readyz` have their own responders. */
 class FakeTransport implements HttpTransport {
   readonly calls: Array<{ path: string; headers: Record<string, string> }> = [];
@@ -315,7 +331,7 @@ describe('DiscoveryFetcher', () => {
     const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
     const { fetcher, updates, metrics } = newFetcher(transport, time);
     await fetcher.start();
-    transport.respondOpenApi = () => ({ status: 200, body: '{"paths": {"api/v1": {}}}' });
+    transport.respondOpenApi = () => ({ status: 200, body: '{"swagger": "2.0"}' });
     await time.advance(1000);
     transport.respondOpenApi = () => new HttpTransportError('fetch', 'connection reset');
     await time.advance(1000);
@@ -325,6 +341,65 @@ describe('DiscoveryFetcher', () => {
     assert.equal(fetcher.current().reachable, true);
     assert.deepEqual(fetcher.current().discovery?.openapi, OPENAPI_INDEX);
     assert.equal(updates.length, 1);
+  });
+
+  test('an unreadable OpenAPI v3 index body counts one parse error per distinct body, not one per poll', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respondOpenApi = () => ({ status: 200, body: '<html>oops</html>' });
+    await time.advance(5000);
+    assert.equal(await syncErrors(metrics, 'parse'), 1);
+    transport.respondOpenApi = () => ({ status: 200, body: '<html>oops again</html>' });
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 2);
+  });
+
+  test('a malformed OpenAPI v3 index entry drops only that entry: the rest of the index is used', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(malformedOpenApiIndex()) });
+    const { fetcher, updates } = newFetcher(transport, time);
+    await fetcher.start();
+    fetcher.stop();
+    assert.equal(updates[0]?.reachable, true);
+    assert.deepEqual(updates[0]?.discovery?.openapi, {
+      paths: { ...OPENAPI_INDEX.paths, 'apis/Bad_Group/v1': { serverRelativeURL: '/openapi/v3/apis/Bad_Group/v1?hash=C1' } },
+    });
+  });
+
+  test('malformed OpenAPI v3 index entries are warned about once per apiserver and entry, not at every poll', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(malformedOpenApiIndex()) });
+    const { fetcher } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    await time.advance(3000);
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(malformedOpenApiIndex({ withApps: true })) });
+    await time.advance(3000);
+    fetcher.stop();
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.deepEqual(warnings.map((w) => [w['apiserver'], w['path'], w['entry']]).sort(), [
+      ['a', '/openapi/v3', 'apis/Bad_Group/v1'],
+      ['a', '/openapi/v3', 'apis/widgets.example.com/v1'],
+    ]);
+  });
+
+  test('an OpenAPI v3 index with malformed entries counts one parse sync error per index change, none per poll', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(malformedOpenApiIndex()) });
+    const { fetcher, metrics } = newFetcher(transport, time);
+    await fetcher.start();
+    await time.advance(5000);
+    assert.equal(await syncErrors(metrics, 'parse'), 1);
+    transport.respondOpenApi = () => ({ status: 200, body: JSON.stringify(malformedOpenApiIndex({ withApps: true })) });
+    await time.advance(5000);
+    fetcher.stop();
+    assert.equal(await syncErrors(metrics, 'parse'), 2);
   });
 
   test('each poll reads /readyz: a failing one is emitted as not ready, its recovery as ready', async () => {
