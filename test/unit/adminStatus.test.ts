@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import type { DroppedDiscoveryEntry } from '../../src/model/discovery.js';
 import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planSidecars } from '../../src/planner/planner.js';
@@ -291,6 +292,104 @@ describe('explainRequest', () => {
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
     assert.equal(e.request.isResourceRequest, false);
     assert.match(e.reason, /serves nothing in \/apis\/batch\/v1; a peer that does answers it: b$/);
+  });
+
+  describe('a request kept local because the local apiserver\'s discovery is in doubt', () => {
+    const EMPTY = { kind: 'APIGroupDiscoveryList' as const, apiVersion: 'apidiscovery.k8s.io/v2' as const, metadata: {}, items: [] };
+    const JOBS_ENTRY: Partial<DroppedDiscoveryEntry> = {
+      group: 'batch',
+      version: 'v1',
+      resource: 'jobs',
+      path: '$.items[1].versions[0].resources[0]',
+      reason: 'expected "Cluster" or "Namespaced", got "Global"',
+    };
+    /** `name`'s discovery reports these entries as dropped (its served set stays as the model says). */
+    const withDropped = (m: ClusterModel, name: string, dropped: Array<Partial<DroppedDiscoveryEntry>>): ClusterModel => {
+      const a = m.apiservers.find((x) => x.endpoint.name === name);
+      assert.ok(a);
+      a.discovery = { core: EMPTY, groups: EMPTY, dropped: dropped.map((d) => ({ document: '/apis', path: '$', reason: 'test', kind: 'malformed', ...d })) };
+      return m;
+    };
+
+    test('a resource the local apiserver lists in a dropped entry is explained by that entry, not by rule 3', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [JOBS_ENTRY]);
+      const e = explain(m, 'a', '/apis/batch/v1/namespaces/ns/jobs/j');
+      assert.deepEqual(e.destination, { kind: 'local' });
+      assert.equal(
+        e.reason,
+        'the local apiserver a\'s own discovery of batch/v1 jobs could not be read (dropped entry /apis $.items[1].versions[0].resources[0]: expected "Cluster" or "Namespaced", got "Global"): served locally, as without mvproxy (never rerouted on a guess, never a 503)',
+      );
+    });
+
+    test('a resource in doubt that only unreachable peers serve is explained by the doubt, not as a 503', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH], reachable: false } }), 'a', [JOBS_ENTRY]);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs');
+      assert.deepEqual(e.destination, { kind: 'local' });
+      assert.match(e.reason, /own discovery of batch\/v1 jobs could not be read/);
+    });
+
+    test('a resource in doubt on a drained local apiserver is explained by the doubt', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [JOBS_ENTRY]);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs', { draining: ['a'] });
+      assert.deepEqual(e.destination, { kind: 'local' });
+      assert.match(e.reason, /own discovery of batch\/v1 jobs could not be read/);
+    });
+
+    test('only the dropped entries that cover the request are named', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [
+        { group: 'batch', version: 'v1', resource: 'cronjobs', path: '$.items[1].versions[0].resources[1]' },
+        { group: 'batch', version: 'v1', path: '$.items[1].versions[0].freshness', reason: 'expected "Current" or "Stale", got 7' },
+        { group: 'apps', path: '$.items[2]' },
+      ]);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs');
+      assert.match(e.reason, /\(dropped entry \/apis \$\.items\[1\]\.versions\[0\]\.freshness: expected "Current" or "Stale", got 7\)/);
+      assert.doesNotMatch(e.reason, /resources\[1\]|items\[2\]/);
+    });
+
+    test('of many dropped entries covering a request, three are named and the rest counted', () => {
+      const entries = Array.from({ length: 5 }, (_, i) => ({ group: 'batch', version: 'v1', resource: 'jobs', path: `$.items[${i}]` }));
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', entries);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs');
+      assert.equal((e.reason.match(/dropped entry/g) ?? []).length, 3);
+      assert.match(e.reason, /; and 2 more\)/);
+    });
+
+    test('a resource listed only in an entry too long to route is explained as not routable', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [{ ...JOBS_ENTRY, kind: 'unroutable', reason: 'too long' }]);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs');
+      assert.match(e.reason, /own discovery of batch\/v1 jobs cannot be routed on \(dropped entry .*: too long\)/);
+    });
+
+    test('while the local apiserver\'s served set is unknown, a resource only a peer serves is explained by the missing discovery', () => {
+      const e = explain(model({ a: { serves: [] }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/jobs');
+      assert.deepEqual(e.destination, { kind: 'local' });
+      assert.match(e.reason, /^mvproxy has no usable discovery of the local apiserver a \(none read yet, only unreadable documents, or nothing routable in them\)/);
+      assert.match(e.reason, /served locally, as without mvproxy/);
+    });
+
+    test('the discovery documents of a group-version in doubt locally are explained by the doubt', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [{ group: 'batch', version: 'v1', path: '$.items[1].versions[0]' }]);
+      for (const path of ['/apis/batch/v1', '/openapi/v3/apis/batch/v1']) {
+        const e = explain(m, 'a', path);
+        assert.deepEqual(e.destination, { kind: 'local' }, path);
+        assert.match(e.reason, /^the local apiserver a's own discovery of batch\/v1 could not be read \(dropped entry \/apis \$\.items\[1\]\.versions\[0\]: test\)/, path);
+        assert.ok(e.reason.includes(`: ${path} is answered locally, as without mvproxy`), e.reason);
+      }
+    });
+
+    test('a dropped entry of another resource leaves a resource nobody serves at rule 3', () => {
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', [JOBS_ENTRY]);
+      const e = explain(m, 'a', '/apis/example.com/v1/widgets');
+      assert.match(e.reason, /no apiserver serves example\.com\/v1 widgets/);
+      assert.match(e.reason, /\(rule 3\)$/);
+    });
+
+    test('while the local apiserver is unreachable its doubts keep nothing local: peers take what they serve', () => {
+      const m = withDropped(model({ a: { serves: CORE, reachable: false }, b: { serves: [...CORE, ...BATCH] } }), 'a', [JOBS_ENTRY]);
+      const e = explain(m, 'a', '/apis/batch/v1/jobs');
+      assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
+      assert.doesNotMatch(e.reason, /discovery/);
+    });
   });
 
   test('the discovery document of a group-version the local apiserver serves stays local', () => {
