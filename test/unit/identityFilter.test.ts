@@ -16,8 +16,9 @@ const BASE: HeaderList = [
   [':method', 'GET'],
   [':path', '/api/v1/pods'],
   [':authority', 'kas-a'],
-  ['authorization', 'Bearer token'],
 ];
+/** A client that also sends a bearer token. */
+const BEARER: HeaderList = [['authorization', 'Bearer token']];
 
 let wasm: Buffer;
 let ca: TestCert;
@@ -308,7 +309,7 @@ describe('identity from the client certificate', () => {
 
   test('a certificate without a CN asserts no identity and the request goes on unauthenticated', async () => {
     const cert = await leaf({ name: [{ O: ['system:masters'] }] });
-    const result = newHost().request(withCert(cert.certPem, [['X-Remote-User', 'forged']]));
+    const result = newHost().request(withCert(cert.certPem, [['X-Remote-User', 'forged'], ...BEARER]));
     assert.deepEqual(outcome(result), { kind: 'none' });
     assert.deepEqual(values(result, 'authorization'), ['Bearer token']);
   });
@@ -377,6 +378,26 @@ describe('UID', () => {
 
   test('a UID without a CN asserts nothing (upstream reads no further)', async () => {
     assert.deepEqual(await outcomeOf({ name: [{ O: ['g'] }], uid: ['1', '2'] }), { kind: 'none' });
+  });
+});
+
+describe('a refused certificate with a bearer token', () => {
+  // kube-apiserver's x509 authenticator failing is not fatal there: the token authenticator runs next.
+  test('expired: the request goes on without identity, for the apiserver to authenticate the token', async () => {
+    const cert = await leaf({ name: [{ CN: ['old'] }], notBefore: new Date(Date.now() - 86_400_000), notAfter: new Date(Date.now() - 60_000) });
+    const result = newHost().request(withCert(cert.certPem, [['X-Remote-User', 'forged'], ...BEARER]));
+    assert.deepEqual(outcome(result), { kind: 'none' });
+    assert.deepEqual(values(result, 'authorization'), ['Bearer token']);
+  });
+
+  test('two UIDs: the request goes on without identity', async () => {
+    const cert = await leaf({ name: [{ CN: ['dave'] }], uid: ['1', '2'] });
+    assert.deepEqual(outcome(newHost().request(withCert(cert.certPem, BEARER))), { kind: 'none' });
+  });
+
+  test('a name HTTP cannot carry is refused with 401 all the same: the apiserver would have authenticated the certificate, not the token', async () => {
+    const cert = await leaf({ name: [{ O: ['a\nCN=evil'] }, { CN: ['eve'] }] });
+    assert.deepEqual(outcome(newHost().request(withCert(cert.certPem, BEARER))), { kind: 'rejected' });
   });
 });
 

@@ -12,7 +12,9 @@
 //   4. on every request, checks the validity period against the current time;
 //   5. sets user (CN), UID, one group per non-empty O, and the extra
 //      authentication.kubernetes.io/credential-id = X509SHA256=<hex>; or
-//      answers 401 (metav1.Status) when the certificate must be refused.
+//      answers 401 (metav1.Status) when the certificate must be refused
+//      (unless the apiserver would refuse it too and the request carries a
+//      bearer token, which the apiserver then authenticates itself).
 //
 // Memory. Built with `--runtime minimal`: a real allocator (TLSF) plus a
 // mark-and-sweep collector that runs only when the module calls __collect().
@@ -182,6 +184,13 @@ class Entry {
   credentialId: ArrayBuffer = new ArrayBuffer(0);
   /** Validity-period rejections already logged (LOGGED_*). */
   logged: i32 = 0;
+  /**
+   * A rejection kube-apiserver's x509 authenticator makes too (extended key
+   * usage, UIDs): there it is not fatal, and the request's bearer token may
+   * still authenticate it. Rejections of our own (a name HTTP cannot carry,
+   * a certificate that cannot be read) are always a 401.
+   */
+  apiserverRefuses: bool = false;
 
   /** What the entry costs the cache's byte budget. */
   bytes(): usize {
@@ -331,6 +340,7 @@ function rejectUnreadable(reason: string): i32 {
 
 const X_REMOTE = "x-remote-";
 const XFCC = "x-forwarded-client-cert";
+const AUTHORIZATION = "authorization";
 
 /** Whether the name at [p, p + n) starts with the ASCII-lowercase `prefix` (case-insensitive). */
 function startsWithCI(p: usize, n: usize, prefix: usize, prefixLen: usize): bool {
@@ -349,6 +359,7 @@ function equalsCI(p: usize, n: usize, name: usize, nameLen: usize): bool {
 
 const X_REMOTE_BYTES = String.UTF8.encode(X_REMOTE);
 const XFCC_BYTES = String.UTF8.encode(XFCC);
+const AUTHORIZATION_BYTES = String.UTF8.encode(AUTHORIZATION);
 
 function isStripped(p: usize, n: usize, config: Config): bool {
   return (
@@ -386,6 +397,7 @@ function onRequestHeaders(config: Config): i32 {
   let xfccAt: usize = 0;
   let xfccLen: usize = 0;
   let xfccCount: i32 = 0;
+  let bearer = false;
   let malformed = false;
   if (pairs != 0 && pairsSize >= 4) {
     const count = <usize>load<u32>(pairs);
@@ -413,6 +425,8 @@ function onRequestHeaders(config: Config): i32 {
           xfccCount++;
           xfccAt = value;
           xfccLen = valueLen;
+        } else if (equalsCI(key, keyLen, changetype<usize>(AUTHORIZATION_BYTES), AUTHORIZATION_BYTES.byteLength)) {
+          bearer = true;
         }
       }
     }
@@ -427,12 +441,22 @@ function onRequestHeaders(config: Config): i32 {
   }
   // 2. The XFCC value stays readable in our copy of the pairs until freed.
   proxy_remove_header_map_value(MAP_HTTP_REQUEST_HEADERS, changetype<usize>(XFCC_BYTES), XFCC_BYTES.byteLength);
-  const action = identify(config, xfccAt, xfccLen, xfccCount);
+  const action = identify(config, xfccAt, xfccLen, xfccCount, bearer);
   heap.free(pairs);
   return action;
 }
 
-function identify(config: Config, xfcc: usize, xfccLen: usize, xfccCount: i32): i32 {
+/**
+ * A certificate the apiserver's x509 authenticator refuses does not fail the
+ * request there: the next authenticator reads the bearer token. So with an
+ * Authorization header the request goes on without identity (the apiserver
+ * answers 401 itself if the token is no good); without one, 401 here.
+ */
+function refuse(bearer: bool): i32 {
+  return bearer ? ACTION_CONTINUE : reject();
+}
+
+function identify(config: Config, xfcc: usize, xfccLen: usize, xfccCount: i32, bearer: bool): i32 {
   // SANITIZE_SET writes exactly one header with exactly one element.
   if (xfccCount != 1) return rejectUnreadable("unreadable x-forwarded-client-cert: more than one header");
   if (xfccLen > MAX_XFCC) return rejectUnreadable("unreadable x-forwarded-client-cert: too large");
@@ -445,7 +469,7 @@ function identify(config: Config, xfcc: usize, xfccLen: usize, xfccCount: i32): 
     if (entry === null) return ACTION_PAUSE; // rejected and answered, not memoized
     cachePut(entry);
   }
-  if (entry.kind == KIND_REJECTED) return reject();
+  if (entry.kind == KIND_REJECTED) return entry.apiserverRefuses ? refuse(bearer) : reject();
 
   // 4. Validity, on every request (a long-lived connection outlives its certificate).
   proxy_get_current_time_nanoseconds(NOW);
@@ -457,14 +481,14 @@ function identify(config: Config, xfcc: usize, xfccLen: usize, xfccCount: i32): 
       entry.logged |= LOGGED_NOT_YET_VALID;
       warnCertificate(entry, "the client certificate is not valid yet");
     }
-    return reject();
+    return refuse(bearer);
   }
   if (nowSeconds > entry.notAfter || (nowSeconds == entry.notAfter && nowFraction > 0)) {
     if ((entry.logged & LOGGED_EXPIRED) == 0) {
       entry.logged |= LOGGED_EXPIRED;
       warnCertificate(entry, "the client certificate has expired");
     }
-    return reject();
+    return refuse(bearer);
   }
   if (entry.kind == KIND_ANONYMOUS) return ACTION_CONTINUE;
 
@@ -560,8 +584,8 @@ function readCertificate(): Entry | null {
 function judge(cert: Certificate, entry: Entry): string {
   entry.notBefore = cert.notBefore;
   entry.notAfter = cert.notAfter;
-  // Go verifies client certificates for ExtKeyUsageClientAuth; Envoy does not.
-  if (!cert.clientAuthAllowed) return "the certificate is not valid for client authentication (extended key usage)";
+  // Go verifies client certificates for ExtKeyUsageClientAuth.
+  if (!cert.clientAuthAllowed) return apiserverRefuses(entry, "the certificate is not valid for client authentication (extended key usage)");
   const cn = cert.commonName;
   // Upstream's CommonNameUserConversion: no CN, no user (and nothing else is read).
   if (cn === null || cn.byteLength == 0) {
@@ -569,11 +593,11 @@ function judge(cert: Certificate, entry: Entry): string {
     return "";
   }
   // Upstream's parseUIDFromCert.
-  if (cert.uids.length > 1) return "the certificate has more than one UID";
+  if (cert.uids.length > 1) return apiserverRefuses(entry, "the certificate has more than one UID");
   let uid: ArrayBuffer | null = null;
   if (cert.uids.length == 1) {
     uid = unchecked(cert.uids[0]);
-    if (uid.byteLength == 0) return "the certificate has an empty UID";
+    if (uid.byteLength == 0) return apiserverRefuses(entry, "the certificate has an empty UID");
     if (!sendable(uid)) return "the certificate's UID cannot be sent as a header value";
   }
   if (!sendable(cn)) return "the certificate's CN cannot be sent as a header value (control characters or surrounding whitespace)";
@@ -590,6 +614,12 @@ function judge(cert: Certificate, entry: Entry): string {
   entry.uid = uid;
   entry.groups = groups;
   return "";
+}
+
+/** Marks a refusal the apiserver makes too (see Entry.apiserverRefuses) and returns its reason. */
+function apiserverRefuses(entry: Entry, reason: string): string {
+  entry.apiserverRefuses = true;
+  return reason;
 }
 
 /**
