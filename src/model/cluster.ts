@@ -51,7 +51,13 @@ export interface ApiserverObservation {
   discoveryEtag?: string;
   /** Derived from `discovery`. */
   servedSet: ServedResource[];
-  /** False after a failed discovery fetch or connection; true after a good one. */
+  /**
+   * Whether it answered at the network level in the latest discovery poll
+   * (any HTTP status, any body, usable or not): false only when a discovery
+   * request got no answer (a connection, TLS or timeout failure), and before
+   * the first poll. What it answered is data (`discovery`, `servedSet`),
+   * never a verdict on this.
+   */
   reachable: boolean;
   /**
    * Its /readyz, read with each discovery poll; absent until read. False while
