@@ -12,10 +12,20 @@ export function peerStanding(peer: ApiserverObservation, now: number, departedGr
   if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
     // Left (clean shutdown or expiry): its resources must not turn into 404s
     // while it restarts, but nothing is sent to it either.
-    return now - peer.leaseGoneAt <= departedGraceMs ? 'unavailable' : 'gone';
+    return now < departedGraceEndsAt(peer.leaseGoneAt, departedGraceMs) ? 'unavailable' : 'gone';
   }
   // A lease not seen yet (startup ordering) is judged by reachability alone.
   return peer.reachable ? 'available' : 'unavailable';
+}
+
+/**
+ * The departed grace, the one place it is decided: an apiserver whose lease
+ * went at `leaseGoneAt` counts as unavailable (503, still in discovery) until
+ * this moment, and as gone (ignored) from it on. The cluster observer only
+ * wakes the planner then; it drops nothing itself.
+ */
+export function departedGraceEndsAt(leaseGoneAt: number, departedGraceMs: number): number {
+  return leaseGoneAt + departedGraceMs;
 }
 
 /** Key of a group-version in the sets below. */

@@ -17,6 +17,7 @@ import type {
   ServedResource,
 } from '../model/cluster.js';
 import type { ApiserverDiscovery } from '../model/discovery.js';
+import { departedGraceEndsAt } from '../model/liveness.js';
 import { servedSetFromDiscovery } from '../model/servedSet.js';
 import { createApiserverHttpsTransport } from './apiserverHttp.js';
 import { DiscoveryFetcher, type DiscoveryUpdate } from './discoveryFetcher.js';
@@ -60,7 +61,7 @@ export interface ClusterObserverOptions {
   discoveryTimeoutMs?: number;
   /** Name to verify apiserver serving certificates against; default: kubeconfig tls-server-name, else the address. */
   tlsServerName?: string;
-  /** After its lease is gone this long, an apiserver's discovery is dropped (default 5 min). */
+  /** The departed grace (liveness.ts): the observer wakes its listeners when it ends (default 5 min). */
   leaseGraceMs?: number;
   /** A deleted CRD/APIService group-version stays local-only this long (default 5 min). */
   localOnlyGraceMs?: number;
@@ -163,17 +164,17 @@ export class ClusterObserver {
    */
   snapshot(): ClusterModel {
     const now = this.clock();
+    // Whether a departed apiserver still counts is the liveness model's call (peerStanding), not ours.
     const apiservers = this.states.map((s): ApiserverObservation => {
-      const dropped = s.leaseGoneAt !== undefined && now - s.leaseGoneAt >= this.leaseGraceMs;
       const observation: ApiserverObservation = {
         endpoint: { ...s.endpoint, address: { ...s.endpoint.address } },
-        servedSet: dropped ? [] : s.servedSet.map((r) => ({ ...r, verbs: [...r.verbs], subresources: [...r.subresources] })),
+        servedSet: s.servedSet.map((r) => ({ ...r, verbs: [...r.verbs], subresources: [...r.subresources] })),
         reachable: s.reachable,
       };
       if (s.lease) observation.lease = { ...s.lease };
       if (s.leaseGoneAt !== undefined) observation.leaseGoneAt = s.leaseGoneAt;
-      if (!dropped && s.discovery) observation.discovery = s.discovery;
-      if (!dropped && s.discoveryEtag !== undefined) observation.discoveryEtag = s.discoveryEtag;
+      if (s.discovery) observation.discovery = s.discovery;
+      if (s.discoveryEtag !== undefined) observation.discoveryEtag = s.discoveryEtag;
       if (s.ready !== undefined) observation.ready = s.ready;
       return observation;
     });
@@ -238,7 +239,7 @@ export class ClusterObserver {
     this.notify();
   }
 
-  /** Wake listeners when the earliest lease grace period ends (the served set is dropped then). */
+  /** Wake listeners when the earliest departed grace ends (the apiserver stops counting then: a new plan). */
   private scheduleGraceWakeup(): void {
     if (this.graceTimer !== undefined) this.timers.clearTimeout(this.graceTimer);
     this.graceTimer = undefined;
@@ -246,13 +247,13 @@ export class ClusterObserver {
     let earliest = Number.POSITIVE_INFINITY;
     for (const s of this.states) {
       if (s.leaseGoneAt === undefined) continue;
-      const dropAt = s.leaseGoneAt + this.leaseGraceMs;
+      const dropAt = departedGraceEndsAt(s.leaseGoneAt, this.leaseGraceMs);
       if (dropAt > now) earliest = Math.min(earliest, dropAt);
     }
     if (earliest === Number.POSITIVE_INFINITY || this.stopped) return;
     this.graceTimer = this.timers.setTimeout(() => {
       this.graceTimer = undefined;
-      this.logger.info('lease grace period ended; dropping the discovery of apiservers whose lease is gone');
+      this.logger.info('departed grace ended for an apiserver whose lease is gone: it no longer counts');
       this.notify();
       this.scheduleGraceWakeup();
     }, earliest - now);

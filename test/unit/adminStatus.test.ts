@@ -69,8 +69,8 @@ describe('adminStatus: apiservers', () => {
       model({
         up: { serves: CORE },
         down: { serves: CORE, reachable: false },
-        leaving: { serves: CORE, leaseGoneForMs: GRACE_MS },
-        left: { serves: CORE, leaseGoneForMs: GRACE_MS + 1 },
+        leaving: { serves: CORE, leaseGoneForMs: GRACE_MS - 1 },
+        left: { serves: CORE, leaseGoneForMs: GRACE_MS },
       }),
     );
     assert.deepEqual(

@@ -176,7 +176,7 @@ describe('planSidecars', () => {
 
   test('a resource served only by a peer whose lease left within the grace period is unavailable (rule 4)', () => {
     // TestPeerProxiedRequestToThirdServerAfterFirstDies, before c is known: a stopped.
-    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS }, b: { serves: CORE } }));
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS - 1 }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
@@ -185,8 +185,8 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
-  test('a peer whose lease is gone longer than the grace period contributes nothing', () => {
-    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS + 1 }, b: { serves: CORE } }));
+  test('a peer whose lease has been gone for the grace period contributes nothing', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS }, b: { serves: CORE } }));
     assert.deepEqual(plan.routes, []);
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
   });

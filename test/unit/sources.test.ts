@@ -13,7 +13,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 
 import { createMetrics, type Metrics } from '../../src/metrics.js';
-import type { ApiserverEndpoint, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import type { ApiserverEndpoint, ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import { peerStanding } from '../../src/model/liveness.js';
 import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
 import { HttpTransportError, createApiserverHttpsTransport, type HttpResponse, type HttpTransport } from '../../src/sources/apiserverHttp.js';
 import { ClusterObserver, type ClusterObserverSources, type DiscoverySource, type WatchSource } from '../../src/sources/clusterObserver.js';
@@ -1284,7 +1285,7 @@ describe('ClusterObserver', () => {
     assert.equal(fetchers.get('b')?.refreshes, before + 1);
   });
 
-  test('an apiserver keeps its served set within the lease grace period and loses it after', async () => {
+  test('listeners are told when a departed apiserver\'s grace ends; the model keeps what it observed', async () => {
     const time = new FakeTime();
     const { observer, models, fetchers, leases } = newObserver(time, { leaseGraceMs: 300_000 });
     await observer.start();
@@ -1294,11 +1295,14 @@ describe('ClusterObserver', () => {
     const within = observer.snapshot().apiservers[1];
     assert.equal(within?.servedSet.length, 2);
     assert.equal(within?.leaseGoneAt, time.now - 299_000);
+    const notified = models.length;
     await time.advance(1000 + 50); // the grace period, then the debounce
     const after = models.at(-1)?.apiservers[1];
     observer.stop();
-    assert.deepEqual(after?.servedSet, [], 'listeners are told when the grace period ends');
-    assert.equal(after?.discovery, undefined);
+    assert.equal(models.length, notified + 1, 'listeners are told when the grace period ends');
+    // Whether it still counts is peerStanding's decision (gone now), not the observer's.
+    assert.equal(after?.servedSet.length, 2);
+    assert.equal(peerStanding(after as ApiserverObservation, time.now, 300_000), 'gone');
   });
 
   test('a lease for a hostname not in the configuration adds no apiserver', async () => {
