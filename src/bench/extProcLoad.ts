@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createMetrics } from '../metrics.js';
-import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/ads.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer } from '../servers/extProc.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';

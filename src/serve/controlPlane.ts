@@ -15,7 +15,8 @@ import { translateSidecar, type TranslatorSettings } from '../translator/transla
 import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
-import { AdsServer, createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/ads.js';
+import { AdsServer } from '../servers/ads.js';
+import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';

@@ -17,7 +17,7 @@ import pino from 'pino';
 
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
-import { shutdownGrpcServer } from '../../src/servers/ads.js';
+import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
 import { IDENTITY_CASES, type IdentityOutcome } from '../support/identityCases.js';

@@ -21,7 +21,7 @@ import type { StreamAccessLogsResponse__Output } from '../../src/generated/envoy
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { AccessLogServer } from '../../src/servers/accessLog.js';
-import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ACCESS_LOG_FILTER_EXPRESSION, ACCESS_LOG_NAME } from '../../src/translator/accessLog.js';
 import { CONTROL_PLANE_CLUSTER, translateSidecar, type TranslatorSettings } from '../../src/translator/translator.js';
 import { envoyGrpc } from '../../src/xds/protos.js';

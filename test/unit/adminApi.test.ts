@@ -12,7 +12,7 @@ import { sendGarbage } from '../support/garbage.js';
 import * as protoLoader from '@grpc/proto-loader';
 import pino from 'pino';
 import { addAdminService, adminGrpc, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../../src/servers/admin.js';
-import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { RequestExplanation } from '../../src/planner/explain.js';
 import type { AdminClient } from '../../src/generated/mvproxy/admin/v1/Admin.js';
 import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/Explanation.js';

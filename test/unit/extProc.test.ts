@@ -12,7 +12,7 @@ import pino from 'pino';
 import type { ProcessingRequest } from '../../src/generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import type { ProcessingResponse__Output } from '../../src/generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
-import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/ads.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
 
