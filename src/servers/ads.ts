@@ -98,14 +98,6 @@ export interface AdsNodeStatus {
   types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>>;
 }
 
-/** waitForAck rejects with this when Envoy rejects the awaited version. */
-export class NackError extends Error {
-  constructor(readonly nack: NackEvent) {
-    super(`${nack.node} rejected ${messageName(nack.typeUrl)} version ${nack.version}: ${nack.message}`);
-    this.name = 'NackError';
-  }
-}
-
 type AnyBytes = { type_url: string; value: Buffer };
 
 /** A snapshot with every resource already encoded: encoding happens once, not per stream. */
@@ -220,23 +212,6 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     for (const stream of record.streams) this.flush(stream);
   }
 
-  /**
-   * Forgets a node's snapshot and history. Its open streams stay open but
-   * idle: Envoy keeps serving its last config rather than being cut off.
-   */
-  removeNode(node: string): void {
-    const record = this.nodes.get(node);
-    if (!record) return;
-    if (record.streams.size === 0) {
-      this.nodes.delete(node);
-      return;
-    }
-    delete record.encoded;
-    delete record.lastClosed;
-    record.lastNack.clear();
-    record.nackLogged.clear();
-  }
-
   /** Per node and type: what was sent, ACKed, the last nonce and the last NACK. */
   status(): Record<string, AdsNodeStatus> {
     const out: Record<string, AdsNodeStatus> = {};
@@ -259,72 +234,6 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
       out[node] = status;
     }
     return out;
-  }
-
-  /** True when an open stream of the node has ACKed this version of the type. */
-  hasAcked(node: string, typeUrl: ResourceTypeUrl, version: string): boolean {
-    const record = this.nodes.get(node);
-    if (!record) return false;
-    for (const stream of record.streams) {
-      if (stream.types.get(typeUrl)?.versionAcked === version) return true;
-    }
-    return false;
-  }
-
-  /**
-   * Resolves once an open stream of the node ACKs the version; rejects with a
-   * NackError if Envoy rejects that version, or on timeout.
-   */
-  waitForAck(node: string, typeUrl: ResourceTypeUrl, version: string, timeoutMs: number): Promise<void> {
-    if (this.hasAcked(node, typeUrl, version)) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        this.off('ack', onAck);
-        this.off('nack', onNack);
-      };
-      const onAck = (event: AckEvent): void => {
-        if (event.node === node && event.typeUrl === typeUrl && event.version === version) {
-          cleanup();
-          resolve();
-        }
-      };
-      const onNack = (event: NackEvent): void => {
-        if (event.node === node && event.typeUrl === typeUrl && event.version === version) {
-          cleanup();
-          reject(new NackError(event));
-        }
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        const seen = JSON.stringify(this.status()[node]?.types[typeUrl] ?? null);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${node} to ACK ${messageName(typeUrl)} ${version} (status: ${seen})`));
-      }, timeoutMs);
-      this.on('ack', onAck);
-      this.on('nack', onNack);
-    });
-  }
-
-  /** Resolves with the NACK when the node rejects this version of the type. */
-  waitForNack(node: string, typeUrl: ResourceTypeUrl, version: string, timeoutMs: number): Promise<NackEvent> {
-    const previous = this.nodes.get(node)?.lastNack.get(typeUrl);
-    if (previous?.version === version) {
-      return Promise.resolve({ node, typeUrl, version, nonce: '', message: previous.message });
-    }
-    return new Promise<NackEvent>((resolve, reject) => {
-      const onNack = (event: NackEvent): void => {
-        if (event.node === node && event.typeUrl === typeUrl && event.version === version) {
-          clearTimeout(timer);
-          this.off('nack', onNack);
-          resolve(event);
-        }
-      };
-      const timer = setTimeout(() => {
-        this.off('nack', onNack);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${node} to NACK ${messageName(typeUrl)} ${version}`));
-      }, timeoutMs);
-      this.on('nack', onNack);
-    });
   }
 
   /** Ends every open stream (status UNAVAILABLE) so Envoys reconnect elsewhere or later. */

@@ -16,6 +16,7 @@ import { createGrpcServer, listenMtls, listenUnix, shutdownGrpcServer } from '..
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
 import { TYPE_URL, PUSH_ORDER, makeSnapshot, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
+import { waitForAck, waitForNack } from '../support/adsWait.js';
 import { dumpSection, eventually, rdsListener, startEnvoy, validateEnvoyConfig, type EnvoyInstance } from '../support/envoy.js';
 
 const silent = pino({ level: 'silent' });
@@ -80,7 +81,7 @@ function snapshotFor(backendPort: number, listenPort: number, route: { prefix?: 
 }
 
 async function waitForAll(ads: AdsServer, node: string, snapshot: Snapshot, timeoutMs: number): Promise<void> {
-  await Promise.all(PUSH_ORDER.map((url) => ads.waitForAck(node, url, snapshot.types[url].version, timeoutMs)));
+  await Promise.all(PUSH_ORDER.map((url) => waitForAck(ads, node, url, snapshot.types[url].version, timeoutMs)));
 }
 
 /** Throwaway PKI: a CA, a server cert for mvproxy-xds and a client cert, by the openssl CLI. */
@@ -186,7 +187,7 @@ describe('Envoy over the Unix socket', () => {
   it('an invalid route regex is NACKed, recorded, not resent, and the old route keeps serving', async () => {
     const bad = snapshotFor(backendPort, listenPort, { regex: '(' });
     ads.setSnapshot(node, bad);
-    const nack = await ads.waitForNack(node, TYPE_URL.route, bad.types[TYPE_URL.route].version, 15_000);
+    const nack = await waitForNack(ads, node, TYPE_URL.route, bad.types[TYPE_URL.route].version, 15_000);
     assert.notEqual(nack.message, '');
     const status = ads.status()[node]?.types[TYPE_URL.route];
     assert.equal(status?.lastNack?.version, bad.types[TYPE_URL.route].version);
@@ -207,7 +208,7 @@ describe('Envoy over the Unix socket', () => {
   it('a fixed snapshot after the NACK is ACKed', async () => {
     const fixed = snapshotFor(backendPort, listenPort, { prefix: '/' });
     ads.setSnapshot(node, fixed);
-    await ads.waitForAck(node, TYPE_URL.route, fixed.types[TYPE_URL.route].version, 15_000);
+    await waitForAck(ads, node, TYPE_URL.route, fixed.types[TYPE_URL.route].version, 15_000);
     assert.equal(fixed.types[TYPE_URL.route].version, good.types[TYPE_URL.route].version);
   });
 
