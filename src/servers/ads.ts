@@ -7,20 +7,9 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { envoyGrpc, envoyRoot } from '../xds/protos.js';
-import {
-  PUSH_ORDER,
-  TYPE_URL,
-  WILDCARD_TYPES,
-  expectedEdsNames,
-  isResourceTypeUrl,
-  messageName,
-  resourceName,
-  selectResources,
-  snapshotVersions,
-  type ResourceTypeUrl,
-  type Snapshot,
-} from '../xds/snapshot.js';
+import { envoyGrpc } from '../xds/protos.js';
+import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
+import { SnapshotStore, encodedResources, type EncodedSnapshot } from './snapshotStore.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
@@ -98,16 +87,6 @@ export interface AdsNodeStatus {
   types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>>;
 }
 
-type AnyBytes = { type_url: string; value: Buffer };
-
-/** A snapshot with every resource already encoded: encoding happens once, not per stream. */
-interface EncodedSnapshot {
-  snapshot: Snapshot;
-  versions: Record<ResourceTypeUrl, string>;
-  anys: Map<ResourceTypeUrl, Map<string, AnyBytes>>;
-  edsNames: string[];
-}
-
 interface StreamTypeState {
   /** Requested names, sorted; empty means all. */
   names: string[];
@@ -134,7 +113,6 @@ interface AdsStream {
 }
 
 interface NodeRecord {
-  encoded?: EncodedSnapshot;
   streams: Set<AdsStream>;
   /** Type state of the last stream that closed, for status() while none is open. */
   lastClosed?: Map<ResourceTypeUrl, StreamTypeState>;
@@ -151,28 +129,13 @@ function namesKey(url: ResourceTypeUrl, names: readonly string[]): string {
   return WILDCARD_TYPES.has(url) || names.length === 0 || names.includes('*') ? '*' : names.join('\n');
 }
 
-function encodeSnapshot(snapshot: Snapshot): EncodedSnapshot {
-  const root = envoyRoot();
-  const anys = new Map<ResourceTypeUrl, Map<string, AnyBytes>>();
-  for (const url of PUSH_ORDER) {
-    const type = root.lookupType(messageName(url));
-    const byName = new Map<string, AnyBytes>();
-    for (const resource of snapshot.types[url].resources.values()) {
-      // fromObject resolves nested '@type' Anys (typed_config) through the same root.
-      const value = Buffer.from(type.encode(type.fromObject(resource)).finish());
-      byName.set(resourceName(resource), { type_url: url, value });
-    }
-    anys.set(url, byName);
-  }
-  return { snapshot, versions: snapshotVersions(snapshot), anys, edsNames: expectedEdsNames(snapshot) };
-}
-
 export class AdsServer extends EventEmitter<AdsServerEvents> {
   private readonly log: Logger;
   private readonly metrics: AdsMetrics;
   private readonly identifier: string;
   private readonly orderingTimeoutMs: number;
   private readonly now: () => number;
+  private readonly snapshots = new SnapshotStore();
   private readonly nodes = new Map<string, NodeRecord>();
   /** Streams whose first request (with the node id) has not arrived yet. */
   private readonly anonymous = new Set<AdsStream>();
@@ -206,10 +169,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
    * encoded (a translator bug), leaving the previous snapshot in place.
    */
   setSnapshot(node: string, snapshot: Snapshot): void {
-    const encoded = encodeSnapshot(snapshot);
-    const record = this.record(node);
-    record.encoded = encoded;
-    for (const stream of record.streams) this.flush(stream);
+    this.snapshots.set(node, snapshot);
+    for (const stream of this.record(node).streams) this.flush(stream);
   }
 
   /** Per node and type: what was sent, ACKed, the last nonce and the last NACK. */
@@ -230,7 +191,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
         types[url] = entry;
       }
       const status: AdsNodeStatus = { connected: record.streams.size, types };
-      if (record.encoded) status.snapshot = { ...record.encoded.versions };
+      const encoded = this.snapshots.get(node);
+      if (encoded) status.snapshot = { ...encoded.versions };
       out[node] = status;
     }
     return out;
@@ -437,7 +399,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private flush(stream: AdsStream): void {
     if (stream.closed || stream.node === undefined) return;
-    const encoded = this.nodes.get(stream.node)?.encoded;
+    const encoded = this.snapshots.get(stream.node);
     if (!encoded) return; // no snapshot yet: the node waits until one arrives
     let routesHeld = false;
     for (const url of PUSH_ORDER) {
@@ -467,12 +429,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private send(stream: AdsStream, node: string, encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): void {
     const version = encoded.versions[url];
-    const anys = encoded.anys.get(url) ?? new Map<string, AnyBytes>();
-    const resources: AnyBytes[] = [];
-    for (const resource of selectResources(encoded.snapshot, url, st.names)) {
-      const any = anys.get(resourceName(resource));
-      if (any) resources.push(any);
-    }
+    const resources = encodedResources(encoded, url, st.names);
     const nonce = `${this.noncePrefix}-${++this.nonceCounter}`;
     const response: DiscoveryResponse = {
       version_info: version,
