@@ -1,0 +1,291 @@
+// One state-of-the-world ADS stream (one Envoy), carrying CDS, EDS, LDS and
+// RDS. Per type URL it keeps the subscribed names, the last nonce, version and
+// names sent, and the last version ACKed. Flow control follows
+// go-control-plane: at most one response per type is in flight; the next one
+// waits for Envoy's ACK or NACK, so every NACK is seen with its reason. A
+// NACKed version is not sent again until the desired state changes; a request
+// carrying a superseded nonce is ignored; clusters and endpoints go out (and
+// are answered) before the listeners and routes that use them.
+//
+// The server that hosts streams (ads.ts) keeps the registry of nodes, their
+// NACK history, events and metrics; a stream tells it what happened through
+// AdsStreamHost.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
+import { encodedResources, type EncodedSnapshot } from './snapshotStore.js';
+import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
+import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+
+export type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest__Output, DiscoveryResponse>;
+
+/** What a stream knows of one type URL. */
+export interface StreamTypeState {
+  /** Requested names, sorted; empty means all. */
+  names: string[];
+  nonce?: string;
+  /** A response was sent and neither ACKed nor NACKed yet. */
+  inFlight: boolean;
+  versionSent?: string;
+  namesSent?: string;
+  versionAcked?: string;
+}
+
+export interface StreamNack {
+  /** The rejected version (the last one sent). */
+  version: string;
+  /** Envoy's error_detail.message. */
+  message: string;
+  /** What Envoy still runs: the NACK's version_info. */
+  keptVersion: string;
+  nonce: string;
+}
+
+/** What a stream reports to, and asks of, the server hosting it. */
+export interface AdsStreamHost {
+  /** The node's current snapshot; undefined until it has one. */
+  snapshot(node: string): EncodedSnapshot | undefined;
+  /** A nonce no other response of this server carries. */
+  nextNonce(): string;
+  /** The first request named the stream's node (stream.node is set). */
+  identified(stream: AdsStream): void;
+  acked(stream: AdsStream, url: ResourceTypeUrl, version: string, nonce: string): void;
+  nacked(stream: AdsStream, url: ResourceTypeUrl, nack: StreamNack): void;
+  staleRequest(stream: AdsStream, url: ResourceTypeUrl): void;
+  sent(stream: AdsStream, url: ResourceTypeUrl, version: string, resources: number): void;
+  /** The stream ended (called once). */
+  closed(stream: AdsStream): void;
+}
+
+export interface AdsStreamOptions {
+  id: number;
+  call: AdsCall;
+  host: AdsStreamHost;
+  log: Logger;
+  /** Identifier Envoy shows as control_plane in its config dump. */
+  identifier: string;
+  /** How long LDS/RDS may wait for CDS/EDS of the same change before they are sent anyway. */
+  orderingTimeoutMs: number;
+}
+
+export function grpcError(code: grpc.status, details: string): grpc.ServerErrorResponse {
+  return { name: 'AdsError', message: details, code, details };
+}
+
+function namesKey(url: ResourceTypeUrl, names: readonly string[]): string {
+  return WILDCARD_TYPES.has(url) || names.length === 0 || names.includes('*') ? '*' : names.join('\n');
+}
+
+export class AdsStream {
+  readonly id: number;
+  /** The node id, from the first request; undefined until then. */
+  node: string | undefined;
+  readonly types = new Map<ResourceTypeUrl, StreamTypeState>();
+  closed = false;
+  log: Logger;
+  private readonly call: AdsCall;
+  private readonly host: AdsStreamHost;
+  private readonly identifier: string;
+  private readonly orderingTimeoutMs: number;
+  private orderingTimer: NodeJS.Timeout | undefined;
+  /** Set while the ordering timer's flush runs: send LDS/RDS without waiting. */
+  private orderingExpired = false;
+  private readonly warnedTypes = new Set<string>();
+
+  constructor(opts: AdsStreamOptions) {
+    this.id = opts.id;
+    this.call = opts.call;
+    this.host = opts.host;
+    this.log = opts.log;
+    this.identifier = opts.identifier;
+    this.orderingTimeoutMs = opts.orderingTimeoutMs;
+    const call = opts.call;
+    call.on('data', (request: DiscoveryRequest__Output) => {
+      try {
+        this.onRequest(request);
+      } catch (err) {
+        // A bug or an odd request must cost one stream, never the server.
+        this.log.debug({ err }, 'ADS request failed; dropping stream');
+        if (!call.cancelled && !call.writableEnded) call.emit('error', grpcError(grpc.status.INTERNAL, 'internal error'));
+        this.close();
+      }
+    });
+    call.on('error', (err: Error) => {
+      this.log.debug({ err }, 'ADS stream error');
+      this.close();
+    });
+    call.on('cancelled', () => this.close());
+    call.on('end', () => {
+      // Envoy half-closed: finish our side too.
+      if (!call.writableEnded) call.end();
+      this.close();
+    });
+    call.on('close', () => this.close());
+  }
+
+  /** Ends the stream with a gRPC status (when it is still open). */
+  end(code: grpc.status, details: string): void {
+    if (!this.call.cancelled && !this.call.writableEnded) this.call.emit('error', grpcError(code, details));
+    this.close();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.orderingTimer) clearTimeout(this.orderingTimer);
+    this.host.closed(this);
+  }
+
+  /** Sends, in push order, every type whose content or names changed and that may go now. */
+  flush(): void {
+    if (this.closed || this.node === undefined) return;
+    const encoded = this.host.snapshot(this.node);
+    if (!encoded) return; // no snapshot yet: the node waits until one arrives
+    let routesHeld = false;
+    for (const url of PUSH_ORDER) {
+      const st = this.types.get(url);
+      if (!st || st.inFlight || !this.needsSend(encoded, url, st)) continue;
+      if ((url === TYPE_URL.listener || url === TYPE_URL.route) && !this.routesMayGo(encoded)) {
+        routesHeld = true;
+        continue;
+      }
+      this.send(encoded, url, st);
+      if (this.closed) return;
+    }
+    if (routesHeld && !this.orderingTimer) {
+      this.orderingTimer = setTimeout(() => {
+        this.orderingTimer = undefined;
+        this.log.debug('CDS/EDS not settled in time; sending LDS/RDS anyway');
+        this.orderingExpired = true;
+        this.flush();
+        this.orderingExpired = false;
+      }, this.orderingTimeoutMs);
+      this.orderingTimer.unref();
+    } else if (!routesHeld && this.orderingTimer) {
+      clearTimeout(this.orderingTimer);
+      this.orderingTimer = undefined;
+    }
+  }
+
+  private fail(code: grpc.status, details: string): void {
+    this.log.debug({ details }, 'rejecting ADS stream');
+    this.end(code, details);
+  }
+
+  private onRequest(request: DiscoveryRequest__Output): void {
+    if (this.closed) return;
+    if (this.node === undefined) {
+      const id = request.node?.id ?? '';
+      if (id === '') {
+        this.fail(grpc.status.INVALID_ARGUMENT, 'the first DiscoveryRequest on an ADS stream must carry node.id');
+        return;
+      }
+      this.node = id;
+      this.log = this.log.child({ node: id });
+      this.host.identified(this);
+    }
+    const url = request.type_url ?? '';
+    if (url === '') {
+      this.fail(grpc.status.INVALID_ARGUMENT, 'type_url is required on an ADS stream');
+      return;
+    }
+    if (!isResourceTypeUrl(url)) {
+      // Nothing will ever answer it; say so once instead of letting Envoy wait silently.
+      if (!this.warnedTypes.has(url)) {
+        this.warnedTypes.add(url);
+        this.log.warn({ typeUrl: url }, 'Envoy asked for a resource type mvproxy does not serve');
+      }
+      return;
+    }
+    const names = [...new Set(request.resource_names ?? [])].sort();
+    let st = this.types.get(url);
+    if (st?.nonce !== undefined) {
+      const nonce = request.response_nonce ?? '';
+      if (nonce !== st.nonce) {
+        // An answer to a response that has since been superseded.
+        this.log.debug({ typeUrl: url, nonce, latest: st.nonce }, 'ignoring stale request');
+        this.host.staleRequest(this, url);
+        return;
+      }
+      const answering = st.inFlight;
+      st.inFlight = false;
+      if (request.error_detail) {
+        // The NACK's version_info is what Envoy still runs: the last accepted version.
+        st.versionAcked = request.version_info ?? '';
+        const nack = { version: st.versionSent ?? '', message: request.error_detail.message ?? '', keptVersion: st.versionAcked, nonce: st.nonce };
+        this.host.nacked(this, url, nack);
+      } else {
+        st.versionAcked = request.version_info ?? '';
+        // A repeat of the last nonce with other names is a subscription change, not a new ACK.
+        if (answering) {
+          this.log.debug({ typeUrl: url, version: st.versionAcked }, 'ACK');
+          this.host.acked(this, url, st.versionAcked, st.nonce);
+        }
+      }
+    } else if (!st) {
+      // First request for this type on this stream; a version_info from a
+      // previous connection is ignored: a new stream always gets the current set.
+      st = { names: [], inFlight: false };
+      this.types.set(url, st);
+      this.log.debug({ typeUrl: url, versionInfo: request.version_info ?? '' }, 'subscribed');
+    }
+    st.names = names;
+    this.flush();
+  }
+
+  /** True when a type's current content (and names) went out and was answered. */
+  private settled(encoded: EncodedSnapshot, url: ResourceTypeUrl): boolean {
+    const st = this.types.get(url);
+    if (!st) return true;
+    return !st.inFlight && !this.needsSend(encoded, url, st);
+  }
+
+  /**
+   * LDS/RDS go out only after the CDS and EDS of the same change were
+   * answered, and after Envoy asked for (and got) the endpoints of clusters
+   * it just accepted, so a route never points at a cluster still warming.
+   */
+  private routesMayGo(encoded: EncodedSnapshot): boolean {
+    if (this.orderingExpired) return true;
+    if (!this.settled(encoded, TYPE_URL.cluster) || !this.settled(encoded, TYPE_URL.endpoint)) return false;
+    const cds = this.types.get(TYPE_URL.cluster);
+    if (cds && cds.versionAcked === encoded.versions[TYPE_URL.cluster] && encoded.edsNames.length > 0) {
+      const eds = this.types.get(TYPE_URL.endpoint);
+      if (!eds) return false;
+      if (eds.names.length > 0 && !eds.names.includes('*')) {
+        const wanted = new Set(eds.names);
+        if (!encoded.edsNames.every((name) => wanted.has(name))) return false;
+      }
+    }
+    return true;
+  }
+
+  private needsSend(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): boolean {
+    // A NACKed version was sent, so it is not sent again until the content changes.
+    return st.versionSent !== encoded.versions[url] || st.namesSent !== namesKey(url, st.names);
+  }
+
+  private send(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): void {
+    const version = encoded.versions[url];
+    const resources = encodedResources(encoded, url, st.names);
+    const nonce = this.host.nextNonce();
+    const response: DiscoveryResponse = {
+      version_info: version,
+      resources,
+      type_url: url,
+      nonce,
+      control_plane: { identifier: this.identifier },
+    };
+    if (this.call.cancelled || this.call.writableEnded || this.call.destroyed) {
+      this.close();
+      return;
+    }
+    st.nonce = nonce;
+    st.inFlight = true;
+    st.versionSent = version;
+    st.namesSent = namesKey(url, st.names);
+    this.call.write(response);
+    this.log.debug({ typeUrl: url, version, nonce, resources: resources.length }, 'sent');
+    this.host.sent(this, url, version, resources.length);
+  }
+}
