@@ -501,39 +501,6 @@ describe('translateSidecar', () => {
   });
 
   describe('routes', () => {
-    test('a sidecar without peers sends everything to the local apiserver', () => {
-      const routes = routesOf(translateSidecar(NO_PEERS, settings));
-      assert.deepEqual(
-        routes.map((r) => [r.name, r.route?.cluster]),
-        [
-          ['peer-proxied (upgrade) (client certificate)', 'local-h1-front-proxy'],
-          ['peer-proxied (upgrade)', 'local-h1'],
-          ['peer-proxied (watch) (client certificate)', 'local-front-proxy'],
-          ['peer-proxied (watch)', 'local'],
-          ['peer-proxied (client certificate)', 'local-h1-front-proxy'],
-          ['peer-proxied', 'local-h1'],
-          ['discovery (aggregated, core) (client certificate)', 'local-h1-front-proxy'],
-          ['discovery (aggregated, core)', 'local-h1'],
-          ['discovery (aggregated) (client certificate)', 'local-h1-front-proxy'],
-          ['discovery (aggregated)', 'local-h1'],
-          ['openapi index (merged) (client certificate)', 'local-h1-front-proxy'],
-          ['openapi index (merged)', 'local-h1'],
-          ['local (core group) (upgrade) (client certificate)', 'local-h1-front-proxy'],
-          ['local (core group) (upgrade)', 'local-h1'],
-          ['local (core group) (watch) (client certificate)', 'local-front-proxy'],
-          ['local (core group) (watch)', 'local'],
-          ['local (core group) (client certificate)', 'local-h1-front-proxy'],
-          ['local (core group)', 'local-h1'],
-          ['local (upgrade) (client certificate)', 'local-h1-front-proxy'],
-          ['local (upgrade)', 'local-h1'],
-          ['local (watch) (client certificate)', 'local-front-proxy'],
-          ['local (watch)', 'local'],
-          ['local (client certificate)', 'local-h1-front-proxy'],
-          ['local', 'local-h1'],
-        ],
-      );
-    });
-
     test('core-group requests go local before the resource routes unless the plan sends some of the core group elsewhere', () => {
       const core = '/api/v1/namespaces/default/configmaps/c';
       const shortcut = (p: SidecarPlan): boolean => selectRoute(translateSidecar(p, settings), { path: core }).name === 'local (core group)';
