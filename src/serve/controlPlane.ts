@@ -1,19 +1,19 @@
-// The running control plane: observed state -> plans -> Envoy resources ->
-// ADS snapshots, recomputed whenever the observed model changes.
+// The running control plane, a thin runner: it wires the sources (the cluster
+// observer) to the servers (ADS, ext_proc, access log, admin) and, whenever the
+// observed model or the drains change, runs the pure reconcile step
+// (reconcile.ts) and hands its results to ADS and the ext_proc responder.
 import * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { chmodSync, readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { ServeConfig, ServedApiserver } from './config.js';
+import type { ServeConfig } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import type { Metrics } from '../metrics.js';
 import { ClusterObserver } from '../sources/clusterObserver.js';
-import { planSidecars } from '../planner/planner.js';
+import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
-import { makeSnapshot, snapshotVersions } from '../xds/snapshot.js';
-import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
+import { snapshotVersions } from '../xds/snapshot.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -22,7 +22,8 @@ import { AccessLogServer } from '../servers/accessLog.js';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import { readDrains, writeDrains } from './drains.js';
-import { mergeDiscovery, discoveryResponse, type MergedDiscovery } from '../discovery/index.js';
+import { discoveryResponse } from '../discovery/index.js';
+import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -31,6 +32,8 @@ export interface ControlPlaneDeps {
   kubeConfig?: KubeConfig;
   /** Defaults to the module `npm run build` compiled (dist/envoy/identity-filter.wasm). */
   identityFilterModule?: Buffer;
+  /** Epoch milliseconds for the observer's model and NACK times; defaults to the system clock. */
+  clock?: Clock;
 }
 
 export class ControlPlane implements AdminBackend {
@@ -42,20 +45,19 @@ export class ControlPlane implements AdminBackend {
   private adminServer?: HttpServer;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
-  private plans: SidecarPlan[] = [];
   /** Apiservers an operator is draining (admin API), also kept in admin.drainFile when set. */
   private draining: ReadonlySet<string> = new Set<string>();
-  /** Each sidecar's merged discovery, recomputed with the plans (documents are rendered lazily and memoized). */
-  private readonly mergedByNode = new Map<string, MergedDiscovery>();
+  /** The last reconcile: plans, and each sidecar's snapshot and merged discovery (documents rendered lazily and memoized). */
+  private reconciled?: Reconciled;
   private lastModel?: ClusterModel;
+  /** Translator settings per sidecar and the departed grace, from the config: fixed for the run. */
+  private readonly settings: ReconcileSettings;
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
-  /** The compiled certificate-identity filter every listener carries. */
-  private readonly identityFilterModule: Buffer;
 
   constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
-    this.departedGraceMs = config.departedGraceSeconds * 1000;
-    this.identityFilterModule = deps.identityFilterModule ?? readIdentityFilterModule();
+    this.settings = reconcileSettings(config, deps.identityFilterModule ?? readIdentityFilterModule());
+    this.departedGraceMs = this.settings.departedGraceMs;
     const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
@@ -63,6 +65,7 @@ export class ControlPlane implements AdminBackend {
         responseSent: (node, typeUrl) => deps.metrics.xdsPushes.inc({ node, type_url: typeUrl }),
         nack: (node, typeUrl) => deps.metrics.xdsNacks.inc({ node, type_url: typeUrl }),
       },
+      ...(deps.clock ? { now: deps.clock } : {}),
     });
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
@@ -85,6 +88,7 @@ export class ControlPlane implements AdminBackend {
       leaseGraceMs: this.departedGraceMs,
       localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
       discoveryIntervalMs: config.discoveryPollMillis,
+      ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.observer.onChange((model) => this.update(model));
   }
@@ -113,29 +117,28 @@ export class ControlPlane implements AdminBackend {
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
   }
 
-  /** Recomputes every sidecar's snapshot; ADS pushes only what changed. */
+  /** Every plan of the last reconcile (none before the first). */
+  private get plans(): SidecarPlan[] {
+    return this.reconciled?.plans ?? [];
+  }
+
+  /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel): void {
     this.lastModel = model;
-    const plans = planSidecars(model, { departedGraceMs: this.departedGraceMs, draining: this.draining });
-    for (const plan of plans) {
-      const apiserver = this.config.apiservers.find((a) => a.name === plan.node);
-      if (!apiserver) continue;
-      const snapshot = makeSnapshot(translateSidecar(plan, this.translatorSettings(apiserver)));
-      this.ads.setSnapshot(plan.node, snapshot);
-      const previous = this.plans.find((p) => p.node === plan.node);
-      if (JSON.stringify(previous?.routes) !== JSON.stringify(plan.routes)) {
-        this.deps.logger.info({ node: plan.node, routes: plan.routes.length, versions: snapshotVersions(snapshot) }, 'plan changed');
+    const next = reconcile(model, this.draining, this.settings);
+    for (const [node, sidecar] of next.sidecars) {
+      this.ads.setSnapshot(node, sidecar.snapshot);
+      const previous = this.reconciled?.sidecars.get(node)?.plan;
+      if (JSON.stringify(previous?.routes) !== JSON.stringify(sidecar.plan.routes)) {
+        this.deps.logger.info({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
       }
     }
-    this.plans = plans;
-    for (const plan of plans) {
-      this.mergedByNode.set(plan.node, mergeDiscovery(plan.node, model, model.now, { departedGraceMs: this.departedGraceMs }));
-    }
+    this.reconciled = next;
   }
 
   /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
   private answerDiscovery(node: string, request: DiscoveryRequest): DiscoveryAnswer | undefined {
-    const merged = this.mergedByNode.get(node);
+    const merged = this.reconciled?.sidecars.get(node)?.discovery;
     if (!merged) return undefined;
     const answer = discoveryResponse(request, merged);
     if ('passThrough' in answer) return undefined;
@@ -145,28 +148,6 @@ export class ControlPlane implements AdminBackend {
       else this.deps.metrics.peerAggregatedCacheMisses.inc();
     }
     return answer;
-  }
-
-  private translatorSettings(apiserver: ServedApiserver): TranslatorSettings {
-    const { tls } = this.config;
-    return {
-      listener: {
-        address: apiserver.sidecar.host,
-        port: apiserver.sidecar.port,
-        servingCertPath: apiserver.sidecar.servingCert,
-        servingKeyPath: apiserver.sidecar.servingKey,
-        clientCaPath: tls.clientCa,
-      },
-      upstream: {
-        frontProxyCertPath: tls.frontProxyClientCert,
-        frontProxyKeyPath: tls.frontProxyClientKey,
-        peerCaPath: tls.peerCa,
-        serverName: tls.peerServerName,
-        ...(this.config.peerEgressProxy ? { egressProxy: this.config.peerEgressProxy } : {}),
-      },
-      controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-      identityFilter: { module: this.identityFilterModule },
-    };
   }
 
   /** HTTP /status: everything the control plane believes and has pushed, plans included, as one JSON dump. */

@@ -1,0 +1,86 @@
+// The control plane's one decision step, pure: from what it observes (the
+// cluster model) and what the operator asked (drains), to what every sidecar
+// must have (its Envoy snapshot) and the merged discovery its ext_proc
+// responder answers with. No sockets, no clock, no files: the same inputs
+// always give the same outputs, so a restarted control plane pushes the very
+// versions the sidecars already run. ControlPlane (controlPlane.ts) runs it
+// whenever the model or the drains change and hands the results to the servers.
+import type { ServeConfig, ServedApiserver } from './config.js';
+import type { ClusterModel } from '../model/cluster.js';
+import { planSidecars } from '../planner/planner.js';
+import type { SidecarPlan } from '../planner/plan.js';
+import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
+import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
+import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
+import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
+
+export interface ReconcileSettings {
+  /** The translator settings of each declared sidecar, by node (apiserver name): other nodes get nothing. */
+  sidecars: ReadonlyMap<string, TranslatorSettings>;
+  /** How long a departed apiserver still counts (planner and merge alike). */
+  departedGraceMs: number;
+}
+
+/** What one declared sidecar gets. */
+export interface ReconciledSidecar {
+  plan: SidecarPlan;
+  /** Its Envoy resources, versioned by content. */
+  snapshot: Snapshot;
+  /** What its ext_proc responder answers `/api`, `/apis` and `/openapi/v3` with (documents rendered lazily). */
+  discovery: MergedDiscovery;
+}
+
+export interface Reconciled {
+  /** One plan per apiserver of the model, sorted by node (what status and explain read). */
+  plans: SidecarPlan[];
+  /** Every declared sidecar the model plans for, in plan order. */
+  sidecars: Map<string, ReconciledSidecar>;
+}
+
+/** model + drains + settings -> plans -> per-node snapshots and merged discovery. */
+export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, settings: ReconcileSettings): Reconciled {
+  const { departedGraceMs } = settings;
+  const plans = planSidecars(model, { departedGraceMs, draining });
+  const sidecars = new Map<string, ReconciledSidecar>();
+  for (const plan of plans) {
+    const translatorSettings = settings.sidecars.get(plan.node);
+    if (!translatorSettings) continue;
+    sidecars.set(plan.node, {
+      plan,
+      snapshot: makeSnapshot(translateSidecar(plan, translatorSettings)),
+      discovery: mergeDiscovery(plan.node, model, model.now, { departedGraceMs }),
+    });
+  }
+  return { plans, sidecars };
+}
+
+/** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */
+export function reconcileSettings(config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'>, identityFilterModule: Buffer): ReconcileSettings {
+  const sidecars = new Map<string, TranslatorSettings>();
+  for (const apiserver of config.apiservers) {
+    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule));
+  }
+  return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
+}
+
+function sidecarTranslatorSettings(config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'>, apiserver: ServedApiserver, identityFilterModule: Buffer): TranslatorSettings {
+  const { tls } = config;
+  return {
+    listener: {
+      address: apiserver.sidecar.host,
+      port: apiserver.sidecar.port,
+      servingCertPath: apiserver.sidecar.servingCert,
+      servingKeyPath: apiserver.sidecar.servingKey,
+      clientCaPath: tls.clientCa,
+    },
+    upstream: {
+      frontProxyCertPath: tls.frontProxyClientCert,
+      frontProxyKeyPath: tls.frontProxyClientKey,
+      peerCaPath: tls.peerCa,
+      serverName: tls.peerServerName,
+      ...(config.peerEgressProxy ? { egressProxy: config.peerEgressProxy } : {}),
+    },
+    controlPlaneCluster: CONTROL_PLANE_CLUSTER,
+    identityFilter: { module: identityFilterModule },
+  };
+}

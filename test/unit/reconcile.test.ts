@@ -1,0 +1,231 @@
+// The control plane's reconcile step, pure: cluster model + drains + settings
+// -> plans -> each declared sidecar's snapshot and merged discovery. No
+// sockets, files or clocks: the models are built here, the identity filter
+// module is a few bytes.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
+import type { ApiserverDiscovery } from '../../src/model/discovery.js';
+import { parseAggregatedDiscovery, servedSetFromDiscovery } from '../../src/model/servedSet.js';
+import type { ServeConfig, ServedApiserver } from '../../src/serve/config.js';
+import { reconcile, reconcileSettings, type Reconciled } from '../../src/serve/reconcile.js';
+import { encodeSnapshot } from '../../src/servers/snapshotStore.js';
+import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName } from '../../src/translator/translator.js';
+import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
+
+const NOW = 1_700_000_000_000;
+const GRACE_SECONDS = 300;
+const WASM = Buffer.from('\0asm-not-really');
+
+/** group/version/resource; group "" is the core group. */
+type Gvr = readonly [group: string, version: string, resource: string];
+
+const CORE: Gvr[] = [
+  ['', 'v1', 'namespaces'],
+  ['', 'v1', 'pods'],
+];
+const BATCH: Gvr[] = [
+  ['batch', 'v1', 'cronjobs'],
+  ['batch', 'v1', 'jobs'],
+];
+const MIGRATION: Gvr[] = [['storagemigration.k8s.io', 'v1', 'storageversionmigrations']];
+
+/** An apiserver's own aggregated discovery listing exactly these resources. */
+function discoveryOf(gvrs: readonly Gvr[]): ApiserverDiscovery {
+  const groups = new Map<string, Map<string, string[]>>();
+  for (const [group, version, resource] of gvrs) {
+    const versions = groups.get(group) ?? new Map<string, string[]>();
+    versions.set(version, [...(versions.get(version) ?? []), resource]);
+    groups.set(group, versions);
+  }
+  const items = (core: boolean): unknown[] =>
+    [...groups]
+      .filter(([group]) => (group === '') === core)
+      .map(([name, versions]) => ({
+        metadata: { name },
+        versions: [...versions].map(([version, resources]) => ({
+          version,
+          resources: resources.map((resource) => ({ resource, scope: 'Namespaced', verbs: ['get', 'list', 'watch'] })),
+        })),
+      }));
+  const list = (core: boolean): unknown => ({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: items(core) });
+  return { core: parseAggregatedDiscovery(list(true), [], '/api'), groups: parseAggregatedDiscovery(list(false), [], '/apis') };
+}
+
+/** Apiservers in order, each live, reachable and ready, addressed 10.0.0.1, 10.0.0.2, ... */
+function model(apiservers: Record<string, readonly Gvr[]>): ClusterModel {
+  return {
+    now: NOW,
+    localOnly: [],
+    apiservers: Object.entries(apiservers).map(([name, serves], i): ApiserverObservation => {
+      const discovery = discoveryOf(serves);
+      return {
+        endpoint: { name, hostname: `host-${name}`, address: { host: `10.0.0.${i + 1}`, port: 6444 } },
+        lease: { name: `apiserver-${name}`, holderIdentity: `${name}-1`, renewTime: NOW - 1000 },
+        discovery,
+        servedSet: servedSetFromDiscovery(discovery),
+        reachable: true,
+        ready: true,
+      };
+    }),
+  };
+}
+
+function declared(name: string, i: number): ServedApiserver {
+  return {
+    name,
+    hostname: `host-${name}`,
+    address: { host: `10.0.0.${i + 1}`, port: 6444 },
+    sidecar: { host: `10.0.0.${i + 1}`, port: 6443, servingCert: `/pki/${name}.crt`, servingKey: `/pki/${name}.key` },
+  };
+}
+
+/** What the serve config says, for these declared apiservers (no file is read). */
+function config(names: readonly string[]): Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> {
+  return {
+    apiservers: names.map(declared),
+    tls: { clientCa: '/pki/ca.crt', frontProxyClientCert: '/pki/fp.crt', frontProxyClientKey: '/pki/fp.key', peerCa: '/pki/ca.crt', peerServerName: 'kubernetes.default.svc' },
+    departedGraceSeconds: GRACE_SECONDS,
+  };
+}
+
+function run(m: ClusterModel, opts: { declare?: readonly string[]; draining?: readonly string[] } = {}): Reconciled {
+  const names = opts.declare ?? m.apiservers.map((a) => a.endpoint.name);
+  return reconcile(m, new Set(opts.draining ?? []), reconcileSettings(config(names), WASM));
+}
+
+function sidecar(result: Reconciled, node: string): NonNullable<ReturnType<Reconciled['sidecars']['get']>> {
+  const found = result.sidecars.get(node);
+  assert.ok(found, `a sidecar ${node}`);
+  return found;
+}
+
+/** The types whose version differs between two reconciles, per node. */
+function changedTypes(before: Reconciled, after: Reconciled): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [node, { snapshot }] of after.sidecars) {
+    const old = snapshotVersions(sidecar(before, node).snapshot);
+    const now = snapshotVersions(snapshot);
+    out[node] = PUSH_ORDER.filter((url) => old[url] !== now[url]).map(shortType);
+  }
+  return out;
+}
+
+function shortType(url: ResourceTypeUrl): string {
+  return { [TYPE_URL.cluster]: 'CDS', [TYPE_URL.endpoint]: 'EDS', [TYPE_URL.listener]: 'LDS', [TYPE_URL.route]: 'RDS' }[url];
+}
+
+/** The resource routes of a sidecar's plan, as `group/version/resource -> action`. */
+function routes(result: Reconciled, node: string): string[] {
+  return sidecar(result, node).plan.routes.map((r) => {
+    const action = r.action.kind === 'peers' ? `peers ${r.action.peers.join(',')}` : `unavailable ${r.action.servedBy.join(',')}`;
+    return `${r.group}/${r.version}/${r.resource}${r.subresource ? `/${r.subresource}` : ''} -> ${action}`;
+  });
+}
+
+/** Every cluster a sidecar's route configuration sends to. */
+function routedClusters(result: Reconciled, node: string): string[] {
+  const config = sidecar(result, node).snapshot.types[TYPE_URL.route].resources.get(ROUTE_CONFIG_NAME);
+  assert.ok(config, 'the route configuration');
+  const clusters = new Set<string>();
+  JSON.stringify(config, (key, value: unknown) => {
+    if (key === 'cluster' && typeof value === 'string') clusters.add(value);
+    return value;
+  });
+  return [...clusters].sort();
+}
+
+describe('reconcile', () => {
+  it('gives every declared apiserver a sidecar with a snapshot and merged discovery, in node order', () => {
+    const result = run(model({ 'kas-b': CORE, 'kas-a': CORE }));
+    assert.deepEqual([...result.sidecars.keys()], ['kas-a', 'kas-b']);
+    assert.deepEqual(
+      result.plans.map((p) => p.node),
+      ['kas-a', 'kas-b'],
+    );
+    assert.equal(sidecar(result, 'kas-a').plan, result.plans[0]);
+  });
+
+  it('gives a node that is not in the config a plan but no snapshot and no merged discovery', () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-x': CORE }), { declare: ['kas-a'] });
+    assert.deepEqual([...result.sidecars.keys()], ['kas-a']);
+    assert.deepEqual(
+      result.plans.map((p) => p.node),
+      ['kas-a', 'kas-x'],
+    );
+  });
+
+  it('sends a resource the local apiserver lacks to the peer that serves it', () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...MIGRATION] }));
+    assert.deepEqual(routes(result, 'kas-a'), ['storagemigration.k8s.io/v1/storageversionmigrations -> peers kas-b']);
+    assert.ok(routedClusters(result, 'kas-a').some((c) => c.startsWith(peerClusterName(['kas-b']))));
+    assert.deepEqual(routes(result, 'kas-b'), []);
+  });
+
+  it("reroutes a drained apiserver's sidecar to the peers that also serve what it serves", () => {
+    const m = model({ 'kas-a': [...CORE, ...BATCH], 'kas-b': [...CORE, ...BATCH] });
+    assert.deepEqual(routes(run(m), 'kas-a'), []);
+    const drained = run(m, { draining: ['kas-a'] });
+    assert.deepEqual(routes(drained, 'kas-a'), [
+      '/v1/namespaces -> peers kas-b',
+      '/v1/pods -> peers kas-b',
+      'batch/v1/cronjobs -> peers kas-b',
+      'batch/v1/jobs -> peers kas-b',
+    ]);
+    assert.deepEqual(routes(drained, 'kas-b'), []);
+  });
+
+  it('gives byte-identical snapshots for the same model, so a restarted control plane changes no version', () => {
+    const build = (): Reconciled => run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': [...CORE, ...MIGRATION] }), { draining: ['kas-c'] });
+    const first = build();
+    const second = build();
+    for (const node of ['kas-a', 'kas-b', 'kas-c']) {
+      const a = encodeSnapshot(sidecar(first, node).snapshot);
+      const b = encodeSnapshot(sidecar(second, node).snapshot);
+      assert.deepEqual(b.versions, a.versions, node);
+      for (const url of PUSH_ORDER) {
+        const bytes = (e: typeof a): string[] => [...(e.anys.get(url)?.values() ?? [])].map((any) => any.value.toString('base64'));
+        assert.deepEqual(bytes(b), bytes(a), `${node} ${shortType(url)}`);
+      }
+    }
+  });
+
+  it("changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there", () => {
+    const before = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
+    const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': [...CORE, ...MIGRATION] }));
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS'], 'kas-b': ['RDS'], 'kas-c': [] });
+  });
+
+  it("changes, when one apiserver stops serving something only it served, only the route configurations of its peers' sidecars", () => {
+    const before = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE }));
+    const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS'], 'kas-b': [], 'kas-c': ['RDS'] });
+  });
+
+  it("merges every live apiserver's discovery into each sidecar's ext_proc document", () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] }));
+    for (const node of ['kas-a', 'kas-b']) {
+      const { discovery } = sidecar(result, node);
+      assert.deepEqual(discovery.sources.slice().sort(), ['kas-a', 'kas-b'], node);
+      assert.deepEqual(
+        discovery.groups.items.map((g) => g.metadata.name),
+        ['batch'],
+        node,
+      );
+      assert.deepEqual(discovery.core.items[0]?.versions[0]?.resources.map((r) => r.resource).sort(), ['namespaces', 'pods'], node);
+    }
+  });
+
+  it("configures each sidecar's listener from its own declared address and the injected identity filter module", () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-b': CORE }));
+    const listener = sidecar(result, 'kas-b').snapshot.types[TYPE_URL.listener].resources.get(LISTENER_NAME);
+    assert.ok(listener && listener['@type'] === TYPE_URL.listener);
+    assert.deepEqual(listener.address?.socket_address, { address: '10.0.0.2', port_value: 6443 });
+    const inline: unknown[] = [];
+    JSON.stringify(listener, (key, value: unknown) => {
+      if (key === 'inline_bytes') inline.push(value);
+      return value;
+    });
+    assert.deepEqual(inline, [WASM.toJSON()], 'the module travels inline in the listener');
+  });
+});
