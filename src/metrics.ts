@@ -1,5 +1,5 @@
 // Prometheus metrics for mvproxy. Upstream MVP's metric names and labels are
-// kept (DESIGN.md) so dashboards built for upstream work unchanged; mvproxy's
+// kept so dashboards built for upstream work unchanged; mvproxy's
 // own metrics are prefixed mvproxy_. One registry per createMetrics() call:
 // no global singleton, so each test and each process gets a fresh one.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

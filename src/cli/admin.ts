@@ -165,7 +165,7 @@ function formatExplanation(e: Explanation__Output): string {
   const parsed = r?.resource_request
     ? `resource ${r.group === '' ? 'core' : r.group}/${r.version} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.namespace ? ` in namespace ${r.namespace}` : ''}${r.name ? ` named ${r.name}` : ''}`
     : `not a resource request${r?.error ? ` (${r.error})` : ''}`;
-  return `destination: ${where}\nreason:      ${e.reason}\nrequest:     ${parsed}\n`;
+  return `destination: ${where}\nrule:        ${e.rule}\nreason:      ${e.reason}\nrequest:     ${parsed}\n`;
 }
 
 function table(header: string[], rows: string[][]): string {

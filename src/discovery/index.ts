@@ -16,7 +16,6 @@ export {
   discoveryResponse,
   etagMatches,
   isMergedDocument,
-  MERGED_DOCUMENTS,
   type MergedDocument,
   type DiscoveryRequest,
   type DiscoveryReply,

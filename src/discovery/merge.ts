@@ -16,7 +16,7 @@
 //   several is likewise the first entry with unioned verbs);
 // - relative order is kept at every level (preferred version first), with
 //   ties broken by first appearance in server order;
-// - CRD and APIService group-versions (rule 6, including deleted ones within
+// - CRD and APIService group-versions (shared-state-local, including deleted ones within
 //   their grace period) come only from the local apiserver's own document:
 //   every apiserver serves them from shared state, and a peer's stale copy
 //   must not resurrect a deleted one;
@@ -70,7 +70,7 @@ export interface MergeOptions {
  *
  * Live: every apiserver whose last good discovery is known and that is not
  * gone, unreachable ones included. Their resources still exist; requests for
- * them get a 503 with Retry-After from the routes (rule 4) rather than a 404,
+ * them get a 503 with Retry-After from the routes (unavailable-503) rather than a 404,
  * and dropping them from discovery would make the garbage collector and the
  * namespace controller treat them as deleted.
  */
@@ -82,7 +82,7 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
     .filter((a) => a === local || options.departedGraceMs === undefined || peerStanding(a, now, options.departedGraceMs) !== 'gone')
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
 
-  // Peers never contribute local-only group-versions (rule 6). Their lists
+  // Peers never contribute local-only group-versions (shared-state-local). Their lists
   // still vote on the order, so the order is the same whichever apiserver is
   // local: every apiserver lists a CRD in the same place.
   const allows = contributors.map((server) =>

@@ -6,7 +6,7 @@
 // only peers list, the first peer's entry (peers sorted by name, as the
 // discovery merge); the sidecar routes `/openapi/v3/apis/{g}/{v}` of those
 // group-versions to the peers (see the planner's group documents). CRD and
-// APIService group-versions (rule 6) come only from the local index.
+// APIService group-versions (shared-state-local) come only from the local index.
 import type { ApiserverObservation } from '../model/cluster.js';
 import { groupVersionOfIndexPath, type OpenApiV3Index } from '../model/openapi.js';
 import { groupVersionKey } from '../model/liveness.js';

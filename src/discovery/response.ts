@@ -4,21 +4,17 @@
 // route that sent it to ext_proc (src/translator/routes.ts); what the client
 // accepts is negotiated here, exactly as kube-apiserver negotiates it. Pure
 // apart from the rendering memo.
+import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import type { MergedDiscovery } from './merge.js';
 import { negotiateDiscovery } from './negotiate.js';
 import { renderAggregatedCached, type RenderedDocument } from './render.js';
 import { renderOpenApiIndex } from './openapi.js';
 
-/**
- * The documents mvproxy serves merged: aggregated discovery of the core group
- * (`/api`) and of the named groups (`/apis`), and the OpenAPI v3 index
- * (`/openapi/v3`).
- */
-export const MERGED_DOCUMENTS = ['core-discovery', 'group-discovery', 'openapi-index'] as const;
-export type MergedDocument = (typeof MERGED_DOCUMENTS)[number];
+export type { MergedDocument } from '../model/requestInfo.js';
 
+/** Whether a name (as the route passes it to ext_proc) is one of the merged documents. */
 export function isMergedDocument(value: string): value is MergedDocument {
-  return (MERGED_DOCUMENTS as readonly string[]).includes(value);
+  return Object.hasOwn(MERGED_DOCUMENT_PATHS, value);
 }
 
 export interface DiscoveryRequest {

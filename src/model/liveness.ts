@@ -2,7 +2,7 @@
 // Shared so
 // a resource that routes to a 503 is still listed in discovery: a resource
 // that vanishes from discovery looks deleted to the garbage collector and the
-// namespace controller, which is exactly what rule 4 forbids.
+// namespace controller, which is exactly what unavailable-503 forbids.
 import type { ApiserverObservation, ClusterModel } from './cluster.js';
 
 /** How a peer counts right now: serving, known but not reachable (503), or gone. */
@@ -34,7 +34,7 @@ export function groupVersionKey(group: string, version: string): string {
 }
 
 /**
- * Rule 6: CRD and APIService group-versions, including deleted ones still in
+ * shared-state-local: CRD and APIService group-versions, including deleted ones still in
  * their grace period, as groupVersionKey()s.
  */
 export function activeLocalOnlyGroupVersions(model: Pick<ClusterModel, 'localOnly'>, now: number): Set<string> {

@@ -1,4 +1,5 @@
-// Request classification, mirroring kube-apiserver's RequestInfoFactory
+// Request classification, the one place request paths are read: resource
+// requests mirror kube-apiserver's RequestInfoFactory
 // (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) for the parts that
 // decide routing: API prefix, group, version, namespace, resource, name and
 // subresource. The translator's route regexes are built from the same grammar
@@ -45,6 +46,45 @@ export interface RequestInfo {
    * non-resource requests: the local apiserver answers them.
    */
   error?: string;
+}
+
+/**
+ * The documents mvproxy serves merged (docs/request-rules.md, merged-document),
+ * by the path that names each: aggregated discovery of the core group and of
+ * the named groups, and the OpenAPI v3 index. The routes select these paths;
+ * the discovery module renders each document.
+ */
+export const MERGED_DOCUMENT_PATHS = {
+  'core-discovery': '/api',
+  'group-discovery': '/apis',
+  'openapi-index': '/openapi/v3',
+} as const;
+export type MergedDocument = keyof typeof MERGED_DOCUMENT_PATHS;
+
+/** The merged document a path names (one trailing slash and a query allowed, as the routes match), if any. */
+export function mergedDocumentOf(rawPath: string): MergedDocument | undefined {
+  const bare = stripQueryAndFragment(rawPath);
+  const path = bare.length > 1 && bare.endsWith('/') ? bare.slice(0, -1) : bare;
+  return (Object.keys(MERGED_DOCUMENT_PATHS) as MergedDocument[]).find((document) => MERGED_DOCUMENT_PATHS[document] === path);
+}
+
+/**
+ * The group or group-version a discovery document path names: `/apis/{g}`,
+ * `/apis/{g}/{v}`, `/api/{v}`, and the group-version's OpenAPI v3 document
+ * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`), one trailing slash
+ * allowed, as the route matchers see it (no other normalization).
+ */
+export function groupDocumentOf(rawPath: string): { group: string; version?: string } | undefined {
+  const bare = stripQueryAndFragment(rawPath);
+  const openapi = /^\/openapi\/v3(\/apis?\/.*)$/.exec(bare);
+  if (openapi) {
+    const document = groupDocumentOf(openapi[1] as string);
+    return document?.version !== undefined ? document : undefined;
+  }
+  const apis = /^\/apis\/([^/]+)(?:\/([^/]+))?\/?$/.exec(bare);
+  if (apis) return apis[2] === undefined ? { group: apis[1] as string } : { group: apis[1] as string, version: apis[2] };
+  const core = /^\/api\/([^/]+)\/?$/.exec(bare);
+  return core ? { group: '', version: core[1] as string } : undefined;
 }
 
 /** Classifies a request path the way kube-apiserver does. Never throws. */

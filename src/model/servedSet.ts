@@ -2,7 +2,7 @@
 // entries mvproxy routes on from those it does not, and reduce one apiserver's
 // discovery to its served set.
 //
-// Content from apiservers is data, not a verdict on them (DESIGN.md, "never
+// Content from apiservers is data, not a verdict on them (docs/never-worse.md, "never
 // worse than no proxy"). kube-aggregator copies every extension server's
 // discovery into every apiserver's `/apis` without checking it, so one bad
 // entry can appear in every apiserver's document at once. A malformed entry

@@ -3,13 +3,15 @@
 // the sidecar runs and the model the plan was made from.
 import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
-import { parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
-import type { RequestDestination, SidecarPlan } from './plan.js';
-import { destinationForRequest, drainedApiservers, groupDocumentOf, LocalDoubts, ServedIndex } from './planner.js';
+import { groupDocumentOf, parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
+import type { Decision, RequestDestination, RuleName, SidecarPlan } from './plan.js';
+import { destinationForRequest, LocalDoubts, sidecarDecider, type SidecarDecider } from './planner.js';
 
 export interface RequestExplanation {
+  /** Where the sidecar's routes send the request now. */
   destination: RequestDestination;
+  /** The request rule behind it (docs/request-rules.md). */
+  rule: RuleName;
   reason: string;
   request: RequestInfo;
 }
@@ -17,62 +19,77 @@ export interface RequestExplanation {
 export interface ExplainInput {
   plan: SidecarPlan;
   model: ClusterModel;
-  /** The planner's inputs of the same names (operator drains; not-ready apiservers are added here as there). */
+  /** The planner's inputs of the same names (operator drains; not-ready apiservers are added as there). */
   draining: ReadonlySet<string>;
   departedGraceMs: number;
 }
 
+/**
+ * Where a request sent to the plan's sidecar goes and why: the destination
+ * its routes give it, and the planner's own decision for it (the same
+ * SidecarDecider the plan was made with), in words. Nothing is re-derived here.
+ */
 export function explainRequest(input: ExplainInput, path: string, options: { peerProxied?: boolean } = {}): RequestExplanation {
   const request = parseRequestPath(path);
-  const destination = destinationForRequest(input.plan, request, { alreadyProxied: options.peerProxied ?? false });
-  return { destination, reason: reasonFor(input, request, destination, options.peerProxied ?? false), request };
+  const alreadyProxied = options.peerProxied ?? false;
+  const destination = destinationForRequest(input.plan, request, { alreadyProxied });
+  const decider = sidecarDecider(input.model, { departedGraceMs: input.departedGraceMs, draining: input.draining }, input.plan.node);
+  const decision: Decision = decider?.decideRequest(request, { alreadyProxied }) ?? { destination, rule: 'not-a-resource' };
+  const reason = decider ? reasonFor(decider, input, request, decision) : `the local apiserver ${input.plan.node} is not in the model yet: it answers`;
+  return { destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
 }
 
-function reasonFor(input: ExplainInput, request: RequestInfo, destination: RequestDestination, peerProxied: boolean): string {
-  const { plan, model } = input;
-  const draining = drainedApiservers(model, input.draining);
-  const localName = plan.local.name;
+/** `rule served-locally`, or with the retry rule for requests sent to peers. */
+function citation(decision: Decision): string {
+  return decision.destination.kind === 'peers' ? `rules ${decision.rule}, retry-connect-only` : `rule ${decision.rule}`;
+}
+
+function reasonFor(decider: SidecarDecider, input: ExplainInput, request: RequestInfo, decision: Decision): string {
+  const localName = decider.local.endpoint.name;
   const what = describeTarget(request);
-  if (peerProxied) return `already proxied by a peer (x-kubernetes-peer-proxied): served by the local apiserver ${localName}, never proxied twice (rule 2)`;
-  if (destination.kind === 'unavailable') {
-    return `${what} is served only by apiservers that cannot take it now (${destination.servedBy.join(', ')}: unreachable, or left within the grace period): 503 with Retry-After, never 404 (rule 4)`;
-  }
-  const local = model.apiservers.find((a) => a.endpoint.name === localName);
-  const servesLocally = new ServedIndex(local?.servedSet ?? []).servesRequest(request);
-  const localAvailable = local !== undefined && peerStanding(local, model.now, input.departedGraceMs) === 'available';
-  // What the planner doubts about the local apiserver (it keeps that local while the apiserver is available).
-  const doubts = local !== undefined && localAvailable ? new LocalDoubts(local) : undefined;
-  if (destination.kind === 'peers') {
-    const peers = destination.peers.join(', ');
-    if (destination === plan.fallback) {
-      return `the local apiserver ${localName} is unavailable: a peer answers what it would have answered (${request.isResourceRequest ? `${what}, which no apiserver serves: its 404` : what}): ${peers}`;
+  const peers = decision.destination.kind === 'peers' ? decision.destination.peers.join(', ') : '';
+  switch (decision.rule) {
+    case 'proxied-once':
+      return `already proxied by a peer (x-kubernetes-peer-proxied): served by the local apiserver ${localName}, never proxied twice`;
+    case 'shared-state-local':
+      return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName}`;
+    case 'served-locally': {
+      const kept = decider.localDraining ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
+      return `the local apiserver ${localName} serves ${what}${kept}`;
     }
-    if (!request.isResourceRequest) return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
-    if (servesLocally && localAvailable && draining.has(localName)) {
-      return `the local apiserver ${localName} is ${drainState(input, localName)}: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
-    }
-    if (servesLocally) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers} (rules 2, 5)`;
-    return `the local apiserver ${localName} does not serve ${what}; it goes to peers that do: ${peers}; another of them is tried only if the connection fails (rules 2, 5)`;
-  }
-  if (request.error !== undefined) return `the path could not be classified (${request.error}): the local apiserver ${localName} answers it`;
-  if (!request.isResourceRequest) {
-    const document = groupDocumentOf(request.path);
-    if (local !== undefined && doubts !== undefined && document !== undefined && doubts.covers(document)) {
+    case 'drained-to-peers':
+      return `the local apiserver ${localName} is ${drainState(input, localName)}: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails`;
+    case 'doubt-stays-local': {
+      const document = request.isResourceRequest ? undefined : groupDocumentOf(request.path);
+      if (document === undefined) {
+        const id = { group: request.group, version: request.version, resource: request.resource, subresource: request.subresource };
+        return inDoubt(decider.local, localName, decider.doubts, id, what, 'served locally');
+      }
       const subject = document.version === undefined ? `group ${document.group}` : document.group === '' ? document.version : `${document.group}/${document.version}`;
-      return inDoubt(local, localName, doubts, document, subject, `${what} is answered locally`);
+      return inDoubt(decider.local, localName, decider.doubts, document, subject, `${what} is answered locally`);
     }
-    return `not a resource request: the local apiserver ${localName} answers it`;
+    case 'reroute-to-peers':
+      if (!decider.localAvailable) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers}`;
+      return `the local apiserver ${localName} does not serve ${what}; it goes to peers that do: ${peers}; another of them is tried only if the connection fails`;
+    case 'unavailable-503': {
+      const servedBy = decision.destination.kind === 'unavailable' ? decision.destination.servedBy.join(', ') : '';
+      return `${what} is served only by apiservers that cannot take it now (${servedBy}: unreachable, or left within the grace period): 503 with Retry-After, never 404`;
+    }
+    case 'nobody-serves':
+      return `no apiserver serves ${what}: the local apiserver ${localName} answers with its own 404`;
+    case 'peer-only-document':
+      if (decision.destination.kind === 'unavailable') {
+        return `the local apiserver ${localName} serves nothing in ${what}, and the peers that do cannot take it now (${decision.destination.servedBy.join(', ')}): 503 with Retry-After`;
+      }
+      return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
+    case 'merged-document':
+      return `${what}: the local apiserver ${localName} authenticates and authorizes the client, then mvproxy answers with the merged document (aggregated discovery only with the aggregated Accept and without profile=nopeer; the local apiserver's own document while the control plane does not answer)`;
+    case 'local-down-fallback':
+      return `the local apiserver ${localName} is unavailable: a peer answers what it would have answered (${request.isResourceRequest ? `${what}, which no apiserver serves: its 404` : what}): ${peers}`;
+    case 'not-a-resource':
+      if (request.error !== undefined) return `the path could not be classified (${request.error}): the local apiserver ${localName} answers it`;
+      return `not a resource request: the local apiserver ${localName} answers it`;
   }
-  if (activeLocalOnlyGroupVersions(model, model.now).has(groupVersionKey(request.group, request.version))) {
-    return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName} (rule 6)`;
-  }
-  if (servesLocally) {
-    const kept = draining.has(localName) ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
-    return `the local apiserver ${localName} serves ${what}${kept} (rule 1)`;
-  }
-  const id = { group: request.group, version: request.version, resource: request.resource, subresource: request.subresource };
-  if (local !== undefined && doubts !== undefined && doubts.covers(id)) return inDoubt(local, localName, doubts, id, what, 'served locally');
-  return `no apiserver serves ${what}: the local apiserver ${localName} answers with its own 404 (rule 3)`;
 }
 
 /** At most this many of the dropped entries behind a doubt are named. */

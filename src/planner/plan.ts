@@ -9,13 +9,13 @@ export interface PlannedApiserver {
   address: NetworkAddress;
 }
 
-/** Rule 2: served by these reachable, live peers (sorted by name). */
+/** reroute-to-peers (docs/request-rules.md): served by these reachable, live peers (sorted by name). */
 export interface RerouteToPeers {
   kind: 'peers';
   peers: string[];
 }
 
-/** Rule 4: served only by peers that are unreachable or left recently: answer 503. */
+/** unavailable-503: served only by apiservers that are unreachable or left recently: answer 503. */
 export interface Unavailable {
   kind: 'unavailable';
   /** The peers that serve it but cannot take it now (sorted by name). */
@@ -24,8 +24,29 @@ export interface Unavailable {
 
 export type ResourceRouteAction = RerouteToPeers | Unavailable;
 
-/** Where a request goes: its resource route's action, or the local apiserver (rules 1, 3, 6). */
+/** Where a request goes: its resource route's action, or the local apiserver. */
 export type RequestDestination = { kind: 'local' } | ResourceRouteAction;
+
+/** The request rules, by the names docs/request-rules.md gives them. */
+export type RuleName =
+  | 'proxied-once'
+  | 'shared-state-local'
+  | 'served-locally'
+  | 'drained-to-peers'
+  | 'doubt-stays-local'
+  | 'reroute-to-peers'
+  | 'unavailable-503'
+  | 'nobody-serves'
+  | 'peer-only-document'
+  | 'merged-document'
+  | 'local-down-fallback'
+  | 'not-a-resource';
+
+/** The planner's decision for one request: where, and by which rule. */
+export interface Decision {
+  destination: RequestDestination;
+  rule: RuleName;
+}
 
 /**
  * A resource (or one subresource of it) that is not routed to the local

@@ -1,11 +1,13 @@
 // The planner: from the observed cluster state to one plan per sidecar.
 // Pure and deterministic: same model, same plans (sorted, no clock reads).
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
-import type { RequestInfo } from '../model/requestInfo.js';
+import { groupDocumentOf, mergedDocumentOf, type RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
 import {
   HEALTH_PATH_PREFIXES,
+  type Decision,
   type GroupDocumentRoute,
+  type RerouteToPeers,
   type PlannedApiserver,
   type RequestDestination,
   type ResourceRoute,
@@ -17,7 +19,7 @@ import { compareStrings } from '../util/order.js';
 export interface PlannerOptions {
   /**
    * How long a peer whose identity lease disappeared still counts as serving
-   * what it served: its resources answer 503 rather than 404 meanwhile (rule 4).
+   * what it served: its resources answer 503 rather than 404 meanwhile (unavailable-503).
    */
   departedGraceMs: number;
   /**
@@ -58,7 +60,7 @@ export function drainedApiservers(model: ClusterModel, operatorDrains: ReadonlyS
  * resource (or its discovery document's), else the local apiserver, or the
  * plan's fallback peers while the local apiserver is unavailable (never for
  * its health endpoints). A request already proxied by a peer is always served
- * locally (rule 2).
+ * locally (proxied-once).
  */
 export function destinationForRequest(
   plan: SidecarPlan,
@@ -91,25 +93,6 @@ function isHealthPath(path: string): boolean {
 }
 
 /**
- * The group or group-version a discovery document path names: `/apis/{g}`,
- * `/apis/{g}/{v}`, `/api/{v}`, and the group-version's OpenAPI v3 document
- * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`), one trailing slash
- * allowed, as the route matchers see it (no other normalization).
- */
-export function groupDocumentOf(path: string): { group: string; version?: string } | undefined {
-  const bare = path.replace(/[?#].*$/, '');
-  const openapi = /^\/openapi\/v3(\/apis?\/.*)$/.exec(bare);
-  if (openapi) {
-    const document = groupDocumentOf(openapi[1] as string);
-    return document?.version !== undefined ? document : undefined;
-  }
-  const apis = /^\/apis\/([^/]+)(?:\/([^/]+))?\/?$/.exec(bare);
-  if (apis) return apis[2] === undefined ? { group: apis[1] as string } : { group: apis[1] as string, version: apis[2] };
-  const core = /^\/api\/([^/]+)\/?$/.exec(bare);
-  return core ? { group: '', version: core[1] as string } : undefined;
-}
-
-/**
  * What the control plane does not know, or doubts, about what the local
  * apiserver serves. Everything while its served set is empty: a kube-apiserver
  * always serves something, so an empty set means no usable discovery was read
@@ -118,7 +101,7 @@ export function groupDocumentOf(path: string): { group: string; version?: string
  * long to route; src/model/servedSet.ts): a resource it lists, but not in a
  * form mvproxy routes on. While the local apiserver is available, a request
  * in doubt goes to it, as it would without mvproxy: never rerouted on a
- * guess, never a 503 (DESIGN.md, never worse than no proxy).
+ * guess, never a 503 (doubt-stays-local; docs/never-worse.md).
  */
 export class LocalDoubts {
   readonly everything: boolean;
@@ -188,81 +171,192 @@ interface RatedPeer {
   served: ServedIndex;
 }
 
-function planSidecar(
-  local: ApiserverObservation,
-  model: ClusterModel,
-  localOnly: ReadonlySet<string>,
-  opts: PlannerOptions,
-): SidecarPlan {
-  const localServed = new ServedIndex(local.servedSet);
-  const others = model.apiservers
-    .filter((a) => a !== local)
-    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
+/**
+ * Every request rule (docs/request-rules.md) for one sidecar, decided in one
+ * place: the plan is made of its decisions, and `explain` asks it the same
+ * questions, so the two cannot disagree.
+ */
+export class SidecarDecider {
+  readonly local: ApiserverObservation;
+  /** The local apiserver judged like a peer: while it is down or restarting its sidecar routes around it. */
+  readonly localAvailable: boolean;
+  readonly localDraining: boolean;
+  /** What mvproxy doubts about what the local apiserver serves (it stays local while available). */
+  readonly doubts: LocalDoubts;
+  /** Peers whose lease is long gone contribute nothing; the rest, sorted by name. */
+  private readonly ratedPeers: RatedPeer[] = [];
+  private readonly localServed: ServedIndex;
+  private readonly localOnly: ReadonlySet<string>;
+  private readonly localSubresources: Map<string, string[]>;
 
-  // Peers whose lease is long gone contribute nothing; the rest are rated.
-  const ratedPeers: RatedPeer[] = [];
-  for (const peer of others) {
-    const standing = peerStanding(peer, model.now, opts.departedGraceMs);
-    if (standing === 'gone') continue;
-    const name = peer.endpoint.name;
-    ratedPeers.push({ name, standing, draining: opts.draining?.has(name) ?? false, servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
-  }
-
-  // Every (sub)resource served anywhere that matters, by key.
-  const candidates = new Map<string, ResourceId>();
-  for (const served of [local.servedSet, ...ratedPeers.map((p) => p.servedSet)].flat()) {
-    if (localOnly.has(groupVersionKey(served.group, served.version))) continue; // rule 6
-    const { group, version, resource } = served;
-    candidates.set(resourceKey(group, version, resource), { group, version, resource });
-    for (const subresource of served.subresources) {
-      candidates.set(resourceKey(group, version, resource, subresource), { group, version, resource, subresource });
+  constructor(
+    local: ApiserverObservation,
+    model: ClusterModel,
+    opts: Required<PlannerOptions>,
+    localOnly: ReadonlySet<string> = activeLocalOnlyGroupVersions(model, model.now),
+  ) {
+    this.local = local;
+    this.localOnly = localOnly;
+    this.localServed = new ServedIndex(local.servedSet);
+    this.localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
+    this.localDraining = opts.draining.has(local.endpoint.name);
+    this.doubts = new LocalDoubts(local);
+    this.localSubresources = new Map(local.servedSet.map((s) => [resourceKey(s.group, s.version, s.resource), s.subresources]));
+    const others = model.apiservers.filter((a) => a !== local).sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
+    for (const peer of others) {
+      const standing = peerStanding(peer, model.now, opts.departedGraceMs);
+      if (standing === 'gone') continue;
+      const name = peer.endpoint.name;
+      this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
     }
   }
 
-  // The local apiserver judged like a peer: while it is down or restarting
-  // (say, for its upgrade) its sidecar routes around it, so what it served
-  // goes to peers that serve it, or answers 503, never a connection error.
-  const localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
-  const localDraining = opts.draining?.has(local.endpoint.name) ?? false;
-  const doubts = new LocalDoubts(local);
-  const localSubresources = new Map(local.servedSet.map((s) => [resourceKey(s.group, s.version, s.resource), s.subresources]));
-  // Where a draining apiserver hands a resource over: available peers, not
-  // draining themselves, that serve the resource and every subresource of it
-  // the local one serves, so a resource and its subresources move together
-  // (a subresource left behind would need a route back to the local apiserver).
-  const successorsOf = (id: ResourceId): string[] => {
-    const resource = resourceKey(id.group, id.version, id.resource);
-    const subresources = localSubresources.get(resource) ?? [];
-    return ratedPeers
-      .filter((p) => p.standing === 'available' && !p.draining && p.served.serves(resource))
-      .filter((p) => subresources.every((sub) => p.served.serves(resourceKey(id.group, id.version, id.resource, sub))))
-      .map((p) => p.name);
-  };
-  const decide = (id: ResourceId): RequestDestination => {
+  /** Every (sub)resource served anywhere that counts and is not local-only: what may need a route. */
+  candidates(): ResourceId[] {
+    const candidates = new Map<string, ResourceId>();
+    for (const served of [this.local.servedSet, ...this.ratedPeers.map((p) => p.servedSet)].flat()) {
+      if (this.isLocalOnly(served)) continue;
+      const { group, version, resource } = served;
+      candidates.set(resourceKey(group, version, resource), { group, version, resource });
+      for (const subresource of served.subresources) {
+        candidates.set(resourceKey(group, version, resource, subresource), { group, version, resource, subresource });
+      }
+    }
+    return [...candidates.values()];
+  }
+
+  /** Where a request for this resource (or subresource) goes, and by which rule. */
+  resource(id: ResourceId): Decision {
+    const local: Decision['destination'] = { kind: 'local' };
+    if (this.isLocalOnly(id)) return { destination: local, rule: 'shared-state-local' };
     const key = resourceKey(id.group, id.version, id.resource, id.subresource);
-    const servedLocally = localServed.serves(key);
-    if (servedLocally && localAvailable) {
-      const successors = localDraining ? successorsOf(id) : [];
-      return successors.length > 0 ? { kind: 'peers', peers: successors } : { kind: 'local' }; // rule 1
+    const servedLocally = this.localServed.serves(key);
+    if (servedLocally && this.localAvailable) {
+      const successors = this.localDraining ? this.successorsOf(id) : [];
+      if (successors.length > 0) return { destination: { kind: 'peers', peers: successors }, rule: 'drained-to-peers' };
+      return { destination: local, rule: 'served-locally' };
     }
     // Not known to be served locally, but maybe it is: the local apiserver
     // decides, as without mvproxy (even while drained: a drain never moves
     // what it may serve on a guess).
-    if (localAvailable && doubts.covers(id)) return { kind: 'local' };
-    const servingPeers = ratedPeers.filter((p) => p.served.serves(key));
+    if (this.localAvailable && this.doubts.covers(id)) return { destination: local, rule: 'doubt-stays-local' };
+    const servingPeers = this.ratedPeers.filter((p) => p.served.serves(key));
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
-    if (available.length > 0) return { kind: 'peers', peers: available.map((p) => p.name) }; // rule 2
-    const servedBy = [...(servedLocally ? [local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
-    if (servedBy.length > 0 && (servingPeers.length > 0 || !localAvailable)) return { kind: 'unavailable', servedBy }; // rule 4
-    return { kind: 'local' }; // rule 3: the local apiserver gives the honest 404
-  };
+    if (available.length > 0) return { destination: { kind: 'peers', peers: available.map((p) => p.name) }, rule: 'reroute-to-peers' };
+    const servedBy = [...(servedLocally ? [this.local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
+    if (servedBy.length > 0 && (servingPeers.length > 0 || !this.localAvailable)) return { destination: { kind: 'unavailable', servedBy }, rule: 'unavailable-503' };
+    // The local apiserver gives the honest 404 (or, while it is down, a peer answers for it).
+    return { destination: local, rule: 'nobody-serves' };
+  }
 
+  /**
+   * Discovery documents served only by peers: group-versions of which the
+   * local apiserver serves nothing, and groups of which it serves no version
+   * (never local-only group-versions), nor group-versions (groups) where what
+   * the available local apiserver serves is in doubt. Sent to the available
+   * peers that serve anything there, else 503 while some unavailable peer
+   * does.
+   */
+  groupDocuments(): GroupDocumentRoute[] {
+    const { local, ratedPeers, localOnly } = this;
+    const doubts = this.localAvailable ? this.doubts : undefined;
+    const localGroups = new Set(local.servedSet.map((s) => s.group));
+    const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
+    const peerOnly = new Map<string, { group: string; version: string }>();
+    for (const peer of ratedPeers) {
+      for (const { group, version } of peer.servedSet) {
+        const key = groupVersionKey(group, version);
+        if (!localOnly.has(key) && !localGroupVersions.has(key) && !doubts?.covers({ group, version })) peerOnly.set(key, { group, version });
+      }
+    }
+    const actionFor = (serves: (s: ServedResource) => boolean): ResourceRouteAction => {
+      const serving = ratedPeers.filter((p) => p.servedSet.some(serves));
+      const available = preferUndrained(serving.filter((p) => p.standing === 'available')).map((p) => p.name);
+      if (available.length > 0) return { kind: 'peers', peers: available };
+      return { kind: 'unavailable', servedBy: serving.map((p) => p.name) };
+    };
+    const documents: GroupDocumentRoute[] = [];
+    const peerOnlyGroups = new Set<string>();
+    for (const { group, version } of peerOnly.values()) {
+      documents.push({ group, version, action: actionFor((s) => s.group === group && s.version === version) });
+      // The core group has no group document: `/api` is the list of its versions.
+      if (group !== '' && !localGroups.has(group) && !doubts?.covers({ group })) peerOnlyGroups.add(group);
+    }
+    for (const group of peerOnlyGroups) {
+      documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
+    }
+    return documents.sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version ?? '', b.version ?? ''));
+  }
+
+  /**
+   * The rule behind whatever a request is (explain asks this; the plan's
+   * routes come from the same decisions): already proxied, a resource, a
+   * peer-only discovery document, a merged document, or anything else the
+   * local apiserver (or, while it is down, a peer) answers.
+   */
+  decideRequest(request: RequestInfo, options: { alreadyProxied?: boolean } = {}): Decision {
+    const local: Decision['destination'] = { kind: 'local' };
+    if (options.alreadyProxied) return { destination: local, rule: 'proxied-once' };
+    const fallback = this.fallback();
+    if (request.isResourceRequest && request.resource !== undefined) {
+      const { group, version, resource, subresource } = request;
+      const decision = this.resource({ group, version, resource, ...(subresource === undefined ? {} : { subresource }) });
+      // What nobody serves is the local apiserver's 404; while it is down, a peer's.
+      if (decision.rule === 'nobody-serves' && fallback) return { destination: fallback, rule: 'local-down-fallback' };
+      return decision;
+    }
+    const document = request.error === undefined ? groupDocumentOf(request.path) : undefined;
+    if (document !== undefined) {
+      const route = this.groupDocuments().find((d) => d.group === document.group && d.version === document.version);
+      if (route) return { destination: route.action, rule: 'peer-only-document' };
+      if (this.localAvailable && this.doubts.covers(document)) return { destination: local, rule: 'doubt-stays-local' };
+    }
+    if (fallback && !isHealthPath(request.path)) return { destination: fallback, rule: 'local-down-fallback' };
+    if (request.error === undefined && mergedDocumentOf(request.path) !== undefined) return { destination: local, rule: 'merged-document' };
+    return { destination: local, rule: 'not-a-resource' };
+  }
+
+  /** While the local apiserver is unavailable: the peers that answer what it would have answered. */
+  fallback(): RerouteToPeers | undefined {
+    if (this.localAvailable) return undefined;
+    const peers = preferUndrained(this.ratedPeers.filter((p) => p.standing === 'available'));
+    return peers.length > 0 ? { kind: 'peers', peers: peers.map((p) => p.name) } : undefined;
+  }
+
+  /**
+   * Where a draining apiserver hands a resource over: available peers, not
+   * draining themselves, that serve the resource and every subresource of it
+   * the local one serves, so a resource and its subresources move together
+   * (a subresource left behind would need a route back to the local apiserver).
+   */
+  private successorsOf(id: ResourceId): string[] {
+    const resource = resourceKey(id.group, id.version, id.resource);
+    const subresources = this.localSubresources.get(resource) ?? [];
+    return this.ratedPeers
+      .filter((p) => p.standing === 'available' && !p.draining && p.served.serves(resource))
+      .filter((p) => subresources.every((sub) => p.served.serves(resourceKey(id.group, id.version, id.resource, sub))))
+      .map((p) => p.name);
+  }
+
+  private isLocalOnly(id: { group: string; version: string }): boolean {
+    return this.localOnly.has(groupVersionKey(id.group, id.version));
+  }
+}
+
+/** The decider of one sidecar, with the planner's own inputs (what `explain` asks). */
+export function sidecarDecider(model: ClusterModel, opts: PlannerOptions, node: string): SidecarDecider | undefined {
+  const local = model.apiservers.find((a) => a.endpoint.name === node);
+  return local === undefined ? undefined : new SidecarDecider(local, model, { ...opts, draining: drainedApiservers(model, opts.draining) });
+}
+
+function planSidecar(local: ApiserverObservation, model: ClusterModel, localOnly: ReadonlySet<string>, opts: Required<PlannerOptions>): SidecarPlan {
+  const decider = new SidecarDecider(local, model, opts, localOnly);
   const routes: ResourceRoute[] = [];
-  for (const id of candidates.values()) {
-    const destination = decide(id);
+  for (const id of decider.candidates()) {
+    const { destination } = decider.resource(id);
     if (id.subresource !== undefined) {
       // Only where servers differ: a subresource that goes where its resource goes needs no route.
-      const resourceDestination = decide({ group: id.group, version: id.version, resource: id.resource });
+      const resourceDestination = decider.resource({ group: id.group, version: id.version, resource: id.resource }).destination;
       if (sameDestination(destination, resourceDestination)) continue;
     }
     // A subresource going "local" under a rerouted resource would need a local
@@ -276,55 +370,16 @@ function planSidecar(
   const plan: SidecarPlan = {
     node: local.endpoint.name,
     local: plannedApiserver(local),
-    peers: others.map(plannedApiserver),
+    peers: model.apiservers
+      .filter((a) => a !== local)
+      .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
+      .map(plannedApiserver),
     routes,
-    groupDocuments: groupDocumentRoutes(local, ratedPeers, localOnly, localAvailable ? doubts : undefined),
+    groupDocuments: decider.groupDocuments(),
   };
-  const fallbackPeers = localAvailable ? [] : preferUndrained(ratedPeers.filter((p) => p.standing === 'available'));
-  if (fallbackPeers.length > 0) plan.fallback = { kind: 'peers', peers: fallbackPeers.map((p) => p.name) };
+  const fallback = decider.fallback();
+  if (fallback) plan.fallback = fallback;
   return plan;
-}
-
-/**
- * Discovery documents served only by peers: group-versions of which the
- * local apiserver serves nothing, and groups of which it serves no version
- * (never local-only group-versions, rule 6), nor group-versions (groups)
- * where what the available local apiserver serves is in doubt. Sent to the
- * available peers that serve anything there, else 503 while some
- * unavailable peer does.
- */
-function groupDocumentRoutes(
-  local: ApiserverObservation,
-  ratedPeers: readonly RatedPeer[],
-  localOnly: ReadonlySet<string>,
-  doubts: LocalDoubts | undefined,
-): GroupDocumentRoute[] {
-  const localGroups = new Set(local.servedSet.map((s) => s.group));
-  const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
-  const peerOnly = new Map<string, { group: string; version: string }>();
-  for (const peer of ratedPeers) {
-    for (const { group, version } of peer.servedSet) {
-      const key = groupVersionKey(group, version);
-      if (!localOnly.has(key) && !localGroupVersions.has(key) && !doubts?.covers({ group, version })) peerOnly.set(key, { group, version });
-    }
-  }
-  const actionFor = (serves: (s: ServedResource) => boolean): ResourceRouteAction => {
-    const serving = ratedPeers.filter((p) => p.servedSet.some(serves));
-    const available = preferUndrained(serving.filter((p) => p.standing === 'available')).map((p) => p.name);
-    if (available.length > 0) return { kind: 'peers', peers: available };
-    return { kind: 'unavailable', servedBy: serving.map((p) => p.name) };
-  };
-  const documents: GroupDocumentRoute[] = [];
-  const peerOnlyGroups = new Set<string>();
-  for (const { group, version } of peerOnly.values()) {
-    documents.push({ group, version, action: actionFor((s) => s.group === group && s.version === version) });
-    // The core group has no group document: `/api` is the list of its versions.
-    if (group !== '' && !localGroups.has(group) && !doubts?.covers({ group })) peerOnlyGroups.add(group);
-  }
-  for (const group of peerOnlyGroups) {
-    documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
-  }
-  return documents.sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version ?? '', b.version ?? ''));
 }
 
 /** The peers not being drained if there are any, else all of them: a drain never causes a 503. */

@@ -1,7 +1,7 @@
 // PKI for the local sandbox: every certificate and key the sandbox's
 // kube-apiservers, Envoy sidecars and the mvproxy control plane need.
 //
-// Trust layout (see DESIGN.md, "Identity" and "Peer trust"):
+// Trust layout (docs/identity.md):
 // - cluster CA: signs apiserver serving certs, client certs (admin, alice)
 //   and the xDS mTLS pair; it is every apiserver's --client-ca-file and the
 //   peer CA Envoy verifies peer serving certs against;

@@ -115,6 +115,7 @@ function explanationMessage(e: RequestExplanation): Explanation {
     destination: destination.kind,
     apiservers: destination.kind === 'peers' ? destination.peers : destination.kind === 'unavailable' ? destination.servedBy : [],
     reason: e.reason,
+    rule: e.rule,
     request: {
       resource_request: r.isResourceRequest,
       group: r.group,

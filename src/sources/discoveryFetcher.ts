@@ -1,7 +1,7 @@
 // Polls one apiserver's own aggregated discovery (`/api` and `/apis`) with
 // If-None-Match, so an unchanged document costs a 304. A failed poll keeps the
 // last good document: a restarting apiserver must not lose its served set
-// (DESIGN.md rule 4); the planner reads `reachable` instead.
+// (docs/request-rules.md, unavailable-503); the planner reads `reachable` instead.
 //
 // Reachability is about the network: an apiserver that answered (any HTTP
 // status, any body) is reachable; only a connection, TLS or timeout failure

@@ -1,4 +1,4 @@
-// Group-versions every apiserver serves from shared state (DESIGN.md rule 6):
+// Group-versions every apiserver serves from shared state (docs/request-rules.md, shared-state-local):
 // each served version of a CustomResourceDefinition, and each APIService with
 // a service (aggregated). They are never proxied to a peer. One that
 // disappears stays listed with `excludedUntil` for a grace period, so a peer's

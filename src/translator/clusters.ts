@@ -150,7 +150,7 @@ function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): Up
 /**
  * kube-apiserver closes a connection idle for 90 s. Envoy closes its idle
  * ones first, so no request is ever sent on a connection the apiserver is
- * closing at that moment (a reset that may not be retried: rule 5).
+ * closing at that moment (a reset that may not be retried: retry-connect-only).
  */
 export const UPSTREAM_IDLE_TIMEOUT_SECONDS = 60;
 

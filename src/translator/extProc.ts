@@ -13,7 +13,7 @@ import type { ExtProcPerRoute } from '../generated/envoy/extensions/filters/http
 import type { ProcessingMode } from '../generated/envoy/extensions/filters/http/ext_proc/v3/ProcessingMode.js';
 import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { Any } from '../generated/google/protobuf/Any.js';
-import type { MergedDocument } from '../discovery/response.js';
+import type { MergedDocument } from '../model/requestInfo.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_FILTER, EXT_PROC_NODE_METADATA } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';

@@ -19,7 +19,7 @@ import { HEALTH_PATH_PREFIXES, type GroupDocumentRoute, type RerouteToPeers, typ
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { extProcForMergedDocument } from './extProc.js';
 import { identityFilterDisabled } from './identityFilter.js';
-import type { MergedDocument } from '../discovery/response.js';
+import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { emptyTypedConfig, seconds } from './typed.js';
@@ -56,7 +56,7 @@ const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true
 /** Suffix of the name of a route's client-certificate twin. */
 export const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
 
-/** What kube-apiserver's aggregated discovery Accept carries (DESIGN.md, Discovery). */
+/** What kube-apiserver's aggregated discovery Accept carries (kube-apiserver's aggregated discovery). */
 export const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
 /** Asks for the local (unmerged) document: never answered by mvproxy. */
 export const NOPEER_PROFILE = 'profile=nopeer';
@@ -160,8 +160,9 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
  */
 function mergedDocumentRoutes(set: string): Route[] {
   const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
-  const aggregatedDiscovery = (regex: string): RouteMatch => ({
-    safe_regex: { regex },
+  const pathOf = (document: MergedDocument): string => `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
+  const aggregatedDiscovery = (document: MergedDocument): RouteMatch => ({
+    safe_regex: { regex: pathOf(document) },
     headers: [
       readOnly,
       { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
@@ -169,7 +170,7 @@ function mergedDocumentRoutes(set: string): Route[] {
       NOT_UPGRADE_REQUEST,
     ],
   });
-  const openApiIndex: RouteMatch = { safe_regex: { regex: '/openapi/v3/?' }, headers: [readOnly, NOT_UPGRADE_REQUEST] };
+  const openApiIndex: RouteMatch = { safe_regex: { regex: pathOf('openapi-index') }, headers: [readOnly, NOT_UPGRADE_REQUEST] };
   const merged = (name: string, match: RouteMatch, document: MergedDocument): Route[] =>
     [true, false].map((certificate) => ({
       name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
@@ -180,8 +181,8 @@ function mergedDocumentRoutes(set: string): Route[] {
       typed_per_filter_config: { ...extProcForMergedDocument(document), ...(certificate ? {} : identityFilterDisabled()) },
     }));
   return [
-    ...merged('discovery (aggregated, core)', aggregatedDiscovery('/api/?'), 'core-discovery'),
-    ...merged('discovery (aggregated)', aggregatedDiscovery('/apis/?'), 'group-discovery'),
+    ...merged('discovery (aggregated, core)', aggregatedDiscovery('core-discovery'), 'core-discovery'),
+    ...merged('discovery (aggregated)', aggregatedDiscovery('group-discovery'), 'group-discovery'),
     ...merged('openapi index (merged)', openApiIndex, 'openapi-index'),
   ];
 }
@@ -231,7 +232,7 @@ function forwardAction(cluster: string): RouteAction {
     timeout: seconds(0),
     idle_timeout: seconds(STREAM_IDLE_TIMEOUT_SECONDS),
     retry_policy: {
-      // Only failures where nothing reached an apiserver (rule 5).
+      // Only failures where nothing reached an apiserver (retry-connect-only).
       retry_on: 'connect-failure,refused-stream,reset-before-request',
       num_retries: { value: 3 },
       // Each retry picks another apiserver of the set when there is one.
@@ -246,7 +247,7 @@ function forwardAction(cluster: string): RouteAction {
   };
 }
 
-/** Rule 4: a 503 the client retries, never a 404 that garbage collection would act on. */
+/** unavailable-503: a 503 the client retries, never a 404 that garbage collection would act on. */
 function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable, logged: LoggedRoute): Route {
   const body = serviceUnavailableJson(
     `${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,

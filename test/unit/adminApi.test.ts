@@ -47,7 +47,8 @@ const STATUS: AdminStatus = {
 
 const EXPLANATION: RequestExplanation = {
   destination: { kind: 'local' },
-  reason: 'because (rule 1)',
+  rule: 'served-locally',
+  reason: 'because (rule served-locally)',
   request: { isResourceRequest: true, path: '/api/v1/namespaces/default/pods', apiPrefix: 'api', group: '', version: 'v1', namespace: 'default', resource: 'pods' },
 };
 
@@ -136,7 +137,8 @@ describe('admin API', () => {
     assert.deepEqual(answer, {
       destination: 'local',
       apiservers: [],
-      reason: 'because (rule 1)',
+      rule: 'served-locally',
+      reason: 'because (rule served-locally)',
       request: { resource_request: true, group: '', version: 'v1', resource: 'pods', subresource: '', namespace: 'default', name: '', error: '' },
     });
   });
@@ -144,7 +146,8 @@ describe('admin API', () => {
   it('Explain lists the peers of a rerouted request as its apiservers', async (t) => {
     const explanation: RequestExplanation = {
       destination: { kind: 'peers', peers: ['b', 'c'] },
-      reason: 'peers (rules 2, 5)',
+      rule: 'reroute-to-peers',
+      reason: 'peers (rules reroute-to-peers, retry-connect-only)',
       request: {
         isResourceRequest: true,
         path: '/apis/batch/v1/namespaces/ns/jobs/j/status',
@@ -162,7 +165,8 @@ describe('admin API', () => {
     assert.deepEqual(answer, {
       destination: 'peers',
       apiservers: ['b', 'c'],
-      reason: 'peers (rules 2, 5)',
+      rule: 'reroute-to-peers',
+      reason: 'peers (rules reroute-to-peers, retry-connect-only)',
       request: { resource_request: true, group: 'batch', version: 'v1', resource: 'jobs', subresource: 'status', namespace: 'ns', name: 'j', error: '' },
     });
   });
@@ -170,19 +174,22 @@ describe('admin API', () => {
   it('Explain lists who serves an unavailable request as its apiservers', async (t) => {
     const explanation: RequestExplanation = {
       destination: { kind: 'unavailable', servedBy: ['c', 'd'] },
-      reason: '503 (rule 4)',
+      rule: 'unavailable-503',
+      reason: '503 (rule unavailable-503)',
       request: { isResourceRequest: true, path: '/apis/apps/v1/deployments', apiPrefix: 'apis', group: 'apps', version: 'v1', resource: 'deployments' },
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
     const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/apps/v1/deployments' }, deadline(), cb));
     assert.equal(answer.destination, 'unavailable');
     assert.deepEqual(answer.apiservers, ['c', 'd']);
-    assert.equal(answer.reason, '503 (rule 4)');
+    assert.equal(answer.reason, '503 (rule unavailable-503)');
+    assert.equal(answer.rule, 'unavailable-503');
   });
 
   it('Explain carries the classification error of a path that could not be classified', async (t) => {
     const explanation: RequestExplanation = {
       destination: { kind: 'local' },
+      rule: 'not-a-resource',
       reason: 'unclassified',
       request: { isResourceRequest: false, path: '/api/v1/watch', group: '', version: '', error: 'unable to determine kind' },
     };

@@ -205,28 +205,28 @@ describe('explainRequest', () => {
   const explain = (m: ClusterModel, sidecar: string, path: string, opts: { draining?: string[]; peerProxied?: boolean } = {}) =>
     explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []), departedGraceMs: GRACE_MS }, path, { peerProxied: opts.peerProxied ?? false });
 
-  test('a resource the local apiserver serves stays local: rule 1', () => {
+  test('a resource the local apiserver serves stays local: served-locally', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/default/pods');
     assert.deepEqual(e.destination, { kind: 'local' });
-    assert.match(e.reason, /\(rule 1\)$/);
+    assert.match(e.reason, /\(rule served-locally\)$/);
     assert.match(e.reason, /local apiserver a serves v1 pods/);
     assert.equal(e.request.resource, 'pods');
     assert.equal(e.request.namespace, 'default');
   });
 
-  test('a resource only peers serve goes to them, naming them: rules 2 and 5', () => {
+  test('a resource only peers serve goes to them, naming them: reroute-to-peers', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] }, c: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/namespaces/ns/jobs/j');
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b', 'c'] });
     assert.match(e.reason, /does not serve batch\/v1 jobs/);
     assert.match(e.reason, /b, c/);
-    assert.match(e.reason, /\(rules 2, 5\)$/);
+    assert.match(e.reason, /\(rules reroute-to-peers, retry-connect-only\)$/);
   });
 
-  test('a resource of an unreachable local apiserver goes to the peers that serve it: rules 2 and 5', () => {
+  test('a resource of an unreachable local apiserver goes to the peers that serve it: reroute-to-peers', () => {
     const e = explain(model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }), 'a', '/api/v1/pods');
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
     assert.match(e.reason, /local apiserver a is unavailable/);
-    assert.match(e.reason, /: b \(rules 2, 5\)$/);
+    assert.match(e.reason, /: b \(rules reroute-to-peers, retry-connect-only\)$/);
   });
 
   test('a resource of a draining local apiserver goes to peers, and the reason says draining', () => {
@@ -243,34 +243,34 @@ describe('explainRequest', () => {
     assert.match(e.reason, /local apiserver a is unavailable/);
   });
 
-  test('a draining local apiserver keeps what no undrained available peer serves, and says so: rule 1', () => {
+  test('a draining local apiserver keeps what no undrained available peer serves, and says so: served-locally', () => {
     const e = explain(model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), 'a', '/apis/batch/v1/jobs', { draining: ['a'] });
     assert.deepEqual(e.destination, { kind: 'local' });
     assert.match(e.reason, /it is draining, but no available peer/);
-    assert.match(e.reason, /\(rule 1\)$/);
+    assert.match(e.reason, /\(rule served-locally\)$/);
   });
 
-  test('a resource nobody serves stays local for its 404: rule 3', () => {
+  test('a resource nobody serves stays local for its 404: nobody-serves', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/apis/example.com/v1/widgets');
     assert.deepEqual(e.destination, { kind: 'local' });
     assert.match(e.reason, /no apiserver serves example\.com\/v1 widgets/);
-    assert.match(e.reason, /\(rule 3\)$/);
+    assert.match(e.reason, /\(rule nobody-serves\)$/);
   });
 
-  test('a resource served only by an unreachable peer is unavailable, naming it: rule 4', () => {
+  test('a resource served only by an unreachable peer is unavailable, naming it: unavailable-503', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH], reachable: false } }), 'a', '/apis/batch/v1/namespaces/ns/cronjobs');
     assert.deepEqual(e.destination, { kind: 'unavailable', servedBy: ['b'] });
     assert.match(e.reason, /\(b: unreachable/);
-    assert.match(e.reason, /\(rule 4\)$/);
+    assert.match(e.reason, /\(rule unavailable-503\)$/);
   });
 
-  test('a CRD group-version in model.localOnly stays local even when only a peer lists it: rule 6', () => {
+  test('a CRD group-version in model.localOnly stays local even when only a peer lists it: shared-state-local', () => {
     const crd: LocalOnlyGroupVersion = { group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' };
     const m = model({ a: { serves: CORE }, b: { serves: [...CORE, served('example.com', 'v1', 'widgets')] } }, [crd]);
     const e = explain(m, 'a', '/apis/example.com/v1/namespaces/ns/widgets/w');
     assert.deepEqual(e.destination, { kind: 'local' });
     assert.match(e.reason, /example\.com\/v1 is served from a CustomResourceDefinition/);
-    assert.match(e.reason, /\(rule 6\)$/);
+    assert.match(e.reason, /\(rule shared-state-local\)$/);
   });
 
   test('a request already proxied by a peer stays local, never proxied twice', () => {
@@ -284,14 +284,14 @@ describe('explainRequest', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/healthz?verbose');
     assert.deepEqual(e.destination, { kind: 'local' });
     assert.equal(e.request.isResourceRequest, false);
-    assert.match(e.reason, /^not a resource request: the local apiserver a answers it$/);
+    assert.match(e.reason, /^not a resource request: the local apiserver a answers it \(rule not-a-resource\)$/);
   });
 
   test('the discovery document of a group-version only peers serve goes to them', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1');
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });
     assert.equal(e.request.isResourceRequest, false);
-    assert.match(e.reason, /serves nothing in \/apis\/batch\/v1; a peer that does answers it: b$/);
+    assert.match(e.reason, /serves nothing in \/apis\/batch\/v1; a peer that does answers it: b \(rules peer-only-document, retry-connect-only\)$/);
   });
 
   describe('a request kept local because the local apiserver\'s discovery is in doubt', () => {
@@ -311,14 +311,15 @@ describe('explainRequest', () => {
       return m;
     };
 
-    test('a resource the local apiserver lists in a dropped entry is explained by that entry, not by rule 3', () => {
+    test('a resource the local apiserver lists in a dropped entry is explained by that entry, not as nobody-serves', () => {
       const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [JOBS_ENTRY]);
       const e = explain(m, 'a', '/apis/batch/v1/namespaces/ns/jobs/j');
       assert.deepEqual(e.destination, { kind: 'local' });
       assert.equal(
         e.reason,
-        'the local apiserver a\'s own discovery of batch/v1 jobs could not be read (dropped entry /apis $.items[1].versions[0].resources[0]: expected "Cluster" or "Namespaced", got "Global"): served locally, as without mvproxy (never rerouted on a guess, never a 503)',
+        'the local apiserver a\'s own discovery of batch/v1 jobs could not be read (dropped entry /apis $.items[1].versions[0].resources[0]: expected "Cluster" or "Namespaced", got "Global"): served locally, as without mvproxy (never rerouted on a guess, never a 503) (rule doubt-stays-local)',
       );
+      assert.equal(e.rule, 'doubt-stays-local');
     });
 
     test('a resource in doubt that only unreachable peers serve is explained by the doubt, not as a 503', () => {
@@ -377,11 +378,11 @@ describe('explainRequest', () => {
       }
     });
 
-    test('a dropped entry of another resource leaves a resource nobody serves at rule 3', () => {
+    test('a dropped entry of another resource leaves a resource nobody serves at nobody-serves', () => {
       const m = withDropped(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', [JOBS_ENTRY]);
       const e = explain(m, 'a', '/apis/example.com/v1/widgets');
       assert.match(e.reason, /no apiserver serves example\.com\/v1 widgets/);
-      assert.match(e.reason, /\(rule 3\)$/);
+      assert.match(e.reason, /\(rule nobody-serves\)$/);
     });
 
     test('while the local apiserver is unreachable its doubts keep nothing local: peers take what they serve', () => {

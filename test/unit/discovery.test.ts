@@ -578,7 +578,7 @@ describe('merged OpenAPI v3 index', () => {
     assert.deepEqual(indexOf(m, 'c')['apis/batch/v1'], entry('apis/batch/v1', 'A'));
   });
 
-  test('a CRD group-version is never taken from a peer (rule 6)', () => {
+  test('a CRD group-version is never taken from a peer (shared-state-local)', () => {
     const m = model(
       [apiserver('a', withIndex(discovery([]), ['api/v1'], 'A')), apiserver('b', withIndex(discovery([CRD_GROUP]), ['api/v1', 'apis/stable.example.com/v1'], 'B'))],
       [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }],
@@ -648,7 +648,7 @@ describe('mergeDiscovery with malformed entries', () => {
     assert.deepEqual(widgetNames(merged.groups), ['widgets', '', 'Gadgets']);
   });
 
-  test('the same malformed entry in every apiserver (an APIService, rule 6) appears only as each local apiserver lists it', () => {
+  test('the same malformed entry in every apiserver (an APIService, shared-state-local) appears only as each local apiserver lists it', () => {
     const m = model([apiserver('a', discovery([APPS, WIDGETS])), apiserver('b', discovery([APPS, WIDGETS]))], [
       { group: 'widgets.example.com', version: 'v1', source: 'APIService' },
     ]);

@@ -1,4 +1,4 @@
-// The planner applies request rules 1-6 (DESIGN.md) per sidecar.
+// The planner applies the request rules (docs/request-rules.md) per sidecar.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -121,7 +121,7 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
-  test('local-only group-versions (rule 6) get no group-document routes', () => {
+  test('local-only group-versions (shared-state-local) get no group-document routes', () => {
     const crd = served('example.com', 'v1', 'widgets');
     const plan = planFor('b', model({ a: { serves: [...CORE, crd] }, b: { serves: CORE } }, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]));
     assert.deepEqual(plan.groupDocuments, []);
@@ -138,7 +138,7 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs', true), LOCAL);
   });
 
-  test('a resource served locally is routed to the local apiserver (rule 1)', () => {
+  test('a resource served locally is routed to the local apiserver (served-locally)', () => {
     const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }));
     assert.deepEqual(plan.routes, []);
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), LOCAL);
@@ -151,7 +151,7 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
   });
 
-  test('a resource served only by reachable peers is rerouted to them, sorted by name (rule 2)', () => {
+  test('a resource served only by reachable peers is rerouted to them, sorted by name (reroute-to-peers)', () => {
     // TestPeerProxiedRequest: b has batch/v1 off.
     const plan = planFor('b', model({ c: { serves: [...CORE, ...BATCH] }, a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'peers', peers: ['a', 'c'] });
@@ -164,17 +164,17 @@ describe('planSidecars', () => {
     );
   });
 
-  test('a resource served by nobody is routed to the local apiserver for an honest 404 (rule 3)', () => {
+  test('a resource served by nobody is routed to the local apiserver for an honest 404 (nobody-serves)', () => {
     const plan = planFor('b', model({ a: { serves: CORE }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/example.com/v1/widgets'), LOCAL);
   });
 
-  test('a resource served only by unreachable peers is unavailable: 503 (rule 4)', () => {
+  test('a resource served only by unreachable peers is unavailable: 503 (unavailable-503)', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
-  test('a resource served only by a peer whose lease left within the grace period is unavailable (rule 4)', () => {
+  test('a resource served only by a peer whose lease left within the grace period is unavailable (unavailable-503)', () => {
     // TestPeerProxiedRequestToThirdServerAfterFirstDies, before c is known: a stopped.
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS - 1 }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
@@ -200,7 +200,7 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'peers', peers: ['c'] });
   });
 
-  test('CRD and APIService group-versions are always local (rule 6)', () => {
+  test('CRD and APIService group-versions are always local (shared-state-local)', () => {
     const widgets = served('example.com', 'v1', 'widgets');
     const metrics = served('metrics.k8s.io', 'v1beta1', 'pods');
     const plan = planFor(
@@ -214,7 +214,7 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/example.com/v1/widgets'), LOCAL);
   });
 
-  test('a deleted CRD group-version stays local until its exclusion ends (rule 6)', () => {
+  test('a deleted CRD group-version stays local until its exclusion ends (shared-state-local)', () => {
     const widgets = served('example.com', 'v1', 'widgets');
     const specs = { a: { serves: [...CORE, widgets] }, b: { serves: CORE } };
     const excludedFor = (ms: number): LocalOnlyGroupVersion[] => [
