@@ -115,10 +115,11 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
       for (const headers of [{}, forged]) {
         const res = await as('user', server, 'sidecar')('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', headers, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
         assert.equal(res.status, 201, res.body);
-        const user = (JSON.parse(res.body) as { status: { userInfo: { username: string; groups: string[]; extra?: unknown } } }).status.userInfo;
+        const user = (JSON.parse(res.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status.userInfo;
         assert.equal(user.username, 'alice');
         assert.deepEqual(user.groups, ['system:authenticated']);
-        assert.equal(user.extra, undefined);
+        // The credential id the apiserver itself records for an x509 client; never a forged extra.
+        assert.deepEqual(Object.keys(user.extra ?? {}), ['authentication.kubernetes.io/credential-id']);
       }
     }
   });
