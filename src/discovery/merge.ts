@@ -39,7 +39,7 @@ import type {
 } from '../model/discovery.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
 import { groupVersionOfIndexPath, routableOpenApiIndex, type OpenApiV3Index } from '../model/openapi.js';
-import { routableDiscovery } from '../model/servedSet.js';
+import { routableDiscovery } from '../model/routableDiscovery.js';
 import { compareStrings } from '../util/order.js';
 import { mergeOpenApiIndex } from './openapi.js';
 

@@ -4,7 +4,7 @@
 // names its content hash. kubectl explain and client-go read it first, then
 // fetch the group-version's document.
 //
-// Content from apiservers is data, as discovery is (src/model/servedSet.ts):
+// Content from apiservers is data, as discovery is (src/model/discoveryDocument.ts):
 // a malformed entry drops that entry, never the index, and never an
 // apiserver. Two levels, as there:
 // - parseOpenApiV3Index drops what does not have the index's types (an entry
@@ -14,11 +14,13 @@
 //   would read those entries too;
 // - routableOpenApiIndex keeps, of that, the group-version entries a sidecar
 //   can take from a peer: a key `api/{version}` or `apis/{group}/{version}`
-//   with names Kubernetes accepts, whose serverRelativeURL is a relative URL
-//   naming that very document (`/openapi/v3/{key}`, any query), the path the
-//   sidecar routes to the peer. Other keys (`version`, `apis/{group}`...) are
-//   not group-version documents: never taken from a peer, not reported.
+//   with names Kubernetes accepts (src/model/names.ts), whose
+//   serverRelativeURL is a relative URL naming that very document
+//   (`/openapi/v3/{key}`, any query), the path the sidecar routes to the
+//   peer. Other keys (`version`, `apis/{group}`...) are not group-version
+//   documents: never taken from a peer, not reported.
 import { isRecord } from '../util/json.js';
+import { isDns1035Label, isDns1123Subdomain } from './names.js';
 
 export interface OpenApiV3Index {
   paths: Record<string, { serverRelativeURL: string }>;
@@ -107,17 +109,13 @@ function groupVersionEntryProblem(key: string, url: string): string | undefined 
   return undefined;
 }
 
-// apimachinery's validation rules, as src/model/servedSet.ts applies them to discovery.
-const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 function versionProblem(version: string): string | undefined {
-  if (version.length <= 63 && DNS1035_LABEL.test(version)) return undefined;
+  if (isDns1035Label(version)) return undefined;
   return `version ${describe(version)} is not a DNS-1035 label`;
 }
 
 function groupProblem(group: string): string | undefined {
-  if (group.length <= 253 && DNS1123_SUBDOMAIN.test(group)) return undefined;
+  if (isDns1123Subdomain(group)) return undefined;
   return `group ${describe(group)} is not a DNS-1123 subdomain`;
 }
 

@@ -6,11 +6,11 @@
 // Reachability is about the network: an apiserver that answered (any HTTP
 // status, any body) is reachable; only a connection, TLS or timeout failure
 // makes it unreachable. What it answered is data: a malformed entry drops that
-// entry (src/model/servedSet.ts), logged once per apiserver and entry and
-// counted once per document that carries it; a body that is not an
-// APIGroupDiscoveryList at all, a body over the transport's size limit, or an
-// error status, keeps the last good document of that path (if any), and the
-// apiserver stays reachable.
+// entry (src/model/discoveryDocument.ts and routableDiscovery.ts), logged
+// once per apiserver and entry and counted once per document that carries it;
+// a body that is not an APIGroupDiscoveryList at all, a body over the
+// transport's size limit, or an error status, keeps the last good document of
+// that path (if any), and the apiserver stays reachable.
 //
 // The same poll reads its OpenAPI v3 index (`/openapi/v3`, a few kB; it has
 // no ETag), for the merged index kubectl explain reads; a failure there keeps
@@ -24,7 +24,8 @@ import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
 import { formatHost, type ApiserverEndpoint } from '../model/cluster.js';
 import type { APIGroupDiscoveryList, ApiserverDiscovery, DroppedDiscoveryEntry } from '../model/discovery.js';
-import { parseAggregatedDiscovery, routableDiscovery, type DiscoveryDocument } from '../model/servedSet.js';
+import { parseAggregatedDiscovery, type DiscoveryDocument } from '../model/discoveryDocument.js';
+import { routableDiscovery } from '../model/routableDiscovery.js';
 import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';

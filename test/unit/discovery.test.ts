@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
 import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, ApiserverDiscovery } from '../../src/model/discovery.js';
-import { parseAggregatedDiscovery, servedSetFromDiscovery } from '../../src/model/servedSet.js';
+import { parseAggregatedDiscovery } from '../../src/model/discoveryDocument.js';
+import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../src/model/openapi.js';
 import {
   consensusOrder,

@@ -5,14 +5,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import type { APIGroupDiscoveryList, ApiserverDiscovery, DroppedDiscoveryEntry } from '../../src/model/discovery.js';
-import {
-  DiscoveryShapeError,
-  MAX_ROUTED_GROUP_VERSION_CHARS,
-  MAX_ROUTED_RESOURCE_CHARS,
-  parseAggregatedDiscovery,
-  routableDiscovery,
-  servedSetFromDiscovery,
-} from '../../src/model/servedSet.js';
+import { DiscoveryShapeError, parseAggregatedDiscovery } from '../../src/model/discoveryDocument.js';
+import { MAX_ROUTED_GROUP_VERSION_CHARS, MAX_ROUTED_RESOURCE_CHARS, routableDiscovery } from '../../src/model/routableDiscovery.js';
+import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { translateSidecar } from '../../src/translator/translator.js';
 import { throwawaySettings } from '../support/translatorFixtures.js';
