@@ -14,6 +14,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { tempOwnerPid, tempSiblingPath, writeFileAtomic } from '../util/atomicWrite.js';
 import { processAlive } from '../util/process.js';
 
 export function resolveCacheRoot(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string {
@@ -72,21 +73,7 @@ export function logPath(cacheRoot: string, step: string): string {
   return path.join(cacheRoot, 'logs', `${step}.log`);
 }
 
-const TEMP_PREFIX = '.tmp-';
-
-/** A sibling of `finalPath` (same filesystem, so rename is atomic) owned by this process. */
-export function tempPathFor(finalPath: string, pid: number = process.pid): string {
-  return path.join(path.dirname(finalPath), `${TEMP_PREFIX}${path.basename(finalPath)}-${pid}`);
-}
-
-/** The pid that owns a temp entry name made by tempPathFor, if it is one. */
-export function tempOwnerPid(name: string): number | undefined {
-  if (!name.startsWith(TEMP_PREFIX)) return undefined;
-  const m = /-(\d+)$/.exec(name);
-  return m ? Number(m[1]) : undefined;
-}
-
-/** Removes temp entries left in `dir` by installers that were killed. */
+/** Removes temp entries (util/atomicWrite.ts tempSiblingPath) left in `dir` by installers that were killed. */
 export async function removeStaleTemps(dir: string): Promise<void> {
   let names: string[];
   try {
@@ -131,14 +118,8 @@ export interface Marker {
   installedAt: string;
 }
 
-export async function writeFileAtomic(file: string, content: string): Promise<void> {
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  const tmp = tempPathFor(file);
-  await fs.writeFile(tmp, content);
-  await fs.rename(tmp, file);
-}
-
 export async function writeMarker(file: string, marker: Marker): Promise<void> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
   await writeFileAtomic(file, `${JSON.stringify(marker, null, 2)}\n`);
 }
 
@@ -175,6 +156,7 @@ export async function writeIfChanged(file: string, content: string): Promise<voi
   } catch {
     // absent: write it
   }
+  await fs.mkdir(path.dirname(file), { recursive: true });
   await writeFileAtomic(file, content);
 }
 
@@ -197,7 +179,7 @@ export async function installFileAtomically(
     }
   }
   await fs.mkdir(path.dirname(finalPath), { recursive: true });
-  const tmp = tempPathFor(finalPath);
+  const tmp = tempSiblingPath(finalPath);
   try {
     await build(tmp);
     const verified = await verify(tmp);

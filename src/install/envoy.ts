@@ -11,9 +11,9 @@ import {
   MARKER_NAME,
   publishDir,
   removeStaleTemps,
-  tempPathFor,
   writeMarker,
 } from './cache.js';
+import { tempSiblingPath } from '../util/atomicWrite.js';
 import type { InstallContext } from './context.js';
 import { withProgress } from './progress.js';
 import { runLogged, verifyVersion } from './run.js';
@@ -58,7 +58,7 @@ export async function ensureEnvoy(ctx: InstallContext, version: string): Promise
   await fs.mkdir(parent, { recursive: true });
   await removeStaleTemps(parent);
   // pip fills a temp folder that becomes the version folder by one rename.
-  const tmp = tempPathFor(paths.dir);
+  const tmp = tempSiblingPath(paths.dir);
   try {
     const tmpBinary = await pipInstallEnvoy(ctx, ver, tmp);
     const reported = await verifyVersion(tmpBinary, ['--version'], `/${ver}/`);

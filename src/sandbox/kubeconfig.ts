@@ -1,9 +1,9 @@
 // Kubeconfig files for the sandbox's clients (kubectl, @kubernetes/client-node).
 // The output is JSON: JSON is valid YAML, kubectl and client-node read it,
 // and JSON.stringify quotes every path and token correctly.
-import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
-import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
+import { writeFileAtomic } from "../util/atomicWrite.js";
 
 export type KubeconfigUser = { certFile: string; keyFile: string } | { token: string };
 
@@ -48,9 +48,5 @@ export function kubeconfigYaml(opts: KubeconfigOptions): string {
 /** Write the kubeconfig with mode 0600 (it may hold a bearer token), atomically. */
 export async function writeKubeconfig(file: string, opts: KubeconfigOptions): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  await writeFile(tmp, kubeconfigYaml(opts), { mode: 0o600 });
-  // The mode given to writeFile is filtered by the umask: set it exactly.
-  await chmod(tmp, 0o600);
-  await rename(tmp, file);
+  await writeFileAtomic(file, kubeconfigYaml(opts), { mode: 0o600 });
 }

@@ -14,12 +14,12 @@ import {
   createPrivateKey,
   createPublicKey,
   generateKeyPairSync,
-  randomBytes,
 } from "node:crypto";
-import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import path from "node:path";
 import type * as X509Types from "@peculiar/x509";
+import { writeFileAtomic } from "../util/atomicWrite.js";
 import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from "./x509.js";
 
 export interface CertKeyPaths {
@@ -274,18 +274,9 @@ async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: LeafSpec): 
   return { ...toPem(cert, keys), cert, keys };
 }
 
-/** Write via a temp file and rename, so a crash never leaves a truncated file that looks present. */
-async function writeAtomic(file: string, data: string, mode: number): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  await writeFile(tmp, data, { mode });
-  // writeFile's mode is filtered by the umask and ignored for existing files: set it exactly.
-  await chmod(tmp, mode);
-  await rename(tmp, file);
-}
-
 async function writePair(p: CertKeyPaths, issued: IssuedCert): Promise<void> {
-  await writeAtomic(p.key, issued.keyPem, 0o600);
-  await writeAtomic(p.cert, issued.certPem, 0o644);
+  await writeFileAtomic(p.key, issued.keyPem, { mode: 0o600 });
+  await writeFileAtomic(p.cert, issued.certPem, { mode: 0o644 });
 }
 
 async function generate(layout: SandboxPki, names: string[], sans: (name: string) => string[]): Promise<void> {
@@ -326,6 +317,6 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   await writePair(layout.frontProxyClient, fpClient);
   await writePair(layout.xdsServer, xdsServer);
   await writePair(layout.xdsClient, xdsClient);
-  await writeAtomic(layout.serviceAccount.privateKey, sa.privateKey, 0o600);
-  await writeAtomic(layout.serviceAccount.publicKey, sa.publicKey, 0o644);
+  await writeFileAtomic(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });
+  await writeFileAtomic(layout.serviceAccount.publicKey, sa.publicKey, { mode: 0o644 });
 }

@@ -1,6 +1,7 @@
 // The sandbox state file: how tests, benchmarks and operators find the
 // running sandbox. Fields are only ever added, never renamed.
-import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 
 export interface KeyPair {
   cert: string;
@@ -47,9 +48,7 @@ export interface SandboxState {
 }
 
 export function writeState(path: string, state: SandboxState): void {
-  const tmp = `${path}.tmp`;
-  writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n');
-  renameSync(tmp, path);
+  writeFileAtomicSync(path, JSON.stringify(state, null, 2) + '\n');
 }
 
 export function readState(path: string): SandboxState {

@@ -1,7 +1,8 @@
 // Where drains outlive the control plane: a small JSON file the operator
 // names (admin.drainFile). An upgrade takes minutes; a control plane restarted
 // meanwhile must not send traffic back to an apiserver about to go down.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import { isRecord } from '../util/json.js';
 
 interface DrainFile {
@@ -27,7 +28,5 @@ export function readDrains(path: string): string[] {
 /** Replaces the file atomically, so a crash leaves the old list or the new one. */
 export function writeDrains(path: string, draining: readonly string[]): void {
   const file: DrainFile = { draining: [...draining] };
-  const tmp = `${path}.tmp`;
-  writeFileSync(tmp, JSON.stringify(file) + '\n', { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFileAtomicSync(path, JSON.stringify(file) + '\n', { mode: 0o600 });
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,9 +11,8 @@ import {
   installFileAtomically,
   kubernetesPaths,
   logPath,
+  removeStaleTemps,
   resolveCacheRoot,
-  tempOwnerPid,
-  tempPathFor,
 } from '../../src/install/cache.js';
 import {
   countGoBuildLine,
@@ -25,6 +25,7 @@ import {
   withBuildVcsOff,
 } from '../../src/install/gomod.js';
 import { componentPaths, ensureComponents } from '../../src/install/index.js';
+import { tempSiblingPath } from '../../src/util/atomicWrite.js';
 import { formatDuration } from '../../src/install/progress.js';
 import { commandFailureMessage, formatCommand, LineSplitter, runLogged, Tail, versionLine } from '../../src/install/run.js';
 import {
@@ -253,13 +254,6 @@ describe('cache paths', () => {
     assert.equal(logPath('/c', 'etcd-v3.6.16'), '/c/logs/etcd-v3.6.16.log');
   });
 
-  it('names temp entries so their owner pid can be read back', () => {
-    const tmp = tempPathFor('/c/etcd/v3.6.16/etcd', 4242);
-    assert.equal(tmp, '/c/etcd/v3.6.16/.tmp-etcd-4242');
-    assert.equal(tempOwnerPid(path.basename(tmp)), 4242);
-    assert.equal(tempOwnerPid('etcd'), undefined);
-  });
-
   it('componentPaths resolves every binary under the given cache without I/O', () => {
     const paths = componentPaths({ kubernetesVersions: ['v1.36.3'], cacheRoot: '/c' });
     assert.deepEqual(paths, {
@@ -314,6 +308,17 @@ describe('atomic install', () => {
     );
     assert.equal(result, 'verified temp');
     assert.deepEqual(await fs.readdir(dir), ['etcd']);
+  });
+
+  it('sweeps temp entries of dead installers, keeping its own and finished ones', async () => {
+    const dir = await tempDir();
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const deadTemp = path.basename(tempSiblingPath(path.join(dir, 'etcd'), dead));
+    const ownTemp = path.basename(tempSiblingPath(path.join(dir, 'etcd')));
+    for (const name of [deadTemp, ownTemp, 'etcd', '.ok']) await fs.writeFile(path.join(dir, name), '');
+    await fs.mkdir(path.join(dir, `.tmp-1.40.0-${dead}`));
+    await removeStaleTemps(dir);
+    assert.deepEqual((await fs.readdir(dir)).sort(), ['.ok', ownTemp, 'etcd'].sort());
   });
 });
 
