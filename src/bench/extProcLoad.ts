@@ -5,11 +5,11 @@ import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { createMetrics } from '../metrics.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer } from '../servers/extProc.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
+import { silentLogger } from '../util/log.js';
 import { envoyGrpc } from '../xds/protos.js';
 import type { ProcessingRequest } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import { percentile } from './load.js';
@@ -28,7 +28,7 @@ export async function loadExtProc(concurrency: number, durationMs: number): Prom
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-extproc-bench-'));
   const server = createGrpcServer();
   new ExtProcServer({
-    logger: pino({ level: 'silent' }),
+    logger: silentLogger(),
     metrics: createMetrics(),
     discovery: () => ({ status: 200, headers: { 'content-type': 'application/json', etag: '"bench"' }, body: DOCUMENT }),
   }).addToServer(server);

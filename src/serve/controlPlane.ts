@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { chmodSync, readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import type { Metrics } from '../metrics.js';

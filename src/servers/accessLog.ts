@@ -11,7 +11,7 @@
 // Nothing here can take the server down: a bad entry is skipped, a broken
 // stream is dropped.
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import type { HTTPAccessLogEntry__Output } from '../generated/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 import type { ResponseFlags__Output } from '../generated/envoy/data/accesslog/v3/ResponseFlags.js';
 import type { AccessLogServiceHandlers } from '../generated/envoy/service/accesslog/v3/AccessLogService.js';

@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import { protoDir } from '../util/protoRoot.js';
 import type { ProtoGrpcType } from '../generated/admin.js';
 import type { AdminHandlers } from '../generated/mvproxy/admin/v1/Admin.js';

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import { envoyGrpc } from '../xds/protos.js';
 import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
 import { SnapshotStore } from './snapshotStore.js';

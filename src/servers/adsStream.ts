@@ -11,7 +11,7 @@
 // NACK history, events and metrics; a stream tells it what happened through
 // AdsStreamHost.
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { encodedResources, type EncodedSnapshot } from './snapshotStore.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';

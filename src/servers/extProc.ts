@@ -18,7 +18,7 @@
 // Never logged: header values other than the document kind.
 import * as grpc from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from 'pino';
+import type { Logger } from '../util/log.js';
 import type { HeaderValueOption } from '../generated/envoy/config/core/v3/HeaderValueOption.js';
 import type { ExternalProcessorHandlers } from '../generated/envoy/service/ext_proc/v3/ExternalProcessor.js';
 import type { HttpHeaders__Output } from '../generated/envoy/service/ext_proc/v3/HttpHeaders.js';

@@ -1,5 +1,6 @@
 // One pino logger per process: quiet by default (warn), JSON to stderr.
 // MVPROXY_LOG_LEVEL=info|debug raises it. Never log secrets, tokens or keys.
+// The only module of src/ that imports pino: others take Logger and loggers from here.
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
