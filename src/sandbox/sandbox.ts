@@ -1,34 +1,23 @@
 // The local mixed-version control plane: one etcd, several kube-apiservers
 // (each in its own UTS namespace so each has its own identity lease), all
-// sharing etcd. Later layers add the mvproxy control plane and one Envoy
-// sidecar per apiserver.
-import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+// sharing etcd (their command lines: apiservers.ts). Later layers add the
+// mvproxy control plane and one Envoy sidecar per apiserver (sidecars.ts).
+// The Sandbox starts and stops them all and writes the state file.
+import { mkdirSync, rmSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
+import type { InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { ManagedProcess } from './processes.js';
 import { freePorts, assertPortFree } from './ports.js';
 import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
-import { sidecarBootstrap } from '../xds/bootstrap.js';
-import { fileURLToPath } from 'node:url';
 import { serviceAccountToken } from './serviceAccount.js';
-const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+import { compareVersions, etcdProcess, kubeApiserverProcess, validateApiserverSpecs, type ApiserverSpec, type RunningApiserver } from './apiservers.js';
+import { SandboxSidecars } from './sidecars.js';
+
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
-
-export interface ApiserverSpec {
-  name: string;
-  version: string;
-  /** Passed to --runtime-config, e.g. `batch/v1=false`. */
-  runtimeConfig?: string;
-  /**
-   * --shutdown-delay-duration in seconds: after SIGTERM it keeps serving this
-   * long with /readyz failing, as production apiservers behind load balancers do.
-   */
-  shutdownDelaySeconds?: number;
-}
 
 export interface SandboxOptions {
   dir: string;
@@ -43,15 +32,6 @@ export interface SandboxOptions {
   progress?: (line: string) => void;
 }
 
-interface RunningApiserver {
-  spec: ApiserverSpec;
-  port: number;
-  sidecarPort: number;
-  sidecarAdminPort: number;
-  process?: ManagedProcess;
-  sidecar?: ManagedProcess;
-}
-
 interface PortLayout {
   etcdClient: number;
   etcdPeer: number;
@@ -61,24 +41,26 @@ interface PortLayout {
   sidecarAdmins: number[];
 }
 
-/** `kas-a`, `kas-b`, ...: apiserver names (and hostnames) in the order given. */
-export function defaultApiserverName(index: number): string {
-  return `kas-${String.fromCharCode('a'.charCodeAt(0) + index)}`;
-}
-
 export class Sandbox {
   private etcd?: ManagedProcess;
   private etcdPort = 0;
   private readonly apiservers = new Map<string, RunningApiserver>();
   private pki?: SandboxPki;
-  private controlPlane?: ManagedProcess;
   private adminToken?: string;
   private readonly dir: string;
   private readonly progress: (line: string) => void;
+  private readonly sidecars: SandboxSidecars;
 
   private constructor(private readonly opts: SandboxOptions) {
     this.dir = resolve(opts.dir);
     this.progress = opts.progress ?? (() => undefined);
+    this.sidecars = new SandboxSidecars({
+      dir: this.dir,
+      logsDir: this.logsDir,
+      envoy: opts.components.envoy,
+      ...(opts.peerEgressProxy ? { peerEgressProxy: opts.peerEgressProxy } : {}),
+      progress: this.progress,
+    });
   }
 
   get statePath(): string {
@@ -90,7 +72,7 @@ export class Sandbox {
 
   /** Starts everything and waits until every apiserver is ready; on failure stops what it started. */
   static async up(opts: SandboxOptions): Promise<Sandbox> {
-    validateSpecs(opts.apiservers, opts.components);
+    validateApiserverSpecs(opts.apiservers, opts.components);
     const sandbox = new Sandbox(opts);
     try {
       await sandbox.start();
@@ -119,7 +101,7 @@ export class Sandbox {
     if (this.withSidecars) {
       this.adminToken = await this.createAdminToken();
       await this.startControlPlane(ports.controlPlaneAdmin);
-      await Promise.all([...this.apiservers.keys()].map((name) => this.startSidecar(name)));
+      await Promise.all([...this.apiservers.values()].map((run) => this.sidecars.startSidecar(run, this.requirePki(), this.adminToken ?? '')));
     }
     await this.writeState();
   }
@@ -166,65 +148,13 @@ export class Sandbox {
     });
   }
 
-  private get controlPlaneConfigPath(): string {
-    return join(this.dir, 'mvproxy.json');
-  }
-  private get xdsSocket(): string {
-    return join(this.dir, 'xds.sock');
-  }
-  private get adminSocket(): string {
-    return join(this.dir, 'admin.sock');
-  }
-  private get drainFile(): string {
-    return join(this.dir, 'drains.json');
-  }
-
   /** The control plane is `mvproxy serve`, the same command an operator runs. */
   private async startControlPlane(adminPort: number): Promise<void> {
     const pki = this.requirePki();
     // Watches go to the last apiserver: tests mostly stop the first ones.
     const watched = [...this.apiservers.values()].at(-1);
     if (!watched) throw new Error('internal: no apiserver');
-    const config = {
-      kubeconfig: join(this.dir, `kubeconfig-${watched.spec.name}-direct`),
-      apiservers: [...this.apiservers.values()].map((run) => ({
-        name: run.spec.name,
-        hostname: run.spec.name,
-        address: `127.0.0.1:${run.port}`,
-        sidecar: { listen: `127.0.0.1:${run.sidecarPort}`, servingCert: pki.serving[run.spec.name]?.cert, servingKey: pki.serving[run.spec.name]?.key },
-      })),
-      tls: {
-        clientCa: pki.ca.cert,
-        frontProxyClientCert: pki.frontProxyClient.cert,
-        frontProxyClientKey: pki.frontProxyClient.key,
-        peerCa: pki.peerCa,
-      },
-      xds: { unixSocket: this.xdsSocket },
-      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket, drainFile: this.drainFile },
-      ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
-      departedGraceSeconds: 300,
-      localOnlyGraceSeconds: 300,
-      discoveryPollMillis: 500,
-    };
-    writeFileSync(this.controlPlaneConfigPath, JSON.stringify(config, null, 2) + '\n');
-    // A new sandbox starts with nothing drained; restarts of its control plane keep the file.
-    rmSync(this.drainFile, { force: true });
-    this.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
-    this.controlPlaneAdminPort = adminPort;
-    await this.launchControlPlane();
-  }
-
-  private controlPlaneAdminPort = 0;
-
-  private async launchControlPlane(): Promise<void> {
-    const proc = new ManagedProcess({
-      name: 'mvproxy',
-      command: process.execPath,
-      args: [cliMain, 'serve', `--config=${this.controlPlaneConfigPath}`, '--log-level=info'],
-      logFile: join(this.logsDir, 'mvproxy.log'),
-    });
-    this.controlPlane = proc;
-    await proc.waitReady('mvproxy control plane', async () => (await fetch(`http://127.0.0.1:${this.controlPlaneAdminPort}/healthz`)).ok);
+    await this.sidecars.startControlPlane(adminPort, [...this.apiservers.values()], join(this.dir, `kubeconfig-${watched.spec.name}-direct`), pki);
   }
 
   /** The sandbox's certificates and keys. */
@@ -234,7 +164,8 @@ export class Sandbox {
 
   /** The process id of an apiserver's Envoy sidecar (benchmarks read its CPU time). */
   sidecarPid(name: string): number | undefined {
-    return this.requireApiserver(name).sidecar?.pid;
+    this.requireApiserver(name);
+    return this.sidecars.sidecarPid(name);
   }
 
   /** Where an apiserver listens, for tools that build their own proxies in front of it. */
@@ -250,128 +181,43 @@ export class Sandbox {
 
   /** Stops the control plane in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */
   pauseControlPlane(): void {
-    this.signalControlPlane('SIGSTOP');
+    this.sidecars.pauseControlPlane();
   }
 
   /** Lets a paused control plane run again (SIGCONT). */
   resumeControlPlane(): void {
-    this.signalControlPlane('SIGCONT');
-  }
-
-  private signalControlPlane(signal: NodeJS.Signals): void {
-    const pid = this.controlPlane?.pid;
-    if (pid === undefined || !this.controlPlane?.running) throw new Error('the control plane is not running');
-    process.kill(pid, signal);
+    this.sidecars.resumeControlPlane();
   }
 
   /** Kills the control plane (no clean shutdown), as a crash would. */
   async killControlPlane(): Promise<void> {
-    await this.controlPlane?.stop(0);
+    await this.sidecars.killControlPlane();
   }
 
   async restartControlPlane(): Promise<void> {
-    if (this.controlPlane?.running) throw new Error('the control plane is already running');
-    await this.launchControlPlane();
-  }
-
-  private async startSidecar(name: string): Promise<void> {
-    const run = this.requireApiserver(name);
-    const bootstrapPath = join(this.dir, `envoy-${name}.json`);
-    writeFileSync(bootstrapPath, JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { port: run.sidecarAdminPort } }), null, 2) + '\n');
-    this.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
-    run.sidecar = new ManagedProcess({
-      name: `envoy-${name}`,
-      command: this.opts.components.envoy,
-      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1'],
-      logFile: join(this.logsDir, `envoy-${name}.log`),
-    });
-    const pki = this.requirePki();
-    const sidecar = run.sidecar;
-    // Ready when the listener (pushed over ADS) answers with the apiserver behind it.
-    await sidecar.waitReady(`Envoy sidecar of ${name}`, async () => {
-      const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${this.adminToken ?? ''}` }, 2000);
-      return res.status === 200;
-    });
+    await this.sidecars.restartControlPlane();
   }
 
   private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
     const dataDir = join(this.dir, 'etcd-data');
     rmSync(dataDir, { recursive: true, force: true });
     const client = `http://127.0.0.1:${clientPort}`;
-    const peer = `http://127.0.0.1:${peerPort}`;
     this.progress(`starting etcd on ${client}`);
-    this.etcd = new ManagedProcess({
-      name: 'etcd',
-      command: this.opts.components.etcd,
-      args: [
-        '--name=sandbox',
-        `--data-dir=${dataDir}`,
-        `--listen-client-urls=${client}`,
-        `--advertise-client-urls=${client}`,
-        `--listen-peer-urls=${peer}`,
-        `--initial-advertise-peer-urls=${peer}`,
-        `--initial-cluster=sandbox=${peer}`,
-        '--log-level=warn',
-        '--unsafe-no-fsync', // a throwaway test store; durability is not the point
-      ],
-      logFile: join(this.logsDir, 'etcd.log'),
-    });
+    this.etcd = new ManagedProcess(etcdProcess({ command: this.opts.components.etcd, dataDir, clientPort, peerPort, logsDir: this.logsDir }));
     await this.etcd.waitReady('etcd', async () => {
       const res = await fetch(`${client}/health`);
       return res.ok;
     });
   }
 
-  private apiserverArgs(run: RunningApiserver): string[] {
-    const pki = this.requirePki();
-    const serving = pki.serving[run.spec.name];
-    if (!serving) throw new Error(`internal: no serving certificate for ${run.spec.name}`);
-    const args = [
-      `--etcd-servers=http://127.0.0.1:${this.etcdPort}`,
-      `--secure-port=${run.port}`,
-      '--bind-address=127.0.0.1',
-      // Loopback may not be advertised; the sandbox needs no `kubernetes` Service endpoints.
-      '--advertise-address=192.0.2.1',
-      '--endpoint-reconciler-type=none',
-      `--tls-cert-file=${serving.cert}`,
-      `--tls-private-key-file=${serving.key}`,
-      `--client-ca-file=${pki.ca.cert}`,
-      `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
-      `--requestheader-allowed-names=${pki.frontProxyClientName}`,
-      '--requestheader-username-headers=X-Remote-User',
-      '--requestheader-uid-headers=X-Remote-Uid',
-      '--requestheader-group-headers=X-Remote-Group',
-      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      `--proxy-client-cert-file=${pki.frontProxyClient.cert}`,
-      `--proxy-client-key-file=${pki.frontProxyClient.key}`,
-      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-      `--service-account-key-file=${pki.serviceAccount.publicKey}`,
-      `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
-      '--authorization-mode=RBAC',
-      '--service-cluster-ip-range=10.0.0.0/24',
-      `--cert-dir=${join(this.dir, 'certs', run.spec.name)}`,
-      '--profiling=false',
-    ];
-    if (run.spec.runtimeConfig) args.push(`--runtime-config=${run.spec.runtimeConfig}`);
-    if (run.spec.shutdownDelaySeconds) args.push(`--shutdown-delay-duration=${run.spec.shutdownDelaySeconds}s`);
-    return args;
-  }
-
   private async launchApiserver(name: string): Promise<void> {
     const run = this.requireApiserver(name);
     const binaries = this.opts.components.kubernetes[run.spec.version];
     if (!binaries) throw new Error(`kube-apiserver ${run.spec.version} is not installed`);
-    const logFile = join(this.logsDir, `${name}.log`);
     this.progress(`starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
       (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''));
-    run.process = new ManagedProcess({
-      name,
-      command: binaries.kubeApiserver,
-      args: this.apiserverArgs(run),
-      logFile,
-      hostname: name,
-    });
     const pki = this.requirePki();
+    run.process = new ManagedProcess(kubeApiserverProcess({ spec: run.spec, command: binaries.kubeApiserver, port: run.port, etcdPort: this.etcdPort, pki, dir: this.dir, logsDir: this.logsDir }));
     const process = run.process;
     await process.waitReady(`kube-apiserver ${name}`, async () => {
       const res = await httpsGet(`https://127.0.0.1:${run.port}/readyz`, { ca: pki.ca.cert, ...pki.admin }, {}, 2000);
@@ -395,7 +241,7 @@ export class Sandbox {
     const spec: ApiserverSpec = { ...run.spec, ...change };
     // An empty runtime-config means "back to the release's defaults".
     if (spec.runtimeConfig === '') delete spec.runtimeConfig;
-    validateSpecs([spec], this.opts.components);
+    validateApiserverSpecs([spec], this.opts.components);
     run.spec = spec;
     await this.launchApiserver(name);
     await this.writeState();
@@ -430,7 +276,7 @@ export class Sandbox {
       etcd: `http://127.0.0.1:${this.etcdPort}`,
       logs: this.logsDir,
       controlSocket: join(this.dir, 'control.sock'),
-      ...(this.withSidecars ? { controlPlane: { admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`, adminSocket: this.adminSocket, config: this.controlPlaneConfigPath, xdsSocket: this.xdsSocket } } : {}),
+      ...(this.withSidecars ? { controlPlane: this.sidecars.state() } : {}),
     };
   }
 
@@ -461,8 +307,7 @@ export class Sandbox {
 
   /** Stops every process (apiservers first, so they delete their leases while etcd is up). */
   async down(): Promise<void> {
-    await Promise.all([...this.apiservers.values()].map((run) => run.sidecar?.stop(2000)));
-    await this.controlPlane?.stop(2000);
+    await this.sidecars.stop();
     await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));
     await this.etcd?.stop();
     if (existsSync(this.statePath)) rmSync(this.statePath);
@@ -478,25 +323,4 @@ export class Sandbox {
     if (!run) throw new Error(`no apiserver named ${name} in this sandbox (have: ${[...this.apiservers.keys()].join(', ')})`);
     return run;
   }
-}
-
-function validateSpecs(specs: ApiserverSpec[], components: InstalledComponents): void {
-  if (specs.length === 0) throw new Error('a sandbox needs at least one apiserver');
-  const names = new Set<string>();
-  for (const spec of specs) {
-    if (names.has(spec.name)) throw new Error(`apiserver name ${spec.name} is used twice`);
-    names.add(spec.name);
-    if (!components.kubernetes[spec.version]) {
-      throw new Error(`kube-apiserver ${spec.version} is not installed (installed: ${Object.keys(components.kubernetes).join(', ')})`);
-    }
-    if (spec.runtimeConfig !== undefined && !/^[a-z0-9./=,-]+$/i.test(spec.runtimeConfig)) {
-      throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
-    }
-  }
-}
-
-/** Orders Kubernetes releases oldest first (the installer owns their syntax). */
-function compareVersions(a: string, b: string): number {
-  const [va, vb] = [parseKubernetesVersion(a), parseKubernetesVersion(b)];
-  return va.minor - vb.minor || va.patch - vb.patch;
 }

@@ -1,0 +1,120 @@
+// The sandbox's kube-apiservers and the etcd they share: what an apiserver is
+// asked to be (ApiserverSpec, checked against what is installed) and each
+// process's command line.
+import { join } from 'node:path';
+import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
+import type { SandboxPki } from './pki.js';
+import type { ManagedProcess, ProcessSpec } from './processes.js';
+
+export interface ApiserverSpec {
+  name: string;
+  version: string;
+  /** Passed to --runtime-config, e.g. `batch/v1=false`. */
+  runtimeConfig?: string;
+  /**
+   * --shutdown-delay-duration in seconds: after SIGTERM it keeps serving this
+   * long with /readyz failing, as production apiservers behind load balancers do.
+   */
+  shutdownDelaySeconds?: number;
+}
+
+/** An apiserver of a sandbox: what it runs, where it and its sidecar listen, its process while it runs. */
+export interface RunningApiserver {
+  spec: ApiserverSpec;
+  port: number;
+  sidecarPort: number;
+  sidecarAdminPort: number;
+  process?: ManagedProcess;
+}
+
+/** `kas-a`, `kas-b`, ...: apiserver names (and hostnames) in the order given. */
+export function defaultApiserverName(index: number): string {
+  return `kas-${String.fromCharCode('a'.charCodeAt(0) + index)}`;
+}
+
+export function validateApiserverSpecs(specs: ApiserverSpec[], components: InstalledComponents): void {
+  if (specs.length === 0) throw new Error('a sandbox needs at least one apiserver');
+  const names = new Set<string>();
+  for (const spec of specs) {
+    if (names.has(spec.name)) throw new Error(`apiserver name ${spec.name} is used twice`);
+    names.add(spec.name);
+    if (!components.kubernetes[spec.version]) {
+      throw new Error(`kube-apiserver ${spec.version} is not installed (installed: ${Object.keys(components.kubernetes).join(', ')})`);
+    }
+    if (spec.runtimeConfig !== undefined && !/^[a-z0-9./=,-]+$/i.test(spec.runtimeConfig)) {
+      throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
+    }
+  }
+}
+
+/** Orders Kubernetes releases oldest first (the installer owns their syntax). */
+export function compareVersions(a: string, b: string): number {
+  const [va, vb] = [parseKubernetesVersion(a), parseKubernetesVersion(b)];
+  return va.minor - vb.minor || va.patch - vb.patch;
+}
+
+/** etcd on fresh data in `dataDir` (a throwaway store). */
+export function etcdProcess(o: { command: string; dataDir: string; clientPort: number; peerPort: number; logsDir: string }): ProcessSpec {
+  const client = `http://127.0.0.1:${o.clientPort}`;
+  const peer = `http://127.0.0.1:${o.peerPort}`;
+  return {
+    name: 'etcd',
+    command: o.command,
+    args: [
+      '--name=sandbox',
+      `--data-dir=${o.dataDir}`,
+      `--listen-client-urls=${client}`,
+      `--advertise-client-urls=${client}`,
+      `--listen-peer-urls=${peer}`,
+      `--initial-advertise-peer-urls=${peer}`,
+      `--initial-cluster=sandbox=${peer}`,
+      '--log-level=warn',
+      '--unsafe-no-fsync', // a throwaway test store; durability is not the point
+    ],
+    logFile: join(o.logsDir, 'etcd.log'),
+  };
+}
+
+/** One kube-apiserver, in its own UTS namespace with its name as hostname (so it holds its own identity lease). */
+export function kubeApiserverProcess(o: {
+  spec: ApiserverSpec;
+  command: string;
+  port: number;
+  etcdPort: number;
+  pki: SandboxPki;
+  dir: string;
+  logsDir: string;
+}): ProcessSpec {
+  const { spec, pki } = o;
+  const serving = pki.serving[spec.name];
+  if (!serving) throw new Error(`internal: no serving certificate for ${spec.name}`);
+  const args = [
+    `--etcd-servers=http://127.0.0.1:${o.etcdPort}`,
+    `--secure-port=${o.port}`,
+    '--bind-address=127.0.0.1',
+    // Loopback may not be advertised; the sandbox needs no `kubernetes` Service endpoints.
+    '--advertise-address=192.0.2.1',
+    '--endpoint-reconciler-type=none',
+    `--tls-cert-file=${serving.cert}`,
+    `--tls-private-key-file=${serving.key}`,
+    `--client-ca-file=${pki.ca.cert}`,
+    `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
+    `--requestheader-allowed-names=${pki.frontProxyClientName}`,
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-uid-headers=X-Remote-Uid',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    `--proxy-client-cert-file=${pki.frontProxyClient.cert}`,
+    `--proxy-client-key-file=${pki.frontProxyClient.key}`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki.serviceAccount.publicKey}`,
+    `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
+    '--authorization-mode=RBAC',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    `--cert-dir=${join(o.dir, 'certs', spec.name)}`,
+    '--profiling=false',
+  ];
+  if (spec.runtimeConfig) args.push(`--runtime-config=${spec.runtimeConfig}`);
+  if (spec.shutdownDelaySeconds) args.push(`--shutdown-delay-duration=${spec.shutdownDelaySeconds}s`);
+  return { name: spec.name, command: o.command, args, logFile: join(o.logsDir, `${spec.name}.log`), hostname: spec.name };
+}
