@@ -150,8 +150,9 @@ describe('sandbox command errors', () => {
   });
 
   it('an unknown release fails fast naming the releases that can be used', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-unknown-release-'));
     const started = Date.now();
-    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.99.0', '--dir', '/tmp/mvproxy-never']), (err: { stderr: string }) => {
+    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'v1.99.0', '--dir', dir]), (err: { stderr: string }) => {
       assert.match(err.stderr, /v1\.99\.0/);
       assert.match(err.stderr, /v1\.37\.2/);
       return true;
@@ -160,7 +161,8 @@ describe('sandbox command errors', () => {
   });
 
   it('a malformed release is rejected before anything starts', async () => {
-    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'latest', '--dir', '/tmp/mvproxy-never']), (err: { stderr: string }) => {
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-malformed-release-'));
+    await assert.rejects(execFileAsync(process.execPath, [cli, 'sandbox', 'up', '--apiserver', 'latest', '--dir', dir]), (err: { stderr: string }) => {
       assert.match(err.stderr, /latest/);
       return true;
     });

@@ -5,31 +5,26 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { Listener } from '../../src/generated/envoy/config/listener/v3/Listener.js';
 import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import { componentPaths } from '../../src/install/index.js';
 import { anyOf } from '../../src/xds/snapshot.js';
 
-export const ENVOY_VERSION = '1.40.0';
-
-/** The Envoy binary: $MVPROXY_ENVOY, else the installer cache, else the scratch install. */
+/** The Envoy binary: $MVPROXY_ENVOY, else the installer's (its cache, its default version). */
 export function envoyBinary(): string {
   const fromEnv = process.env['MVPROXY_ENVOY'];
   if (fromEnv) {
     if (!existsSync(fromEnv)) throw new Error(`MVPROXY_ENVOY=${fromEnv} does not exist`);
     return fromEnv;
   }
-  const cache = process.env['MVPROXY_CACHE'] || join(homedir(), '.cache', 'mvproxy');
-  const candidates = [
-    join(cache, 'envoy', ENVOY_VERSION, 'envoy', '_bin', 'envoy'),
-    `/tmp/envtry/envoy-${ENVOY_VERSION}/envoy/_bin/envoy`,
-  ];
-  for (const candidate of candidates) if (existsSync(candidate)) return candidate;
-  throw new Error(`no Envoy binary: set MVPROXY_ENVOY or install it (looked in ${candidates.join(', ')})`);
+  const installed = componentPaths({ kubernetesVersions: [] }).envoy;
+  if (existsSync(installed)) return installed;
+  throw new Error(`no Envoy binary: set MVPROXY_ENVOY or install it (looked in ${installed})`);
 }
 
 /** Every Envoy still running, killed on process exit as a last resort. */
