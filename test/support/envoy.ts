@@ -24,7 +24,9 @@ export function envoyBinary(): string {
   }
   const installed = componentPaths({ kubernetesVersions: [] }).envoy;
   if (existsSync(installed)) return installed;
-  throw new Error(`no Envoy binary: set MVPROXY_ENVOY or install it (looked in ${installed})`);
+  throw new Error(
+    `no Envoy binary at ${installed}: install it with \`npx mvproxy install --only envoy\` (npm run test:unit does) or set MVPROXY_ENVOY`,
+  );
 }
 
 /** Every Envoy still running, killed on process exit as a last resort. */

@@ -24,7 +24,7 @@ import {
   stagingModules,
   withBuildVcsOff,
 } from '../../src/install/gomod.js';
-import { componentPaths, ensureComponents } from '../../src/install/index.js';
+import { componentPaths, ensureComponents, ensureEnvoyOnly } from '../../src/install/index.js';
 import { tempSiblingPath } from '../../src/util/atomicWrite.js';
 import { formatDuration } from '../../src/install/progress.js';
 import { commandFailureMessage, formatCommand, LineSplitter, runLogged, Tail, versionLine } from '../../src/install/run.js';
@@ -353,6 +353,23 @@ describe('warm run', () => {
       ensureComponents({ kubernetesVersions: ['v1.37.2; rm -rf'], cacheRoot: '/nonexistent/mvproxy-cache' }),
       /invalid Kubernetes version/,
     );
+  });
+
+  it('Envoy alone (install --only envoy) needs nothing else in the cache and no module proxy', async () => {
+    const cacheRoot = await tempDir();
+    const envoy = envoyPaths(cacheRoot, '1.40.0');
+    await fs.mkdir(path.dirname(envoy.binary), { recursive: true });
+    await fs.writeFile(envoy.binary, '', { mode: 0o755 });
+    await fs.writeFile(envoy.marker, '{}');
+    const savedPath = process.env['PATH'];
+    process.env['PATH'] = '';
+    try {
+      const lines: string[] = [];
+      assert.equal(await ensureEnvoyOnly({ cacheRoot, log: (l) => lines.push(l) }), envoy.binary);
+      assert.deepEqual(lines, []);
+    } finally {
+      process.env['PATH'] = savedPath;
+    }
   });
 });
 
