@@ -8,12 +8,32 @@
 //     [3] extensions OPTIONAL }
 //   Name ::= SEQUENCE OF SET OF SEQUENCE { type OID, value ANY }
 //
-// Values are decoded as Go's parseASN1String does; any other string type, in
-// the subject or the issuer, makes Go refuse the whole certificate, so it is
-// an error here too. Everything is bounds-checked: a malformed certificate
-// is an error, never a trap (a trap would take the VM down in Envoy).
+// Values are decoded as Go's parseASN1String does (asn1String.ts); any other
+// string type, in the subject or the issuer, makes Go refuse the whole
+// certificate, so it is an error here too. Everything is bounds-checked (the
+// DER reader: der.ts): a malformed certificate is an error, never a trap (a
+// trap would take the VM down in Envoy).
 //
 // Runs only on a cache miss; allocates the result (managed objects).
+import { decodeString, stringError } from "./asn1String";
+import {
+  TAG_BIT_STRING,
+  TAG_BOOLEAN,
+  TAG_GENERALIZED_TIME,
+  TAG_INTEGER,
+  TAG_OCTET_STRING,
+  TAG_OID,
+  TAG_SEQUENCE,
+  TAG_SET,
+  TAG_UTC_TIME,
+  expectTlv,
+  oidIs,
+  readTlv,
+  tlvEnd,
+  tlvStart,
+  tlvTag,
+  validOid,
+} from "./der";
 
 export class Certificate {
   /** Validity, in seconds since the Unix epoch. */
@@ -32,231 +52,12 @@ export class Certificate {
 /** Why the last parseCertificate returned null. */
 export let certificateError: string = "";
 
-// ---- TLV reading (DER: definite, minimal lengths; low tag numbers) ----
-
-let tlvTag: i32 = 0;
-let tlvStart: usize = 0;
-let tlvEnd: usize = 0;
-
-/** Reads the element at `at`, which must end by `limit`. Sets tlvTag/tlvStart/tlvEnd. */
-function readTlv(at: usize, limit: usize): bool {
-  if (at >= limit || limit - at < 2) return false;
-  const tag = <i32>load<u8>(at);
-  if ((tag & 0x1f) == 0x1f) return false;
-  let len: usize = <usize>load<u8>(at + 1);
-  let start = at + 2;
-  if (len & 0x80) {
-    const octets = len & 0x7f;
-    if (octets == 0 || octets > 3) return false; // indefinite, or longer than 16 MiB
-    if (limit - start < octets) return false;
-    len = 0;
-    for (let i: usize = 0; i < octets; i++) len = (len << 8) | <usize>load<u8>(start + i);
-    start += octets;
-    // DER: the shortest form, no leading zero octet.
-    if (len < 0x80) return false;
-    if (octets > 1 && (len >>> ((octets - 1) * 8)) == 0) return false;
-  }
-  if (limit - start < len) return false;
-  tlvTag = tag;
-  tlvStart = start;
-  tlvEnd = start + len;
-  return true;
-}
-
-function expectTlv(at: usize, limit: usize, tag: i32): bool {
-  return readTlv(at, limit) && tlvTag == tag;
-}
-
-const TAG_BOOLEAN = 0x01;
-const TAG_INTEGER = 0x02;
-const TAG_BIT_STRING = 0x03;
-const TAG_OCTET_STRING = 0x04;
-const TAG_OID = 0x06;
-const TAG_UTF8_STRING = 0x0c;
-const TAG_NUMERIC_STRING = 0x12;
-const TAG_PRINTABLE_STRING = 0x13;
-const TAG_T61_STRING = 0x14;
-const TAG_IA5_STRING = 0x16;
-const TAG_UTC_TIME = 0x17;
-const TAG_GENERALIZED_TIME = 0x18;
-const TAG_BMP_STRING = 0x1e;
-const TAG_SEQUENCE = 0x30;
-const TAG_SET = 0x31;
-
-/** A well-formed OID encoding: non-empty, no padded or truncated arc. */
-function validOid(start: usize, end: usize): bool {
-  if (start >= end) return false;
-  let arcStart = true;
-  for (let p = start; p < end; p++) {
-    const b = load<u8>(p);
-    if (arcStart && b == 0x80) return false;
-    arcStart = (b & 0x80) == 0;
-  }
-  return arcStart;
-}
-
-/** Whether the OID content at [start, end) is the one encoded in `oid`. */
-function oidIs(start: usize, end: usize, oid: StaticArray<u8>): bool {
-  const n = <usize>oid.length;
-  if (end - start != n) return false;
-  return memory.compare(start, changetype<usize>(oid), n) == 0;
-}
-
 const OID_COMMON_NAME: StaticArray<u8> = [0x55, 0x04, 0x03]; // 2.5.4.3
 const OID_ORGANIZATION: StaticArray<u8> = [0x55, 0x04, 0x0a]; // 2.5.4.10
 const OID_UID: StaticArray<u8> = [0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xc2, 0x53, 0x02]; // 1.3.6.1.4.1.57683.2
 const OID_EXT_KEY_USAGE: StaticArray<u8> = [0x55, 0x1d, 0x25]; // 2.5.29.37
 const OID_EKU_ANY: StaticArray<u8> = [0x55, 0x1d, 0x25, 0x00]; // 2.5.29.37.0
 const OID_EKU_CLIENT_AUTH: StaticArray<u8> = [0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02]; // 1.3.6.1.5.5.7.3.2
-
-// ---- Strings (Go's parseASN1String), decoded to UTF-8 ----
-
-/** Go's utf8.Valid: shortest forms only, no surrogates, at most U+10FFFF. */
-function validUtf8(start: usize, end: usize): bool {
-  let p = start;
-  while (p < end) {
-    const b0 = <u32>load<u8>(p);
-    if (b0 < 0x80) {
-      p++;
-      continue;
-    }
-    let need: usize;
-    let lo: u32 = 0x80;
-    let hi: u32 = 0xbf;
-    if (b0 >= 0xc2 && b0 <= 0xdf) need = 1;
-    else if (b0 >= 0xe0 && b0 <= 0xef) {
-      need = 2;
-      if (b0 == 0xe0) lo = 0xa0;
-      else if (b0 == 0xed) hi = 0x9f;
-    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-      need = 3;
-      if (b0 == 0xf0) lo = 0x90;
-      else if (b0 == 0xf4) hi = 0x8f;
-    } else return false;
-    if (end - p <= need) return false;
-    const b1 = <u32>load<u8>(p + 1);
-    if (b1 < lo || b1 > hi) return false;
-    for (let i: usize = 2; i <= need; i++) {
-      const b = <u32>load<u8>(p + i);
-      if (b < 0x80 || b > 0xbf) return false;
-    }
-    p += need + 1;
-  }
-  return true;
-}
-
-function copyBytes(start: usize, end: usize): ArrayBuffer {
-  const out = new ArrayBuffer(<i32>(end - start));
-  memory.copy(changetype<usize>(out), start, end - start);
-  return out;
-}
-
-function isPrintable(b: u32): bool {
-  return (
-    (b >= 0x61 && b <= 0x7a) || // a-z
-    (b >= 0x41 && b <= 0x5a) || // A-Z
-    (b >= 0x30 && b <= 0x39) || // 0-9
-    (b >= 0x27 && b <= 0x29) || // ' ( )
-    (b >= 0x2b && b <= 0x2f) || // + , - . /
-    b == 0x20 || b == 0x3a || b == 0x3d || b == 0x3f || // space : = ?
-    b == 0x2a || b == 0x26 // * and &, which Go tolerates (seen in the wild)
-  );
-}
-
-/** The value at [start, end) with string tag `tag`, as UTF-8; null (certificateError set) if Go would refuse it. */
-function decodeString(tag: i32, start: usize, end: usize): ArrayBuffer | null {
-  switch (tag) {
-    case TAG_UTF8_STRING: {
-      if (!validUtf8(start, end)) {
-        certificateError = "invalid UTF8String in a name";
-        return null;
-      }
-      return copyBytes(start, end);
-    }
-    case TAG_PRINTABLE_STRING: {
-      for (let p = start; p < end; p++) {
-        if (!isPrintable(<u32>load<u8>(p))) {
-          certificateError = "invalid PrintableString in a name";
-          return null;
-        }
-      }
-      return copyBytes(start, end);
-    }
-    case TAG_IA5_STRING: {
-      for (let p = start; p < end; p++) {
-        if (load<u8>(p) >= 0x80) {
-          certificateError = "invalid IA5String in a name";
-          return null;
-        }
-      }
-      return copyBytes(start, end);
-    }
-    case TAG_NUMERIC_STRING: {
-      for (let p = start; p < end; p++) {
-        const b = load<u8>(p);
-        if (!(b == 0x20 || (b >= 0x30 && b <= 0x39))) {
-          certificateError = "invalid NumericString in a name";
-          return null;
-        }
-      }
-      return copyBytes(start, end);
-    }
-    case TAG_T61_STRING: {
-      // Go reads T.61 as ISO 8859-1: each byte is the code point.
-      let size: usize = 0;
-      for (let p = start; p < end; p++) size += load<u8>(p) < 0x80 ? 1 : 2;
-      const out = new ArrayBuffer(<i32>size);
-      let q = changetype<usize>(out);
-      for (let p = start; p < end; p++) {
-        const b = <u32>load<u8>(p);
-        if (b < 0x80) {
-          store<u8>(q++, <u8>b);
-        } else {
-          store<u8>(q++, <u8>(0xc0 | (b >> 6)));
-          store<u8>(q++, <u8>(0x80 | (b & 0x3f)));
-        }
-      }
-      return out;
-    }
-    case TAG_BMP_STRING: {
-      // UCS-2 big-endian; one trailing NUL removed; surrogates and the
-      // permanent noncharacters refused (as Go and BoringSSL do).
-      if ((end - start) & 1) {
-        certificateError = "invalid BMPString in a name";
-        return null;
-      }
-      if (end - start >= 2 && load<u8>(end - 1) == 0 && load<u8>(end - 2) == 0) end -= 2;
-      let size: usize = 0;
-      for (let p = start; p < end; p += 2) {
-        const u = (<u32>load<u8>(p) << 8) | <u32>load<u8>(p + 1);
-        if (u == 0xfffe || u == 0xffff || (u >= 0xfdd0 && u <= 0xfdef) || (u >= 0xd800 && u <= 0xdfff)) {
-          certificateError = "invalid BMPString in a name";
-          return null;
-        }
-        size += u < 0x80 ? 1 : u < 0x800 ? 2 : 3;
-      }
-      const out = new ArrayBuffer(<i32>size);
-      let q = changetype<usize>(out);
-      for (let p = start; p < end; p += 2) {
-        const u = (<u32>load<u8>(p) << 8) | <u32>load<u8>(p + 1);
-        if (u < 0x80) {
-          store<u8>(q++, <u8>u);
-        } else if (u < 0x800) {
-          store<u8>(q++, <u8>(0xc0 | (u >> 6)));
-          store<u8>(q++, <u8>(0x80 | (u & 0x3f)));
-        } else {
-          store<u8>(q++, <u8>(0xe0 | (u >> 12)));
-          store<u8>(q++, <u8>(0x80 | ((u >> 6) & 0x3f)));
-          store<u8>(q++, <u8>(0x80 | (u & 0x3f)));
-        }
-      }
-      return out;
-    }
-    default:
-      certificateError = "unsupported string type in a name";
-      return null;
-  }
-}
 
 // ---- Names ----
 
@@ -293,7 +94,10 @@ function readName(start: usize, end: usize, into: Certificate | null): bool {
         return false;
       }
       const value = decodeString(tlvTag, tlvStart, tlvEnd);
-      if (value === null) return false;
+      if (value === null) {
+        certificateError = stringError;
+        return false;
+      }
       if (into !== null) {
         if (oidIs(oidStart, oidEnd, OID_COMMON_NAME)) into.commonName = value;
         else if (oidIs(oidStart, oidEnd, OID_ORGANIZATION)) into.organizations.push(value);
