@@ -98,7 +98,7 @@ function isHealthPath(path: string): boolean {
  * always serves something, so an empty set means no usable discovery was read
  * (none yet, only unreadable documents, or nothing routable in them). Else
  * the entries of its discovery that were dropped (malformed, or names too
- * long to route; src/model/servedSet.ts): a resource it lists, but not in a
+ * long to route; src/model/routableDiscovery.ts): a resource it lists, but not in a
  * form mvproxy routes on. While the local apiserver is available, a request
  * in doubt goes to it, as it would without mvproxy: never rerouted on a
  * guess, never a 503 (doubt-stays-local; docs/never-worse.md).
