@@ -247,41 +247,19 @@ function identify(config: Config, xfcc: usize, xfccLen: usize, xfccCount: i32, b
   if (entry.kind == KIND_ANONYMOUS) return ACTION_CONTINUE;
 
   // 5. Identity.
-  const user = entry.user!;
-  proxy_replace_header_map_value(
-    MAP_HTTP_REQUEST_HEADERS,
-    changetype<usize>(config.userHeader),
-    config.userHeader.byteLength,
-    changetype<usize>(user),
-    user.byteLength,
-  );
+  setRequestHeader(config.userHeader, entry.user!, true);
   const uid = entry.uid;
-  if (uid !== null) {
-    proxy_replace_header_map_value(
-      MAP_HTTP_REQUEST_HEADERS,
-      changetype<usize>(config.uidHeader),
-      config.uidHeader.byteLength,
-      changetype<usize>(uid),
-      uid.byteLength,
-    );
-  }
+  if (uid !== null) setRequestHeader(config.uidHeader, uid, true);
   const groups = entry.groups;
-  for (let i = 0; i < groups.length; i++) {
-    const group = unchecked(groups[i]);
-    proxy_add_header_map_value(
-      MAP_HTTP_REQUEST_HEADERS,
-      changetype<usize>(config.groupHeader),
-      config.groupHeader.byteLength,
-      changetype<usize>(group),
-      group.byteLength,
-    );
-  }
-  proxy_replace_header_map_value(
-    MAP_HTTP_REQUEST_HEADERS,
-    changetype<usize>(config.credentialIdHeader),
-    config.credentialIdHeader.byteLength,
-    changetype<usize>(entry.credentialId),
-    entry.credentialId.byteLength,
-  );
+  for (let i = 0; i < groups.length; i++) setRequestHeader(config.groupHeader, unchecked(groups[i]), false);
+  setRequestHeader(config.credentialIdHeader, entry.credentialId, true);
   return ACTION_CONTINUE;
+}
+
+/** Sets a request header: replacing any value (`replace`), or adding one more. */
+function setRequestHeader(name: ArrayBuffer, value: ArrayBuffer, replace: bool): void {
+  const n = changetype<usize>(name);
+  const v = changetype<usize>(value);
+  if (replace) proxy_replace_header_map_value(MAP_HTTP_REQUEST_HEADERS, n, name.byteLength, v, value.byteLength);
+  else proxy_add_header_map_value(MAP_HTTP_REQUEST_HEADERS, n, name.byteLength, v, value.byteLength);
 }
