@@ -37,7 +37,7 @@ function once(agent: Agent, target: LoadTarget): Promise<number> {
   });
 }
 
-export async function runLoad(target: LoadTarget, concurrency: number, durationMs: number): Promise<LoadResult> {
+async function runLoad(target: LoadTarget, concurrency: number, durationMs: number): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency, ca: target.ca, ...(target.cert ? { cert: target.cert, key: target.key } : {}) });
   const latenciesMs: number[] = [];
   let errors = 0;
@@ -66,7 +66,7 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[index] ?? NaN;
 }
 
-export function summarize(results: LoadResult[]): LatencySummary {
+function summarize(results: LoadResult[]): LatencySummary {
   const all = results.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
   const requests = results.reduce((n, r) => n + r.requests, 0);
   const seconds = results.reduce((n, r) => n + r.seconds, 0);
@@ -86,7 +86,7 @@ export interface Comparison {
 const USER_HZ = 100;
 
 /** User plus system CPU seconds a process has used so far (Linux /proc). */
-export function processCpuSeconds(pid: number): number {
+function processCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name is in parentheses and may contain spaces: count fields after it.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -11,7 +11,7 @@ import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanat
 import { readState } from '../sandbox/state.js';
 import { sandboxDir } from './sandbox.js';
 
-export const ADMIN_USAGE = `usage: mvproxy admin [--socket PATH] [-o json] <verb>
+const ADMIN_USAGE = `usage: mvproxy admin [--socket PATH] [-o json] <verb>
 
 verbs:
   status                          every apiserver as the control plane sees it, every sidecar's xDS state

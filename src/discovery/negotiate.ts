@@ -64,7 +64,7 @@ function preferenceOrder(ranges: MediaRange[]): MediaRange[] {
 }
 
 /** Parse an Accept header into media ranges (RFC 9110 section 12.5.1), skipping malformed ones. */
-export function parseAccept(header: string): MediaRange[] {
+function parseAccept(header: string): MediaRange[] {
   const ranges: MediaRange[] = [];
   for (const part of splitOutsideQuotes(header, ',')) {
     const [mediaType = '', ...paramParts] = splitOutsideQuotes(part, ';');

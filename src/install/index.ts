@@ -21,18 +21,7 @@ import {
   parseKubernetesVersion,
 } from './versions.js';
 
-export { resolveCacheRoot } from './cache.js';
-export { kubernetesBuildGoMod } from './gomod.js';
-export type { KubernetesBinaries } from './kubernetes.js';
-export {
-  DEFAULT_ENVOY_VERSION,
-  DEFAULT_ETCD_VERSION,
-  DEFAULT_KUBERNETES_VERSIONS,
-  parseEnvoyVersion,
-  parseEtcdVersion,
-  parseKubernetesVersion,
-  type KubernetesVersion,
-} from './versions.js';
+export { DEFAULT_KUBERNETES_VERSIONS, parseKubernetesVersion } from './versions.js';
 
 /** Absolute paths of installed binaries. */
 export interface InstalledComponents {

@@ -18,7 +18,7 @@ import { kubernetesBuildGoMod, kubernetesLdflags } from './gomod.js';
 import { verifyVersion } from './run.js';
 import { assertPublished, parseKubernetesVersion, type KubernetesVersion } from './versions.js';
 
-export const KUBERNETES_MODULE = 'k8s.io/kubernetes';
+const KUBERNETES_MODULE = 'k8s.io/kubernetes';
 
 export interface KubernetesBinaries {
   kubeApiserver: string;

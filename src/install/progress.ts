@@ -28,7 +28,7 @@ export interface StepOptions {
   heartbeatMs?: number;
 }
 
-export const HEARTBEAT_MS = 15_000;
+const HEARTBEAT_MS = 15_000;
 
 export async function withProgress<T>(log: LogFn, opts: StepOptions, work: () => Promise<T>): Promise<T> {
   const started = Date.now();

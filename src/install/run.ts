@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
-export const TAIL_LINES = 20;
+const TAIL_LINES = 20;
 
 /** Shell-like rendering of a command, for messages a person may copy and rerun. */
 export function formatCommand(cmd: string, args: readonly string[]): string {

@@ -32,8 +32,8 @@ import type {
   GroupVersionKind,
 } from './discovery.js';
 
-export const DISCOVERY_KIND = 'APIGroupDiscoveryList';
-export const DISCOVERY_API_VERSION = 'apidiscovery.k8s.io/v2';
+const DISCOVERY_KIND = 'APIGroupDiscoveryList';
+const DISCOVERY_API_VERSION = 'apidiscovery.k8s.io/v2';
 
 /** Which document a list is: `/api` (only the core group, named "") or `/apis` (named groups). */
 export type DiscoveryDocument = '/api' | '/apis';

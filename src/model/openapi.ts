@@ -33,7 +33,7 @@ export interface DroppedOpenApiIndexEntry {
   reason: string;
 }
 
-export const OPENAPI_V3_PREFIX = '/openapi/v3/';
+const OPENAPI_V3_PREFIX = '/openapi/v3/';
 
 /**
  * Read a decoded `/openapi/v3` body. Throws only when it is not an index at

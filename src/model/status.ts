@@ -11,7 +11,7 @@ export interface Status {
   code: number;
 }
 
-export function failureStatus(code: number, reason: string, message: string): Status {
+function failureStatus(code: number, reason: string, message: string): Status {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 

@@ -19,7 +19,7 @@ export interface KubeconfigOptions {
   tlsServerName?: string;
 }
 
-export const DEFAULT_KUBECONFIG_NAME = "mvproxy";
+const DEFAULT_KUBECONFIG_NAME = "mvproxy";
 
 /** A complete kubeconfig (one cluster, user and context, all named `name`), as JSON text. */
 export function kubeconfigYaml(opts: KubeconfigOptions): string {

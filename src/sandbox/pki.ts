@@ -62,12 +62,12 @@ export interface SandboxPkiOptions {
 
 /** The sandbox's --service-cluster-ip-range; its first address is kubernetes.default's IP. */
 export const SANDBOX_SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24";
-export const SANDBOX_KUBERNETES_SERVICE_IP = "10.0.0.1";
-export const FRONT_PROXY_CLIENT_NAME = "front-proxy-client";
-export const ADMIN_USER = "mvproxy-admin";
-export const ADMIN_GROUP = "system:masters";
-export const ORDINARY_USER = "alice";
-export const XDS_CLIENT_NAME = "mvproxy-sidecar";
+const SANDBOX_KUBERNETES_SERVICE_IP = "10.0.0.1";
+const FRONT_PROXY_CLIENT_NAME = "front-proxy-client";
+const ADMIN_USER = "mvproxy-admin";
+const ADMIN_GROUP = "system:masters";
+const ORDINARY_USER = "alice";
+const XDS_CLIENT_NAME = "mvproxy-sidecar";
 
 /** DNS SANs every apiserver serving cert carries (in-cluster names, as kubeadm issues them). */
 export const SERVING_DNS_NAMES: readonly string[] = [
@@ -77,7 +77,7 @@ export const SERVING_DNS_NAMES: readonly string[] = [
   "kubernetes.default.svc",
   "kubernetes.default.svc.cluster.local",
 ];
-export const SERVING_IPS: readonly string[] = ["127.0.0.1", SANDBOX_KUBERNETES_SERVICE_IP];
+const SERVING_IPS: readonly string[] = ["127.0.0.1", SANDBOX_KUBERNETES_SERVICE_IP];
 
 // On reuse, regenerate when anything expires sooner than this.
 const RENEW_BEFORE_MS = 24 * 60 * 60 * 1000;

@@ -104,7 +104,7 @@ export function tailOfFile(path: string, lines: number): string {
 }
 
 /** Error for a component that failed to start: names it and shows its log tail. */
-export class ComponentStartError extends Error {
+class ComponentStartError extends Error {
   constructor(component: string, reason: string, logFile: string, tail: string) {
     super(`${component} failed to start: ${reason}\n--- last lines of ${logFile} ---\n${tail}`);
     this.name = 'ComponentStartError';

@@ -125,7 +125,7 @@ export class AccessLogServer {
  * What an access log entry counts as: undefined for entries of other routes,
  * and for intermediate entries of long streams (the final one counts).
  */
-export function classify(entry: HTTPAccessLogEntry__Output): LoggedRequest | undefined {
+function classify(entry: HTTPAccessLogEntry__Output): LoggedRequest | undefined {
   const common = entry.common_properties;
   if (common?.intermediate_log_entry) return undefined;
   const tags = common?.custom_tags ?? {};

@@ -53,7 +53,7 @@ export class UnknownApiserverError extends Error {
 let definition: protoLoader.PackageDefinition | undefined;
 
 /** The admin API's package definition (keepCase, defaults filled in for clients). */
-export function adminPackageDefinition(): protoLoader.PackageDefinition {
+function adminPackageDefinition(): protoLoader.PackageDefinition {
   definition ??= protoLoader.loadSync(ADMIN_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [protoDir(ADMIN_PROTO)] });
   return definition;
 }

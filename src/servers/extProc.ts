@@ -55,7 +55,7 @@ export interface ExtProcServerOptions {
 }
 
 /** Response code details of the merged document answers (Envoy's access log shows them). */
-export const MERGED_DOCUMENT_DETAILS = 'mvproxy_merged_document';
+const MERGED_DOCUMENT_DETAILS = 'mvproxy_merged_document';
 
 /** Statuses of the local apiserver that mean the client may read the document (304: it had the apiserver's ETag). */
 const AUTHORIZED_STATUSES: ReadonlySet<string> = new Set(['200', '304']);

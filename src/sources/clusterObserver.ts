@@ -72,8 +72,8 @@ export interface ClusterObserverOptions {
 
 export type ClusterModelListener = (model: ClusterModel) => void;
 
-export const DEFAULT_LEASE_GRACE_MS = 5 * 60 * 1000;
-export const DEFAULT_DEBOUNCE_MS = 50;
+const DEFAULT_LEASE_GRACE_MS = 5 * 60 * 1000;
+const DEFAULT_DEBOUNCE_MS = 50;
 
 /** The observer's own, mutable copy of each apiserver's observation. */
 type ApiserverState = ApiserverObservation;

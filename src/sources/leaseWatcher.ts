@@ -9,9 +9,9 @@ import { Reflector, type ListWatchClient } from './listWatch.js';
 import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
 import { isRecord } from '../util/json.js';
 
-export const IDENTITY_LEASE_NAMESPACE = 'kube-system';
-export const IDENTITY_LEASE_SELECTOR = 'apiserver.kubernetes.io/identity=kube-apiserver';
-export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
+const IDENTITY_LEASE_NAMESPACE = 'kube-system';
+const IDENTITY_LEASE_SELECTOR = 'apiserver.kubernetes.io/identity=kube-apiserver';
+const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 
 export type LeaseEvent =
   | { type: 'present'; hostname: string; lease: LeaseObservation }
@@ -43,8 +43,8 @@ export type LeaseHostState =
   | { state: 'present'; lease: LeaseObservation; expiresAt: number }
   | { state: 'gone'; leaseName: string; goneAt: number };
 
-export const DEFAULT_EXPIRY_CHECK_INTERVAL_MS = 5000;
-export const DEFAULT_EXPIRY_SLACK_MS = 30_000;
+const DEFAULT_EXPIRY_CHECK_INTERVAL_MS = 5000;
+const DEFAULT_EXPIRY_SLACK_MS = 30_000;
 
 export class LeaseWatcher {
   private readonly reflector: Reflector<IdentityLease>;
@@ -172,7 +172,7 @@ function sameLease(a: LeaseObservation, b: LeaseObservation): boolean {
 }
 
 /** Minimal typed view of an identity Lease; undefined when it lacks the hostname label. */
-export function decodeIdentityLease(raw: unknown): IdentityLease | undefined {
+function decodeIdentityLease(raw: unknown): IdentityLease | undefined {
   if (!isRecord(raw) || !isRecord(raw['metadata'])) return undefined;
   const metadata = raw['metadata'];
   const name = metadata['name'];

@@ -28,7 +28,7 @@ export interface ListWatchClient {
 }
 
 /** An error answer from the apiserver, with its HTTP status (410 Gone: resourceVersion too old). */
-export class KubeApiError extends Error {
+class KubeApiError extends Error {
   constructor(
     readonly statusCode: number,
     message: string,

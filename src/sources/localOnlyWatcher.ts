@@ -166,7 +166,7 @@ function compareGroupVersions(a: LocalOnlyGroupVersion, b: LocalOnlyGroupVersion
   return cmp(a.group, b.group) || cmp(a.version, b.version) || cmp(a.source, b.source);
 }
 
-export function decodeCrd(raw: unknown): CrdGroupVersions | undefined {
+function decodeCrd(raw: unknown): CrdGroupVersions | undefined {
   if (!isRecord(raw) || !isRecord(raw['spec'])) return undefined;
   const spec = raw['spec'];
   if (typeof spec['group'] !== 'string' || spec['group'] === '' || !Array.isArray(spec['versions'])) return undefined;
@@ -178,7 +178,7 @@ export function decodeCrd(raw: unknown): CrdGroupVersions | undefined {
 }
 
 /** Undefined for local APIServices (no spec.service: built-in groups served by the apiserver itself). */
-export function decodeAggregatedApiService(raw: unknown): AggregatedApiService | undefined {
+function decodeAggregatedApiService(raw: unknown): AggregatedApiService | undefined {
   if (!isRecord(raw) || !isRecord(raw['spec'])) return undefined;
   const spec = raw['spec'];
   if (!isRecord(spec['service'])) return undefined;

@@ -23,9 +23,9 @@ import { typedConfig } from './typed.js';
 /** The log_name every sidecar's ALS stream identifies itself with. */
 export const ACCESS_LOG_NAME = 'mvproxy';
 /** Route metadata namespace (filter_metadata key) of mvproxy's routes. */
-export const ROUTE_METADATA_NAMESPACE = 'mvproxy';
+const ROUTE_METADATA_NAMESPACE = 'mvproxy';
 /** How long Envoy buffers log entries before sending them. */
-export const ACCESS_LOG_FLUSH_SECONDS = 1;
+const ACCESS_LOG_FLUSH_SECONDS = 1;
 
 /** What a logged route did: forwarded to peers, or answered 503 itself. */
 export type LoggedRouteKind = 'reroute' | 'unavailable';
@@ -44,7 +44,7 @@ export interface LoggedRoute {
 }
 
 /** Custom tag names of log entries: the LoggedRoute fields. */
-export const TAGS: readonly (keyof LoggedRoute)[] = ['kind', 'group', 'version', 'resource', 'subresource'];
+const TAGS: readonly (keyof LoggedRoute)[] = ['kind', 'group', 'version', 'resource', 'subresource'];
 
 /** The `metadata` of a reroute or unavailable route. */
 export function loggedRouteMetadata(route: LoggedRoute): Metadata {

@@ -152,7 +152,7 @@ function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): Up
  * ones first, so no request is ever sent on a connection the apiserver is
  * closing at that moment (a reset that may not be retried: retry-connect-only).
  */
-export const UPSTREAM_IDLE_TIMEOUT_SECONDS = 60;
+const UPSTREAM_IDLE_TIMEOUT_SECONDS = 60;
 
 function protocolOptions(flavour: UpstreamFlavour): HttpProtocolOptions {
   const common = { idle_timeout: seconds(UPSTREAM_IDLE_TIMEOUT_SECONDS) };

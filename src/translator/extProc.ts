@@ -19,20 +19,20 @@ import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
 
 /** Envoy's stat prefix of the filter (`http.<listener>.ext_proc.<prefix>.*`). */
-export const EXT_PROC_STAT_PREFIX = 'mvproxy';
+const EXT_PROC_STAT_PREFIX = 'mvproxy';
 
 /**
  * How long Envoy waits for one ext_proc answer before letting the local
  * document through. The control plane answers from memory in well under a
  * millisecond; a stopped one costs a discovery request this much, once.
  */
-export const EXT_PROC_MESSAGE_TIMEOUT_MS = 250;
+const EXT_PROC_MESSAGE_TIMEOUT_MS = 250;
 
 /**
  * Request headers (If-None-Match held back) and response headers (the
  * apiserver's verdict: only its 200 or 304 is replaced); bodies never.
  */
-export const MERGED_DOCUMENT_PROCESSING_MODE: ProcessingMode = {
+const MERGED_DOCUMENT_PROCESSING_MODE: ProcessingMode = {
   request_header_mode: 'SEND',
   response_header_mode: 'SEND',
   request_body_mode: 'NONE',

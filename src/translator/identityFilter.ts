@@ -26,7 +26,7 @@ export interface IdentityHeaders {
   extraHeaderPrefix: string;
 }
 
-export const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
+const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
   userHeader: 'x-remote-user',
   uidHeader: 'x-remote-uid',
   groupHeader: 'x-remote-group',

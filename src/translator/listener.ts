@@ -14,7 +14,7 @@ import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
 
-export const HTTP_CONNECTION_MANAGER = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+const HTTP_CONNECTION_MANAGER = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 
 /** The listener of sidecar `node` (the node names it to the ext_proc service). */
 export function apiserverListener(settings: TranslatorSettings, node: string): Listener {

@@ -13,7 +13,7 @@ import { RETRY_AFTER_SECONDS } from './routes.js';
  * failure or reset before a response, no healthy host, overflow. Nothing was
  * processed, so retrying is safe.
  */
-export const UPSTREAM_UNAVAILABLE_FLAGS = ['UF', 'UH', 'URX', 'UO', 'UC'] as const;
+const UPSTREAM_UNAVAILABLE_FLAGS = ['UF', 'UH', 'URX', 'UO', 'UC'] as const;
 
 export function localReplyConfig(): LocalReplyConfig {
   return {

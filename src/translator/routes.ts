@@ -30,7 +30,7 @@ export const PEER_PROXIED_HEADER = 'x-kubernetes-peer-proxied';
 /** Seconds a client should wait before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 1;
 /** Longest a stream may stay silent; watches get bookmarks well within it. */
-export const STREAM_IDLE_TIMEOUT_SECONDS = 3600;
+const STREAM_IDLE_TIMEOUT_SECONDS = 3600;
 
 /** Upgrade requests (exec, attach, port-forward, proxy over WebSocket or SPDY/3.1) carry an Upgrade header. */
 const UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true };
@@ -54,12 +54,12 @@ const WATCH_REQUEST: RouteMatch['query_parameters'] = [{ name: 'watch', string_m
 const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true } };
 
 /** Suffix of the name of a route's client-certificate twin. */
-export const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
+const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
 
 /** What kube-apiserver's aggregated discovery Accept carries (kube-apiserver's aggregated discovery). */
-export const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
+const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
 /** Asks for the local (unmerged) document: never answered by mvproxy. */
-export const NOPEER_PROFILE = 'profile=nopeer';
+const NOPEER_PROFILE = 'profile=nopeer';
 
 export function routeConfiguration(
   routes: readonly ResourceRoute[],

@@ -9,8 +9,8 @@ import type { EnvoyResources, TranslatorSettings } from './settings.js';
 
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
 export { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME } from './settings.js';
-export { PEER_PROXIED_HEADER, RETRY_AFTER_SECONDS } from './routes.js';
-export { LISTENER_NAME, LOCAL_CLUSTER, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
+export { PEER_PROXIED_HEADER } from './routes.js';
+export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';
 
 export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings): EnvoyResources {

@@ -2,10 +2,7 @@
 import type { Any } from '../generated/google/protobuf/Any.js';
 import type { Duration } from '../generated/google/protobuf/Duration.js';
 
-/**
- * Same as typeUrl() in src/xds/protos.ts, which is not imported because that
- * module reads the file system when loaded and the translator stays pure.
- */
+/** Envoy's type URL for a fully qualified message name. */
 function typeUrl(messageName: string): string {
   return `type.googleapis.com/${messageName}`;
 }

@@ -55,7 +55,7 @@ function dataSource(source: PemSource): JsonObject {
  * Envoy's default limit of 1024 would make a busy sidecar's discovery
  * requests fall back to the local document.
  */
-export const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
+const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
 
 /**
  * Envoy resets every ext_proc stream it is done with, and the control plane's
@@ -65,7 +65,7 @@ export const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
  * stays below that; the long-lived ADS and access-log streams simply stay on
  * their draining connection.
  */
-export const CONTROL_PLANE_STREAMS_PER_CONNECTION = 500;
+const CONTROL_PLANE_STREAMS_PER_CONNECTION = 500;
 
 function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
   const cluster: JsonObject = {

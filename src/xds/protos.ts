@@ -15,7 +15,7 @@ const ENTRY = 'envoy_api.proto';
 const xdsDeps = join(dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
 
 /** proto/ comes first: it shadows files of the older bundled API snapshot. */
-export const PROTO_INCLUDE_DIRS: readonly string[] = [
+const PROTO_INCLUDE_DIRS: readonly string[] = [
   protoDir(ENTRY),
   join(xdsDeps, 'envoy-api'),
   join(xdsDeps, 'xds'),
@@ -50,9 +50,4 @@ export function envoyRoot(): protobuf.Root {
     root = loadProtoRoot([ENTRY], PROTO_INCLUDE_DIRS);
   }
   return root;
-}
-
-/** Envoy's type URL for a fully qualified message name. */
-export function typeUrl(messageName: string): string {
-  return `type.googleapis.com/${messageName}`;
 }

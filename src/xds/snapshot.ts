@@ -83,7 +83,7 @@ export function resourceName(resource: Resource): string {
  * always serializes to the same string. Bytes become base64, bigints and
  * non-finite numbers strings.
  */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalize(value));
 }
 
@@ -117,7 +117,7 @@ function canonicalize(value: unknown): Canonical {
 }
 
 /** A stable short hash of some content (64 bits of SHA-256 over its canonical JSON). */
-export function contentVersion(content: unknown): string {
+function contentVersion(content: unknown): string {
   return createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 16);
 }
 
@@ -160,10 +160,6 @@ export function makeSnapshot(input: SnapshotInput): Snapshot {
       ),
     },
   };
-}
-
-export function emptySnapshot(): Snapshot {
-  return makeSnapshot({});
 }
 
 /** Version of each type, e.g. for status pages and for waiting on ACKs. */

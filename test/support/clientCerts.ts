@@ -29,7 +29,7 @@ export interface LeafOptions {
 }
 
 /** kube-apiserver's UID attribute type (k8s.io/apiserver/pkg/authentication/request/x509). */
-export const UID_OID = '1.3.6.1.4.1.57683.2';
+const UID_OID = '1.3.6.1.4.1.57683.2';
 
 function subjectOf(opts: LeafOptions): X509Types.JsonNameParams | string {
   if (opts.uid === undefined || opts.uid.length === 0) return opts.name;
@@ -89,6 +89,3 @@ export function formatXfcc(certPem: string): string {
   const hash = createHash('sha256').update(certificateDer(certPem)).digest('hex');
   return `Hash=${hash};Cert="${encodeURIComponent(certPem)}"`;
 }
-
-/** Alias kept for existing callers. */
-export const xfccFor = formatXfcc;

@@ -21,7 +21,7 @@ export interface ApiserverSpec {
   host?: string;
 }
 
-export function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
+function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverObservation {
   const observation: ApiserverObservation = {
     endpoint: { name, hostname: `host-${name}`, address: { host: spec.host ?? `10.0.0.${index + 1}`, port: 6443 } },
     servedSet: spec.serves,

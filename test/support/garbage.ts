@@ -2,7 +2,7 @@
 import { connect } from 'node:net';
 
 /** An HTTP/1.1 request, a broken HTTP/2 preface and frame, and 4 KiB of binary noise. */
-export const GARBAGE: readonly Buffer[] = [
+const GARBAGE: readonly Buffer[] = [
   Buffer.from('GET /mvproxy.admin.v1.Admin/GetStatus HTTP/1.1\r\nHost: x\r\n\r\n'),
   Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from('\x00\x00\x04\x99\xff\xff\xff\xff\xffjunkjunkjunk', 'latin1')]),
   Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),

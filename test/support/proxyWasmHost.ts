@@ -33,7 +33,7 @@ export interface LogEntry {
   message: string;
 }
 
-export const LOG_LEVEL = { trace: 0, debug: 1, info: 2, warn: 3, error: 4, critical: 5 } as const;
+const LOG_LEVEL = { trace: 0, debug: 1, info: 2, warn: 3, error: 4, critical: 5 } as const;
 
 const STATUS_OK = 0;
 const STATUS_NOT_FOUND = 1;
@@ -72,7 +72,7 @@ const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
 
 /** The proxy-wasm serialization of a header map (spec: "Maps with HTTP fields"). */
-export function serializeHeaderMap(headers: HeaderList): Uint8Array {
+function serializeHeaderMap(headers: HeaderList): Uint8Array {
   const pairs = headers.map(([k, v]) => [encoder.encode(k), encoder.encode(v)] as const);
   let size = 4 + pairs.length * 8;
   for (const [k, v] of pairs) size += k.length + v.length + 2;
@@ -94,7 +94,7 @@ export function serializeHeaderMap(headers: HeaderList): Uint8Array {
   return out;
 }
 
-export function deserializeHeaderMap(bytes: Uint8Array): HeaderList {
+function deserializeHeaderMap(bytes: Uint8Array): HeaderList {
   if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0)) return [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = view.getUint32(0, true);

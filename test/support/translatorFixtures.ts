@@ -62,7 +62,7 @@ export function unpack<T>(any: Any | null | undefined, typeName: string): T {
  * output, so golden files translated with these do not depend on the machine.
  * (Envoy validation swaps them for throwawaySettings' real files.)
  */
-export const FIXED_FILES: SidecarFiles = {
+const FIXED_FILES: SidecarFiles = {
   servingCert: '/etc/mvproxy/pki/serving.crt',
   servingKey: '/etc/mvproxy/pki/serving.key',
   clientCa: '/etc/mvproxy/pki/client-ca.crt',

@@ -48,7 +48,7 @@ export async function validateWithEnvoy(resources: EnvoyResources): Promise<Vali
 }
 
 /** The resources as Envoy would hold them after ADS, written as static configuration. */
-export function staticBootstrap(resources: EnvoyResources): Bootstrap {
+function staticBootstrap(resources: EnvoyResources): Bootstrap {
   const assignments = new Map(resources.endpoints.map((e) => [e.cluster_name ?? '', e]));
   const routeConfigs = new Map(resources.routes.map((r) => [r.name ?? '', r]));
 
