@@ -61,7 +61,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     peerDiscoverySyncErrors: new Counter({
       name: 'apiserver_peer_discovery_sync_errors_total',
-      help: 'Total number of errors while syncing a kube-apiserver\'s own discovery (aggregated discovery and OpenAPI v3 index), by type: fetch, timeout, status, parse, too_large.',
+      help: "Total number of errors while syncing a kube-apiserver's own discovery (aggregated discovery and OpenAPI v3 index), by type: fetch, timeout, status, parse, too_large.",
       labelNames: ['type'] as const,
       registers,
     }),

@@ -35,8 +35,12 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
                   typed_config: {
                     '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
                     stat_prefix: 'bare',
-                    route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } }] }] },
-                    http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+                    route_config: {
+                      virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } }] }],
+                    },
+                    http_filters: [
+                      { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+                    ],
                   },
                 },
               ],
@@ -93,10 +97,11 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
   // Listening is enough: any answer (even a TLS complaint) but a refused connection.
   await proc.waitReady(
     'reference Envoy',
-    () => fetch(url).then(
-      () => true,
-      (err: { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED',
-    ),
+    () =>
+      fetch(url).then(
+        () => true,
+        (err: { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED',
+      ),
     30_000,
   );
   return { url, pid: proc.pid, stop: () => proc.stop(2000) };

@@ -24,16 +24,35 @@ const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDi
 export async function runBench(opts: BenchOptions): Promise<Record<string, unknown>> {
   const components = await ensureComponents({ kubernetesVersions: ['v1.36.3', 'v1.37.2'], log: opts.progress });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-bench-'));
-  const sandbox = await Sandbox.up({ dir, apiservers: [{ name: 'kas-a', version: 'v1.36.3' }, { name: 'kas-b', version: 'v1.37.2' }], components, progress: opts.progress });
+  const sandbox = await Sandbox.up({
+    dir,
+    apiservers: [
+      { name: 'kas-a', version: 'v1.36.3' },
+      { name: 'kas-b', version: 'v1.37.2' },
+    ],
+    components,
+    progress: opts.progress,
+  });
   try {
     const state = sandbox.state();
     const token = sandbox.adminBearerToken();
     const [a, b] = state.apiservers as [SandboxState['apiservers'][number], SandboxState['apiservers'][number]];
     const api = (base: string, method: string, path: string, body?: unknown) =>
-      httpsRequest(base + path, { ca: state.ca }, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      httpsRequest(
+        base + path,
+        { ca: state.ca },
+        { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) },
+      );
     await api(a.direct, 'POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { k: 'v' } });
-    await api(b.direct, 'POST', '/apis/storagemigration.k8s.io/v1/storageversionmigrations', { metadata: { name: 'bench' }, spec: { resource: { group: 'apps', resource: 'deployments' } } });
-    const target = (base: string, path: string): LoadTarget => ({ url: base + path, ca: readFileSync(state.ca), headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+    await api(b.direct, 'POST', '/apis/storagemigration.k8s.io/v1/storageversionmigrations', {
+      metadata: { name: 'bench' },
+      spec: { resource: { group: 'apps', resource: 'deployments' } },
+    });
+    const target = (base: string, path: string): LoadTarget => ({
+      url: base + path,
+      ca: readFileSync(state.ca),
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+    });
     const load = { rounds: opts.rounds, roundMs: opts.roundMs, concurrency: opts.concurrency };
 
     // Latency is measured with one request in flight (what a client waits for);
@@ -45,19 +64,46 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight) ...`);
       const throughput = await compareAlternately(sidecar, direct, { ...load, ...(envoyPid === undefined ? {} : { candidatePid: envoyPid }) });
       const envoyCpu = throughput.candidateCpuMicrosPerRequest;
-      return { latency: withRatios(latency), throughput: withRatios(throughput), ...(envoyCpu === undefined ? {} : { envoyCpuMicrosPerRequest: Math.round(envoyCpu) }) };
+      return {
+        latency: withRatios(latency),
+        throughput: withRatios(throughput),
+        ...(envoyCpu === undefined ? {} : { envoyCpuMicrosPerRequest: Math.round(envoyCpu) }),
+      };
     };
     const cmPath = '/api/v1/namespaces/default/configmaps/bench';
     const sidecarPid = sandbox.sidecarPid('kas-a');
     const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath), sidecarPid);
     // Reference: what any Envoy hop costs here, without mvproxy's configuration.
-    const bare = await startBareEnvoy({ envoy: components.envoy, dir, pki: sandbox.pkiFiles(), servingName: 'kas-a', upstreamPort: sandbox.apiserverPort('kas-a') });
-    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath), bare.pid).finally(() => bare.stop());
+    const bare = await startBareEnvoy({
+      envoy: components.envoy,
+      dir,
+      pki: sandbox.pkiFiles(),
+      servingName: 'kas-a',
+      upstreamPort: sandbox.apiserverPort('kas-a'),
+    });
+    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath), bare.pid).finally(
+      () => bare.stop(),
+    );
     const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
-    const rerouted = await measure('a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly', target(a.sidecar ?? '', svmPath), target(b.direct, svmPath));
+    const rerouted = await measure(
+      'a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly',
+      target(a.sidecar ?? '', svmPath),
+      target(b.direct, svmPath),
+    );
     // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
-    const withCert = (t: LoadTarget): LoadTarget => ({ url: t.url, ca: t.ca, headers: { accept: 'application/json' }, cert: readFileSync(state.clientCerts.admin.cert), key: readFileSync(state.clientCerts.admin.key) });
-    const certificate = await measure('a locally served GET with a client certificate, sidecar vs direct', withCert(target(a.sidecar ?? '', cmPath)), withCert(target(a.direct, cmPath)), sidecarPid);
+    const withCert = (t: LoadTarget): LoadTarget => ({
+      url: t.url,
+      ca: t.ca,
+      headers: { accept: 'application/json' },
+      cert: readFileSync(state.clientCerts.admin.cert),
+      key: readFileSync(state.clientCerts.admin.key),
+    });
+    const certificate = await measure(
+      'a locally served GET with a client certificate, sidecar vs direct',
+      withCert(target(a.sidecar ?? '', cmPath)),
+      withCert(target(a.direct, cmPath)),
+      sidecarPid,
+    );
     opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
     const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
 
@@ -69,7 +115,11 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
       opts.progress(`  sample ${i + 1}: ${convergenceMs.at(-1)?.toFixed(0)} ms`);
     }
     const sorted = [...convergenceMs].sort((x, y) => x - y);
-    const convergence = { samplesMs: convergenceMs.map((v) => Math.round(v)), p50Ms: Math.round(percentile(sorted, 50)), p99Ms: Math.round(percentile(sorted, 99)) };
+    const convergence = {
+      samplesMs: convergenceMs.map((v) => Math.round(v)),
+      p50Ms: Math.round(percentile(sorted, 50)),
+      p99Ms: Math.round(percentile(sorted, 99)),
+    };
     return {
       summary: summarize({ local, minimalEnvoy, rerouted, certificate, convergenceP99Ms: convergence.p99Ms }),
       concurrency: opts.concurrency,
@@ -108,7 +158,13 @@ const round2 = (n: number): number => Math.round(n * 100) / 100;
  * here); the certificate client's ratios over the token client's (what
  * identity costs); the sidecar over the minimal hop; Envoy's CPU per request.
  */
-function summarize(m: { local: Measured; minimalEnvoy: Measured; rerouted: Measured; certificate: Measured; convergenceP99Ms: number }): Record<string, number | undefined> {
+function summarize(m: {
+  local: Measured;
+  minimalEnvoy: Measured;
+  rerouted: Measured;
+  certificate: Measured;
+  convergenceP99Ms: number;
+}): Record<string, number | undefined> {
   return {
     local_token_p50_ratio: m.local.latency.p50Ratio,
     local_cert_p50_ratio: m.certificate.latency.p50Ratio,
@@ -158,8 +214,8 @@ async function measureConvergence(sandbox: Sandbox, state: SandboxState, token: 
   for (;;) {
     try {
       const [res, ready] = await Promise.all([
-        httpsRequest(b.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 }),
-        httpsRequest(b.direct + '/readyz', { ca: state.ca }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 1000 }),
+        httpsRequest(`${b.direct}/apis`, { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 }),
+        httpsRequest(`${b.direct}/readyz`, { ca: state.ca }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 1000 }),
       ]);
       if (res.status === 200 && ready.status === 200) {
         const servesBatch = (JSON.parse(res.body) as { items: { metadata: { name: string } }[] }).items.some((g) => g.metadata.name === 'batch');

@@ -45,7 +45,8 @@ export async function runAdmin(args: string[]): Promise<number> {
   const json = values.output === 'json';
   if (values.output !== undefined && !json) throw new Error(`-o: only "json" is supported, got ${JSON.stringify(values.output)}`);
   const timeoutSeconds = Number(values.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new Error(`--timeout: a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+    throw new Error(`--timeout: a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
   const expect = (count: number, names: string): string[] => {
     if (operands.length !== count) throw new Error(`admin ${verb} needs ${names}\n\n${ADMIN_USAGE}`);
     return operands;
@@ -55,13 +56,13 @@ export async function runAdmin(args: string[]): Promise<number> {
     case 'status': {
       expect(0, 'no operands');
       const status = await withClient(values.socket, (c) => call(c, 'GetStatus', {}));
-      process.stdout.write(json ? JSON.stringify(status, null, 2) + '\n' : formatStatus(status));
+      process.stdout.write(json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
       return 0;
     }
     case 'explain': {
       const [sidecar, path] = expect(2, 'SIDECAR and PATH') as [string, string];
       const explanation = await withClient(values.socket, (c) => call(c, 'Explain', { sidecar, path, peer_proxied: values['peer-proxied'] }));
-      process.stdout.write(json ? JSON.stringify(explanation, null, 2) + '\n' : formatExplanation(explanation));
+      process.stdout.write(json ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
       return 0;
     }
     case 'drain':
@@ -89,7 +90,8 @@ function adminSocket(flag: string | undefined): string {
   if (chosen !== undefined) return chosen;
   const statePath = join(sandboxDir(undefined), 'state.json');
   const fromSandbox = existsSync(statePath) ? readState(statePath).controlPlane?.adminSocket : undefined;
-  if (fromSandbox === undefined) throw new Error('no admin socket: pass --socket PATH (the admin.socket of the control plane\'s config) or set MVPROXY_ADMIN_SOCKET');
+  if (fromSandbox === undefined)
+    throw new Error("no admin socket: pass --socket PATH (the admin.socket of the control plane's config) or set MVPROXY_ADMIN_SOCKET");
   return fromSandbox;
 }
 
@@ -133,7 +135,10 @@ async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Statu
     const behind = status.sidecars.filter((s) => !s.in_sync);
     if (behind.length === 0) return status;
     if (Date.now() > deadline) {
-      const why = behind.map((s) => `${s.node} (${s.connected ? 'has not ACKed yet' : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`);
+      const why = behind.map(
+        (s) =>
+          `${s.node} (${s.connected ? 'has not ACKed yet' : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
+      );
       throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
     }
     await new Promise((r) => setTimeout(r, 200));
@@ -143,7 +148,15 @@ async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Statu
 function formatStatus(status: Status__Output): string {
   const apiservers = table(
     ['APISERVER', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
-    status.apiservers.map((a) => [a.name, a.standing, a.ready || '-', a.draining ? 'yes' : 'no', String(a.served_resources), a.address, a.lease_holder_identity || '-']),
+    status.apiservers.map((a) => [
+      a.name,
+      a.standing,
+      a.ready || '-',
+      a.draining ? 'yes' : 'no',
+      String(a.served_resources),
+      a.address,
+      a.lease_holder_identity || '-',
+    ]),
   );
   const sidecars = table(
     ['SIDECAR', 'CONNECTED', 'IN SYNC', 'TO PEERS', '503', 'LAST NACK'],
@@ -170,5 +183,12 @@ function formatExplanation(e: Explanation__Output): string {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return `${[header, ...rows]
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }

@@ -24,6 +24,6 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     convergenceSamples: int('convergence-samples', values['convergence-samples']),
     progress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });
-  process.stdout.write(JSON.stringify(figures, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
   return 0;
 }

@@ -32,13 +32,18 @@ export function runBootstrap(args: string[]): number {
       controlPlane = {
         host: m[1] ?? '',
         port: Number(m[2]),
-        tls: { ca: { filename: resolve(ca) }, cert: { filename: resolve(cert) }, key: { filename: resolve(key) }, ...(values['xds-server-name'] ? { serverName: values['xds-server-name'] } : {}) },
+        tls: {
+          ca: { filename: resolve(ca) },
+          cert: { filename: resolve(cert) },
+          key: { filename: resolve(key) },
+          ...(values['xds-server-name'] ? { serverName: values['xds-server-name'] } : {}),
+        },
       };
     }
   }
   const adminPort = Number(values['admin-port']);
   if (!Number.isInteger(adminPort) || adminPort < 0 || adminPort > 65535) problems.push('--admin-port must be a port number');
   if (problems.length > 0 || !controlPlane || !values.node) throw new Error(`cannot make a bootstrap:\n  - ${problems.join('\n  - ')}`);
-  process.stdout.write(JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin: { port: adminPort } }), null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin: { port: adminPort } }), null, 2)}\n`);
   return 0;
 }

@@ -17,7 +17,7 @@ export async function runInstall(args: string[]): Promise<number> {
     throw new Error(`--only ${values.only} installs no Kubernetes release: drop --kubernetes`);
   }
   const log = (line: string): void => {
-    process.stderr.write(line + '\n');
+    process.stderr.write(`${line}\n`);
   };
   const started = Date.now();
   const installed =
@@ -25,6 +25,6 @@ export async function runInstall(args: string[]): Promise<number> {
       ? { envoy: await ensureEnvoyOnly({ log }) }
       : await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log });
   process.stderr.write(`components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-  process.stdout.write(JSON.stringify(installed, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(installed, null, 2)}\n`);
   return 0;
 }

@@ -64,8 +64,11 @@ export async function runSandbox(args: string[]): Promise<number> {
       const name = positionals[0];
       if (!name) throw new Error(`usage: mvproxy sandbox ${verb} NAME`);
       const state = readState(statePath);
-      const body = verb === 'start' ? { ...(values.version ? { version: values.version } : {}), ...(values['runtime-config'] ? { runtimeConfig: values['runtime-config'] } : {}) } : {};
-      process.stderr.write((await callControl(state.controlSocket, `/apiservers/${name}/${verb}`, body)) + '\n');
+      const body =
+        verb === 'start'
+          ? { ...(values.version ? { version: values.version } : {}), ...(values['runtime-config'] ? { runtimeConfig: values['runtime-config'] } : {}) }
+          : {};
+      process.stderr.write(`${await callControl(state.controlSocket, `/apiservers/${name}/${verb}`, body)}\n`);
       return 0;
     }
     default:
@@ -95,7 +98,10 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
     stopping = true;
     progress('stopping ...');
     void control.then((s) => s.close());
-    sandbox.down().then(() => process.exit(0), () => process.exit(1));
+    sandbox.down().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   const control = serveControl(sandbox, sandbox.state().controlSocket, stop);
   await control;

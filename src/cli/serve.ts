@@ -20,7 +20,9 @@ export async function runServe(args: string[]): Promise<number> {
   const controlPlane = new ControlPlane(config, { logger, metrics: createMetrics({ processMetrics: true }) });
   const listening = await controlPlane.start();
   logger.info({ ...listening, apiservers: config.apiservers.map((a) => a.name) }, 'control plane serving');
-  process.stderr.write(`mvproxy control plane serving xDS on ${listening.xds.join(', ')}${listening.admin ? `, metrics and status on ${listening.admin}` : ''}${listening.adminSocket ? `, admin API on ${listening.adminSocket}` : ''}\n`);
+  process.stderr.write(
+    `mvproxy control plane serving xDS on ${listening.xds.join(', ')}${listening.admin ? `, metrics and status on ${listening.admin}` : ''}${listening.adminSocket ? `, admin API on ${listening.adminSocket}` : ''}\n`,
+  );
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
     process.once('SIGINT', stop);

@@ -88,11 +88,23 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
   const allows = contributors.map((server) =>
     server === local ? () => true : (group: string, version: string) => !localOnly.has(groupVersionKey(group, version)),
   );
-  const documents = contributors.map((server) => (server === local ? (server.discovery as ApiserverDiscovery) : routableDocuments(server.discovery as ApiserverDiscovery)));
+  const documents = contributors.map((server) =>
+    server === local ? (server.discovery as ApiserverDiscovery) : routableDocuments(server.discovery as ApiserverDiscovery),
+  );
 
   const merged: MergedDiscovery = {
-    core: discoveryList(mergeGroups(documents.map((d) => d.core.items), allows)),
-    groups: discoveryList(mergeGroups(documents.map((d) => d.groups.items), allows)),
+    core: discoveryList(
+      mergeGroups(
+        documents.map((d) => d.core.items),
+        allows,
+      ),
+    ),
+    groups: discoveryList(
+      mergeGroups(
+        documents.map((d) => d.groups.items),
+        allows,
+      ),
+    ),
     sources: contributors.map((a) => a.endpoint.name),
   };
   if (local?.discovery) merged.local = local.discovery;
@@ -169,28 +181,41 @@ function mergeGroups(perServer: readonly APIGroupDiscovery[][], allows: readonly
 
 /** Versions ordered by every server's list, taken from the allowed ones. */
 function mergeVersions(orders: readonly string[][], perServer: readonly APIVersionDiscovery[][]): APIVersionDiscovery[] {
-  return mergeByName(perServer, (v) => v.version, (first, entries) => ({ ...first, resources: mergeResources(entries.map((v) => v.resources)) }), orders);
+  return mergeByName(
+    perServer,
+    (v) => v.version,
+    (first, entries) => ({ ...first, resources: mergeResources(entries.map((v) => v.resources)) }),
+    orders,
+  );
 }
 
 function mergeResources(perServer: readonly APIResourceDiscovery[][]): APIResourceDiscovery[] {
-  return mergeByName(perServer, (r) => r.resource, (first, entries) => {
-    const merged: APIResourceDiscovery = { ...first, verbs: union(entries.map((r) => r.verbs)) };
-    const subresourceLists = entries.map((r) => r.subresources ?? []);
-    if (subresourceLists.some((list) => list.length > 0)) merged.subresources = mergeSubresources(subresourceLists);
-    // Newer apiservers list which servers serve a resource: that is a set too.
-    const serverIds = entries.map((r) => fieldOf(r, 'serverIds')).filter(isStringArray);
-    if (serverIds.length > 0) Object.assign(merged, { serverIds: union(serverIds) });
-    return merged;
-  });
+  return mergeByName(
+    perServer,
+    (r) => r.resource,
+    (first, entries) => {
+      const merged: APIResourceDiscovery = { ...first, verbs: union(entries.map((r) => r.verbs)) };
+      const subresourceLists = entries.map((r) => r.subresources ?? []);
+      if (subresourceLists.some((list) => list.length > 0)) merged.subresources = mergeSubresources(subresourceLists);
+      // Newer apiservers list which servers serve a resource: that is a set too.
+      const serverIds = entries.map((r) => fieldOf(r, 'serverIds')).filter(isStringArray);
+      if (serverIds.length > 0) Object.assign(merged, { serverIds: union(serverIds) });
+      return merged;
+    },
+  );
 }
 
 function mergeSubresources(perServer: readonly APISubresourceDiscovery[][]): APISubresourceDiscovery[] {
-  return mergeByName(perServer, (s) => s.subresource, (first, entries) => {
-    const merged: APISubresourceDiscovery = { ...first, verbs: union(entries.map((s) => s.verbs)) };
-    const accepted = entries.map((s) => s.acceptedTypes ?? []);
-    if (accepted.some((list) => list.length > 0)) merged.acceptedTypes = unionGvks(accepted);
-    return merged;
-  });
+  return mergeByName(
+    perServer,
+    (s) => s.subresource,
+    (first, entries) => {
+      const merged: APISubresourceDiscovery = { ...first, verbs: union(entries.map((s) => s.verbs)) };
+      const accepted = entries.map((s) => s.acceptedTypes ?? []);
+      if (accepted.some((list) => list.length > 0)) merged.acceptedTypes = unionGvks(accepted);
+      return merged;
+    },
+  );
 }
 
 /**
@@ -272,4 +297,3 @@ function fieldOf(value: object, name: string): unknown {
 function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
-

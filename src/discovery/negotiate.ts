@@ -6,10 +6,7 @@
 // aggregated document served; `profile=nopeer` asks for the apiserver's own
 // document, which the local apiserver answers itself.
 
-export type DiscoveryNegotiation =
-  | { kind: 'aggregated'; format: 'json' | 'protobuf' }
-  | { kind: 'nopeer' }
-  | { kind: 'legacy' };
+export type DiscoveryNegotiation = { kind: 'aggregated'; format: 'json' | 'protobuf' } | { kind: 'nopeer' } | { kind: 'legacy' };
 
 export interface MediaRange {
   type: string;
@@ -38,8 +35,6 @@ export function negotiateDiscovery(accept: string | undefined): DiscoveryNegotia
     if (range.params['profile'] === 'nopeer') return { kind: 'nopeer' };
     if (mediaType === 'application/json') return { kind: 'aggregated', format: 'json' };
     if (mediaType === 'application/vnd.kubernetes.protobuf') return { kind: 'aggregated', format: 'protobuf' };
-    // Aggregated YAML: mvproxy does not render it; a later range may still be served.
-    continue;
   }
   return { kind: 'legacy' };
 }

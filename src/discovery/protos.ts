@@ -16,7 +16,7 @@ let types: KubernetesProtoTypes | undefined;
 export function kubernetesProtoTypes(): KubernetesProtoTypes {
   if (!types) {
     // Imports are written as upstream writes them ("k8s.io/..."), relative to proto/k8s.
-    const root = loadProtoRoot(ENTRIES, [join(protoDir('k8s/' + ENTRIES[0]), 'k8s')]);
+    const root = loadProtoRoot(ENTRIES, [join(protoDir(`k8s/${ENTRIES[0]}`), 'k8s')]);
     types = {
       APIGroupDiscoveryList: root.lookupType('k8s.io.api.apidiscovery.v2.APIGroupDiscoveryList'),
       Unknown: root.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown'),

@@ -42,10 +42,7 @@ const protobufByEtag = new Map<string, Buffer>();
 const PROTOBUF_CACHE_SIZE = 8;
 
 /** renderAggregated, saying whether the rendered document came from the cache. */
-export function renderAggregatedCached(
-  list: APIGroupDiscoveryList,
-  format: AggregatedFormat,
-): { document: RenderedDocument; cache: 'hit' | 'miss' } {
+export function renderAggregatedCached(list: APIGroupDiscoveryList, format: AggregatedFormat): { document: RenderedDocument; cache: 'hit' | 'miss' } {
   let rendered = renderedByList.get(list);
   if (!rendered) {
     rendered = {};
@@ -87,9 +84,7 @@ export function etagOf(jsonBody: Buffer): string {
  * characters and the JavaScript line separators escaped, newline at the end.
  */
 export function goJson(value: unknown): string {
-  return (
-    JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) + '\n'
-  );
+  return `${JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
 }
 
 // ---- JSON field order --------------------------------------------------------
@@ -121,14 +116,7 @@ function inGoOrder(source: object, rules: readonly FieldRule[], transform: (name
 }
 
 function isEmpty(value: unknown): boolean {
-  return (
-    value === undefined ||
-    value === null ||
-    value === '' ||
-    value === 0 ||
-    value === false ||
-    (Array.isArray(value) && value.length === 0)
-  );
+  return value === undefined || value === null || value === '' || value === 0 || value === false || (Array.isArray(value) && value.length === 0);
 }
 
 function goOrderedList(list: APIGroupDiscoveryList): Record<string, unknown> {
@@ -210,7 +198,11 @@ function goOrderedResource(resource: APIResourceDiscovery): Record<string, unkno
       ['serverIds', 'omitempty'],
     ],
     (name, value) =>
-      name === 'responseKind' ? goOrderedGvk(value as GroupVersionKind) : name === 'subresources' ? (value as APISubresourceDiscovery[]).map(goOrderedSubresource) : value,
+      name === 'responseKind'
+        ? goOrderedGvk(value as GroupVersionKind)
+        : name === 'subresources'
+          ? (value as APISubresourceDiscovery[]).map(goOrderedSubresource)
+          : value,
   );
 }
 

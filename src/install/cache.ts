@@ -128,12 +128,7 @@ export async function writeMarker(file: string, marker: Marker): Promise<void> {
  * fully installed (no marker, or a binary gone) is a leftover and is replaced;
  * a concurrent installer that finished first wins and our copy is dropped.
  */
-export async function publishDir(
-  tmpDir: string,
-  finalDir: string,
-  marker: string,
-  binaries: readonly string[],
-): Promise<void> {
+export async function publishDir(tmpDir: string, finalDir: string, marker: string, binaries: readonly string[]): Promise<void> {
   if ((await exists(finalDir)) && !(await isInstalled(marker, binaries))) {
     await fs.rm(finalDir, { recursive: true, force: true });
   }

@@ -3,16 +3,7 @@
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import {
-  envoyPaths,
-  exists,
-  isInstalled,
-  logPath,
-  MARKER_NAME,
-  publishDir,
-  removeStaleTemps,
-  writeMarker,
-} from './cache.js';
+import { envoyPaths, exists, isInstalled, logPath, MARKER_NAME, publishDir, removeStaleTemps, writeMarker } from './cache.js';
 import { tempSiblingPath } from '../util/atomicWrite.js';
 import type { InstallContext } from './context.js';
 import { withProgress } from './progress.js';

@@ -3,16 +3,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import {
-  etcdPaths,
-  goWorkspaceDir,
-  installFileAtomically,
-  isInstalled,
-  logPath,
-  removeStaleTemps,
-  writeIfChanged,
-  writeMarker,
-} from './cache.js';
+import { etcdPaths, goWorkspaceDir, installFileAtomically, isInstalled, logPath, removeStaleTemps, writeIfChanged, writeMarker } from './cache.js';
 import type { InstallContext } from './context.js';
 import { downloadModule, goBuild, goEnv, listModuleVersions } from './go.js';
 import { ETCD_MODULE, etcdBuildGoMod } from './gomod.js';

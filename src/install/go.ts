@@ -44,12 +44,7 @@ interface ModDownloadJson {
 }
 
 /** Downloads `module@version` into the module cache; returns the path of its go.mod. */
-export async function downloadModule(
-  env: NodeJS.ProcessEnv,
-  log: LogFn,
-  modulePath: string,
-  version: string,
-): Promise<string> {
+export async function downloadModule(env: NodeJS.ProcessEnv, log: LogFn, modulePath: string, version: string): Promise<string> {
   const args = ['mod', 'download', '-json', `${modulePath}@${version}`];
   const out = await withProgress(log, { title: `downloading ${modulePath} ${version}` }, () =>
     capture('go', args, { cwd: os.tmpdir(), env, timeoutMs: 30 * 60_000 }),

@@ -5,21 +5,9 @@ import { resolveCacheRoot } from './cache.js';
 import type { InstallContext } from './context.js';
 import { envoyBinary, ensureEnvoy } from './envoy.js';
 import { assertEtcdReleaseExists, etcdBinary, etcdInstalled, ensureEtcd } from './etcd.js';
-import {
-  assertKubernetesReleasesExist,
-  ensureKubernetes,
-  kubernetesBinaries,
-  kubernetesInstalled,
-  type KubernetesBinaries,
-} from './kubernetes.js';
+import { assertKubernetesReleasesExist, ensureKubernetes, kubernetesBinaries, kubernetesInstalled, type KubernetesBinaries } from './kubernetes.js';
 import { stderrLog, type LogFn } from './progress.js';
-import {
-  DEFAULT_ENVOY_VERSION,
-  DEFAULT_ETCD_VERSION,
-  parseEnvoyVersion,
-  parseEtcdVersion,
-  parseKubernetesVersion,
-} from './versions.js';
+import { DEFAULT_ENVOY_VERSION, DEFAULT_ETCD_VERSION, parseEnvoyVersion, parseEtcdVersion, parseKubernetesVersion } from './versions.js';
 
 export { DEFAULT_KUBERNETES_VERSIONS, parseKubernetesVersion } from './versions.js';
 

@@ -2,16 +2,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import {
-  goWorkspaceDir,
-  installFileAtomically,
-  isInstalled,
-  kubernetesPaths,
-  logPath,
-  removeStaleTemps,
-  writeIfChanged,
-  writeMarker,
-} from './cache.js';
+import { goWorkspaceDir, installFileAtomically, isInstalled, kubernetesPaths, logPath, removeStaleTemps, writeIfChanged, writeMarker } from './cache.js';
 import type { InstallContext } from './context.js';
 import { downloadModule, goBuild, goEnv, listModuleVersions } from './go.js';
 import { kubernetesBuildGoMod, kubernetesLdflags } from './gomod.js';

@@ -16,7 +16,7 @@ export function formatCommand(cmd: string, args: readonly string[]): string {
 }
 
 function quoteArg(arg: string): string {
-  if (/^[A-Za-z0-9_\/.:=@,+%-]+$/.test(arg)) return arg;
+  if (/^[A-Za-z0-9_/.:=@,+%-]+$/.test(arg)) return arg;
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
@@ -93,12 +93,7 @@ interface SpawnOptions {
   timeoutMs?: number;
 }
 
-function runChild(
-  cmd: string,
-  args: readonly string[],
-  opts: SpawnOptions,
-  onData: (chunk: Buffer, stream: 'stdout' | 'stderr') => void,
-): Promise<Outcome> {
+function runChild(cmd: string, args: readonly string[], opts: SpawnOptions, onData: (chunk: Buffer, stream: 'stdout' | 'stderr') => void): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let timedOut = false;
@@ -209,12 +204,7 @@ export async function capture(cmd: string, args: readonly string[], opts: SpawnO
  * Runs `binary ...args` and checks its output names `expected`; returns the
  * matching line. Guards against a build that silently stamped no version.
  */
-export async function verifyVersion(
-  binary: string,
-  args: readonly string[],
-  expected: string,
-  env?: NodeJS.ProcessEnv,
-): Promise<string> {
+export async function verifyVersion(binary: string, args: readonly string[], expected: string, env?: NodeJS.ProcessEnv): Promise<string> {
   const output = await capture(binary, args, { timeoutMs: 60_000, ...(env !== undefined ? { env } : {}) });
   // Some binaries echo argv[0] (a temp path here); keep the marker free of it.
   const line = versionLine(output.split(binary).join(''), expected);

@@ -108,7 +108,13 @@ function parseEach<T>(
       out.push(parse(value, `${path}[${i}]`, context));
     } catch (err) {
       if (!(err instanceof DiscoveryShapeError)) throw err;
-      context.dropped.push({ document: context.document, ...withoutUndefined({ ...parent, ...names(value) }), path: err.path, reason: err.detail, kind: 'malformed' });
+      context.dropped.push({
+        document: context.document,
+        ...withoutUndefined({ ...parent, ...names(value) }),
+        path: err.path,
+        reason: err.detail,
+        kind: 'malformed',
+      });
     }
   });
   return out;
@@ -145,7 +151,14 @@ function parseGroup(value: unknown, path: string, context: ParseContext): APIGro
   // The core group's entry has no name (Go omits the empty string).
   const rawMeta = group['metadata'] === undefined || group['metadata'] === null ? {} : expectObject(group['metadata'], `${path}.metadata`);
   const name = expectName(rawMeta['name'], `${path}.metadata.name`);
-  const versions = parseEach(optionalArray(group['versions'], `${path}.versions`), `${path}.versions`, context, { group: name }, (v) => ({ version: fieldName(v, 'version') }), (v, p, c) => parseVersion(v, p, c, name));
+  const versions = parseEach(
+    optionalArray(group['versions'], `${path}.versions`),
+    `${path}.versions`,
+    context,
+    { group: name },
+    (v) => ({ version: fieldName(v, 'version') }),
+    (v, p, c) => parseVersion(v, p, c, name),
+  );
   return { ...group, metadata: { ...rawMeta, name }, versions };
 }
 
@@ -157,8 +170,13 @@ function parseVersion(value: unknown, path: string, context: ParseContext, group
     throw new DiscoveryShapeError(`${path}.freshness`, `expected "Current" or "Stale", got ${describe(freshness)}`);
   }
   const rawResources = optionalArray(version['resources'], `${path}.resources`);
-  const resources = parseEach(rawResources, `${path}.resources`, context, { group, version: name }, (r) => ({ resource: fieldName(r, 'resource') }), (r, p, c) =>
-    parseResource(r, p, c, { group, version: name }),
+  const resources = parseEach(
+    rawResources,
+    `${path}.resources`,
+    context,
+    { group, version: name },
+    (r) => ({ resource: fieldName(r, 'resource') }),
+    (r, p, c) => parseResource(r, p, c, { group, version: name }),
   );
   const out: APIVersionDiscovery = { ...version, version: name, resources };
   if (freshness === 'Current' || freshness === 'Stale') out.freshness = freshness;

@@ -170,9 +170,9 @@ function decodeSegments(segments: string[]): string[] | string {
       continue;
     }
     if (segment.replace(PERCENT_ESCAPE, '').includes('%')) return `malformed percent-encoding in path segment ${JSON.stringify(segment)}`;
-    const pieces = segment.split(/(%[0-9A-Fa-f]{2})/).map((piece) =>
-      /^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8'),
-    );
+    const pieces = segment
+      .split(/(%[0-9A-Fa-f]{2})/)
+      .map((piece) => (/^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8')));
     // Go does not validate UTF-8 here; a lossy decode never throws and only
     // affects names, which are compared with known resource names anyway.
     decoded.push(Buffer.concat(pieces).toString('utf8'));

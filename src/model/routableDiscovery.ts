@@ -3,7 +3,16 @@
 // long for Envoy's route matchers are dropped, each individually.
 import type { APIGroupDiscoveryList, DroppedDiscoveryEntry } from './discovery.js';
 import { describe, type DiscoveryDocument } from './discoveryDocument.js';
-import { DNS1035_LABEL_TEXT, DNS1123_LABEL_TEXT, DNS1123_SUBDOMAIN_TEXT, MAX_LABEL_CHARS, MAX_SUBDOMAIN_CHARS, isDns1035Label, isDns1123Label, isDns1123Subdomain } from './names.js';
+import {
+  DNS1035_LABEL_TEXT,
+  DNS1123_LABEL_TEXT,
+  DNS1123_SUBDOMAIN_TEXT,
+  MAX_LABEL_CHARS,
+  MAX_SUBDOMAIN_CHARS,
+  isDns1035Label,
+  isDns1123Label,
+  isDns1123Subdomain,
+} from './names.js';
 
 /**
  * Route-matcher budget. Envoy rejects an RE2 regex whose program exceeds 100
@@ -57,44 +66,98 @@ export function routableDiscovery(list: APIGroupDiscoveryList, document: Discove
     dropped.push({ document, ...entry, kind });
     return undefined;
   };
-  const items = keptEach(list.items, (group, gi) => {
-    const path = `$.items[${gi}]`;
-    const name = group.metadata.name;
-    const problem = document === '/api' ? (name === '' ? undefined : `the core group (/api) has no name, got ${describe(name)}`) : groupNameProblem(name);
-    if (problem !== undefined) return drop({ group: name, path, reason: problem });
-    const versions = keptEach(group.versions, (version, vi) => {
-      const versionPath = `${path}.versions[${vi}]`;
-      const ids = { group: name, version: version.version };
-      const versionProblem = labelProblem(version.version, 'version', isDns1035Label, DNS1035_LABEL_TEXT);
-      if (versionProblem !== undefined) return drop({ ...ids, path: versionPath, reason: versionProblem });
-      if (name.length + version.version.length > MAX_ROUTED_GROUP_VERSION_CHARS) {
-        return drop({ ...ids, path: versionPath, reason: `group and version are ${name.length + version.version.length} characters together, more than the ${MAX_ROUTED_GROUP_VERSION_CHARS} a route matcher can hold` }, 'unroutable');
-      }
-      const resources = keptEach(version.resources, (resource, ri) => {
-        const resourcePath = `${versionPath}.resources[${ri}]`;
-        const resourceIds = { ...ids, resource: resource.resource };
-        const resourceProblem = labelProblem(resource.resource, 'resource', isDns1123Label, DNS1123_LABEL_TEXT);
-        if (resourceProblem !== undefined) return drop({ ...resourceIds, path: resourcePath, reason: resourceProblem });
-        if (resource.resource.length > MAX_ROUTED_RESOURCE_CHARS) {
-          return drop({ ...resourceIds, path: resourcePath, reason: `resource name longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold` }, 'unroutable');
-        }
-        if (resource.subresources === undefined) return resource;
-        const subresources = keptEach(resource.subresources, (sub, si) => {
-          const subPath = `${resourcePath}.subresources[${si}]`;
-          const subIds = { ...resourceIds, subresource: sub.subresource };
-          const subProblem = labelProblem(sub.subresource, 'subresource', isDns1123Label, DNS1123_LABEL_TEXT);
-          if (subProblem !== undefined) return drop({ ...subIds, path: subPath, reason: subProblem });
-          if (resource.resource.length + sub.subresource.length > MAX_ROUTED_RESOURCE_CHARS) {
-            return drop({ ...subIds, path: subPath, reason: `resource and subresource names longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold together` }, 'unroutable');
+  const items = keptEach(
+    list.items,
+    (group, gi) => {
+      const path = `$.items[${gi}]`;
+      const name = group.metadata.name;
+      const problem = document === '/api' ? (name === '' ? undefined : `the core group (/api) has no name, got ${describe(name)}`) : groupNameProblem(name);
+      if (problem !== undefined) return drop({ group: name, path, reason: problem });
+      const versions = keptEach(
+        group.versions,
+        (version, vi) => {
+          const versionPath = `${path}.versions[${vi}]`;
+          const ids = { group: name, version: version.version };
+          const versionProblem = labelProblem(version.version, 'version', isDns1035Label, DNS1035_LABEL_TEXT);
+          if (versionProblem !== undefined) return drop({ ...ids, path: versionPath, reason: versionProblem });
+          if (name.length + version.version.length > MAX_ROUTED_GROUP_VERSION_CHARS) {
+            return drop(
+              {
+                ...ids,
+                path: versionPath,
+                reason: `group and version are ${name.length + version.version.length} characters together, more than the ${MAX_ROUTED_GROUP_VERSION_CHARS} a route matcher can hold`,
+              },
+              'unroutable',
+            );
           }
-          return sub;
-        }, (sub) => sub.subresource, (sub, si) => drop({ ...resourceIds, subresource: sub.subresource, path: `${resourcePath}.subresources[${si}]`, reason: 'subresource listed twice for this resource; the first entry is kept' }));
-        return subresources === resource.subresources ? resource : { ...resource, subresources };
-      }, (r) => r.resource, (r, ri) => drop({ ...ids, resource: r.resource, path: `${versionPath}.resources[${ri}]`, reason: 'resource listed twice in this group-version; the first entry is kept' }));
-      return resources === version.resources ? version : { ...version, resources };
-    }, (v) => v.version, (v, vi) => drop({ group: name, version: v.version, path: `${path}.versions[${vi}]`, reason: 'version listed twice in this group; the first entry is kept' }));
-    return versions === group.versions ? group : { ...group, versions };
-  }, (g) => g.metadata.name, (g, gi) => drop({ group: g.metadata.name, path: `$.items[${gi}]`, reason: 'group listed twice; the first entry is kept' }));
+          const resources = keptEach(
+            version.resources,
+            (resource, ri) => {
+              const resourcePath = `${versionPath}.resources[${ri}]`;
+              const resourceIds = { ...ids, resource: resource.resource };
+              const resourceProblem = labelProblem(resource.resource, 'resource', isDns1123Label, DNS1123_LABEL_TEXT);
+              if (resourceProblem !== undefined) return drop({ ...resourceIds, path: resourcePath, reason: resourceProblem });
+              if (resource.resource.length > MAX_ROUTED_RESOURCE_CHARS) {
+                return drop(
+                  {
+                    ...resourceIds,
+                    path: resourcePath,
+                    reason: `resource name longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold`,
+                  },
+                  'unroutable',
+                );
+              }
+              if (resource.subresources === undefined) return resource;
+              const subresources = keptEach(
+                resource.subresources,
+                (sub, si) => {
+                  const subPath = `${resourcePath}.subresources[${si}]`;
+                  const subIds = { ...resourceIds, subresource: sub.subresource };
+                  const subProblem = labelProblem(sub.subresource, 'subresource', isDns1123Label, DNS1123_LABEL_TEXT);
+                  if (subProblem !== undefined) return drop({ ...subIds, path: subPath, reason: subProblem });
+                  if (resource.resource.length + sub.subresource.length > MAX_ROUTED_RESOURCE_CHARS) {
+                    return drop(
+                      {
+                        ...subIds,
+                        path: subPath,
+                        reason: `resource and subresource names longer than the ${MAX_ROUTED_RESOURCE_CHARS} characters a route matcher can hold together`,
+                      },
+                      'unroutable',
+                    );
+                  }
+                  return sub;
+                },
+                (sub) => sub.subresource,
+                (sub, si) =>
+                  drop({
+                    ...resourceIds,
+                    subresource: sub.subresource,
+                    path: `${resourcePath}.subresources[${si}]`,
+                    reason: 'subresource listed twice for this resource; the first entry is kept',
+                  }),
+              );
+              return subresources === resource.subresources ? resource : { ...resource, subresources };
+            },
+            (r) => r.resource,
+            (r, ri) =>
+              drop({
+                ...ids,
+                resource: r.resource,
+                path: `${versionPath}.resources[${ri}]`,
+                reason: 'resource listed twice in this group-version; the first entry is kept',
+              }),
+          );
+          return resources === version.resources ? version : { ...version, resources };
+        },
+        (v) => v.version,
+        (v, vi) =>
+          drop({ group: name, version: v.version, path: `${path}.versions[${vi}]`, reason: 'version listed twice in this group; the first entry is kept' }),
+      );
+      return versions === group.versions ? group : { ...group, versions };
+    },
+    (g) => g.metadata.name,
+    (g, gi) => drop({ group: g.metadata.name, path: `$.items[${gi}]`, reason: 'group listed twice; the first entry is kept' }),
+  );
   const result: RoutableDiscovery = { list: items === list.items ? list : { ...list, items }, dropped };
   cache.set(list, result);
   return result;

@@ -65,7 +65,8 @@ function reasonFor(decider: SidecarDecider, input: ExplainInput, request: Reques
         const id = { group: request.group, version: request.version, resource: request.resource, subresource: request.subresource };
         return inDoubt(decider.local, localName, decider.doubts, id, what, 'served locally');
       }
-      const subject = document.version === undefined ? `group ${document.group}` : document.group === '' ? document.version : `${document.group}/${document.version}`;
+      const subject =
+        document.version === undefined ? `group ${document.group}` : document.group === '' ? document.version : `${document.group}/${document.version}`;
       return inDoubt(decider.local, localName, decider.doubts, document, subject, `${what} is answered locally`);
     }
     case 'reroute-to-peers':
@@ -115,7 +116,9 @@ function inDoubt(
   }
   const discovery = local.discovery;
   const covering =
-    discovery === undefined ? [] : (discovery.dropped ?? []).filter((d) => new LocalDoubts({ servedSet: local.servedSet, discovery: { ...discovery, dropped: [d] } }).covers(id));
+    discovery === undefined
+      ? []
+      : (discovery.dropped ?? []).filter((d) => new LocalDoubts({ servedSet: local.servedSet, discovery: { ...discovery, dropped: [d] } }).covers(id));
   const named = covering.slice(0, MAX_ENTRIES_NAMED).map(describeDropped);
   if (covering.length > MAX_ENTRIES_NAMED) named.push(`and ${covering.length - MAX_ENTRIES_NAMED} more`);
   const unreadable = covering.some((d) => d.kind === 'malformed') ? 'could not be read' : 'cannot be routed on';

@@ -62,25 +62,16 @@ export function drainedApiservers(model: ClusterModel, operatorDrains: ReadonlyS
  * its health endpoints). A request already proxied by a peer is always served
  * locally (proxied-once).
  */
-export function destinationForRequest(
-  plan: SidecarPlan,
-  request: RequestInfo,
-  options: { alreadyProxied?: boolean } = {},
-): RequestDestination {
+export function destinationForRequest(plan: SidecarPlan, request: RequestInfo, options: { alreadyProxied?: boolean } = {}): RequestDestination {
   if (options.alreadyProxied) return { kind: 'local' };
   const fallback: RequestDestination = plan.fallback && !isHealthPath(request.path) ? plan.fallback : { kind: 'local' };
   if (!request.isResourceRequest || request.resource === undefined) {
     const document = groupDocumentOf(request.path);
-    const route =
-      document &&
-      plan.groupDocuments.find((d) => d.group === document.group && d.version === document.version);
+    const route = document && plan.groupDocuments.find((d) => d.group === document.group && d.version === document.version);
     return route ? route.action : fallback;
   }
   const matches = (route: ResourceRoute, subresource: string | undefined): boolean =>
-    route.group === request.group &&
-    route.version === request.version &&
-    route.resource === request.resource &&
-    route.subresource === subresource;
+    route.group === request.group && route.version === request.version && route.resource === request.resource && route.subresource === subresource;
   const route =
     (request.subresource !== undefined ? plan.routes.find((r) => matches(r, request.subresource)) : undefined) ??
     plan.routes.find((r) => matches(r, undefined));
@@ -244,7 +235,8 @@ export class SidecarDecider {
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
     if (available.length > 0) return { destination: { kind: 'peers', peers: available.map((p) => p.name) }, rule: 'reroute-to-peers' };
     const servedBy = [...(servedLocally ? [this.local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
-    if (servedBy.length > 0 && (servingPeers.length > 0 || !this.localAvailable)) return { destination: { kind: 'unavailable', servedBy }, rule: 'unavailable-503' };
+    if (servedBy.length > 0 && (servingPeers.length > 0 || !this.localAvailable))
+      return { destination: { kind: 'unavailable', servedBy }, rule: 'unavailable-503' };
     // The local apiserver gives the honest 404 (or, while it is down, a peer answers for it).
     return { destination: local, rule: 'nobody-serves' };
   }
@@ -415,4 +407,3 @@ function compareRoutes(a: ResourceRoute, b: ResourceRoute): number {
     compareStrings(a.subresource ?? '', b.subresource ?? '')
   );
 }
-

@@ -19,7 +19,7 @@ export function serveControl(sandbox: Sandbox, socketPath: string, onDown: () =>
       const match = /^\/apiservers\/([a-z0-9-]+)\/(stop|start)$/.exec(req.url ?? '');
       const reply = (status: number, message: string): void => {
         res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ message }) + '\n');
+        res.end(`${JSON.stringify({ message })}\n`);
       };
       if (req.method === 'POST' && req.url === '/down') {
         reply(200, 'stopping');

@@ -1,9 +1,9 @@
 // Kubeconfig files for the sandbox's clients (kubectl, @kubernetes/client-node).
 // The output is JSON: JSON is valid YAML, kubectl and client-node read it,
 // and JSON.stringify quotes every path and token correctly.
-import { mkdir } from "node:fs/promises";
-import path from "node:path";
-import { writeFileAtomic } from "../util/atomicWrite.js";
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../util/atomicWrite.js';
 
 export type KubeconfigUser = { certFile: string; keyFile: string } | { token: string };
 
@@ -19,28 +19,26 @@ export interface KubeconfigOptions {
   tlsServerName?: string;
 }
 
-const DEFAULT_KUBECONFIG_NAME = "mvproxy";
+const DEFAULT_KUBECONFIG_NAME = 'mvproxy';
 
 /** A complete kubeconfig (one cluster, user and context, all named `name`), as JSON text. */
 export function kubeconfigYaml(opts: KubeconfigOptions): string {
   const name = opts.name ?? DEFAULT_KUBECONFIG_NAME;
   const cluster: Record<string, string> = {
     server: opts.server,
-    "certificate-authority": opts.caFile,
+    'certificate-authority': opts.caFile,
   };
-  if (opts.tlsServerName !== undefined) cluster["tls-server-name"] = opts.tlsServerName;
+  if (opts.tlsServerName !== undefined) cluster['tls-server-name'] = opts.tlsServerName;
   const user: Record<string, string> =
-    "token" in opts.user
-      ? { token: opts.user.token }
-      : { "client-certificate": opts.user.certFile, "client-key": opts.user.keyFile };
+    'token' in opts.user ? { token: opts.user.token } : { 'client-certificate': opts.user.certFile, 'client-key': opts.user.keyFile };
   const config = {
-    apiVersion: "v1",
-    kind: "Config",
+    apiVersion: 'v1',
+    kind: 'Config',
     preferences: {},
     clusters: [{ name, cluster }],
     users: [{ name, user }],
     contexts: [{ name, context: { cluster: name, user: name } }],
-    "current-context": name,
+    'current-context': name,
   };
   return `${JSON.stringify(config, null, 2)}\n`;
 }

@@ -8,19 +8,13 @@
 // - front-proxy CA: a separate CA, the apiserver's
 //   --requestheader-client-ca-file. It must differ from the cluster CA, or
 //   Envoy's front-proxy cert would itself authenticate as a user.
-import {
-  KeyObject,
-  X509Certificate,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-} from "node:crypto";
-import { mkdir, readFile } from "node:fs/promises";
-import { isIP } from "node:net";
-import path from "node:path";
-import type * as X509Types from "@peculiar/x509";
-import { writeFileAtomic } from "../util/atomicWrite.js";
-import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from "./x509.js";
+import { type KeyObject, X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import type * as X509Types from '@peculiar/x509';
+import { writeFileAtomic } from '../util/atomicWrite.js';
+import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from './x509.js';
 
 export interface CertKeyPaths {
   cert: string;
@@ -61,27 +55,26 @@ export interface SandboxPkiOptions {
 }
 
 /** The sandbox's --service-cluster-ip-range; its first address is kubernetes.default's IP. */
-export const SANDBOX_SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24";
-const SANDBOX_KUBERNETES_SERVICE_IP = "10.0.0.1";
-const FRONT_PROXY_CLIENT_NAME = "front-proxy-client";
-const ADMIN_USER = "mvproxy-admin";
-const ADMIN_GROUP = "system:masters";
-const ORDINARY_USER = "alice";
-const XDS_CLIENT_NAME = "mvproxy-sidecar";
+export const SANDBOX_SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
+const SANDBOX_KUBERNETES_SERVICE_IP = '10.0.0.1';
+const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
+const ADMIN_USER = 'mvproxy-admin';
+const ADMIN_GROUP = 'system:masters';
+const ORDINARY_USER = 'alice';
+const XDS_CLIENT_NAME = 'mvproxy-sidecar';
 
 /** DNS SANs every apiserver serving cert carries (in-cluster names, as kubeadm issues them). */
 export const SERVING_DNS_NAMES: readonly string[] = [
-  "localhost",
-  "kubernetes",
-  "kubernetes.default",
-  "kubernetes.default.svc",
-  "kubernetes.default.svc.cluster.local",
+  'localhost',
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
 ];
-const SERVING_IPS: readonly string[] = ["127.0.0.1", SANDBOX_KUBERNETES_SERVICE_IP];
+const SERVING_IPS: readonly string[] = ['127.0.0.1', SANDBOX_KUBERNETES_SERVICE_IP];
 
 // On reuse, regenerate when anything expires sooner than this.
 const RENEW_BEFORE_MS = 24 * 60 * 60 * 1000;
-
 
 // DNS-1123 subdomain: the name is both a DNS SAN and part of a file name.
 const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -112,12 +105,7 @@ export async function ensureSandboxPki(dir: string, opts: SandboxPkiOptions): Pr
     }
   }
   const layout = pkiLayout(abs, names);
-  const sans = (name: string): string[] => [
-    ...SERVING_DNS_NAMES,
-    name,
-    ...SERVING_IPS,
-    ...(opts.extraSans?.[name] ?? []),
-  ];
+  const sans = (name: string): string[] => [...SERVING_DNS_NAMES, name, ...SERVING_IPS, ...(opts.extraSans?.[name] ?? [])];
 
   const previous = locks.get(abs) ?? Promise.resolve();
   const run = previous
@@ -142,22 +130,22 @@ function pkiLayout(dir: string, names: string[]): SandboxPki {
     cert: path.join(dir, `${base}.crt`),
     key: path.join(dir, `${base}.key`),
   });
-  const ca = pair("ca");
+  const ca = pair('ca');
   const serving: Record<string, CertKeyPaths> = {};
   for (const name of names) serving[name] = pair(`serving-${name}`);
   return {
     dir,
     ca,
-    frontProxyCa: pair("front-proxy-ca"),
+    frontProxyCa: pair('front-proxy-ca'),
     peerCa: ca.cert,
     serving,
-    admin: pair("admin"),
-    user: pair("user"),
-    frontProxyClient: pair("front-proxy-client"),
+    admin: pair('admin'),
+    user: pair('user'),
+    frontProxyClient: pair('front-proxy-client'),
     frontProxyClientName: FRONT_PROXY_CLIENT_NAME,
-    xdsServer: pair("xds-server"),
-    xdsClient: pair("xds-client"),
-    serviceAccount: { publicKey: path.join(dir, "sa.pub"), privateKey: path.join(dir, "sa.key") },
+    xdsServer: pair('xds-server'),
+    xdsClient: pair('xds-client'),
+    serviceAccount: { publicKey: path.join(dir, 'sa.pub'), privateKey: path.join(dir, 'sa.key') },
   };
 }
 
@@ -177,15 +165,10 @@ function sanOk(cert: X509Certificate, san: string): boolean {
   return isIP(san) === 0 ? cert.checkHost(san, { wildcards: false }) !== undefined : cert.checkIP(san) !== undefined;
 }
 
-async function isReusable(
-  layout: SandboxPki,
-  names: string[],
-  sans: (name: string) => string[],
-): Promise<boolean> {
+async function isReusable(layout: SandboxPki, names: string[], sans: (name: string) => string[]): Promise<boolean> {
   try {
     const now = Date.now();
-    const fresh = (c: X509Certificate): boolean =>
-      new Date(c.validTo).getTime() - now > RENEW_BEFORE_MS && new Date(c.validFrom).getTime() <= now;
+    const fresh = (c: X509Certificate): boolean => new Date(c.validTo).getTime() - now > RENEW_BEFORE_MS && new Date(c.validFrom).getTime() <= now;
     const paired = (l: Loaded): boolean => l.cert.checkPrivateKey(l.key) && fresh(l.cert);
 
     const ca = await loadPair(layout.ca);
@@ -196,8 +179,7 @@ async function isReusable(
     // The two CAs must not share a key, or the front-proxy cert would pass as a user cert.
     if (spkiDer(ca.cert.publicKey).equals(spkiDer(fpCa.cert.publicKey))) return false;
 
-    const leafOk = (l: Loaded, issuer: Loaded): boolean =>
-      paired(l) && !l.cert.ca && l.cert.verify(issuer.cert.publicKey) && l.cert.checkIssued(issuer.cert);
+    const leafOk = (l: Loaded, issuer: Loaded): boolean => paired(l) && !l.cert.ca && l.cert.verify(issuer.cert.publicKey) && l.cert.checkIssued(issuer.cert);
 
     for (const name of names) {
       const p = layout.serving[name];
@@ -221,7 +203,7 @@ async function isReusable(
 }
 
 function spkiDer(k: KeyObject): Buffer {
-  return k.export({ type: "spki", format: "der" });
+  return k.export({ type: 'spki', format: 'der' });
 }
 
 // ---------------------------------------------------------------- generation
@@ -229,34 +211,28 @@ function spkiDer(k: KeyObject): Buffer {
 interface LeafSpec {
   commonName: string;
   organizations?: string[];
-  usage: "server" | "client";
+  usage: 'server' | 'client';
   sans?: string[];
 }
 
 async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: LeafSpec): Promise<IssuedCert> {
   const keys = await newKeyPair();
   // O before CN, the usual DN order; Kubernetes reads groups from every O.
-  const subject: X509Types.JsonName = [
-    ...(spec.organizations ?? []).map((o) => ({ O: [o] })),
-    { CN: [spec.commonName] },
-  ];
+  const subject: X509Types.JsonName = [...(spec.organizations ?? []).map((o) => ({ O: [o] })), { CN: [spec.commonName] }];
   const issuerSki = issuer.cert.getExtension(x509.SubjectKeyIdentifierExtension);
-  if (issuerSki === null) throw new Error("issuer CA lacks a subjectKeyIdentifier");
+  if (issuerSki === null) throw new Error('issuer CA lacks a subjectKeyIdentifier');
   const extensions: X509Types.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
     // ECDSA keys do not encipher, so digitalSignature alone (keyEncipherment is RSA-only).
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-    new x509.ExtendedKeyUsageExtension(
-      [spec.usage === "server" ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
-      false,
-    ),
+    new x509.ExtendedKeyUsageExtension([spec.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth], false),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     new x509.AuthorityKeyIdentifierExtension(issuerSki.keyId),
   ];
   if (spec.sans !== undefined && spec.sans.length > 0) {
     extensions.push(
       new x509.SubjectAlternativeNameExtension(
-        spec.sans.map((v) => ({ type: isIP(v) === 0 ? ("dns" as const) : ("ip" as const), value: v })),
+        spec.sans.map((v) => ({ type: isIP(v) === 0 ? ('dns' as const) : ('ip' as const), value: v })),
         false,
       ),
     );
@@ -281,28 +257,28 @@ async function writePair(p: CertKeyPaths, issued: IssuedCert): Promise<void> {
 
 async function generate(layout: SandboxPki, names: string[], sans: (name: string) => string[]): Promise<void> {
   const x509 = await loadX509();
-  const ca = await issueCa("mvproxy-sandbox-ca");
-  const fpCa = await issueCa("mvproxy-sandbox-front-proxy-ca");
+  const ca = await issueCa('mvproxy-sandbox-ca');
+  const fpCa = await issueCa('mvproxy-sandbox-front-proxy-ca');
 
   const serving = new Map<string, IssuedCert>();
   for (const name of names) {
-    serving.set(name, await issueLeaf(x509, ca, { commonName: name, usage: "server", sans: sans(name) }));
+    serving.set(name, await issueLeaf(x509, ca, { commonName: name, usage: 'server', sans: sans(name) }));
   }
-  const admin = await issueLeaf(x509, ca, { commonName: ADMIN_USER, organizations: [ADMIN_GROUP], usage: "client" });
-  const user = await issueLeaf(x509, ca, { commonName: ORDINARY_USER, usage: "client" });
-  const fpClient = await issueLeaf(x509, fpCa, { commonName: FRONT_PROXY_CLIENT_NAME, usage: "client" });
+  const admin = await issueLeaf(x509, ca, { commonName: ADMIN_USER, organizations: [ADMIN_GROUP], usage: 'client' });
+  const user = await issueLeaf(x509, ca, { commonName: ORDINARY_USER, usage: 'client' });
+  const fpClient = await issueLeaf(x509, fpCa, { commonName: FRONT_PROXY_CLIENT_NAME, usage: 'client' });
   const xdsServer = await issueLeaf(x509, ca, {
-    commonName: "mvproxy-xds",
-    usage: "server",
-    sans: ["localhost", "127.0.0.1"],
+    commonName: 'mvproxy-xds',
+    usage: 'server',
+    sans: ['localhost', '127.0.0.1'],
   });
-  const xdsClient = await issueLeaf(x509, ca, { commonName: XDS_CLIENT_NAME, usage: "client" });
+  const xdsClient = await issueLeaf(x509, ca, { commonName: XDS_CLIENT_NAME, usage: 'client' });
 
   // RSA for the service-account keys: every kube-apiserver version accepts RS256.
-  const sa = generateKeyPairSync("rsa", {
+  const sa = generateKeyPairSync('rsa', {
     modulusLength: 2048,
-    publicKeyEncoding: { type: "spki", format: "pem" },
-    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
 
   // Everything is generated in memory first; files are written only once all succeeded.

@@ -100,7 +100,11 @@ function utsNamespacePrefix(): string[] {
 export function tailOfFile(path: string, lines: number): string {
   if (!existsSync(path)) return '(no log)';
   const text = readFileSync(path, 'utf8');
-  return text.split('\n').slice(-lines - 1).join('\n').trimEnd();
+  return text
+    .split('\n')
+    .slice(-lines - 1)
+    .join('\n')
+    .trimEnd();
 }
 
 /** Error for a component that failed to start: names it and shows its log tail. */

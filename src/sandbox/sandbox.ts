@@ -120,7 +120,14 @@ export class Sandbox {
     if (this.opts.basePort !== undefined) {
       const base = this.opts.basePort;
       const block = (offset: number): number[] => Array.from({ length: count }, (_, i) => base + offset + i);
-      const layout: PortLayout = { etcdClient: base, etcdPeer: base + 1, controlPlaneAdmin: base + 2, apiservers: block(10), sidecars: block(20), sidecarAdmins: block(30) };
+      const layout: PortLayout = {
+        etcdClient: base,
+        etcdPeer: base + 1,
+        controlPlaneAdmin: base + 2,
+        apiservers: block(10),
+        sidecars: block(20),
+        sidecarAdmins: block(30),
+      };
       await assertPortFree(layout.etcdClient, 'etcd (client)');
       await assertPortFree(layout.etcdPeer, 'etcd (peer)');
       await assertPortFree(layout.controlPlaneAdmin, 'mvproxy admin');
@@ -214,10 +221,22 @@ export class Sandbox {
     const run = this.requireApiserver(name);
     const binaries = this.opts.components.kubernetes[run.spec.version];
     if (!binaries) throw new Error(`kube-apiserver ${run.spec.version} is not installed`);
-    this.progress(`starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
-      (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''));
+    this.progress(
+      `starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
+        (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''),
+    );
     const pki = this.requirePki();
-    run.process = new ManagedProcess(kubeApiserverProcess({ spec: run.spec, command: binaries.kubeApiserver, port: run.port, etcdPort: this.etcdPort, pki, dir: this.dir, logsDir: this.logsDir }));
+    run.process = new ManagedProcess(
+      kubeApiserverProcess({
+        spec: run.spec,
+        command: binaries.kubeApiserver,
+        port: run.port,
+        etcdPort: this.etcdPort,
+        pki,
+        dir: this.dir,
+        logsDir: this.logsDir,
+      }),
+    );
     const process = run.process;
     await process.waitReady(`kube-apiserver ${name}`, async () => {
       const res = await httpsGet(`https://127.0.0.1:${run.port}/readyz`, { ca: pki.ca.cert, ...pki.admin }, {}, 2000);
@@ -282,7 +301,10 @@ export class Sandbox {
 
   /** kubectl of the newest release in the sandbox. */
   private kubectlPath(): string {
-    const newest = [...this.apiservers.values()].map((a) => a.spec.version).sort(compareVersions).at(-1);
+    const newest = [...this.apiservers.values()]
+      .map((a) => a.spec.version)
+      .sort(compareVersions)
+      .at(-1);
     const kubectl = newest ? this.opts.components.kubernetes[newest]?.kubectl : undefined;
     if (!kubectl) throw new Error('internal: no kubectl installed');
     return kubectl;
@@ -292,10 +314,20 @@ export class Sandbox {
     const state = this.state();
     const pki = this.requirePki();
     for (const a of state.apiservers) {
-      await writeKubeconfig(a.kubeconfig.direct, { server: a.direct, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
+      await writeKubeconfig(a.kubeconfig.direct, {
+        server: a.direct,
+        caFile: pki.ca.cert,
+        user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
+        name: a.name,
+      });
       // Through the sidecar the admin certificate keeps its identity (the identity filter sets X-Remote-User/Group).
       if (a.sidecar && a.kubeconfig.sidecar) {
-        await writeKubeconfig(a.kubeconfig.sidecar, { server: a.sidecar, caFile: pki.ca.cert, user: { certFile: pki.admin.cert, keyFile: pki.admin.key }, name: a.name });
+        await writeKubeconfig(a.kubeconfig.sidecar, {
+          server: a.sidecar,
+          caFile: pki.ca.cert,
+          user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
+          name: a.name,
+        });
       }
     }
     return state;

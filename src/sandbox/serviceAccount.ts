@@ -28,7 +28,11 @@ export async function serviceAccountToken(adminKubeconfig: string, opts: Service
       }),
     );
   }
-  const review = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: opts.expirationSeconds } } });
+  const review = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: opts.expirationSeconds } },
+  });
   const token = review.status?.token;
   if (!token) throw new Error(`the apiserver returned no token for service account ${namespace}/${name}`);
   return token;

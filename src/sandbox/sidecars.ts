@@ -72,7 +72,7 @@ export class SandboxSidecars {
       localOnlyGraceSeconds: 300,
       discoveryPollMillis: 500,
     };
-    writeFileSync(this.controlPlaneConfigPath, JSON.stringify(config, null, 2) + '\n');
+    writeFileSync(this.controlPlaneConfigPath, `${JSON.stringify(config, null, 2)}\n`);
     // A new sandbox starts with nothing drained; restarts of its control plane keep the file.
     rmSync(this.drainFile, { force: true });
     this.opts.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
@@ -121,7 +121,10 @@ export class SandboxSidecars {
   async startSidecar(run: RunningApiserver, pki: SandboxPki, adminToken: string): Promise<void> {
     const name = run.spec.name;
     const bootstrapPath = join(this.dir, `envoy-${name}.json`);
-    writeFileSync(bootstrapPath, JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { port: run.sidecarAdminPort } }), null, 2) + '\n');
+    writeFileSync(
+      bootstrapPath,
+      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { port: run.sidecarAdminPort } }), null, 2)}\n`,
+    );
     this.opts.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
@@ -144,7 +147,12 @@ export class SandboxSidecars {
 
   /** What the state file says of the control plane. */
   state(): NonNullable<SandboxState['controlPlane']> {
-    return { admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`, adminSocket: this.adminSocket, config: this.controlPlaneConfigPath, xdsSocket: this.xdsSocket };
+    return {
+      admin: `http://127.0.0.1:${this.controlPlaneAdminPort}`,
+      adminSocket: this.adminSocket,
+      config: this.controlPlaneConfigPath,
+      xdsSocket: this.xdsSocket,
+    };
   }
 
   /** Stops the sidecars, then the control plane. */

@@ -48,7 +48,7 @@ export interface SandboxState {
 }
 
 export function writeState(path: string, state: SandboxState): void {
-  writeFileAtomicSync(path, JSON.stringify(state, null, 2) + '\n');
+  writeFileAtomicSync(path, `${JSON.stringify(state, null, 2)}\n`);
 }
 
 export function readState(path: string): SandboxState {

@@ -1,8 +1,8 @@
 // Issuing certificates with @peculiar/x509: loading it, ECDSA P-256 keys,
 // serials, validity and PEM output. Shared by the sandbox PKI and the tests'
 // throwaway certificates.
-import { KeyObject, X509Certificate, randomBytes, webcrypto } from "node:crypto";
-import type * as X509Types from "@peculiar/x509";
+import { KeyObject, X509Certificate, randomBytes, webcrypto } from 'node:crypto';
+import type * as X509Types from '@peculiar/x509';
 
 export type X509Module = typeof X509Types;
 
@@ -10,8 +10,8 @@ const VALIDITY_MS = 365 * 24 * 60 * 60 * 1000;
 // Backdate a little so a just-issued cert is valid on a host whose clock is slightly behind.
 const BACKDATE_MS = 5 * 60 * 1000;
 
-const EC_KEY_ALG = { name: "ECDSA", namedCurve: "P-256" } as const;
-export const EC_SIGN_ALG = { name: "ECDSA", hash: "SHA-256" } as const;
+const EC_KEY_ALG = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+export const EC_SIGN_ALG = { name: 'ECDSA', hash: 'SHA-256' } as const;
 
 /** A certificate with its key pair, as objects and as PEM. */
 export interface IssuedCert {
@@ -30,8 +30,8 @@ let x509Loading: Promise<X509Module> | undefined;
  */
 export function loadX509(): Promise<X509Module> {
   x509Loading ??= (async () => {
-    await import("reflect-metadata");
-    const mod: X509Module = await import("@peculiar/x509");
+    await import('reflect-metadata');
+    const mod: X509Module = await import('@peculiar/x509');
     mod.cryptoProvider.set(webcrypto as unknown as Crypto);
     return mod;
   })();
@@ -42,17 +42,17 @@ export function loadX509(): Promise<X509Module> {
 export function randomSerial(): string {
   const b = randomBytes(16);
   b[0] = ((b[0] ?? 0) & 0x7f) | 0x40;
-  return b.toString("hex");
+  return b.toString('hex');
 }
 
 export async function newKeyPair(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(EC_KEY_ALG, true, ["sign", "verify"])) as CryptoKeyPair;
+  return (await webcrypto.subtle.generateKey(EC_KEY_ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
 }
 
-export function toPem(cert: X509Types.X509Certificate, keys: CryptoKeyPair): Omit<IssuedCert, "cert" | "keys"> {
+export function toPem(cert: X509Types.X509Certificate, keys: CryptoKeyPair): Omit<IssuedCert, 'cert' | 'keys'> {
   // Node's own encoders give canonical PEM: "CERTIFICATE" and PKCS#8 "PRIVATE KEY".
   const certPem = new X509Certificate(Buffer.from(cert.rawData)).toString();
-  const keyPem = KeyObject.from(keys.privateKey).export({ type: "pkcs8", format: "pem" }).toString();
+  const keyPem = KeyObject.from(keys.privateKey).export({ type: 'pkcs8', format: 'pem' }).toString();
   return { certPem, keyPem };
 }
 
@@ -73,10 +73,7 @@ export async function issueCa(commonName: string): Promise<IssuedCert> {
     signingAlgorithm: EC_SIGN_ALG,
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-        true,
-      ),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });

@@ -130,9 +130,18 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     const dup = values.find((v, i) => values.indexOf(v) !== i);
     if (dup !== undefined) problems.push(`apiservers: ${what} ${dup} is used twice`);
   };
-  seen('name', config.apiservers.map((a) => a.name));
-  seen('hostname', config.apiservers.map((a) => a.hostname));
-  seen('sidecar listen address', config.apiservers.map((a) => `${a.sidecar.host}:${a.sidecar.port}`));
+  seen(
+    'name',
+    config.apiservers.map((a) => a.name),
+  );
+  seen(
+    'hostname',
+    config.apiservers.map((a) => a.hostname),
+  );
+  seen(
+    'sidecar listen address',
+    config.apiservers.map((a) => `${a.sidecar.host}:${a.sidecar.port}`),
+  );
   for (const a of config.apiservers) {
     if (a.sidecar.host === a.address.host && a.sidecar.port === a.address.port) {
       problems.push(`apiservers.${a.name}: sidecar.listen and address are the same ${a.address.host}:${a.address.port}`);

@@ -2,7 +2,7 @@
 // observer) to the servers (ADS, ext_proc, access log, admin) and, whenever the
 // observed model or the drains change, runs the pure reconcile step
 // (reconcile.ts) and hands its results to ADS and the ext_proc responder.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { chmodSync, readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -55,7 +55,10 @@ export class ControlPlane implements AdminBackend {
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
 
-  constructor(private readonly config: ServeConfig, private readonly deps: ControlPlaneDeps) {
+  constructor(
+    private readonly config: ServeConfig,
+    private readonly deps: ControlPlaneDeps,
+  ) {
     this.settings = reconcileSettings(config, deps.identityFilterModule ?? readIdentityFilterModule());
     this.departedGraceMs = this.settings.departedGraceMs;
     const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
@@ -217,7 +220,10 @@ export class ControlPlane implements AdminBackend {
     const restored = new Set<string>();
     for (const name of readDrains(this.config.admin.drainFile)) {
       if (!this.config.apiservers.some((a) => a.name === name)) {
-        this.deps.logger.warn({ apiserver: name, drainFile: this.config.admin.drainFile }, 'drain recorded for an apiserver that is no longer declared: ignored');
+        this.deps.logger.warn(
+          { apiserver: name, drainFile: this.config.admin.drainFile },
+          'drain recorded for an apiserver that is no longer declared: ignored',
+        );
         continue;
       }
       restored.add(name);
@@ -253,7 +259,7 @@ export class ControlPlane implements AdminBackend {
           (err: Error) => send(500, 'text/plain', err.message),
         );
       } else if (req.url === '/status') {
-        send(200, 'application/json', JSON.stringify(this.statusDump(), null, 2) + '\n');
+        send(200, 'application/json', `${JSON.stringify(this.statusDump(), null, 2)}\n`);
       } else if (req.url === '/healthz') {
         send(200, 'text/plain', 'ok\n');
       } else {

@@ -28,5 +28,5 @@ export function readDrains(path: string): string[] {
 /** Replaces the file atomically, so a crash leaves the old list or the new one. */
 export function writeDrains(path: string, draining: readonly string[]): void {
   const file: DrainFile = { draining: [...draining] };
-  writeFileAtomicSync(path, JSON.stringify(file) + '\n', { mode: 0o600 });
+  writeFileAtomicSync(path, `${JSON.stringify(file)}\n`, { mode: 0o600 });
 }

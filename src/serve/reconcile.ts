@@ -55,7 +55,10 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
 }
 
 /** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */
-export function reconcileSettings(config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'>, identityFilterModule: Buffer): ReconcileSettings {
+export function reconcileSettings(
+  config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'>,
+  identityFilterModule: Buffer,
+): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
     if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule));
@@ -63,7 +66,11 @@ export function reconcileSettings(config: Pick<ServeConfig, 'apiservers' | 'tls'
   return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
 }
 
-function sidecarTranslatorSettings(config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'>, apiserver: ServedApiserver, identityFilterModule: Buffer): TranslatorSettings {
+function sidecarTranslatorSettings(
+  config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'>,
+  apiserver: ServedApiserver,
+  identityFilterModule: Buffer,
+): TranslatorSettings {
   const { tls } = config;
   return {
     listener: {

@@ -10,7 +10,7 @@
 // the plan; a log entry without them falls back to the route name and path.
 // Nothing here can take the server down: a bad entry is skipped, a broken
 // stream is dropped.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import type { HTTPAccessLogEntry__Output } from '../generated/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 import type { ResponseFlags__Output } from '../generated/envoy/data/accesslog/v3/ResponseFlags.js';

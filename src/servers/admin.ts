@@ -70,22 +70,27 @@ export function addAdminService(server: grpc.Server, backend: AdminBackend, logg
     try {
       value = produce();
     } catch (err) {
-      if (err instanceof UnknownApiserverError) return callback(fail(grpc.status.NOT_FOUND, err.message));
-      if (err instanceof NotPlannedYetError) return callback(fail(grpc.status.UNAVAILABLE, err.message));
-      logger.error({ err }, 'admin request failed');
-      return callback(fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`));
+      if (err instanceof UnknownApiserverError) callback(fail(grpc.status.NOT_FOUND, err.message));
+      else if (err instanceof NotPlannedYetError) callback(fail(grpc.status.UNAVAILABLE, err.message));
+      else {
+        logger.error({ err }, 'admin request failed');
+        callback(fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`));
+      }
+      return;
     }
     callback(null, value);
   };
-  const drainCall = (verb: 'drain' | 'undrain'): AdminHandlers['Drain'] => (call, callback) => {
-    const apiserver = call.request.apiserver ?? '';
-    if (apiserver === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'apiserver: required'));
-    answer(callback, () => {
-      const draining = backend[verb](apiserver);
-      logger.info({ apiserver, draining }, verb === 'drain' ? 'apiserver draining' : 'apiserver drain ended');
-      return { draining };
-    });
-  };
+  const drainCall =
+    (verb: 'drain' | 'undrain'): AdminHandlers['Drain'] =>
+    (call, callback) => {
+      const apiserver = call.request.apiserver ?? '';
+      if (apiserver === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'apiserver: required'));
+      answer(callback, () => {
+        const draining = backend[verb](apiserver);
+        logger.info({ apiserver, draining }, verb === 'drain' ? 'apiserver draining' : 'apiserver drain ended');
+        return { draining };
+      });
+    };
   const handlers: AdminHandlers = {
     GetStatus: (_call, callback) => answer(callback, () => backend.status()),
     Explain: (call, callback) => {
@@ -105,7 +110,7 @@ function explainPathProblem(path: string): string | undefined {
   if (!path.startsWith('/')) return `path: must start with "/", got ${JSON.stringify(path.slice(0, 80))}`;
   if (path.length > MAX_PATH_LENGTH) return `path: longer than ${MAX_PATH_LENGTH} characters`;
   // Control characters cannot appear in a request line; Envoy would reject the request.
-  if (/[\u0000-\u0020\u007f]/.test(path)) return 'path: contains whitespace or control characters';
+  if ([...path].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)) return 'path: contains whitespace or control characters';
   return undefined;
 }
 

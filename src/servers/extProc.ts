@@ -169,7 +169,12 @@ export class ExtProcServer {
    * response headers. Messages Envoy should not send with our processing
    * modes (bodies, trailers) get a pass-through answer of their kind.
    */
-  process(node: string, document: DiscoveryRequest['document'] | undefined, message: ProcessingRequest__Output, state: StreamState = {}): ProcessingResponse | undefined {
+  process(
+    node: string,
+    document: DiscoveryRequest['document'] | undefined,
+    message: ProcessingRequest__Output,
+    state: StreamState = {},
+  ): ProcessingResponse | undefined {
     if (message.request_headers) {
       if (document === undefined) return PASS.request_headers;
       return this.rememberRequest(document, message.request_headers, state);
@@ -234,7 +239,7 @@ function headerMap(message: HttpHeaders__Output): Headers {
   for (const header of message.headers?.headers ?? []) {
     const key = (header.key ?? '').toLowerCase();
     // Envoy sends raw_value (bytes); older versions sent value.
-    const value = header.raw_value !== undefined && header.raw_value.length > 0 ? header.raw_value.toString('utf8') : header.value ?? '';
+    const value = header.raw_value !== undefined && header.raw_value.length > 0 ? header.raw_value.toString('utf8') : (header.value ?? '');
     const values = headers.get(key) ?? [];
     values.push(value);
     headers.set(key, values);

@@ -8,15 +8,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
-import type {
-  ApiserverEndpoint,
-  ApiserverObservation,
-  ClusterModel,
-  LeaseObservation,
-  LocalOnlyGroupVersion,
-  ServedResource,
-} from '../model/cluster.js';
-import type { ApiserverDiscovery } from '../model/discovery.js';
+import type { ApiserverEndpoint, ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../model/cluster.js';
 import { departedGraceEndsAt } from '../model/liveness.js';
 import { servedSetFromDiscovery } from '../model/servedSet.js';
 import { createApiserverHttpsTransport } from './apiserverHttp.js';
@@ -178,9 +170,7 @@ export class ClusterObserver {
       if (s.ready !== undefined) observation.ready = s.ready;
       return observation;
     });
-    const localOnly = this.localOnly
-      .filter((gv) => gv.excludedUntil === undefined || gv.excludedUntil > now)
-      .map((gv) => ({ ...gv }));
+    const localOnly = this.localOnly.filter((gv) => gv.excludedUntil === undefined || gv.excludedUntil > now).map((gv) => ({ ...gv }));
     return { now, apiservers, localOnly };
   }
 

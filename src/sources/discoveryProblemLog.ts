@@ -87,7 +87,8 @@ export class DiscoveryProblemLog {
     if (dropped.some((d) => d.kind === 'malformed')) this.metrics.peerDiscoverySyncErrors.inc({ type: 'parse' });
     for (const entry of fresh.slice(0, MAX_DROPPED_LOGGED)) {
       const fields = { path, entry: describeEntry(entry), at: entry.path, reason: entry.reason };
-      if (entry.kind === 'malformed') this.logger.warn(fields, 'malformed discovery entry dropped: mvproxy does not route on it; the rest of the document is used');
+      if (entry.kind === 'malformed')
+        this.logger.warn(fields, 'malformed discovery entry dropped: mvproxy does not route on it; the rest of the document is used');
       else this.logger.info(fields, 'discovery entry not routable (names too long for a route matcher): requests for it stay on the local apiserver');
     }
     if (fresh.length > MAX_DROPPED_LOGGED) {
@@ -106,11 +107,18 @@ export class DiscoveryProblemLog {
     if (entries.length > 0) this.metrics.peerDiscoverySyncErrors.inc({ type: 'parse' });
     for (const { entry, listed } of fresh.slice(0, MAX_DROPPED_LOGGED)) {
       const fields = { path: OPENAPI_V3_INDEX_PATH, entry: truncated(entry.key), reason: entry.reason };
-      if (listed) this.logger.warn(fields, 'malformed OpenAPI v3 index entry: never offered from this apiserver through other sidecars (its own clients get it as listed); the rest of the index is used');
+      if (listed)
+        this.logger.warn(
+          fields,
+          'malformed OpenAPI v3 index entry: never offered from this apiserver through other sidecars (its own clients get it as listed); the rest of the index is used',
+        );
       else this.logger.warn(fields, 'malformed OpenAPI v3 index entry dropped: the rest of the index is used');
     }
     if (fresh.length > MAX_DROPPED_LOGGED) {
-      this.logger.warn({ path: OPENAPI_V3_INDEX_PATH, more: fresh.length - MAX_DROPPED_LOGGED }, 'more OpenAPI v3 index entries dropped (not logged one by one)');
+      this.logger.warn(
+        { path: OPENAPI_V3_INDEX_PATH, more: fresh.length - MAX_DROPPED_LOGGED },
+        'more OpenAPI v3 index entries dropped (not logged one by one)',
+      );
     }
   }
 

@@ -39,9 +39,7 @@ export interface IdentityLease {
   leaseDurationSeconds?: number;
 }
 
-export type LeaseHostState =
-  | { state: 'present'; lease: LeaseObservation; expiresAt: number }
-  | { state: 'gone'; leaseName: string; goneAt: number };
+export type LeaseHostState = { state: 'present'; lease: LeaseObservation; expiresAt: number } | { state: 'gone'; leaseName: string; goneAt: number };
 
 const DEFAULT_EXPIRY_CHECK_INTERVAL_MS = 5000;
 const DEFAULT_EXPIRY_SLACK_MS = 30_000;

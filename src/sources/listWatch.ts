@@ -308,10 +308,13 @@ export function createKubeListWatchClient(kubeConfig: KubeConfig, options: KubeL
         let failure: Error | undefined;
         // The server ends the watch after timeoutSeconds; if it does not (dead peer, no FIN), end it ourselves.
         let watchdogFired = false;
-        const watchdog = setTimeout(() => {
-          watchdogFired = true;
-          aborter?.abort();
-        }, (timeoutSeconds + 30) * 1000);
+        const watchdog = setTimeout(
+          () => {
+            watchdogFired = true;
+            aborter?.abort();
+          },
+          (timeoutSeconds + 30) * 1000,
+        );
         watcher
           .watch(
             path,

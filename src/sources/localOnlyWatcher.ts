@@ -145,10 +145,13 @@ export class LocalOnlyWatcher {
     let earliest = Number.POSITIVE_INFINITY;
     for (const gv of this.excluded.values()) earliest = Math.min(earliest, gv.excludedUntil);
     if (earliest === Number.POSITIVE_INFINITY) return;
-    this.dropTimer = this.timers.setTimeout(() => {
-      this.dropTimer = undefined;
-      this.reconcile();
-    }, Math.max(0, earliest - now));
+    this.dropTimer = this.timers.setTimeout(
+      () => {
+        this.dropTimer = undefined;
+        this.reconcile();
+      },
+      Math.max(0, earliest - now),
+    );
   }
 
   private clearDropTimer(): void {

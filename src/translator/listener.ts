@@ -32,10 +32,7 @@ export function apiserverListener(settings: TranslatorSettings, node: string): L
         ],
         transport_socket: {
           name: 'envoy.transport_sockets.tls',
-          typed_config: typedConfig<DownstreamTlsContext>(
-            'envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
-            downstreamTls(settings),
-          ),
+          typed_config: typedConfig<DownstreamTlsContext>('envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', downstreamTls(settings)),
         },
       },
     ],

@@ -18,10 +18,7 @@ const UPSTREAM_UNAVAILABLE_FLAGS = ['UF', 'UH', 'URX', 'UO', 'UC'] as const;
 export function localReplyConfig(): LocalReplyConfig {
   return {
     mappers: [
-      unavailable(
-        { response_flag_filter: { flags: [...UPSTREAM_UNAVAILABLE_FLAGS] } },
-        'no apiserver could be reached for this request; retry shortly',
-      ),
+      unavailable({ response_flag_filter: { flags: [...UPSTREAM_UNAVAILABLE_FLAGS] } }, 'no apiserver could be reached for this request; retry shortly'),
     ],
   };
 }

@@ -19,11 +19,7 @@
 //   against the whole `:path` header, query included.
 // Every regex stays in the subset RE2 and JavaScript agree on (no lookaround,
 // no backreferences, no `{n}`), so tests evaluate them with RegExp.
-import {
-  NAMESPACE_SUBRESOURCES,
-  SPECIAL_VERBS,
-  SPECIAL_VERBS_WITHOUT_SUBRESOURCES,
-} from '../model/requestInfo.js';
+import { NAMESPACE_SUBRESOURCES, SPECIAL_VERBS, SPECIAL_VERBS_WITHOUT_SUBRESOURCES } from '../model/requestInfo.js';
 
 /** A path segment; may be empty (an empty namespace or name is parsed as upstream does). */
 const SEGMENT = '[^/]*';
@@ -48,8 +44,7 @@ export interface ResourcePathMatch {
 /** The matchers selecting every request path for this resource or subresource. */
 export function resourcePathMatch(target: ResourcePath): ResourcePathMatch {
   const prefix = target.group === '' ? `/+api/${SEGMENT}/` : `/+apis/${SEGMENT}/${SEGMENT}/`;
-  const forms =
-    target.subresource === undefined ? resourceForms(target.resource) : subresourceForms(target.resource, target.subresource);
+  const forms = target.subresource === undefined ? resourceForms(target.resource) : subresourceForms(target.resource, target.subresource);
   return { pathForms: forms.map((form) => `${prefix}${form}`), groupVersionPin: groupVersionPin(target.group, target.version) };
 }
 

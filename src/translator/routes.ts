@@ -249,9 +249,7 @@ function forwardAction(cluster: string): RouteAction {
 
 /** unavailable-503: a 503 the client retries, never a 404 that garbage collection would act on. */
 function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable, logged: LoggedRoute): Route {
-  const body = serviceUnavailableJson(
-    `${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`,
-  );
+  const body = serviceUnavailableJson(`${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`);
   return {
     name,
     match,

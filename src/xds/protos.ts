@@ -23,7 +23,6 @@ const PROTO_INCLUDE_DIRS: readonly string[] = [
   join(xdsDeps, 'protoc-gen-validate'),
 ];
 
-
 let grpcApi: ProtoGrpcType | undefined;
 let root: protobuf.Root | undefined;
 

@@ -153,7 +153,10 @@ describe('access log through a real Envoy', () => {
     const marker = '/apis/apps/v1/deployments?marker=1';
     assert.equal((await send(marker)).status, 200);
     await eventually('the marker request to be logged', FLUSH_WAIT_MS, () => (accessLog.entries.some((e) => e.path === marker) ? true : undefined));
-    assert.deepEqual(accessLog.entries.slice(entries).map((e) => e.path), [marker]);
+    assert.deepEqual(
+      accessLog.entries.slice(entries).map((e) => e.path),
+      [marker],
+    );
     assert.equal(await total(), counted + 1);
   });
 });

@@ -97,7 +97,23 @@ function makePki(dir: string): Record<'ca' | 'caKey' | 'serverCert' | 'serverKey
     key(`${name}.key`);
     openssl('req', '-new', '-key', file(`${name}.key`), '-out', file(`${name}.csr`), '-subj', `/CN=${cn}`);
     writeFileSync(file(`${name}.ext`), ext);
-    openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', caCrt, '-CAkey', caKey, '-CAcreateserial', '-out', file(`${name}.crt`), '-days', '1', '-extfile', file(`${name}.ext`));
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      file(`${name}.csr`),
+      '-CA',
+      caCrt,
+      '-CAkey',
+      caKey,
+      '-CAcreateserial',
+      '-out',
+      file(`${name}.crt`),
+      '-days',
+      '1',
+      '-extfile',
+      file(`${name}.ext`),
+    );
   };
   leaf('server', 'mvproxy-xds', 'subjectAltName=DNS:mvproxy-xds\nextendedKeyUsage=serverAuth\n', file('ca.crt'), file('ca.key'));
   leaf('client', 'apiserver-tls', 'extendedKeyUsage=clientAuth\n', file('ca.crt'), file('ca.key'));
@@ -312,7 +328,12 @@ describe('Envoy over mutual TLS', () => {
 describe('sidecar bootstrap', () => {
   it('the Unix socket sidecar bootstrap passes envoy --mode validate', async () => {
     const result = await validateEnvoyConfig(
-      sidecarBootstrap({ nodeId: 'apiserver-1', controlPlane: { unixSocket: '/run/mvproxy/xds.sock' }, admin: { port: 9901 }, runtime: { 'overload.global_downstream_max_connections': 50000 } }),
+      sidecarBootstrap({
+        nodeId: 'apiserver-1',
+        controlPlane: { unixSocket: '/run/mvproxy/xds.sock' },
+        admin: { port: 9901 },
+        runtime: { 'overload.global_downstream_max_connections': 50000 },
+      }),
     );
     assert.ok(result.ok, result.output);
   });

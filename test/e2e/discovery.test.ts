@@ -5,7 +5,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { httpsRequest, type HttpResult } from '../../src/util/https.js';
-import { startTestSandbox, eventually, apiserverNamed, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
+import {
+  startTestSandbox,
+  eventually,
+  apiserverNamed,
+  AGGREGATED_DISCOVERY_NOPEER_ACCEPT,
+  freshKubectlCacheDir,
+  type TestSandbox,
+} from '../support/sandbox.js';
 
 const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 
@@ -33,12 +40,16 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     const a = apiserverNamed(s, server);
     const base = via === 'sidecar' ? (a.sidecar ?? '') : a.direct;
     return (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
-      httpsRequest(base + path, { ca: s.ca, ...s.clientCerts[who] }, {
-        method,
-        headers: { accept: 'application/json', ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-        timeoutMs: 15_000,
-      });
+      httpsRequest(
+        base + path,
+        { ca: s.ca, ...s.clientCerts[who] },
+        {
+          method,
+          headers: { accept: 'application/json', ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+          timeoutMs: 15_000,
+        },
+      );
   };
 
   before(async () => {
@@ -63,7 +74,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     }
   });
 
-  it('profile=nopeer through a sidecar gets the local apiserver\'s own document', async () => {
+  it("profile=nopeer through a sidecar gets the local apiserver's own document", async () => {
     const groups = groupsOf(await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT }));
     assert.ok(!groups.includes('apps'));
   });
@@ -78,7 +89,9 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   });
 
   it('a client asking for protobuf gets the merged document as protobuf, with the same ETag as JSON', async () => {
-    const protobuf = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' });
+    const protobuf = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', {
+      accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json',
+    });
     assert.equal(protobuf.status, 200);
     assert.match(String(protobuf.headers['content-type']), /^application\/vnd\.kubernetes\.protobuf;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
     assert.ok(protobuf.body.startsWith('k8s\u0000'), 'Kubernetes protobuf envelope');
@@ -89,7 +102,11 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
 
   it('a client with a made-up token does not get the merged document', async () => {
     const s = tb.state();
-    const res = await httpsRequest(`${apiserverNamed(s, 'kas-a').sidecar}/apis`, { ca: s.ca }, { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } });
+    const res = await httpsRequest(
+      `${apiserverNamed(s, 'kas-a').sidecar}/apis`,
+      { ca: s.ca },
+      { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } },
+    );
     assert.equal(res.status, 401);
   });
 
@@ -98,14 +115,20 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     const created = await as('admin', 'kas-a', 'direct')('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {}, crd);
     assert.equal(created.status, 201, created.body);
     for (const server of ['kas-a', 'kas-b']) {
-      await eventually(async () => assert.ok(groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')), 60_000);
+      await eventually(
+        async () => assert.ok(groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        60_000,
+      );
     }
     const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
     assert.notEqual(after.headers['etag'], before.headers['etag']);
     const deleted = await as('admin', 'kas-a', 'direct')('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
     assert.equal(deleted.status, 200, deleted.body);
     for (const server of ['kas-a', 'kas-b']) {
-      await eventually(async () => assert.ok(!groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')), 60_000);
+      await eventually(
+        async () => assert.ok(!groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        60_000,
+      );
     }
   });
 
@@ -113,9 +136,13 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     const forged = { 'x-remote-user': 'mvproxy-admin', 'x-remote-group': 'system:masters', 'x-remote-extra-scopes': 'all' };
     for (const server of ['kas-a', 'kas-b']) {
       for (const headers of [{}, forged]) {
-        const res = await as('user', server, 'sidecar')('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', headers, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+        const res = await as('user', server, 'sidecar')('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', headers, {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'SelfSubjectReview',
+        });
         assert.equal(res.status, 201, res.body);
-        const user = (JSON.parse(res.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status.userInfo;
+        const user = (JSON.parse(res.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status
+          .userInfo;
         assert.equal(user.username, 'alice');
         assert.deepEqual(user.groups, ['system:authenticated']);
         // The credential id the apiserver itself records for an x509 client; never a forged extra.
@@ -134,16 +161,26 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
 
   it('the ordinary user is allowed where a RoleBinding allows it, on a local and on a rerouted resource', async () => {
     const admin = as('admin', 'kas-a', 'direct');
-    const role = await admin('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {}, {
-      metadata: { name: 'alice-reader' },
-      rules: [{ apiGroups: ['batch', 'apps'], resources: ['jobs', 'deployments'], verbs: ['get', 'list', 'watch'] }],
-    });
+    const role = await admin(
+      'POST',
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles',
+      {},
+      {
+        metadata: { name: 'alice-reader' },
+        rules: [{ apiGroups: ['batch', 'apps'], resources: ['jobs', 'deployments'], verbs: ['get', 'list', 'watch'] }],
+      },
+    );
     assert.equal(role.status, 201, role.body);
-    const binding = await admin('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {}, {
-      metadata: { name: 'alice-reader' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alice-reader' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-    });
+    const binding = await admin(
+      'POST',
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',
+      {},
+      {
+        metadata: { name: 'alice-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alice-reader' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+      },
+    );
     assert.equal(binding.status, 201, binding.body);
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(async () => {
@@ -165,10 +202,15 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
             resolve(chunk.toString('utf8'));
           }
         });
-        void as('admin', 'kas-a', 'direct')('POST', '/apis/batch/v1/namespaces/default/jobs', {}, {
-          metadata: { name: 'watched-by-alice' },
-          spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } } },
-        });
+        void as('admin', 'kas-a', 'direct')(
+          'POST',
+          '/apis/batch/v1/namespaces/default/jobs',
+          {},
+          {
+            metadata: { name: 'watched-by-alice' },
+            spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } } },
+          },
+        );
       });
       req.setTimeout(30_000, () => req.destroy(new Error('no event within 30 s')));
       req.on('error', (err) => ((err as { code?: string }).code === 'ECONNRESET' ? undefined : reject(err)));
@@ -180,11 +222,20 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   // An upgrade to a pod that does not exist still reaches the apiserver's
   // authorization, which names the user it saw.
   const upgradeHeaders = {
-    WebSocket: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+    WebSocket: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-protocol': 'v5.channel.k8s.io',
+    },
     SPDY: { connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' },
   } as const;
   for (const transport of ['WebSocket', 'SPDY'] as const) {
-    for (const [subresource, query] of [['exec', 'command=true&stdout=true'], ['portforward', 'ports=80']] as const) {
+    for (const [subresource, query] of [
+      ['exec', 'command=true&stdout=true'],
+      ['portforward', 'ports=80'],
+    ] as const) {
       it(`a ${subresource} upgrade over ${transport} reaches the apiserver with the certificate identity`, async () => {
         for (const server of ['kas-a', 'kas-b']) {
           const path = `/api/v1/namespaces/default/pods/no-such-pod/${subresource}?${query}`;

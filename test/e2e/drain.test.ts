@@ -36,7 +36,9 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
   };
   const reroutedCount = async (resource: string): Promise<number> => {
     const text = await (await fetch(`${tb.state().controlPlane?.admin}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith('apiserver_rerouted_request_total{') && l.includes(`resource="${resource}"`) && l.includes('code="200"'));
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('apiserver_rerouted_request_total{') && l.includes(`resource="${resource}"`) && l.includes('code="200"'));
     return line ? Number(line.split(' ').at(-1)) : 0;
   };
 
@@ -75,10 +77,19 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
   it('admin status lists both apiservers as available and both sidecars in sync', async () => {
     const status = await eventually(async () => {
       const s = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
-      assert.ok(s.sidecars.every((sidecar) => sidecar.in_sync), JSON.stringify(s.sidecars));
+      assert.ok(
+        s.sidecars.every((sidecar) => sidecar.in_sync),
+        JSON.stringify(s.sidecars),
+      );
       return s;
     });
-    assert.deepEqual(status.apiservers.map((a) => [a.name, a.standing, a.draining]), [['kas-a', 'available', false], ['kas-b', 'available', false]]);
+    assert.deepEqual(
+      status.apiservers.map((a) => [a.name, a.standing, a.draining]),
+      [
+        ['kas-a', 'available', false],
+        ['kas-b', 'available', false],
+      ],
+    );
     const table = await admin('status');
     assert.match(table, /^APISERVER +STANDING +READY +DRAINING/m);
     assert.match(table, /^kas-a +available +yes +no /m);
@@ -87,7 +98,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.ok(!status.apiservers.find((a) => a.name === 'kas-a')?.group_versions.includes('storagemigration.k8s.io/v1'));
   });
 
-  it('admin explain says a resource only kas-b serves goes from kas-a\'s sidecar to kas-b, and why', async () => {
+  it("admin explain says a resource only kas-b serves goes from kas-a's sidecar to kas-b, and why", async () => {
     const e = await explain('kas-a', MIGRATIONS);
     assert.equal(e.destination, 'peers');
     assert.deepEqual(e.apiservers, ['kas-b']);
@@ -109,7 +120,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.match(after, /^mvproxy_apiserver_draining\{apiserver="kas-b"\} 0$/m);
   });
 
-  it('after a drain, what kas-b also serves goes from kas-a\'s sidecar to kas-b, counted as rerouted', async () => {
+  it("after a drain, what kas-b also serves goes from kas-a's sidecar to kas-b, counted as rerouted", async () => {
     await admin('drain', 'kas-a', '--wait');
     const e = await explain('kas-a', CONFIGMAPS);
     assert.equal(e.destination, 'peers');
@@ -127,10 +138,19 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     await tb.sandbox.restartControlPlane();
     const status = await eventually(async () => {
       const s = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
-      assert.ok(s.sidecars.every((sidecar) => sidecar.in_sync), JSON.stringify(s.sidecars));
+      assert.ok(
+        s.sidecars.every((sidecar) => sidecar.in_sync),
+        JSON.stringify(s.sidecars),
+      );
       return s;
     });
-    assert.deepEqual(status.apiservers.map((a) => [a.name, a.draining]), [['kas-a', true], ['kas-b', false]]);
+    assert.deepEqual(
+      status.apiservers.map((a) => [a.name, a.draining]),
+      [
+        ['kas-a', true],
+        ['kas-b', false],
+      ],
+    );
     assert.equal((await explain('kas-a', CONFIGMAPS)).destination, 'peers');
   });
 
@@ -168,7 +188,10 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.ok(sent > 10, `only ${sent} requests sent`);
     assert.deepEqual(failures, []);
     const status = JSON.parse(await admin('status', '-o', 'json')) as Status__Output;
-    assert.ok(status.apiservers.every((a) => !a.draining), 'nobody drained it');
+    assert.ok(
+      status.apiservers.every((a) => !a.draining),
+      'nobody drained it',
+    );
   });
 
   it('admin drain of an apiserver nobody declared fails with the declared names, and changes nothing', async () => {

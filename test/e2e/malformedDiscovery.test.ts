@@ -19,7 +19,15 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+import {
+  startTestSandbox,
+  eventually,
+  serviceAccountToken,
+  tokenClient,
+  apiserverNamed,
+  AGGREGATED_DISCOVERY_NOPEER_ACCEPT,
+  type TestSandbox,
+} from '../support/sandbox.js';
 
 const GROUP = 'widgets.example.com';
 const SVM_PATH = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
@@ -48,7 +56,13 @@ const EXTENSION_DISCOVERY = {
               subresources: [{ subresource: '', responseKind: { group: GROUP, version: 'v1', kind: 'Widget' }, verbs: ['get'] }],
             },
             { resource: '', responseKind: { group: GROUP, version: 'v1', kind: 'Nameless' }, scope: 'Namespaced', singularResource: '', verbs: ['get'] },
-            { resource: 'Gadgets/All', responseKind: { group: GROUP, version: 'v1', kind: 'Gadget' }, scope: 'Cluster', singularResource: 'gadget', verbs: ['get'] },
+            {
+              resource: 'Gadgets/All',
+              responseKind: { group: GROUP, version: 'v1', kind: 'Gadget' },
+              scope: 'Cluster',
+              singularResource: 'gadget',
+              verbs: ['get'],
+            },
           ],
         },
       ],
@@ -157,13 +171,17 @@ describe('one APIService listing malformed discovery: v1.36.3 and v1.37.2 with s
 
   it('every apiserver\'s own /apis carries the extension server\'s resource named "" (kube-aggregator copies it unchecked)', async () => {
     for (const name of ['kas-a', 'kas-b']) {
-      await eventually(async () => {
-        const res = await client(name, 'direct')('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT });
-        assert.equal(res.status, 200);
-        const group = (JSON.parse(res.body) as DiscoveryDoc).items.find((g) => g.metadata.name === GROUP);
-        const resources = group?.versions[0]?.resources.map((r) => r.resource);
-        assert.deepEqual(resources, ['widgets', '', 'Gadgets/All'], `${name}: ${JSON.stringify(group)}`);
-      }, 60_000, 500);
+      await eventually(
+        async () => {
+          const res = await client(name, 'direct')('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT });
+          assert.equal(res.status, 200);
+          const group = (JSON.parse(res.body) as DiscoveryDoc).items.find((g) => g.metadata.name === GROUP);
+          const resources = group?.versions[0]?.resources.map((r) => r.resource);
+          assert.deepEqual(resources, ['widgets', '', 'Gadgets/All'], `${name}: ${JSON.stringify(group)}`);
+        },
+        60_000,
+        500,
+      );
     }
   });
 
@@ -187,14 +205,18 @@ describe('one APIService listing malformed discovery: v1.36.3 and v1.37.2 with s
   });
 
   it('lists StorageVersionMigrations through the v1.36.3 sidecar, which reroutes them to v1.37.2', async () => {
-    await eventually(async () => {
-      const res = await client('kas-a')('GET', SVM_PATH);
-      assert.equal(res.status, 200, res.body);
-      assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'StorageVersionMigrationList');
-    }, 15_000, 500);
+    await eventually(
+      async () => {
+        const res = await client('kas-a')('GET', SVM_PATH);
+        assert.equal(res.status, 200, res.body);
+        assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'StorageVersionMigrationList');
+      },
+      15_000,
+      500,
+    );
   });
 
-  it('lists the extension server\'s good resource through both sidecars (its apiservers\' aggregators proxy it)', async () => {
+  it("lists the extension server's good resource through both sidecars (its apiservers' aggregators proxy it)", async () => {
     for (const name of ['kas-a', 'kas-b']) {
       const res = await client(name)('GET', `/apis/${GROUP}/v1/namespaces/default/widgets`);
       assert.equal(res.status, 200, `${name}: ${res.body}`);
@@ -202,13 +224,16 @@ describe('one APIService listing malformed discovery: v1.36.3 and v1.37.2 with s
     }
   });
 
-  it('the merged discovery on the v1.36.3 sidecar lists the peer\'s StorageVersionMigrations and the local apiserver\'s own APIService entries as it listed them', async () => {
+  it("the merged discovery on the v1.36.3 sidecar lists the peer's StorageVersionMigrations and the local apiserver's own APIService entries as it listed them", async () => {
     const res = await client('kas-a')('GET', '/apis', undefined, { accept: AGGREGATED_ACCEPT });
     assert.equal(res.status, 200);
     const doc = JSON.parse(res.body) as DiscoveryDoc;
     const names = doc.items.map((g) => g.metadata.name);
     assert.ok(names.includes('storagemigration.k8s.io'), names.join(' '));
-    assert.deepEqual(doc.items.find((g) => g.metadata.name === GROUP)?.versions[0]?.resources.map((r) => r.resource), ['widgets', '', 'Gadgets/All']);
+    assert.deepEqual(
+      doc.items.find((g) => g.metadata.name === GROUP)?.versions[0]?.resources.map((r) => r.resource),
+      ['widgets', '', 'Gadgets/All'],
+    );
   });
 
   it('each dropped entry is warned about once per apiserver, not at every poll', async () => {

@@ -47,7 +47,13 @@ before(async () => {
 });
 after(() => tb?.sandbox.down());
 
-function call(base: string, credentials: Credentials, method: string, path: string, opts: { agent?: Agent; body?: unknown; accept?: string } = {}): Promise<Reply> {
+function call(
+  base: string,
+  credentials: Credentials,
+  method: string,
+  path: string,
+  opts: { agent?: Agent; body?: unknown; accept?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
       base + path,
@@ -135,7 +141,11 @@ describe('the identity an apiserver sees through a sidecar is the one it derives
         const direct = await selfSubjectReview(apiserver.direct, credentials);
         assert.ok(direct.extra?.['authentication.kubernetes.io/credential-id'], `${who}: the apiserver sets a credential id`);
         for (const sidecar of [kasA, kasB]) {
-          assert.deepEqual(await selfSubjectReview(sidecar.sidecar ?? '', credentials), direct, `${who} through ${sidecar.name}'s sidecar vs ${apiserver.name} directly`);
+          assert.deepEqual(
+            await selfSubjectReview(sidecar.sidecar ?? '', credentials),
+            direct,
+            `${who} through ${sidecar.name}'s sidecar vs ${apiserver.name} directly`,
+          );
         }
       }
     }
@@ -157,10 +167,14 @@ describe('the identity an apiserver sees through a sidecar is the one it derives
   test('a client-sent X-Remote-User is ignored: an anonymous client stays anonymous through the sidecar', async () => {
     for (const apiserver of [kasA, kasB]) {
       const reply = await new Promise<number>((resolve, reject) => {
-        const req = request(`${apiserver.sidecar ?? ''}/api/v1/namespaces/${NAMESPACE}/secrets`, { ca, headers: { 'X-Remote-User': 'mvproxy-admin', 'X-Remote-Group': 'system:masters' }, agent: false }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          `${apiserver.sidecar ?? ''}/api/v1/namespaces/${NAMESPACE}/secrets`,
+          { ca, headers: { 'X-Remote-User': 'mvproxy-admin', 'X-Remote-Group': 'system:masters' }, agent: false },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -182,23 +196,26 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
     // One watch per sidecar, opened before anything happens, kept to the end.
     const seen = sidecars.map(() => new Set<string>());
     const watches = sidecars.map((base, i) => {
-      const req = request(`${base}/api/v1/namespaces/${NAMESPACE}/configmaps?watch=true&labelSelector=outage%3Dtest`, { ca, headers: { authorization: `Bearer ${token}` }, agent: false }, (res) => {
-        if (res.statusCode !== 200) failures.push(`watch through ${base}: ${res.statusCode}`);
-        let buffered = '';
-        res.on('data', (chunk: Buffer) => {
-          buffered += chunk.toString('utf8');
-          let newline: number;
-          while ((newline = buffered.indexOf('\n')) !== -1) {
-            const line = buffered.slice(0, newline);
-            buffered = buffered.slice(newline + 1);
-            const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
-            if (event.type === 'ADDED') seen[i]?.add(event.object.metadata.name);
-          }
-        });
-        res.on('end', () => {
-          if (!stopping) failures.push(`watch through ${base} ended early`);
-        });
-      });
+      const req = request(
+        `${base}/api/v1/namespaces/${NAMESPACE}/configmaps?watch=true&labelSelector=outage%3Dtest`,
+        { ca, headers: { authorization: `Bearer ${token}` }, agent: false },
+        (res) => {
+          if (res.statusCode !== 200) failures.push(`watch through ${base}: ${res.statusCode}`);
+          let buffered = '';
+          res.on('data', (chunk: Buffer) => {
+            buffered += chunk.toString('utf8');
+            for (let newline = buffered.indexOf('\n'); newline !== -1; newline = buffered.indexOf('\n')) {
+              const line = buffered.slice(0, newline);
+              buffered = buffered.slice(newline + 1);
+              const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+              if (event.type === 'ADDED') seen[i]?.add(event.object.metadata.name);
+            }
+          });
+          res.on('end', () => {
+            if (!stopping) failures.push(`watch through ${base} ended early`);
+          });
+        },
+      );
       req.on('error', (err) => {
         if (!stopping) failures.push(`watch through ${base}: ${err.message}`);
       });
@@ -258,13 +275,13 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
 
     tb.sandbox.pauseControlPlane();
     await sleep(2_000);
-    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is paused, kas-a\'s own document');
+    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), "while the control plane is paused, kas-a's own document");
     await sleep(28_000);
     const duringPause = requests;
 
     await tb.sandbox.killControlPlane();
     await sleep(3_000);
-    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is dead, kas-a\'s own document');
+    assert.ok(!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP), "while the control plane is dead, kas-a's own document");
     await tb.sandbox.restartControlPlane();
     const deadline = Date.now() + 30_000;
     while (!(await groupsThroughKasA()).includes(PEER_ONLY_GROUP)) {
@@ -284,7 +301,11 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
     assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
     assert.ok(duringPause > 100, `traffic flowed during the pause (${duringPause} requests by its end)`);
     seen.forEach((names, i) => {
-      assert.deepEqual(created.filter((name) => !names.has(name)), [], `events missing from the watch through ${sidecars[i]}`);
+      assert.deepEqual(
+        created.filter((name) => !names.has(name)),
+        [],
+        `events missing from the watch through ${sidecars[i]}`,
+      );
     });
   });
 });

@@ -3,14 +3,7 @@
 // some groups turned off with --runtime-config.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  startTestSandbox,
-  eventually,
-  serviceAccountToken,
-  tokenClient,
-  apiserverNamed,
-  type TestSandbox,
-} from '../support/sandbox.js';
+import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 import { startConnectProxy, type ConnectProxy } from '../support/connectProxy.js';
 
 const job = (name: string) => ({
@@ -72,12 +65,15 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     const s = tb.state();
     const port = (name: string): string => new URL(apiserverNamed(s, name).direct).port;
     // kas-b's sidecar sent its Jobs requests to kas-a or kas-c (both serve batch/v1).
-    assert.ok(egress.targets.some((t) => t.endsWith(`:${port('kas-a')}`) || t.endsWith(`:${port('kas-c')}`)), `CONNECTs seen: ${egress.targets.join(', ')}`);
+    assert.ok(
+      egress.targets.some((t) => t.endsWith(`:${port('kas-a')}`) || t.endsWith(`:${port('kas-c')}`)),
+      `CONNECTs seen: ${egress.targets.join(', ')}`,
+    );
     // Nothing is rerouted to kas-b, while its own sidecar has served plenty of local requests: those went direct.
     assert.ok(!egress.targets.some((t) => t.endsWith(`:${port('kas-b')}`)), `CONNECTs seen: ${egress.targets.join(', ')}`);
   });
 
-  it('rerouted requests are counted in apiserver_rerouted_request_total with upstream\'s labels', async () => {
+  it("rerouted requests are counted in apiserver_rerouted_request_total with upstream's labels", async () => {
     const adminUrl = tb.state().controlPlane?.admin ?? '';
     await eventually(async () => {
       const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -90,7 +86,7 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.equal(res.status, 404);
   });
 
-  it('a resource nobody serves gets the local apiserver\'s own 404', async () => {
+  it("a resource nobody serves gets the local apiserver's own 404", async () => {
     const unknownGroup = await through('kas-b')('GET', '/apis/widgets.example.com/v1/widgets');
     assert.equal(unknownGroup.status, 404);
     assert.equal(unknownGroup.body.trim(), '404 page not found'); // the apiserver's answer for an unknown group
@@ -103,9 +99,15 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     const nobody = await serviceAccountToken(tb.state(), 'nobody');
     const forged = { 'x-remote-user': 'admin', 'x-remote-group': 'system:masters', 'x-remote-extra-scopes': 'everything' };
     for (const server of ['kas-a', 'kas-b']) {
-      const review = await through(server, nobody)('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, forged);
+      const review = await through(server, nobody)(
+        'POST',
+        '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        forged,
+      );
       assert.equal(review.status, 201, review.body);
-      const user = (JSON.parse(review.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status.userInfo;
+      const user = (JSON.parse(review.body) as { status: { userInfo: { username: string; groups: string[]; extra?: Record<string, string[]> } } }).status
+        .userInfo;
       assert.equal(user.username, 'system:serviceaccount:default:nobody');
       assert.ok(!user.groups.includes('system:masters'));
       assert.equal(user.extra?.['scopes'], undefined);
@@ -138,7 +140,7 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.equal(status.code, 503);
   });
 
-  it('the stopped apiserver\'s own sidecar routes around it: what peers serve goes to them, the rest answers 503', async () => {
+  it("the stopped apiserver's own sidecar routes around it: what peers serve goes to them, the rest answers 503", async () => {
     await eventually(async () => {
       const configmaps = await through('kas-a')('GET', '/api/v1/namespaces/default/configmaps');
       assert.equal(configmaps.status, 200, configmaps.body);
@@ -160,7 +162,7 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     assert.equal(nobody.status, 404, nobody.body);
   });
 
-  it('the stopped apiserver\'s health endpoints through its sidecar say it is down: a 503 Status with Retry-After', async () => {
+  it("the stopped apiserver's health endpoints through its sidecar say it is down: a 503 Status with Retry-After", async () => {
     const readyz = await through('kas-a')('GET', '/readyz');
     assert.equal(readyz.status, 503, readyz.body);
     assert.match(String(readyz.headers['content-type']), /^application\/json/);

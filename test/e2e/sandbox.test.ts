@@ -66,9 +66,23 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
 
   it('both apiservers hold identity leases with distinct names', async () => {
     const names = await eventually(async () => {
-      const res = await tb.kubectl(current.kubeconfig.direct, ['get', 'leases', '-n', 'kube-system', '-l', 'apiserver.kubernetes.io/identity=kube-apiserver', '-o', 'jsonpath={range .items[*]}{.metadata.labels.kubernetes\\.io/hostname}={.metadata.name}{"\\n"}{end}']);
+      const res = await tb.kubectl(current.kubeconfig.direct, [
+        'get',
+        'leases',
+        '-n',
+        'kube-system',
+        '-l',
+        'apiserver.kubernetes.io/identity=kube-apiserver',
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.labels.kubernetes\\.io/hostname}={.metadata.name}{"\\n"}{end}',
+      ]);
       assert.equal(res.code, 0, res.stderr);
-      const byHost = new Map(res.stdout.trim().split('\n').map((l) => l.split('=') as [string, string]));
+      const byHost = new Map(
+        res.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split('=') as [string, string]),
+      );
       assert.ok(byHost.has('kas-a') && byHost.has('kas-b'), `leases: ${res.stdout}`);
       return [byHost.get('kas-a'), byHost.get('kas-b')];
     });

@@ -21,7 +21,6 @@ import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testCa, testLeaf, type TestCert } from '../support/clientCerts.js';
 import { IDENTITY_CASES, type IdentityOutcome } from '../support/identityCases.js';
-import { eventually } from '../support/envoy.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from '../support/sidecarHarness.js';
 
 const NODE = 'a';
@@ -113,7 +112,15 @@ const FORGED = {
   X_Remote_User: 'mallory',
   'X-Forwarded-Client-Cert': 'Hash=00;Cert="forged"',
 };
-const IDENTITY_HEADERS = ['x-remote-user', 'x-remote-group', 'x-remote-uid', 'x-remote-extra-scopes', 'x-remote-extra-authentication.kubernetes.io%2fcredential-id', 'x_remote_user', 'x-forwarded-client-cert'];
+const IDENTITY_HEADERS = [
+  'x-remote-user',
+  'x-remote-group',
+  'x-remote-uid',
+  'x-remote-extra-scopes',
+  'x-remote-extra-authentication.kubernetes.io%2fcredential-id',
+  'x_remote_user',
+  'x-forwarded-client-cert',
+];
 const CREDENTIAL_ID = 'x-remote-extra-authentication.kubernetes.io%2fcredential-id';
 
 function credentialId(cert: TestCert): string {
@@ -130,49 +137,50 @@ before(async () => {
   // which it authenticates as kube-apiserver would: a known token, or an
   // X-Remote-User over a front-proxy connection, gets its own document;
   // anything else 401.
-  apiserver = createHttpsServer(
-    fakeApiserverTls(certs),
-    (req, res) => {
-      const path = (req.url ?? '').split('?', 1)[0];
-      if (path === '/apis' || path === '/api') {
-        lastDiscoveryHeaders = req.headers;
-        if (req.headers['authorization'] !== KNOWN_TOKEN && !(viaFrontProxy(req) && req.headers['x-remote-user'] !== undefined)) {
-          res.writeHead(401, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }));
-          return;
-        }
-        if (req.headers['if-none-match'] === LOCAL_ETAG) {
-          res.writeHead(304, { etag: LOCAL_ETAG });
-          res.end();
-          return;
-        }
-        res.writeHead(200, { 'content-type': 'application/json', etag: LOCAL_ETAG });
-        res.end(LOCAL_DOCUMENT);
+  apiserver = createHttpsServer(fakeApiserverTls(certs), (req, res) => {
+    const path = (req.url ?? '').split('?', 1)[0];
+    if (path === '/apis' || path === '/api') {
+      lastDiscoveryHeaders = req.headers;
+      if (req.headers['authorization'] !== KNOWN_TOKEN && !(viaFrontProxy(req) && req.headers['x-remote-user'] !== undefined)) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }),
+        );
         return;
       }
-      const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      // A watch: headers now, the rest when the test lets go.
-      if (req.url?.includes('watch=hang')) {
-        res.write(JSON.stringify(body));
-        hanging.push(() => res.end());
+      if (req.headers['if-none-match'] === LOCAL_ETAG) {
+        res.writeHead(304, { etag: LOCAL_ETAG });
+        res.end();
         return;
       }
-      res.end(JSON.stringify(body));
-    },
-  );
+      res.writeHead(200, { 'content-type': 'application/json', etag: LOCAL_ETAG });
+      res.end(LOCAL_DOCUMENT);
+      return;
+    }
+    const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    // A watch: headers now, the rest when the test lets go.
+    if (req.url?.includes('watch=hang')) {
+      res.write(JSON.stringify(body));
+      hanging.push(() => res.end());
+      return;
+    }
+    res.end(JSON.stringify(body));
+  });
   await new Promise<void>((resolve) => apiserver.listen(0, '127.0.0.1', resolve));
   const apiserverPort = (apiserver.address() as AddressInfo).port;
 
   // The peer: serves PEER_GROUP's documents itself; echoes what it received, marked as the peer.
-  peer = createHttpsServer(
-    fakeApiserverTls(certs),
-    (req, res) => {
-      const body: Echo & { server: string } = { server: 'peer', path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    },
-  );
+  peer = createHttpsServer(fakeApiserverTls(certs), (req, res) => {
+    const body: Echo & { server: string } = {
+      server: 'peer',
+      path: req.url ?? '',
+      headers: req.headersDistinct as Record<string, string[]>,
+      frontProxy: viaFrontProxy(req),
+    };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  });
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
   const peerPort = (peer.address() as AddressInfo).port;
 
@@ -285,7 +293,10 @@ describe('identity and merged documents through a real Envoy', () => {
     try {
       const replies = [];
       for (let i = 0; i < 4; i++) replies.push(await send('/api/v1/pods', { cert: alice, agent }));
-      assert.ok(replies.slice(1).some((r) => r.resumed), 'at least one connection resumed its session');
+      assert.ok(
+        replies.slice(1).some((r) => r.resumed),
+        'at least one connection resumed its session',
+      );
       for (const reply of replies) {
         const echo = echoed(reply);
         assert.deepEqual([echo.frontProxy, echo.headers['x-remote-user']], [true, ['alice']], `resumed: ${reply.resumed}`);
@@ -296,7 +307,12 @@ describe('identity and merged documents through a real Envoy', () => {
   });
 
   test('a certificate that expires while its connection stays open stops authenticating on that connection', async () => {
-    const brief = await testLeaf(certs.clientCa, { name: [{ CN: ['brief'] }], usages: ['client'], notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 2_500) });
+    const brief = await testLeaf(certs.clientCa, {
+      name: [{ CN: ['brief'] }],
+      usages: ['client'],
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 2_500),
+    });
     const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
     try {
       assert.deepEqual(echoed(await send('/api/v1/pods', { cert: brief, agent })).headers['x-remote-user'], ['brief']);
@@ -363,7 +379,7 @@ describe('identity and merged documents through a real Envoy', () => {
     }
   });
 
-  test('a made-up bearer token on aggregated discovery gets the apiserver\'s own 401, never the merged document', async () => {
+  test("a made-up bearer token on aggregated discovery gets the apiserver's own 401, never the merged document", async () => {
     discoveryCalls.length = 0;
     const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up' } });
     assert.equal(reply.status, 401);
@@ -373,7 +389,7 @@ describe('identity and merged documents through a real Envoy', () => {
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('aggregated discovery without credentials gets the apiserver\'s own 401', async () => {
+  test("aggregated discovery without credentials gets the apiserver's own 401", async () => {
     discoveryCalls.length = 0;
     const reply = await send('/api', { headers: { Accept: AGGREGATED } });
     assert.equal(reply.status, 401);
@@ -432,7 +448,7 @@ describe('identity and merged documents through a real Envoy', () => {
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('discovery with profile=nopeer is the local apiserver\'s own answer, If-None-Match and certificate identity included', async () => {
+  test("discovery with profile=nopeer is the local apiserver's own answer, If-None-Match and certificate identity included", async () => {
     discoveryCalls.length = 0;
     const nopeer = `${AGGREGATED.split(',')[0]};profile=nopeer`;
     const reply = await send('/apis', { cert: alice, headers: { Accept: nopeer } });

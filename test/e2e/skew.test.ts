@@ -16,7 +16,13 @@ const svm = (name: string) => ({
 });
 
 /** Opens a watch and resolves with the first event about `name`. */
-function firstWatchEvent(url: string, ca: string, token: string, name: string, opened: () => void): Promise<{ type: string; object: { metadata: { name: string } } }> {
+function firstWatchEvent(
+  url: string,
+  ca: string,
+  token: string,
+  name: string,
+  opened: () => void,
+): Promise<{ type: string; object: { metadata: { name: string } } }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ca: readFileSync(ca), headers: { authorization: `Bearer ${token}` } }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`watch answered ${res.statusCode}`));
@@ -24,8 +30,7 @@ function firstWatchEvent(url: string, ca: string, token: string, name: string, o
       let buffered = '';
       res.on('data', (chunk: Buffer) => {
         buffered += chunk.toString('utf8');
-        let newline: number;
-        while ((newline = buffered.indexOf('\n')) >= 0) {
+        for (let newline = buffered.indexOf('\n'); newline !== -1; newline = buffered.indexOf('\n')) {
           const event = JSON.parse(buffered.slice(0, newline)) as { type: string; object: { metadata: { name: string } } };
           buffered = buffered.slice(newline + 1);
           if (event.object.metadata.name === name) {
@@ -126,7 +131,7 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
     assert.notEqual(direct.code, 0, 'the v1.36.3 apiserver explained a resource it does not serve');
   });
 
-  it('the OpenAPI v3 index through the v1.36.3 sidecar adds kas-b\'s entry for storagemigration.k8s.io/v1 to its own, and its ETag answers 304', async () => {
+  it("the OpenAPI v3 index through the v1.36.3 sidecar adds kas-b's entry for storagemigration.k8s.io/v1 to its own, and its ETag answers 304", async () => {
     const index = async (url: string, headers: Record<string, string> = {}) => {
       const res = await tokenClient(tb.state(), url, token)('GET', '/openapi/v3', undefined, headers);
       return { res, paths: res.status === 200 ? (JSON.parse(res.body) as { paths: Record<string, { serverRelativeURL: string }> }).paths : {} };
@@ -161,7 +166,9 @@ describe('real skew: v1.36.3 and v1.37.2, through the v1.36.3 sidecar', () => {
     await tb.sandbox.restartControlPlane();
     const adminUrl = tb.state().controlPlane?.admin ?? '';
     await eventually(async () => {
-      const status = (await (await fetch(`${adminUrl}/status`)).json()) as { xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }> };
+      const status = (await (await fetch(`${adminUrl}/status`)).json()) as {
+        xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
+      };
       for (const node of ['kas-a', 'kas-b']) {
         const n = status.xds[node];
         assert.ok(n?.connected, `${node} reconnected`);

@@ -52,7 +52,10 @@ export async function testLeaf(issuer: TestCert, opts: LeafOptions): Promise<Tes
       ),
     );
   }
-  const sans = [...(opts.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })), ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value }))];
+  const sans = [
+    ...(opts.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
   if (sans.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(sans, false));
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),

@@ -24,9 +24,7 @@ export function envoyBinary(): string {
   }
   const installed = componentPaths({ kubernetesVersions: [] }).envoy;
   if (existsSync(installed)) return installed;
-  throw new Error(
-    `no Envoy binary at ${installed}: install it with \`npx mvproxy install --only envoy\` (npm run test:unit does) or set MVPROXY_ENVOY`,
-  );
+  throw new Error(`no Envoy binary at ${installed}: install it with \`npx mvproxy install --only envoy\` (npm run test:unit does) or set MVPROXY_ENVOY`);
 }
 
 /** Every Envoy still running, killed on process exit as a last resort. */
@@ -118,12 +116,16 @@ export async function startEnvoy(t: TestContext | undefined, opts: EnvoyOptions)
   const adminAddressFile = join(dir, 'admin-address');
   writeFileSync(configFile, JSON.stringify(opts.bootstrap, null, 2));
   const args = [
-    '-c', configFile,
-    '-l', opts.logLevel ?? 'warning',
-    '--log-path', logFile,
+    '-c',
+    configFile,
+    '-l',
+    opts.logLevel ?? 'warning',
+    '--log-path',
+    logFile,
     // Several Envoys run at once in tests: no shared-memory clashes.
     '--use-dynamic-base-id',
-    '--admin-address-path', adminAddressFile,
+    '--admin-address-path',
+    adminAddressFile,
   ];
   const child = spawn(envoyBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -221,15 +223,10 @@ export async function validateEnvoyConfig(config: object): Promise<{ ok: boolean
   const file = join(dir, 'envoy.json');
   writeFileSync(file, JSON.stringify(config, null, 2));
   return new Promise((resolve) => {
-    execFile(
-      envoyBinary(),
-      ['--mode', 'validate', '-c', file, '-l', 'warning', '--use-dynamic-base-id'],
-      { timeout: 60_000 },
-      (err, stdout, stderr) => {
-        rmSync(dir, { recursive: true, force: true });
-        resolve({ ok: !err, output: `${stdout}${stderr}` });
-      },
-    );
+    execFile(envoyBinary(), ['--mode', 'validate', '-c', file, '-l', 'warning', '--use-dynamic-base-id'], { timeout: 60_000 }, (err, stdout, stderr) => {
+      rmSync(dir, { recursive: true, force: true });
+      resolve({ ok: !err, output: `${stdout}${stderr}` });
+    });
   });
 }
 

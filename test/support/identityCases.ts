@@ -5,10 +5,7 @@
 import type { LeafOptions } from './clientCerts.js';
 
 /** What the apiserver receives: an identity, none (unauthenticated by x509), or the filter's 401. */
-export type IdentityOutcome =
-  | { kind: 'rejected' }
-  | { kind: 'none' }
-  | { kind: 'identity'; user: string; groups: string[]; uid?: string };
+export type IdentityOutcome = { kind: 'rejected' } | { kind: 'none' } | { kind: 'identity'; user: string; groups: string[]; uid?: string };
 
 export interface IdentityCase {
   name: string;
@@ -38,7 +35,11 @@ export const IDENTITY_CASES: readonly IdentityCase[] = [
     leaf: { name: 'O=team\\, a\\+b=c,O=\\"quoted\\",CN=x\\,y\\+z' },
     expected: { kind: 'identity', user: 'x,y+z', groups: ['team, a+b=c', '"quoted"'] },
   },
-  { name: 'several CNs: the last is the user', leaf: { name: [{ CN: ['first'] }, { CN: ['last'] }] }, expected: { kind: 'identity', user: 'last', groups: [] } },
+  {
+    name: 'several CNs: the last is the user',
+    leaf: { name: [{ CN: ['first'] }, { CN: ['last'] }] },
+    expected: { kind: 'identity', user: 'last', groups: [] },
+  },
   {
     name: 'UTF-8 names are kept',
     leaf: { name: [{ O: ['équipe'] }, { O: ['チーム'] }, { CN: ['zoë 🙂'] }] },

@@ -149,7 +149,9 @@ export class ProxyWasmHost {
         throw new Error(`the module imports ${imp.module}.${imp.name} (${imp.kind}), which this host does not provide`);
       }
       const name = imp.name;
-      (imports[imp.module] ??= {})[name] = (...args: number[]): number | void => {
+      const moduleImports = imports[imp.module] ?? {};
+      imports[imp.module] = moduleImports;
+      moduleImports[name] = (...args: number[]): number | undefined => {
         this.hostCalls.set(name, (this.hostCalls.get(name) ?? 0) + 1);
         return fn(...args);
       };

@@ -18,7 +18,11 @@ const execFileAsync = promisify(execFile);
 export interface TestSandbox {
   sandbox: Sandbox;
   state: () => SandboxState;
-  kubectl: (kubeconfig: string, args: string[], opts?: { user?: 'admin' | 'user'; env?: Record<string, string> }) => Promise<{ stdout: string; stderr: string; code: number }>;
+  kubectl: (
+    kubeconfig: string,
+    args: string[],
+    opts?: { user?: 'admin' | 'user'; env?: Record<string, string> },
+  ) => Promise<{ stdout: string; stderr: string; code: number }>;
 }
 
 export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEgressProxy?: string } = {}): Promise<TestSandbox> {
@@ -30,7 +34,10 @@ export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEg
     const s = state();
     const identity = opts.user === 'user' ? [`--client-certificate=${s.clientCerts.user.cert}`, `--client-key=${s.clientCerts.user.key}`] : [];
     try {
-      const { stdout, stderr } = await execFileAsync(s.kubectl, [`--kubeconfig=${kubeconfig}`, ...identity, ...args], { timeout: 60_000, env: { ...process.env, ...opts.env } });
+      const { stdout, stderr } = await execFileAsync(s.kubectl, [`--kubeconfig=${kubeconfig}`, ...identity, ...args], {
+        timeout: 60_000,
+        env: { ...process.env, ...opts.env },
+      });
       return { stdout, stderr, code: 0 };
     } catch (err) {
       const e = err as { stdout?: string; stderr?: string; code?: number };
@@ -71,12 +78,21 @@ export async function serviceAccountToken(state: SandboxState, name: string, clu
 /** A bearer-token API client for one base URL (a sidecar or an apiserver). */
 export function tokenClient(state: SandboxState, baseUrl: string, token: string) {
   return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    httpsRequest(baseUrl + path, { ca: state.ca }, {
-      method,
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      timeoutMs: 15_000,
-    });
+    httpsRequest(
+      baseUrl + path,
+      { ca: state.ca },
+      {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        timeoutMs: 15_000,
+      },
+    );
 }
 
 export function apiserverNamed(state: SandboxState, name: string): SandboxState['apiservers'][number] {

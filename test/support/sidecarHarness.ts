@@ -52,7 +52,13 @@ export async function sidecarCerts(): Promise<SidecarCerts> {
  * optional; the only one this fake knows is the front-proxy certificate.
  */
 export function fakeApiserverTls(certs: SidecarCerts): ServerOptions {
-  return { key: certs.apiserverServing.keyPem, cert: certs.apiserverServing.certPem, ca: certs.frontProxyCa.certPem, requestCert: true, rejectUnauthorized: false };
+  return {
+    key: certs.apiserverServing.keyPem,
+    cert: certs.apiserverServing.certPem,
+    ca: certs.frontProxyCa.certPem,
+    requestCert: true,
+    rejectUnauthorized: false,
+  };
 }
 
 /**

@@ -33,7 +33,23 @@ export function throwawaySettings(dir: string, port = 6443): TranslatorSettings 
   for (const name of ['serving', 'client-ca', 'front-proxy', 'peer-ca']) {
     const result = spawnSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=x', '-keyout', file(`${name}.key`), '-out', file(`${name}.crt`), '-days', '1'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-subj',
+        '/CN=x',
+        '-keyout',
+        file(`${name}.key`),
+        '-out',
+        file(`${name}.crt`),
+        '-days',
+        '1',
+      ],
       { encoding: 'utf8' },
     );
     assert.equal(result.status, 0, result.stderr);
@@ -74,7 +90,14 @@ const FIXED_FILES: SidecarFiles = {
 /** The certificate and key paths of settings, in a fixed order (to map one settings' files onto another's). */
 export function settingsFilePaths(settings: TranslatorSettings): string[] {
   const { listener, upstream } = settings;
-  return [listener.servingCertPath, listener.servingKeyPath, listener.clientCaPath, upstream.frontProxyCertPath, upstream.frontProxyKeyPath, upstream.peerCaPath];
+  return [
+    listener.servingCertPath,
+    listener.servingKeyPath,
+    listener.clientCaPath,
+    upstream.frontProxyCertPath,
+    upstream.frontProxyKeyPath,
+    upstream.peerCaPath,
+  ];
 }
 
 export interface TranslatorGoldenCase {

@@ -57,7 +57,6 @@ after(() => rmSync(certDir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- helpers
 
-
 function hcm(): HttpConnectionManager {
   const listener = translateSidecar(PLAN, settings).listeners[0];
   return unpack<HttpConnectionManager>(
@@ -152,7 +151,10 @@ describe('the access log the translator configures', () => {
   test('log entries carry the route metadata as custom tags', () => {
     const config = unpack<HttpGrpcAccessLogConfig>(hcm().access_log?.[0]?.typed_config, 'envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig');
     const tags = config.common_config?.custom_tags ?? [];
-    assert.deepEqual(tags.map((t) => t.tag), ['kind', 'group', 'version', 'resource', 'subresource']);
+    assert.deepEqual(
+      tags.map((t) => t.tag),
+      ['kind', 'group', 'version', 'resource', 'subresource'],
+    );
     for (const tag of tags) {
       assert.deepEqual(tag.metadata?.kind, { route: {} });
       assert.deepEqual(tag.metadata?.metadata_key, { key: 'mvproxy', path: [{ key: tag.tag ?? '' }] });
@@ -197,7 +199,7 @@ describe('the access log the translator configures', () => {
 // ---------------------------------------------------------------- server: entries to counters
 
 describe('access log entries to counters', () => {
-  test('a rerouted request counts in apiserver_rerouted_request_total with its code and the route\'s labels', async () => {
+  test("a rerouted request counts in apiserver_rerouted_request_total with its code and the route's labels", async () => {
     const { server: s, metrics } = server();
     s.record(decoded(entry({ code: 201 })));
     assert.deepEqual(await counts(metrics), {
@@ -214,7 +216,9 @@ describe('access log entries to counters', () => {
 
   test('without custom tags the route name gives the kind and the path gives the labels', async () => {
     const { server: s, metrics } = server();
-    s.record(decoded(entry({ noTags: true, routeName: 'reroute /v1, Resource=pods (client certificate)', path: '/api/v1/namespaces/default/pods/x/log?follow=1' })));
+    s.record(
+      decoded(entry({ noTags: true, routeName: 'reroute /v1, Resource=pods (client certificate)', path: '/api/v1/namespaces/default/pods/x/log?follow=1' })),
+    );
     assert.deepEqual((await counts(metrics)).rerouted, [{ code: '200', group: '', version: 'v1', resource: 'pods', value: 1 }]);
   });
 
@@ -260,7 +264,7 @@ describe('access log entries to counters', () => {
     assert.deepEqual((await counts(metrics)).errors, [{ type: 'overflow', group: 'batch', version: 'v1', resource: 'jobs', value: 1 }]);
   });
 
-  test('a peer\'s own 5xx is a rerouted request and not a proxy error', async () => {
+  test("a peer's own 5xx is a rerouted request and not a proxy error", async () => {
     const { server: s, metrics } = server();
     s.record(decoded(entry({ code: 500 })));
     assert.deepEqual(await counts(metrics), { rerouted: [{ code: '500', group: 'batch', version: 'v1', resource: 'jobs', value: 1 }], errors: [] });

@@ -49,7 +49,15 @@ const EXPLANATION: RequestExplanation = {
   destination: { kind: 'local' },
   rule: 'served-locally',
   reason: 'because (rule served-locally)',
-  request: { isResourceRequest: true, path: '/api/v1/namespaces/default/pods', apiPrefix: 'api', group: '', version: 'v1', namespace: 'default', resource: 'pods' },
+  request: {
+    isResourceRequest: true,
+    path: '/api/v1/namespaces/default/pods',
+    apiPrefix: 'api',
+    group: '',
+    version: 'v1',
+    namespace: 'default',
+    resource: 'pods',
+  },
 };
 
 interface Call {
@@ -69,10 +77,22 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
   };
   return {
     calls,
-    status: () => (calls.push({ method: 'status', args: [] }), impl.status()),
-    explain: (...args) => (calls.push({ method: 'explain', args }), impl.explain(...args)),
-    drain: (...args) => (calls.push({ method: 'drain', args }), impl.drain(...args)),
-    undrain: (...args) => (calls.push({ method: 'undrain', args }), impl.undrain(...args)),
+    status: () => {
+      calls.push({ method: 'status', args: [] });
+      return impl.status();
+    },
+    explain: (...args) => {
+      calls.push({ method: 'explain', args });
+      return impl.explain(...args);
+    },
+    drain: (...args) => {
+      calls.push({ method: 'drain', args });
+      return impl.drain(...args);
+    },
+    undrain: (...args) => {
+      calls.push({ method: 'undrain', args });
+      return impl.undrain(...args);
+    },
   };
 }
 
@@ -161,7 +181,9 @@ describe('admin API', () => {
       },
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
-    const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/apis/batch/v1/namespaces/ns/jobs/j/status' }, deadline(), cb));
+    const answer = await unary<Explanation__Output>((cb) =>
+      h.client.Explain({ sidecar: 'a', path: '/apis/batch/v1/namespaces/ns/jobs/j/status' }, deadline(), cb),
+    );
     assert.deepEqual(answer, {
       destination: 'peers',
       apiservers: ['b', 'c'],
@@ -195,7 +217,16 @@ describe('admin API', () => {
     };
     const h = await harness(t, fakeBackend({ explain: () => explanation }));
     const answer = await unary<Explanation__Output>((cb) => h.client.Explain({ sidecar: 'a', path: '/api/v1/watch' }, deadline(), cb));
-    assert.deepEqual(answer.request, { resource_request: false, group: '', version: '', resource: '', subresource: '', namespace: '', name: '', error: 'unable to determine kind' });
+    assert.deepEqual(answer.request, {
+      resource_request: false,
+      group: '',
+      version: '',
+      resource: '',
+      subresource: '',
+      namespace: '',
+      name: '',
+      error: 'unable to determine kind',
+    });
   });
 
   const invalidExplains: { label: string; request: { sidecar?: string; path?: string }; details: RegExp }[] = [
@@ -203,8 +234,16 @@ describe('admin API', () => {
     { label: 'a missing path', request: { sidecar: 'a' }, details: /^path: must start with "\/"/ },
     { label: 'a path not starting with "/"', request: { sidecar: 'a', path: 'api/v1/pods' }, details: /^path: must start with "\/"/ },
     { label: 'a path with a space', request: { sidecar: 'a', path: '/api/v1/pods HTTP/1.1' }, details: /^path: contains whitespace or control characters/ },
-    { label: 'a path with a control character', request: { sidecar: 'a', path: '/api/v1/pods\u0001' }, details: /^path: contains whitespace or control characters/ },
-    { label: 'a path with a line feed', request: { sidecar: 'a', path: '/api/v1/pods\r\nHost: x' }, details: /^path: contains whitespace or control characters/ },
+    {
+      label: 'a path with a control character',
+      request: { sidecar: 'a', path: '/api/v1/pods\u0001' },
+      details: /^path: contains whitespace or control characters/,
+    },
+    {
+      label: 'a path with a line feed',
+      request: { sidecar: 'a', path: '/api/v1/pods\r\nHost: x' },
+      details: /^path: contains whitespace or control characters/,
+    },
     { label: 'a path with DEL', request: { sidecar: 'a', path: '/api/v1/pods\u007f' }, details: /^path: contains whitespace or control characters/ },
     { label: 'a path over 8192 characters', request: { sidecar: 'a', path: `/${'a'.repeat(8192)}` }, details: /^path: longer than 8192 characters/ },
   ];
@@ -260,13 +299,31 @@ describe('admin API', () => {
 
   it('an unknown apiserver fails with NOT_FOUND and the backend error message', async (t) => {
     const error = new UnknownApiserverError('x', ['a', 'b']);
-    const h = await harness(t, fakeBackend({ drain: () => { throw error; } }));
-    await assertFails(unary((cb) => h.client.Drain({ apiserver: 'x' }, deadline(), cb)), grpc.status.NOT_FOUND, error.message);
+    const h = await harness(
+      t,
+      fakeBackend({
+        drain: () => {
+          throw error;
+        },
+      }),
+    );
+    await assertFails(
+      unary((cb) => h.client.Drain({ apiserver: 'x' }, deadline(), cb)),
+      grpc.status.NOT_FOUND,
+      error.message,
+    );
     assert.equal(error.message, 'no apiserver named "x" (declared: a, b)');
   });
 
   it('an unknown sidecar in Explain fails with NOT_FOUND', async (t) => {
-    const h = await harness(t, fakeBackend({ explain: () => { throw new UnknownApiserverError('z', ['a']); } }));
+    const h = await harness(
+      t,
+      fakeBackend({
+        explain: () => {
+          throw new UnknownApiserverError('z', ['a']);
+        },
+      }),
+    );
     await assertFails(
       unary((cb) => h.client.Explain({ sidecar: 'z', path: '/api' }, deadline(), cb)),
       grpc.status.NOT_FOUND,
@@ -275,7 +332,14 @@ describe('admin API', () => {
   });
 
   it('Explain before the control plane has a plan fails with UNAVAILABLE, saying to retry', async (t) => {
-    const h = await harness(t, fakeBackend({ explain: () => { throw new NotPlannedYetError(); } }));
+    const h = await harness(
+      t,
+      fakeBackend({
+        explain: () => {
+          throw new NotPlannedYetError();
+        },
+      }),
+    );
     await assertFails(
       unary((cb) => h.client.Explain({ sidecar: 'a', path: '/api' }, deadline(), cb)),
       grpc.status.UNAVAILABLE,
@@ -290,7 +354,11 @@ describe('admin API', () => {
       return STATUS;
     };
     const h = await harness(t, fakeBackend({ status }));
-    await assertFails(unary((cb) => h.client.GetStatus({}, deadline(), cb)), grpc.status.INTERNAL, 'internal error: boom');
+    await assertFails(
+      unary((cb) => h.client.GetStatus({}, deadline(), cb)),
+      grpc.status.INTERNAL,
+      'internal error: boom',
+    );
     assert.deepEqual(await unary((cb) => h.client.GetStatus({}, deadline(), cb)), STATUS);
   });
 
@@ -312,7 +380,13 @@ interface ReflectionResponse {
 /** The reflection service client of one API version, from the proto @grpc/reflection ships. */
 function reflectionClient(version: 'v1' | 'v1alpha', address: string): grpc.Client {
   const protoRoot = join(dirname(createRequire(import.meta.url).resolve('@grpc/reflection')), '..', 'proto');
-  const definition = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [protoRoot] });
+  const definition = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    includeDirs: [protoRoot],
+  });
   const pkg = grpc.loadPackageDefinition(definition) as unknown as { grpc: { reflection: Record<string, { ServerReflection: typeof grpc.Client }> } };
   const Client = pkg.grpc.reflection[version]?.ServerReflection;
   assert.ok(Client, `grpc.reflection.${version}.ServerReflection in the shipped proto`);
@@ -321,7 +395,9 @@ function reflectionClient(version: 'v1' | 'v1alpha', address: string): grpc.Clie
 
 /** One request, one response on a ServerReflectionInfo stream. */
 function reflect(client: grpc.Client, request: Record<string, string>): Promise<ReflectionResponse> {
-  const stream = (client as unknown as { ServerReflectionInfo(options: grpc.CallOptions): grpc.ClientDuplexStream<unknown, ReflectionResponse> }).ServerReflectionInfo(deadline());
+  const stream = (
+    client as unknown as { ServerReflectionInfo(options: grpc.CallOptions): grpc.ClientDuplexStream<unknown, ReflectionResponse> }
+  ).ServerReflectionInfo(deadline());
   return new Promise<ReflectionResponse>((resolve, reject) => {
     stream.once('data', (response: ReflectionResponse) => {
       resolve(response);

@@ -5,14 +5,13 @@ import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../../src/model/discovery.js';
-import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { explainRequest } from '../../src/planner/explain.js';
 import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
-
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {
   return planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) });
@@ -40,7 +39,10 @@ function versions(tag: string): Record<ResourceTypeUrl, string> {
 }
 
 /** A node that has ACKed every type of `snapshot`; `types` overrides single types. */
-function node(snapshot: Record<ResourceTypeUrl, string>, opts: { connected?: number; types?: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> } = {}): AdsNodeStatus {
+function node(
+  snapshot: Record<ResourceTypeUrl, string>,
+  opts: { connected?: number; types?: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> } = {},
+): AdsNodeStatus {
   const types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> = {};
   for (const url of PUSH_ORDER) types[url] = { versionSent: snapshot[url], versionAcked: snapshot[url], subscribed: [] };
   return { connected: opts.connected ?? 1, snapshot, types: { ...types, ...opts.types } };
@@ -73,22 +75,38 @@ describe('adminStatus: apiservers', () => {
         left: { serves: CORE, leaseGoneForMs: GRACE_MS },
       }),
     );
-    assert.deepEqual(
-      Object.fromEntries(s.apiservers?.map((a) => [a.name, a.standing]) ?? []),
-      { up: 'available', down: 'unavailable', leaving: 'unavailable', left: 'gone' },
-    );
+    assert.deepEqual(Object.fromEntries(s.apiservers?.map((a) => [a.name, a.standing]) ?? []), {
+      up: 'available',
+      down: 'unavailable',
+      leaving: 'unavailable',
+      left: 'gone',
+    });
   });
 
   test('ready shows what /readyz last said, empty before it was read', () => {
     const m = model({ a: { serves: CORE }, b: { serves: CORE }, c: { serves: CORE } });
     (m.apiservers[0] as ApiserverObservation).ready = true;
     (m.apiservers[1] as ApiserverObservation).ready = false;
-    assert.deepEqual(status(m).apiservers?.map((a) => [a.name, a.ready]), [['a', 'yes'], ['b', 'no'], ['c', '']]);
+    assert.deepEqual(
+      status(m).apiservers?.map((a) => [a.name, a.ready]),
+      [
+        ['a', 'yes'],
+        ['b', 'no'],
+        ['c', ''],
+      ],
+    );
   });
 
   test('draining is true exactly for the apiservers being drained', () => {
     const s = status(model({ a: { serves: CORE }, b: { serves: CORE }, c: { serves: CORE } }), { draining: ['b'] });
-    assert.deepEqual(s.apiservers?.map((a) => [a.name, a.draining]), [['a', false], ['b', true], ['c', false]]);
+    assert.deepEqual(
+      s.apiservers?.map((a) => [a.name, a.draining]),
+      [
+        ['a', false],
+        ['b', true],
+        ['c', false],
+      ],
+    );
   });
 
   test('group_versions are apiVersion strings ("v1" for the core group), sorted and unique', () => {
@@ -154,7 +172,12 @@ describe('adminStatus: sidecars', () => {
   });
 
   test("the message of a type's last NACK is shown for that type only", () => {
-    const nacked = { versionSent: desired[TYPE_URL.listener], versionAcked: 'old-2', subscribed: [], lastNack: { version: desired[TYPE_URL.listener], message: 'bad listener', at: NOW } };
+    const nacked = {
+      versionSent: desired[TYPE_URL.listener],
+      versionAcked: 'old-2',
+      subscribed: [],
+      lastNack: { version: desired[TYPE_URL.listener], message: 'bad listener', at: NOW },
+    };
     const s = status(m, { ads: { a: node(desired, { types: { [TYPE_URL.listener]: nacked } }) } });
     const a = s.sidecars?.find((x) => x.node === 'a');
     assert.deepEqual(
@@ -203,7 +226,9 @@ describe('adminStatus: sidecars', () => {
 
 describe('explainRequest', () => {
   const explain = (m: ClusterModel, sidecar: string, path: string, opts: { draining?: string[]; peerProxied?: boolean } = {}) =>
-    explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []), departedGraceMs: GRACE_MS }, path, { peerProxied: opts.peerProxied ?? false });
+    explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []), departedGraceMs: GRACE_MS }, path, {
+      peerProxied: opts.peerProxied ?? false,
+    });
 
   test('a resource the local apiserver serves stays local: served-locally', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/default/pods');
@@ -215,7 +240,11 @@ describe('explainRequest', () => {
   });
 
   test('a resource only peers serve goes to them, naming them: reroute-to-peers', () => {
-    const e = explain(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] }, c: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/namespaces/ns/jobs/j');
+    const e = explain(
+      model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] }, c: { serves: [...CORE, ...BATCH] } }),
+      'a',
+      '/apis/batch/v1/namespaces/ns/jobs/j',
+    );
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b', 'c'] });
     assert.match(e.reason, /does not serve batch\/v1 jobs/);
     assert.match(e.reason, /b, c/);
@@ -294,7 +323,7 @@ describe('explainRequest', () => {
     assert.match(e.reason, /serves nothing in \/apis\/batch\/v1; a peer that does answers it: b \(rules peer-only-document, retry-connect-only\)$/);
   });
 
-  describe('a request kept local because the local apiserver\'s discovery is in doubt', () => {
+  describe("a request kept local because the local apiserver's discovery is in doubt", () => {
     const EMPTY = { kind: 'APIGroupDiscoveryList' as const, apiVersion: 'apidiscovery.k8s.io/v2' as const, metadata: {}, items: [] };
     const JOBS_ENTRY: Partial<DroppedDiscoveryEntry> = {
       group: 'batch',
@@ -356,24 +385,35 @@ describe('explainRequest', () => {
     });
 
     test('a resource listed only in an entry too long to route is explained as not routable', () => {
-      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [{ ...JOBS_ENTRY, kind: 'unroutable', reason: 'too long' }]);
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [
+        { ...JOBS_ENTRY, kind: 'unroutable', reason: 'too long' },
+      ]);
       const e = explain(m, 'a', '/apis/batch/v1/jobs');
       assert.match(e.reason, /own discovery of batch\/v1 jobs cannot be routed on \(dropped entry .*: too long\)/);
     });
 
-    test('while the local apiserver\'s served set is unknown, a resource only a peer serves is explained by the missing discovery', () => {
+    test("while the local apiserver's served set is unknown, a resource only a peer serves is explained by the missing discovery", () => {
       const e = explain(model({ a: { serves: [] }, b: { serves: [...CORE, ...BATCH] } }), 'a', '/apis/batch/v1/jobs');
       assert.deepEqual(e.destination, { kind: 'local' });
-      assert.match(e.reason, /^mvproxy has no usable discovery of the local apiserver a \(none read yet, only unreadable documents, or nothing routable in them\)/);
+      assert.match(
+        e.reason,
+        /^mvproxy has no usable discovery of the local apiserver a \(none read yet, only unreadable documents, or nothing routable in them\)/,
+      );
       assert.match(e.reason, /served locally, as without mvproxy/);
     });
 
     test('the discovery documents of a group-version in doubt locally are explained by the doubt', () => {
-      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [{ group: 'batch', version: 'v1', path: '$.items[1].versions[0]' }]);
+      const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [
+        { group: 'batch', version: 'v1', path: '$.items[1].versions[0]' },
+      ]);
       for (const path of ['/apis/batch/v1', '/openapi/v3/apis/batch/v1']) {
         const e = explain(m, 'a', path);
         assert.deepEqual(e.destination, { kind: 'local' }, path);
-        assert.match(e.reason, /^the local apiserver a's own discovery of batch\/v1 could not be read \(dropped entry \/apis \$\.items\[1\]\.versions\[0\]: test\)/, path);
+        assert.match(
+          e.reason,
+          /^the local apiserver a's own discovery of batch\/v1 could not be read \(dropped entry \/apis \$\.items\[1\]\.versions\[0\]: test\)/,
+          path,
+        );
         assert.ok(e.reason.includes(`: ${path} is answered locally, as without mvproxy`), e.reason);
       }
     });

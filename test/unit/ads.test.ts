@@ -31,7 +31,7 @@ function config(opts: { port?: number; routeCluster?: string; extraCluster?: boo
       eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' as const } },
     },
   ];
-  if (opts.extraCluster) clusters.push({ ...clusters[0]!, name: 'other' });
+  if (opts.extraCluster) clusters.push({ ...(clusters[0] as (typeof clusters)[number]), name: 'other' });
   return makeSnapshot({
     clusters,
     endpoints: clusters.map((c) => ({
@@ -60,7 +60,10 @@ class FakeEnvoy {
   private first = true;
 
   /** node null: send no node at all. */
-  constructor(address: string, readonly node: string | null) {
+  constructor(
+    address: string,
+    readonly node: string | null,
+  ) {
     const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
     const client = new Client(address, grpc.credentials.createInsecure());
     this.client = client;
@@ -106,7 +109,7 @@ class FakeEnvoy {
     while (this.queue.length === 0) {
       if (this.error) throw this.error;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error('no DiscoveryResponse within ' + timeoutMs + ' ms');
+      if (left <= 0) throw new Error(`no DiscoveryResponse within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.wake = () => {
@@ -116,7 +119,7 @@ class FakeEnvoy {
       });
       this.wake = undefined;
     }
-    return this.queue.shift()!;
+    return this.queue.shift() as NonNullable<ReturnType<typeof this.queue.shift>>;
   }
 
   /** Asserts that nothing arrives for a while. */
@@ -237,7 +240,7 @@ describe('ADS server', () => {
     assert.equal(response.type_url, CDS);
     assert.equal(response.version_info, snapshot.types[CDS].version);
     assert.deepEqual(names(response), ['backend', 'other']);
-    assert.equal((response.resources?.[0] as unknown as { '@type': string })['@type'], CDS);
+    assert.equal((response.resources?.[0] as unknown as { '@type': string } | undefined)?.['@type'], CDS);
   });
 
   it('records an ACK as the acked version', async (t) => {
@@ -507,7 +510,7 @@ describe('sidecar bootstrap', () => {
     assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
   });
 
-  it('raises the control plane cluster\'s circuit breakers: every ext_proc stream in flight is a request on it', () => {
+  it("raises the control plane cluster's circuit breakers: every ext_proc stream in flight is a request on it", () => {
     const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
     const clusters = (bootstrap['static_resources'] as { clusters: Array<Record<string, unknown>> }).clusters;
     const cluster = clusters.find((c) => c['name'] === 'mvproxy_xds');

@@ -48,9 +48,7 @@ const CORE_V1 = [
         resource('pods', 'Pod', ['create', 'delete', 'get', 'list'], {
           shortNames: ['po'],
           categories: ['all'],
-          subresources: [
-            { subresource: 'status', responseKind: { group: '', version: 'v1', kind: 'Pod' }, verbs: ['get', 'patch', 'update'] },
-          ],
+          subresources: [{ subresource: 'status', responseKind: { group: '', version: 'v1', kind: 'Pod' }, verbs: ['get', 'patch', 'update'] }],
         }),
         resource('namespaces', 'Namespace', ['get', 'list'], { scope: 'Cluster' }),
       ],
@@ -86,7 +84,10 @@ const BATCH = group('batch', [
 ]);
 
 const CRD_GROUP = group('stable.example.com', [
-  { version: 'v1', resources: [resource('crontabs', 'CronTab', ['get', 'list'], { responseKind: { group: 'stable.example.com', version: 'v1', kind: 'CronTab' } })] },
+  {
+    version: 'v1',
+    resources: [resource('crontabs', 'CronTab', ['get', 'list'], { responseKind: { group: 'stable.example.com', version: 'v1', kind: 'CronTab' } })],
+  },
 ]);
 
 function discovery(groups: unknown[], core: unknown[] = CORE_V1): ApiserverDiscovery {
@@ -169,10 +170,28 @@ describe('mergeDiscovery', () => {
   });
 
   test('consensus order keeps every list relative order and breaks ties by first appearance', () => {
-    assert.deepEqual(consensusOrder([['a', 'b', 'd'], ['a', 'c', 'd']]), ['a', 'b', 'c', 'd']);
-    assert.deepEqual(consensusOrder([['x', 'z'], ['y', 'x']]), ['y', 'x', 'z']);
+    assert.deepEqual(
+      consensusOrder([
+        ['a', 'b', 'd'],
+        ['a', 'c', 'd'],
+      ]),
+      ['a', 'b', 'c', 'd'],
+    );
+    assert.deepEqual(
+      consensusOrder([
+        ['x', 'z'],
+        ['y', 'x'],
+      ]),
+      ['y', 'x', 'z'],
+    );
     // Disagreeing lists (a cycle) still give one deterministic order.
-    assert.deepEqual(consensusOrder([['p', 'q'], ['q', 'p']]), ['p', 'q']);
+    assert.deepEqual(
+      consensusOrder([
+        ['p', 'q'],
+        ['q', 'p'],
+      ]),
+      ['p', 'q'],
+    );
   });
 
   test('a resource on several servers is the first entry with verbs and subresources unioned', () => {
@@ -218,7 +237,9 @@ describe('mergeDiscovery', () => {
 
   test('the core group is merged for /api', () => {
     const newerCore = [
-      group('', [{ version: 'v1', resources: [resource('pods', 'Pod', ['create', 'delete', 'get', 'list', 'watch']), resource('services', 'Service', ['get'])] }]),
+      group('', [
+        { version: 'v1', resources: [resource('pods', 'Pod', ['create', 'delete', 'get', 'list', 'watch']), resource('services', 'Service', ['get'])] },
+      ]),
     ];
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([])), apiserver('b', discovery([], newerCore))]), NOW);
     assert.deepEqual(
@@ -318,7 +339,12 @@ describe('renderAggregated', () => {
   test('protobuf writes empty scalar fields as Go does', () => {
     const body = renderAggregated(list([]), 'protobuf').body;
     // Unknown{typeMeta, raw=ListMeta{selfLink:"",resourceVersion:"",continue:""}, contentEncoding:"", contentType:""}
-    const typeMeta = Buffer.concat([Buffer.from([0x0a, 22]), Buffer.from('apidiscovery.k8s.io/v2'), Buffer.from([0x12, 21]), Buffer.from('APIGroupDiscoveryList')]);
+    const typeMeta = Buffer.concat([
+      Buffer.from([0x0a, 22]),
+      Buffer.from('apidiscovery.k8s.io/v2'),
+      Buffer.from([0x12, 21]),
+      Buffer.from('APIGroupDiscoveryList'),
+    ]);
     const raw = Buffer.from([0x0a, 0x06, 0x0a, 0x00, 0x12, 0x00, 0x1a, 0x00]);
     const expected = Buffer.concat([
       Buffer.from('k8s\0', 'latin1'),
@@ -353,11 +379,19 @@ describe('negotiateDiscovery', () => {
     ['protobuf nopeer', `${AGG_PROTOBUF};profile=nopeer,application/json`, { kind: 'nopeer' }],
     ['q-values reorder', `${AGG_JSON};q=0.5,application/json;q=0.9`, { kind: 'legacy' }],
     ['q=0 is not acceptable', `application/json;q=0,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
-    ['parameters in any order and with spaces', 'application/json; as=APIGroupDiscoveryList; v=v2; g=apidiscovery.k8s.io', { kind: 'aggregated', format: 'json' }],
+    [
+      'parameters in any order and with spaces',
+      'application/json; as=APIGroupDiscoveryList; v=v2; g=apidiscovery.k8s.io',
+      { kind: 'aggregated', format: 'json' },
+    ],
     ['quoted parameter values', 'application/json;g="apidiscovery.k8s.io";v="v2";as="APIGroupDiscoveryList"', { kind: 'aggregated', format: 'json' }],
     ['unsupported media type is skipped', `text/html,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
     ['a conversion discovery cannot do is skipped', `application/json;as=Table;v=v1;g=meta.k8s.io,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
-    ['aggregated YAML is not rendered; next range wins', `application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,${AGG_JSON}`, { kind: 'aggregated', format: 'json' }],
+    [
+      'aggregated YAML is not rendered; next range wins',
+      `application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,${AGG_JSON}`,
+      { kind: 'aggregated', format: 'json' },
+    ],
     ['media type is case-insensitive', 'Application/JSON;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList', { kind: 'aggregated', format: 'json' }],
   ];
   for (const [name, accept, expected] of table) {
@@ -431,7 +465,10 @@ describe('discoveryResponse', () => {
   });
 
   test('nopeer and legacy requests pass through to the local apiserver', () => {
-    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: `${AGG_NOPEER},${AGG_JSON}` }, merged()), { passThrough: true, reason: 'nopeer' });
+    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: `${AGG_NOPEER},${AGG_JSON}` }, merged()), {
+      passThrough: true,
+      reason: 'nopeer',
+    });
     assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: 'application/json' }, merged()), { passThrough: true, reason: 'legacy' });
   });
 
@@ -450,7 +487,10 @@ describe('parseOpenApiV3Index', () => {
     const dropped: DroppedOpenApiIndexEntry[] = [];
     const index = parseOpenApiV3Index({ paths: { 'api/v1': url('api/v1'), 'apis/batch/v1': '/openapi/v3/apis/batch/v1', version: url('version') } }, dropped);
     assert.deepEqual(index, { paths: { 'api/v1': url('api/v1'), version: url('version') } });
-    assert.deepEqual(dropped.map((d) => d.key), ['apis/batch/v1']);
+    assert.deepEqual(
+      dropped.map((d) => d.key),
+      ['apis/batch/v1'],
+    );
     assert.match(dropped[0]?.reason ?? '', /expected an object/);
   });
 
@@ -458,13 +498,16 @@ describe('parseOpenApiV3Index', () => {
     const dropped: DroppedOpenApiIndexEntry[] = [];
     const index = parseOpenApiV3Index({ paths: { 'api/v1': url('api/v1'), 'apis/batch/v1': { serverRelativeURL: 42 }, 'apis/apps/v1': {} } }, dropped);
     assert.deepEqual(Object.keys(index.paths), ['api/v1']);
-    assert.deepEqual(dropped.map((d) => [d.key, d.reason]), [
-      ['apis/batch/v1', 'serverRelativeURL: expected a string, got 42'],
-      ['apis/apps/v1', 'serverRelativeURL: expected a string, got nothing'],
-    ]);
+    assert.deepEqual(
+      dropped.map((d) => [d.key, d.reason]),
+      [
+        ['apis/batch/v1', 'serverRelativeURL: expected a string, got 42'],
+        ['apis/apps/v1', 'serverRelativeURL: expected a string, got nothing'],
+      ],
+    );
   });
 
-  test('every key is kept as listed, group-version or not, whatever its names and URL: the apiserver\'s own clients read it so', () => {
+  test("every key is kept as listed, group-version or not, whatever its names and URL: the apiserver's own clients read it so", () => {
     const paths = {
       version: url('version'),
       'apis/apps': url('apis/apps'),
@@ -494,7 +537,11 @@ describe('routableOpenApiIndex: the entries a sidecar may take from a peer', () 
   const index = (paths: Record<string, string>) => ({ paths: Object.fromEntries(Object.entries(paths).map(([k, u]) => [k, { serverRelativeURL: u }])) });
 
   test('group-version entries with valid names whose URL names that very document are kept', () => {
-    const listed = index({ 'api/v1': '/openapi/v3/api/v1?hash=A', 'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B', 'apis/stable.example.com/v1beta1': '/openapi/v3/apis/stable.example.com/v1beta1' });
+    const listed = index({
+      'api/v1': '/openapi/v3/api/v1?hash=A',
+      'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B',
+      'apis/stable.example.com/v1beta1': '/openapi/v3/apis/stable.example.com/v1beta1',
+    });
     const routable = routableOpenApiIndex(listed);
     assert.equal(routable.index, listed, 'the same object when nothing is dropped');
     assert.deepEqual(routable.dropped, []);
@@ -502,10 +549,19 @@ describe('routableOpenApiIndex: the entries a sidecar may take from a peer', () 
 
   test('a group-version entry with a group that is not a DNS-1123 subdomain or a version that is not a DNS-1035 label is dropped alone', () => {
     const routable = routableOpenApiIndex(
-      index({ 'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B', 'apis/Bad_Group/v1': '/openapi/v3/apis/Bad_Group/v1?hash=C', 'apis//v1': '/openapi/v3/apis//v1', 'api/V1': '/openapi/v3/api/V1', 'apis/batch/1v': '/openapi/v3/apis/batch/1v' }),
+      index({
+        'apis/batch/v1': '/openapi/v3/apis/batch/v1?hash=B',
+        'apis/Bad_Group/v1': '/openapi/v3/apis/Bad_Group/v1?hash=C',
+        'apis//v1': '/openapi/v3/apis//v1',
+        'api/V1': '/openapi/v3/api/V1',
+        'apis/batch/1v': '/openapi/v3/apis/batch/1v',
+      }),
     );
     assert.deepEqual(Object.keys(routable.index.paths), ['apis/batch/v1']);
-    assert.deepEqual(routable.dropped.map((d) => d.key), ['apis/Bad_Group/v1', 'apis//v1', 'api/V1', 'apis/batch/1v']);
+    assert.deepEqual(
+      routable.dropped.map((d) => d.key),
+      ['apis/Bad_Group/v1', 'apis//v1', 'api/V1', 'apis/batch/1v'],
+    );
     assert.match(routable.dropped[0]?.reason ?? '', /not a DNS-1123 subdomain/);
     assert.match(routable.dropped[2]?.reason ?? '', /not a DNS-1035 label/);
   });
@@ -527,7 +583,13 @@ describe('routableOpenApiIndex: the entries a sidecar may take from a peer', () 
   });
 
   test('keys that name no group-version are kept and not reported: the merge never takes them from a peer', () => {
-    const listed = index({ version: 'anything', 'apis/apps': '/openapi/v3/apis/apps', api: '/openapi/v3/api', 'openid/v1/jwks': '/openapi/v3/openid/v1/jwks', 'apis/a/b/c': 'x' });
+    const listed = index({
+      version: 'anything',
+      'apis/apps': '/openapi/v3/apis/apps',
+      api: '/openapi/v3/api',
+      'openid/v1/jwks': '/openapi/v3/openid/v1/jwks',
+      'apis/a/b/c': 'x',
+    });
     const routable = routableOpenApiIndex(listed);
     assert.equal(routable.index, listed);
     assert.deepEqual(routable.dropped, []);
@@ -552,14 +614,14 @@ describe('merged OpenAPI v3 index', () => {
     return merged.paths;
   };
 
-  test('the local apiserver\'s own entries are kept, hashes included: it serves those documents', () => {
+  test("the local apiserver's own entries are kept, hashes included: it serves those documents", () => {
     const paths = indexOf(pair(), 'a');
     assert.deepEqual(paths['api/v1'], entry('api/v1', 'A'));
     assert.deepEqual(paths['version'], entry('version', 'A'));
     assert.deepEqual(paths['apis/batch/v1'], entry('apis/batch/v1', 'A'));
   });
 
-  test('a group-version only a peer lists is added with that peer\'s entry', () => {
+  test("a group-version only a peer lists is added with that peer's entry", () => {
     assert.deepEqual(indexOf(pair(), 'a')['apis/apps/v1'], entry('apis/apps/v1', 'B'));
     assert.deepEqual(indexOf(pair(), 'b')['apis/batch/v1'], entry('apis/batch/v1', 'A'));
   });
@@ -581,7 +643,10 @@ describe('merged OpenAPI v3 index', () => {
 
   test('a CRD group-version is never taken from a peer (shared-state-local)', () => {
     const m = model(
-      [apiserver('a', withIndex(discovery([]), ['api/v1'], 'A')), apiserver('b', withIndex(discovery([CRD_GROUP]), ['api/v1', 'apis/stable.example.com/v1'], 'B'))],
+      [
+        apiserver('a', withIndex(discovery([]), ['api/v1'], 'A')),
+        apiserver('b', withIndex(discovery([CRD_GROUP]), ['api/v1', 'apis/stable.example.com/v1'], 'B')),
+      ],
       [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }],
     );
     assert.equal(indexOf(m, 'a')['apis/stable.example.com/v1'], undefined);
@@ -600,7 +665,7 @@ describe('merged OpenAPI v3 index', () => {
     assert.deepEqual(keys, [...keys].sort());
   });
 
-  test('without the local apiserver\'s index, there is no merged index and the apiserver answers itself', () => {
+  test("without the local apiserver's index, there is no merged index and the apiserver answers itself", () => {
     const m = model([apiserver('a', discovery([BATCH])), apiserver('b', withIndex(discovery([APPS]), ['apis/apps/v1'], 'B'))]);
     const merged = mergeDiscovery('a', m, NOW);
     assert.equal(merged.openapi, undefined);
@@ -629,69 +694,85 @@ describe('mergeDiscovery with malformed entries', () => {
   const WIDGETS = group('widgets.example.com', [
     {
       version: 'v1',
-      resources: [
-        resource('widgets', 'Widget', ['get', 'list']),
-        resource('', 'Nameless', ['get']),
-        resource('Gadgets', 'Gadget', ['get']),
-      ],
+      resources: [resource('widgets', 'Widget', ['get', 'list']), resource('', 'Nameless', ['get']), resource('Gadgets', 'Gadget', ['get'])],
     },
   ]);
   const widgetNames = (l: APIGroupDiscoveryList): string[] => findGroup(l, 'widgets.example.com').versions[0]?.resources.map((r) => r.resource) ?? [];
 
-  test('a peer\'s malformed entry is left out of the merged document; the rest of its document is merged', () => {
+  test("a peer's malformed entry is left out of the merged document; the rest of its document is merged", () => {
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([APPS, WIDGETS]))]), NOW);
     assert.deepEqual(widgetNames(merged.groups), ['widgets']);
     assert.deepEqual(groupNames(merged.groups), ['apps', 'widgets.example.com']);
   });
 
-  test('the local apiserver\'s own malformed entry stays in its merged document as it listed it', () => {
+  test("the local apiserver's own malformed entry stays in its merged document as it listed it", () => {
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS, WIDGETS])), apiserver('b', discovery([APPS]))]), NOW);
     assert.deepEqual(widgetNames(merged.groups), ['widgets', '', 'Gadgets']);
   });
 
   test('the same malformed entry in every apiserver (an APIService, shared-state-local) appears only as each local apiserver lists it', () => {
-    const m = model([apiserver('a', discovery([APPS, WIDGETS])), apiserver('b', discovery([APPS, WIDGETS]))], [
-      { group: 'widgets.example.com', version: 'v1', source: 'APIService' },
-    ]);
+    const m = model(
+      [apiserver('a', discovery([APPS, WIDGETS])), apiserver('b', discovery([APPS, WIDGETS]))],
+      [{ group: 'widgets.example.com', version: 'v1', source: 'APIService' }],
+    );
     assert.deepEqual(widgetNames(mergeDiscovery('a', m, NOW).groups), ['widgets', '', 'Gadgets']);
     assert.deepEqual(widgetNames(mergeDiscovery('b', m, NOW).groups), ['widgets', '', 'Gadgets']);
   });
 
-  test('a local malformed entry merged with a peer\'s valid entries still renders as JSON and protobuf', () => {
+  test("a local malformed entry merged with a peer's valid entries still renders as JSON and protobuf", () => {
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([WIDGETS])), apiserver('b', discovery([BATCH]))]), NOW);
     assert.deepEqual(groupNames(decodeAggregatedProtobuf(renderAggregated(merged.groups, 'protobuf').body)), ['widgets.example.com', 'batch']);
     assert.match(renderAggregated(merged.groups, 'json').body.toString('utf8'), /"resource":""/);
   });
 
   test('a peer\'s group named "", invalid group, and second entry of a group are left out', () => {
-    const bad = [group('', [{ version: 'v1', resources: [resource('things', 'Thing', ['get'])] }]), group('Bad.Example.com', [{ version: 'v1', resources: [resource('things', 'Thing', ['get'])] }])];
+    const bad = [
+      group('', [{ version: 'v1', resources: [resource('things', 'Thing', ['get'])] }]),
+      group('Bad.Example.com', [{ version: 'v1', resources: [resource('things', 'Thing', ['get'])] }]),
+    ];
     const batchAgain = group('batch', [{ version: 'v2', resources: [resource('jobs', 'Job', ['get'])] }]);
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([BATCH, ...bad, batchAgain]))]), NOW);
     assert.deepEqual(groupNames(merged.groups), ['apps', 'batch']);
-    assert.deepEqual(findGroup(merged.groups, 'batch').versions.map((v) => v.version), ['v1']);
+    assert.deepEqual(
+      findGroup(merged.groups, 'batch').versions.map((v) => v.version),
+      ['v1'],
+    );
   });
 
-  test('a peer\'s malformed version and subresource are left out; its resource stays', () => {
+  test("a peer's malformed version and subresource are left out; its resource stays", () => {
     const peerBatch = group('batch', [
       {
         version: 'v1',
-        resources: [resource('jobs', 'Job', ['get'], { subresources: [{ subresource: 'status', verbs: ['get'] }, { subresource: '', verbs: ['get'] }] })],
+        resources: [
+          resource('jobs', 'Job', ['get'], {
+            subresources: [
+              { subresource: 'status', verbs: ['get'] },
+              { subresource: '', verbs: ['get'] },
+            ],
+          }),
+        ],
       },
       { version: 'V2', resources: [resource('jobs', 'Job', ['get'])] },
     ]);
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([peerBatch]))]), NOW);
-    assert.deepEqual(findGroup(merged.groups, 'batch').versions.map((v) => v.version), ['v1']);
-    assert.deepEqual(findResource(merged.groups, 'batch', 'v1', 'jobs').subresources?.map((s) => s.subresource), ['status']);
+    assert.deepEqual(
+      findGroup(merged.groups, 'batch').versions.map((v) => v.version),
+      ['v1'],
+    );
+    assert.deepEqual(
+      findResource(merged.groups, 'batch', 'v1', 'jobs').subresources?.map((s) => s.subresource),
+      ['status'],
+    );
   });
 
-  test('a peer\'s second entry of a resource is not merged: the first one\'s verbs are', () => {
+  test("a peer's second entry of a resource is not merged: the first one's verbs are", () => {
     const twice = group('batch', [{ version: 'v1', resources: [resource('jobs', 'Job', ['get']), resource('jobs', 'Job', ['delete'])] }]);
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([twice]))]), NOW);
     assert.deepEqual(findResource(merged.groups, 'batch', 'v1', 'jobs').verbs, ['get']);
     assert.equal(findGroup(merged.groups, 'batch').versions[0]?.resources.length, 1);
   });
 
-  test('a peer\'s OpenAPI index entry whose serverRelativeURL does not name its document is not merged; the peer\'s other entries are', () => {
+  test("a peer's OpenAPI index entry whose serverRelativeURL does not name its document is not merged; the peer's other entries are", () => {
     const peer: ApiserverDiscovery = {
       ...discovery([BATCH, APPS]),
       openapi: {
@@ -704,10 +785,13 @@ describe('mergeDiscovery with malformed entries', () => {
     };
     const local: ApiserverDiscovery = { ...discovery([]), openapi: { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' } } } };
     const merged = mergeDiscovery('a', model([apiserver('a', local), apiserver('b', peer)]), NOW);
-    assert.deepEqual(merged.openapi?.paths, { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' } });
+    assert.deepEqual(merged.openapi?.paths, {
+      'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' },
+      'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' },
+    });
   });
 
-  test('the local apiserver\'s own OpenAPI index entries are kept as it listed them, even those a peer could not offer', () => {
+  test("the local apiserver's own OpenAPI index entries are kept as it listed them, even those a peer could not offer", () => {
     const paths = {
       'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' },
       'apis/batch/v1': { serverRelativeURL: '/somewhere/else?hash=A' },
@@ -717,10 +801,15 @@ describe('mergeDiscovery with malformed entries', () => {
     assert.deepEqual(merged.openapi?.paths, paths);
   });
 
-  test('a peer\'s OpenAPI index entry for a group-version it lists only malformed is not merged', () => {
+  test("a peer's OpenAPI index entry for a group-version it lists only malformed is not merged", () => {
     const paths = ['api/v1', 'apis/batch/v1', 'apis/batch/V2'];
     const peer: ApiserverDiscovery = {
-      ...discovery([group('batch', [{ version: 'v1', resources: [resource('jobs', 'Job', ['get'])] }, { version: 'V2', resources: [resource('jobs', 'Job', ['get'])] }])]),
+      ...discovery([
+        group('batch', [
+          { version: 'v1', resources: [resource('jobs', 'Job', ['get'])] },
+          { version: 'V2', resources: [resource('jobs', 'Job', ['get'])] },
+        ]),
+      ]),
       openapi: { paths: Object.fromEntries(paths.map((p) => [p, { serverRelativeURL: `/openapi/v3/${p}?hash=B` }])) },
     };
     const local: ApiserverDiscovery = { ...discovery([APPS]), openapi: { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' } } } };

@@ -28,7 +28,10 @@ describe('drain file', () => {
   it('a file that is not JSON is an error naming the file, not an empty list', () => {
     const path = join(folder(), 'drains.json');
     writeFileSync(path, '{"draining": [');
-    assert.throws(() => readDrains(path), (err: Error) => err.message.includes(path) && /fix or remove it/.test(err.message));
+    assert.throws(
+      () => readDrains(path),
+      (err: Error) => err.message.includes(path) && /fix or remove it/.test(err.message),
+    );
   });
 
   it('JSON of the wrong shape is an error, not an empty list', () => {

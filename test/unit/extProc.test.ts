@@ -53,7 +53,11 @@ after(async () => {
 
 type Stream = grpc.ClientDuplexStream<ProcessingRequest, ProcessingResponse__Output>;
 
-function openStream(metadata: Record<string, string> = GROUPS): { stream: Stream; next: () => Promise<ProcessingResponse__Output>; ended: Promise<grpc.StatusObject> } {
+function openStream(metadata: Record<string, string> = GROUPS): {
+  stream: Stream;
+  next: () => Promise<ProcessingResponse__Output>;
+  ended: Promise<grpc.StatusObject>;
+} {
   const Client = envoyGrpc().envoy.service.ext_proc.v3.ExternalProcessor;
   const client = new Client(address, grpc.credentials.createInsecure());
   const md = new grpc.Metadata();
@@ -101,7 +105,6 @@ async function oneRequest(request: ProcessingRequest, metadata?: Record<string, 
   return response;
 }
 
-
 /** Request headers, then the apiserver's response headers with this status, on one stream: both answers. */
 async function discoveryExchange(
   request: ProcessingRequest,
@@ -126,19 +129,32 @@ describe('ExtProcServer', () => {
   test('on the request headers the request goes on to the apiserver without If-None-Match, the responder not asked yet', async () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"abc"'], ['authorization', 'Bearer t']]));
+    const response = await oneRequest(
+      base('/apis', [
+        ['accept', AGGREGATED],
+        ['if-none-match', '"abc"'],
+        ['authorization', 'Bearer t'],
+      ]),
+    );
     assert.equal(response.immediate_response, undefined);
     assert.deepEqual(response.request_headers?.response?.header_mutation?.remove_headers, ['if-none-match']);
-    assert.equal(response.request_headers?.response?.header_mutation?.set_headers?.length ?? 0, 0, 'nothing else changes: identity is not ext_proc\'s');
+    assert.equal(response.request_headers?.response?.header_mutation?.set_headers?.length ?? 0, 0, "nothing else changes: identity is not ext_proc's");
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('an apiserver 200 is replaced by the responder\'s document for the route\'s document, bytes and headers intact', async () => {
+  test("an apiserver 200 is replaced by the responder's document for the route's document, bytes and headers intact", async () => {
     discoveryCalls.length = 0;
     const body = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0x80, 0x0a]);
     respond = () => ({ status: 200, headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf', etag: '"abc"', 'content-length': '7' }, body });
     const before = await counter('discovery');
-    const [, response] = await discoveryExchange(base('/apis?timeout=32s', [['accept', AGGREGATED], ['if-none-match', '"old"'], ['authorization', 'Bearer t']]), '200');
+    const [, response] = await discoveryExchange(
+      base('/apis?timeout=32s', [
+        ['accept', AGGREGATED],
+        ['if-none-match', '"old"'],
+        ['authorization', 'Bearer t'],
+      ]),
+      '200',
+    );
     assert.deepEqual(discoveryCalls, [{ node: NODE, request: { document: 'group-discovery', accept: AGGREGATED, ifNoneMatch: '"old"' } }]);
     const immediate = response.immediate_response;
     assert.equal(immediate?.status?.code, 'OK');
@@ -167,13 +183,27 @@ describe('ExtProcServer', () => {
 
   test('an apiserver 304 is replaced like a 200', async () => {
     respond = () => ({ status: 200, headers: { etag: '"abc"' }, body: Buffer.from('{}') });
-    const [, response] = await discoveryExchange(base('/api', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '304', CORE);
+    const [, response] = await discoveryExchange(
+      base('/api', [
+        ['accept', AGGREGATED],
+        ['authorization', 'Bearer t'],
+      ]),
+      '304',
+      CORE,
+    );
     assert.equal(response.immediate_response?.status?.code, 'OK');
   });
 
   test('a 304 from the responder is sent as is', async () => {
     respond = () => ({ status: 304, headers: { etag: '"abc"' }, body: Buffer.alloc(0) });
-    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"abc"'], ['authorization', 'Bearer t']]), '200');
+    const [, response] = await discoveryExchange(
+      base('/apis', [
+        ['accept', AGGREGATED],
+        ['if-none-match', '"abc"'],
+        ['authorization', 'Bearer t'],
+      ]),
+      '200',
+    );
     assert.equal(response.immediate_response?.status?.code, 'NotModified');
   });
 
@@ -181,16 +211,28 @@ describe('ExtProcServer', () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
     for (const status of ['401', '403', '404', '500', '503']) {
-      const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer made-up']]), status);
+      const [, response] = await discoveryExchange(
+        base('/apis', [
+          ['accept', AGGREGATED],
+          ['authorization', 'Bearer made-up'],
+        ]),
+        status,
+      );
       assert.ok(response.response_headers, status);
       assert.equal(response.immediate_response, undefined, status);
     }
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('when the responder has no answer the apiserver\'s 200 passes', async () => {
+  test("when the responder has no answer the apiserver's 200 passes", async () => {
     respond = () => undefined;
-    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
+    const [, response] = await discoveryExchange(
+      base('/apis', [
+        ['accept', AGGREGATED],
+        ['authorization', 'Bearer t'],
+      ]),
+      '200',
+    );
     assert.ok(response.response_headers);
     assert.equal(response.immediate_response, undefined);
   });
@@ -200,7 +242,14 @@ describe('ExtProcServer', () => {
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
     const routes: Array<Record<string, string>> = [{ 'x-mvproxy-node': NODE }, { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'pods' }];
     for (const metadata of routes) {
-      const [request, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['if-none-match', '"x"']]), '200', metadata);
+      const [request, response] = await discoveryExchange(
+        base('/apis', [
+          ['accept', AGGREGATED],
+          ['if-none-match', '"x"'],
+        ]),
+        '200',
+        metadata,
+      );
       assert.equal(request.request_headers?.response, undefined);
       assert.ok(response.response_headers);
       assert.equal(response.immediate_response, undefined);
@@ -208,12 +257,18 @@ describe('ExtProcServer', () => {
     assert.deepEqual(discoveryCalls, []);
   });
 
-  test('a failing responder lets the local apiserver\'s 200 through (never a 503), counted as an error', async () => {
+  test("a failing responder lets the local apiserver's 200 through (never a 503), counted as an error", async () => {
     respond = () => {
       throw new Error('boom');
     };
     const before = await counter('error');
-    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED], ['authorization', 'Bearer t']]), '200');
+    const [, response] = await discoveryExchange(
+      base('/apis', [
+        ['accept', AGGREGATED],
+        ['authorization', 'Bearer t'],
+      ]),
+      '200',
+    );
     assert.ok(response.response_headers);
     assert.equal(response.immediate_response, undefined);
     assert.equal(await counter('error'), before + 1);

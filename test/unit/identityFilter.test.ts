@@ -49,10 +49,7 @@ function values(result: RequestResult, name: string): string[] {
   return result.headers.filter(([k]) => k.toLowerCase() === name).map(([, v]) => v);
 }
 
-type Outcome =
-  | { kind: 'rejected' }
-  | { kind: 'none' }
-  | { kind: 'identity'; user: string; groups: string[]; uid?: string };
+type Outcome = { kind: 'rejected' } | { kind: 'none' } | { kind: 'identity'; user: string; groups: string[]; uid?: string };
 
 /** What the apiserver would receive: an identity, none, or a 401 from the filter. */
 function outcome(result: RequestResult): Outcome {
@@ -219,7 +216,13 @@ describe('identity from the client certificate', () => {
   });
 
   test('a multi-valued RDN is flattened in its encoded order', () => {
-    const der = derCert({ subject: name([[O, 0x0c, 'first'], [CN, 0x0c, 'carol'], [O, 0x0c, 'second']]) });
+    const der = derCert({
+      subject: name([
+        [O, 0x0c, 'first'],
+        [CN, 0x0c, 'carol'],
+        [O, 0x0c, 'second'],
+      ]),
+    });
     assert.deepEqual(outcomeOfDer(der), { kind: 'identity', user: 'carol', groups: ['first', 'second'] });
   });
 
@@ -236,10 +239,11 @@ describe('identity from the client certificate', () => {
   });
 
   test('PrintableString, IA5String and BMPString values are decoded', async () => {
-    assert.deepEqual(
-      await outcomeOf({ name: [{ O: [{ printableString: 'printable' }] }, { O: [{ bmpString: 'bmp é€' }] }, { CN: [{ ia5String: 'ia5' }] }] }),
-      { kind: 'identity', user: 'ia5', groups: ['printable', 'bmp é€'] },
-    );
+    assert.deepEqual(await outcomeOf({ name: [{ O: [{ printableString: 'printable' }] }, { O: [{ bmpString: 'bmp é€' }] }, { CN: [{ ia5String: 'ia5' }] }] }), {
+      kind: 'identity',
+      user: 'ia5',
+      groups: ['printable', 'bmp é€'],
+    });
   });
 
   test('T61String is read as ISO 8859-1 and NumericString as digits, as Go does', () => {
@@ -364,7 +368,20 @@ describe('UID', () => {
   });
 
   test('two UID attributes in one multi-valued RDN are rejected too', () => {
-    assert.deepEqual(outcomeOfDer(derCert({ subject: name([[CN, 0x0c, 'dave']], [[UID, 0x0c, '1'], [UID, 0x0c, '2']]) })), { kind: 'rejected' });
+    assert.deepEqual(
+      outcomeOfDer(
+        derCert({
+          subject: name(
+            [[CN, 0x0c, 'dave']],
+            [
+              [UID, 0x0c, '1'],
+              [UID, 0x0c, '2'],
+            ],
+          ),
+        }),
+      ),
+      { kind: 'rejected' },
+    );
   });
 
   test('an empty UID is rejected', () => {
@@ -403,7 +420,10 @@ describe('a refused certificate with a bearer token', () => {
 
 describe('validity period', () => {
   const SECOND = 1_000_000_000n;
-  const at = (date: Date): (() => bigint) => () => BigInt(date.getTime()) * 1_000_000n;
+  const at =
+    (date: Date): (() => bigint) =>
+    () =>
+      BigInt(date.getTime()) * 1_000_000n;
 
   test('an expired certificate is rejected', async () => {
     const cert = await leaf({ name: [{ CN: ['old'] }], notBefore: new Date(Date.now() - 86_400_000), notAfter: new Date(Date.now() - 60_000) });
@@ -658,7 +678,6 @@ describe('x-forwarded-client-cert', () => {
     // A mutation of the Cert part keeps the (cached) Hash, so some are still read.
     assert.ok(kinds.has('rejected'), [...kinds].join());
   });
-
 });
 
 describe('rejection', () => {
@@ -839,7 +858,7 @@ describe('plugin configuration', () => {
 });
 
 describe('plugin and stream contexts', () => {
-  test('each stream uses its own plugin context\'s configuration, with thousands of streams open at once', async () => {
+  test("each stream uses its own plugin context's configuration, with thousands of streams open at once", async () => {
     const cert = await leaf({ name: [{ CN: ['alice'] }] });
     const host = newHost({ configuration: '{"userHeader":"x-user-a"}' });
     const rootA = host.pluginContextId;

@@ -28,13 +28,7 @@ import { componentPaths, ensureComponents, ensureEnvoyOnly } from '../../src/ins
 import { tempSiblingPath } from '../../src/util/atomicWrite.js';
 import { formatDuration } from '../../src/install/progress.js';
 import { commandFailureMessage, formatCommand, LineSplitter, runLogged, Tail, versionLine } from '../../src/install/run.js';
-import {
-  assertPublished,
-  parseEnvoyVersion,
-  parseEtcdVersion,
-  parseKubernetesVersion,
-  suggestReleases,
-} from '../../src/install/versions.js';
+import { assertPublished, parseEnvoyVersion, parseEtcdVersion, parseKubernetesVersion, suggestReleases } from '../../src/install/versions.js';
 
 // Trimmed from k8s.io/kubernetes v1.37.2's go.mod: the parts the generator reads.
 const SAMPLE_KUBERNETES_GO_MOD = `// This is a generated file. Do not edit directly.
@@ -349,10 +343,7 @@ describe('warm run', () => {
   });
 
   it('rejects a bad version before touching the cache', async () => {
-    await assert.rejects(
-      ensureComponents({ kubernetesVersions: ['v1.37.2; rm -rf'], cacheRoot: '/nonexistent/mvproxy-cache' }),
-      /invalid Kubernetes version/,
-    );
+    await assert.rejects(ensureComponents({ kubernetesVersions: ['v1.37.2; rm -rf'], cacheRoot: '/nonexistent/mvproxy-cache' }), /invalid Kubernetes version/);
   });
 
   it('Envoy alone (install --only envoy) needs nothing else in the cache and no module proxy', async () => {

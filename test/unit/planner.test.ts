@@ -9,7 +9,6 @@ import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
 import { destinationForRequest, drainedApiservers, planSidecars } from '../../src/planner/planner.js';
 
-
 function planFor(node: string, m: ClusterModel, draining: string[] = []): SidecarPlan {
   const plan = planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) }).find((p) => p.node === node);
   assert.ok(plan, `a plan for ${node}`);
@@ -123,7 +122,10 @@ describe('planSidecars', () => {
 
   test('local-only group-versions (shared-state-local) get no group-document routes', () => {
     const crd = served('example.com', 'v1', 'widgets');
-    const plan = planFor('b', model({ a: { serves: [...CORE, crd] }, b: { serves: CORE } }, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]));
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [...CORE, crd] }, b: { serves: CORE } }, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]),
+    );
     assert.deepEqual(plan.groupDocuments, []);
     assert.deepEqual(destination(plan, '/apis/example.com/v1'), LOCAL);
   });
@@ -193,10 +195,7 @@ describe('planSidecars', () => {
 
   test('a resource served by a live peer and an unavailable one is rerouted to the live one only', () => {
     // TestPeerProxiedRequestToThirdServerAfterFirstDies: a stopped, c still serves batch.
-    const plan = planFor(
-      'b',
-      model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000 }, b: { serves: CORE }, c: { serves: [...CORE, ...BATCH] } }),
-    );
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000 }, b: { serves: CORE }, c: { serves: [...CORE, ...BATCH] } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'peers', peers: ['c'] });
   });
 
@@ -256,10 +255,7 @@ describe('planSidecars', () => {
   });
 
   test('a subresource served only by an unavailable peer is unavailable even where its resource is local', () => {
-    const plan = planFor(
-      'b',
-      model({ a: { serves: [served('', 'v1', 'pods', ['resize'])], reachable: false }, b: { serves: [served('', 'v1', 'pods')] } }),
-    );
+    const plan = planFor('b', model({ a: { serves: [served('', 'v1', 'pods', ['resize'])], reachable: false }, b: { serves: [served('', 'v1', 'pods')] } }));
     assert.deepEqual(destination(plan, '/api/v1/namespaces/x/pods/p/resize'), { kind: 'unavailable', servedBy: ['a'] });
     assert.deepEqual(destination(plan, '/api/v1/namespaces/x/pods/p'), LOCAL);
   });
@@ -291,7 +287,7 @@ describe('planSidecars while an operator drains apiservers', () => {
   const JOBS = '/apis/batch/v1/namespaces/default/jobs';
   const PODS = '/api/v1/namespaces/default/pods';
 
-  test('a draining apiserver\'s own sidecar sends what a peer also serves to that peer', () => {
+  test("a draining apiserver's own sidecar sends what a peer also serves to that peer", () => {
     const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), ['a']);
     assert.deepEqual(destination(plan, PODS), { kind: 'peers', peers: ['b'] });
     assert.deepEqual(destination(plan, `${PODS}/web/log`), { kind: 'peers', peers: ['b'] });
@@ -357,7 +353,7 @@ describe('planSidecars with apiservers that fail /readyz (starting, or in their 
     return m;
   };
 
-  test('a not-ready apiserver\'s own sidecar sends what a ready peer also serves to that peer', () => {
+  test("a not-ready apiserver's own sidecar sends what a ready peer also serves to that peer", () => {
     const plan = planFor('a', notReady(model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }), 'a'));
     assert.deepEqual(destination(plan, PODS), { kind: 'peers', peers: ['b'] });
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), LOCAL, 'what only it serves stays: no 503');
@@ -404,7 +400,7 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
     assert.deepEqual(destination(plan, SVM), LOCAL);
   });
 
-  test('while the local apiserver\'s served set is unknown, its discovery documents stay local', () => {
+  test("while the local apiserver's served set is unknown, its discovery documents stay local", () => {
     const plan = planFor('a', model({ a: { serves: [] }, b: { serves: [...CORE, ...BATCH] } }));
     assert.deepEqual(plan.groupDocuments, []);
     assert.equal(plan.fallback, undefined);
@@ -429,7 +425,9 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
   });
 
   test('a resource in doubt locally is never a 503, even when only unavailable peers serve it', () => {
-    const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH], reachable: false } }), 'a', [{ group: 'batch', version: 'v1', resource: 'jobs' }]);
+    const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH], reachable: false } }), 'a', [
+      { group: 'batch', version: 'v1', resource: 'jobs' },
+    ]);
     assert.deepEqual(destination(planFor('a', m), JOBS), LOCAL);
   });
 
@@ -477,7 +475,9 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
 
   test('the same malformed entry listed by every apiserver (kube-aggregator copies it) leaves the skew routed on every sidecar', () => {
     const aggregated = { group: 'widgets.example.com', version: 'v1', resource: '' };
-    let m = model({ old: { serves: [...CORE, ...BATCH] }, new: { serves: [...CORE, ...BATCH, ...SVMS] } }, [{ group: 'widgets.example.com', version: 'v1', source: 'APIService' }]);
+    let m = model({ old: { serves: [...CORE, ...BATCH] }, new: { serves: [...CORE, ...BATCH, ...SVMS] } }, [
+      { group: 'widgets.example.com', version: 'v1', source: 'APIService' },
+    ]);
     m = withDropped(withDropped(m, 'old', [aggregated]), 'new', [aggregated]);
     assert.deepEqual(destination(planFor('old', m), SVM), { kind: 'peers', peers: ['new'] });
     assert.deepEqual(destination(planFor('old', m), JOBS), LOCAL);

@@ -85,7 +85,13 @@ function declared(name: string, i: number): ServedApiserver {
 function config(names: readonly string[]): Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> {
   return {
     apiservers: names.map(declared),
-    tls: { clientCa: '/pki/ca.crt', frontProxyClientCert: '/pki/fp.crt', frontProxyClientKey: '/pki/fp.key', peerCa: '/pki/ca.crt', peerServerName: 'kubernetes.default.svc' },
+    tls: {
+      clientCa: '/pki/ca.crt',
+      frontProxyClientCert: '/pki/fp.crt',
+      frontProxyClientKey: '/pki/fp.key',
+      peerCa: '/pki/ca.crt',
+      peerServerName: 'kubernetes.default.svc',
+    },
     departedGraceSeconds: GRACE_SECONDS,
   };
 }
@@ -191,7 +197,7 @@ describe('reconcile', () => {
     }
   });
 
-  it("changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there", () => {
+  it('changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there', () => {
     const before = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
     const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': [...CORE, ...MIGRATION] }));
     assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS'], 'kas-b': ['RDS'], 'kas-c': [] });

@@ -34,8 +34,19 @@ describe('serve configuration', () => {
 
   it('every problem is reported at once, naming its field', () => {
     const problems = problemsOf({ apiservers: [{ name: 'Bad_Name', address: 'nowhere' }], tls: {}, xds: {} });
-    for (const field of ['kubeconfig', 'apiservers[0].name', 'apiservers[0].hostname', 'apiservers[0].address', 'apiservers[0].sidecar', 'tls.clientCa', 'xds']) {
-      assert.ok(problems.some((p) => p.startsWith(field)), `expected a problem about ${field} in ${JSON.stringify(problems)}`);
+    for (const field of [
+      'kubeconfig',
+      'apiservers[0].name',
+      'apiservers[0].hostname',
+      'apiservers[0].address',
+      'apiservers[0].sidecar',
+      'tls.clientCa',
+      'xds',
+    ]) {
+      assert.ok(
+        problems.some((p) => p.startsWith(field)),
+        `expected a problem about ${field} in ${JSON.stringify(problems)}`,
+      );
     }
   });
 
@@ -55,7 +66,10 @@ describe('serve configuration', () => {
   });
 
   it('a peer egress proxy is read as host:port', () => {
-    assert.deepEqual(parseServeConfig({ ...valid, peerEgressProxy: 'proxy.internal:3128' }, '/etc/mvproxy', false).peerEgressProxy, { host: 'proxy.internal', port: 3128 });
+    assert.deepEqual(parseServeConfig({ ...valid, peerEgressProxy: 'proxy.internal:3128' }, '/etc/mvproxy', false).peerEgressProxy, {
+      host: 'proxy.internal',
+      port: 3128,
+    });
     assert.ok(problemsOf({ ...valid, peerEgressProxy: 'no-port' }).some((p) => p.startsWith('peerEgressProxy')));
   });
 

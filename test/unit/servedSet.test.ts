@@ -47,7 +47,9 @@ const CORE = list([
 const GROUPS = list([
   {
     metadata: { name: 'batch', creationTimestamp: null },
-    versions: [{ version: 'v1', resources: [{ resource: 'jobs', scope: 'Namespaced', verbs: ['get'], subresources: [{ subresource: 'status', verbs: null }] }] }],
+    versions: [
+      { version: 'v1', resources: [{ resource: 'jobs', scope: 'Namespaced', verbs: ['get'], subresources: [{ subresource: 'status', verbs: null }] }] },
+    ],
   },
   {
     metadata: { name: 'apps' },
@@ -127,10 +129,12 @@ describe('parseAggregatedDiscovery', () => {
   test('unknown fields are kept', () => {
     const parsed = parseAggregatedDiscovery({
       ...valid,
-      items: [{ metadata: { name: 'x' }, futureField: 1, versions: [{ version: 'v1', resources: [{ resource: 'r', scope: 'Cluster', verbs: [], extra: 'e' }] }] }],
+      items: [
+        { metadata: { name: 'x' }, futureField: 1, versions: [{ version: 'v1', resources: [{ resource: 'r', scope: 'Cluster', verbs: [], extra: 'e' }] }] },
+      ],
     });
     assert.equal((parsed.items[0] as unknown as Record<string, unknown>)['futureField'], 1);
-    assert.equal((parsed.items[0]?.versions[0]?.resources[0] as unknown as Record<string, unknown>)['extra'], 'e');
+    assert.equal((parsed.items[0]?.versions[0]?.resources[0] as unknown as Record<string, unknown> | undefined)?.['extra'], 'e');
   });
 
   test('missing items is an error naming $.items', () => {
@@ -138,10 +142,7 @@ describe('parseAggregatedDiscovery', () => {
   });
 
   test('a non-aggregated APIGroupList is rejected with a hint', () => {
-    assert.throws(
-      () => parseAggregatedDiscovery({ kind: 'APIGroupList', apiVersion: 'v1', groups: [] }),
-      /got kind "APIGroupList".*aggregated discovery/,
-    );
+    assert.throws(() => parseAggregatedDiscovery({ kind: 'APIGroupList', apiVersion: 'v1', groups: [] }), /got kind "APIGroupList".*aggregated discovery/);
   });
 
   test('a wrong apiVersion is rejected', () => {
@@ -150,10 +151,13 @@ describe('parseAggregatedDiscovery', () => {
 
   test('a missing metadata.name of the core group and a null one read as ""', () => {
     const parsed = parseAggregatedDiscovery({ ...valid, items: [{ metadata: { name: null }, versions: [] }, { versions: [] }] });
-    assert.deepEqual(parsed.items.map((g) => g.metadata.name), ['', '']);
+    assert.deepEqual(
+      parsed.items.map((g) => g.metadata.name),
+      ['', ''],
+    );
   });
 
-  test('an entry without the document\'s types is dropped and reported with its path; its siblings stay', () => {
+  test("an entry without the document's types is dropped and reported with its path; its siblings stay", () => {
     const dropped: DroppedDiscoveryEntry[] = [];
     const parsed = parseAggregatedDiscovery(
       {
@@ -175,7 +179,10 @@ describe('parseAggregatedDiscovery', () => {
       },
       dropped,
     );
-    assert.deepEqual(parsed.items[0]?.versions[0]?.resources.map((r) => r.resource), ['replicasets']);
+    assert.deepEqual(
+      parsed.items[0]?.versions[0]?.resources.map((r) => r.resource),
+      ['replicasets'],
+    );
     assert.deepEqual(dropped, [
       {
         document: '/apis',
@@ -189,9 +196,12 @@ describe('parseAggregatedDiscovery', () => {
     ]);
   });
 
-  test('an entry whose name is not a string is reported under its parent\'s names only', () => {
+  test("an entry whose name is not a string is reported under its parent's names only", () => {
     const dropped: DroppedDiscoveryEntry[] = [];
-    parseAggregatedDiscovery({ ...valid, items: [{ metadata: { name: 'a' }, versions: [{ version: 'v1', resources: [{ resource: 7, scope: 'Cluster', verbs: [] }] }] }] }, dropped);
+    parseAggregatedDiscovery(
+      { ...valid, items: [{ metadata: { name: 'a' }, versions: [{ version: 'v1', resources: [{ resource: 7, scope: 'Cluster', verbs: [] }] }] }] },
+      dropped,
+    );
     assert.deepEqual(
       dropped.map((d) => [d.group, d.version, d.resource, d.path]),
       [['a', 'v1', undefined, '$.items[0].versions[0].resources[0].resource']],
@@ -200,7 +210,13 @@ describe('parseAggregatedDiscovery', () => {
 
   test('names are not judged when reading: a resource named "" stays in the document as the apiserver wrote it', () => {
     const dropped: DroppedDiscoveryEntry[] = [];
-    const parsed = parseAggregatedDiscovery({ ...valid, items: [{ metadata: { name: 'a.example.com' }, versions: [{ version: 'v1', resources: [{ resource: '', scope: 'Cluster', verbs: ['get'] }] }] }] }, dropped);
+    const parsed = parseAggregatedDiscovery(
+      {
+        ...valid,
+        items: [{ metadata: { name: 'a.example.com' }, versions: [{ version: 'v1', resources: [{ resource: '', scope: 'Cluster', verbs: ['get'] }] }] }],
+      },
+      dropped,
+    );
     assert.equal(parsed.items[0]?.versions[0]?.resources[0]?.resource, '');
     assert.deepEqual(dropped, []);
   });
@@ -241,7 +257,15 @@ function rawCore(): Raw {
 
 function rawGroups(): Raw {
   return raw([
-    { metadata: { name: 'apps' }, versions: [{ version: 'v1', resources: [{ resource: 'deployments', scope: 'Namespaced', verbs: ['get'], subresources: [{ subresource: 'scale', verbs: ['get'] }] }] }] },
+    {
+      metadata: { name: 'apps' },
+      versions: [
+        {
+          version: 'v1',
+          resources: [{ resource: 'deployments', scope: 'Namespaced', verbs: ['get'], subresources: [{ subresource: 'scale', verbs: ['get'] }] }],
+        },
+      ],
+    },
     {
       metadata: { name: 'widgets.example.com' },
       versions: [
@@ -251,7 +275,10 @@ function rawGroups(): Raw {
         },
       ],
     },
-    { metadata: { name: 'storagemigration.k8s.io' }, versions: [{ version: 'v1', resources: [{ resource: 'storageversionmigrations', scope: 'Cluster', verbs: ['list'] }] }] },
+    {
+      metadata: { name: 'storagemigration.k8s.io' },
+      versions: [{ version: 'v1', resources: [{ resource: 'storageversionmigrations', scope: 'Cluster', verbs: ['list'] }] }],
+    },
   ]);
 }
 
@@ -316,7 +343,13 @@ const MALFORMED: Array<[string, Place, unknown, Array<string | undefined>, Dropp
   ['a resource name with a regex metacharacter', 'resource', R('gadgets.*'), ['widgets.example.com', 'v1', 'gadgets.*']],
   ['a resource name starting with "-"', 'resource', R('-gadgets'), ['widgets.example.com', 'v1', '-gadgets']],
   ['a resource name of 64 characters', 'resource', R('a'.repeat(64)), ['widgets.example.com', 'v1', 'a'.repeat(64)]],
-  ['a resource name too long for a route matcher', 'resource', R('a'.repeat(MAX_ROUTED_RESOURCE_CHARS + 1)), ['widgets.example.com', 'v1', 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS + 1)], 'unroutable'],
+  [
+    'a resource name too long for a route matcher',
+    'resource',
+    R('a'.repeat(MAX_ROUTED_RESOURCE_CHARS + 1)),
+    ['widgets.example.com', 'v1', 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS + 1)],
+    'unroutable',
+  ],
   ['a resource name that is not a string', 'resource', R(7), ['widgets.example.com', 'v1', undefined]],
   ['a resource with an unknown scope', 'resource', R('gadgets', { scope: 'Global' }), ['widgets.example.com', 'v1', 'gadgets']],
   ['a resource without a scope', 'resource', R('gadgets', { scope: undefined }), ['widgets.example.com', 'v1', 'gadgets']],
@@ -332,11 +365,27 @@ const MALFORMED: Array<[string, Place, unknown, Array<string | undefined>, Dropp
   ['a subresource named ""', 'subresource', { subresource: '', verbs: ['get'] }, ['widgets.example.com', 'v1', 'widgets', '']],
   ['a subresource name with "/"', 'subresource', { subresource: 'a/b', verbs: ['get'] }, ['widgets.example.com', 'v1', 'widgets', 'a/b']],
   ['a subresource name in upper case', 'subresource', { subresource: 'Scale', verbs: ['get'] }, ['widgets.example.com', 'v1', 'widgets', 'Scale']],
-  ['a subresource too long for a route matcher with its resource', 'subresource', { subresource: 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS), verbs: ['get'] }, ['widgets.example.com', 'v1', 'widgets', 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS)], 'unroutable'],
+  [
+    'a subresource too long for a route matcher with its resource',
+    'subresource',
+    { subresource: 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS), verbs: ['get'] },
+    ['widgets.example.com', 'v1', 'widgets', 'a'.repeat(MAX_ROUTED_RESOURCE_CHARS)],
+    'unroutable',
+  ],
   ['a subresource whose verbs are not a list', 'subresource', { subresource: 'scale', verbs: 'get' }, ['widgets.example.com', 'v1', 'widgets', 'scale']],
-  ['a subresource with an acceptedType that is not an object', 'subresource', { subresource: 'scale', verbs: ['get'], acceptedTypes: ['Scale'] }, ['widgets.example.com', 'v1', 'widgets', 'scale']],
+  [
+    'a subresource with an acceptedType that is not an object',
+    'subresource',
+    { subresource: 'scale', verbs: ['get'], acceptedTypes: ['Scale'] },
+    ['widgets.example.com', 'v1', 'widgets', 'scale'],
+  ],
   ['a subresource entry that is a number', 'subresource', 3, ['widgets.example.com', 'v1', 'widgets', undefined]],
-  ['a subresource listed twice (the second is dropped)', 'subresource', { subresource: 'status', verbs: ['patch'] }, ['widgets.example.com', 'v1', 'widgets', 'status']],
+  [
+    'a subresource listed twice (the second is dropped)',
+    'subresource',
+    { subresource: 'status', verbs: ['patch'] },
+    ['widgets.example.com', 'v1', 'widgets', 'status'],
+  ],
   ['a version named ""', 'version', V(''), ['widgets.example.com', '']],
   ['a version in upper case', 'version', V('V2'), ['widgets.example.com', 'V2']],
   ['a version starting with a digit (not a DNS-1035 label)', 'version', V('2'), ['widgets.example.com', '2']],
@@ -346,7 +395,13 @@ const MALFORMED: Array<[string, Place, unknown, Array<string | undefined>, Dropp
   ['a version with an unknown freshness', 'version', V('v2', { freshness: 'Fresh' }), ['widgets.example.com', 'v2']],
   ['a version whose resources are not a list', 'version', V('v2', { resources: 'gadgets' }), ['widgets.example.com', 'v2']],
   ['a version listed twice (the second is dropped)', 'version', V('v1'), ['widgets.example.com', 'v1']],
-  ['a group-version too long for a route matcher', 'version', V(`v${'a'.repeat(MAX_ROUTED_GROUP_VERSION_CHARS - 'widgets.example.com'.length)}`), ['widgets.example.com', `v${'a'.repeat(MAX_ROUTED_GROUP_VERSION_CHARS - 'widgets.example.com'.length)}`], 'unroutable'],
+  [
+    'a group-version too long for a route matcher',
+    'version',
+    V(`v${'a'.repeat(MAX_ROUTED_GROUP_VERSION_CHARS - 'widgets.example.com'.length)}`),
+    ['widgets.example.com', `v${'a'.repeat(MAX_ROUTED_GROUP_VERSION_CHARS - 'widgets.example.com'.length)}`],
+    'unroutable',
+  ],
   ['a group named "" under /apis', 'group', G(''), ['']],
   ['a group without metadata under /apis', 'group', { versions: [V('v1')] }, ['']],
   ['a group name in upper case', 'group', G('Gadgets.example.com'), ['Gadgets.example.com']],
@@ -457,8 +512,14 @@ describe('routableDiscovery', () => {
             },
           ],
         },
-        { metadata: { name: 'certificates.k8s.io' }, versions: [{ version: 'v1', resources: [R('certificatesigningrequests', { subresources: [{ subresource: 'approval', verbs: ['get'] }] })] }] },
-        { metadata: { name: 'flowcontrol.apiserver.k8s.io' }, versions: [{ version: 'v1beta3', resources: [R('prioritylevelconfigurations', { subresources: [{ subresource: 'status', verbs: ['get'] }] })] }] },
+        {
+          metadata: { name: 'certificates.k8s.io' },
+          versions: [{ version: 'v1', resources: [R('certificatesigningrequests', { subresources: [{ subresource: 'approval', verbs: ['get'] }] })] }],
+        },
+        {
+          metadata: { name: 'flowcontrol.apiserver.k8s.io' },
+          versions: [{ version: 'v1beta3', resources: [R('prioritylevelconfigurations', { subresources: [{ subresource: 'status', verbs: ['get'] }] })] }],
+        },
       ]),
     );
     assert.deepEqual(routableDiscovery(groups, '/apis').dropped, []);
@@ -484,12 +545,19 @@ describe('the route-matcher budget', () => {
     const longVersion = `v${'a'.repeat(62)}`;
     const kept = parseAggregatedDiscovery(
       raw([
-        { metadata: { name: longGroup }, versions: [{ version, resources: [R(resource), R(shortResource, { subresources: [{ subresource, verbs: ['get'] }] })] }] },
+        {
+          metadata: { name: longGroup },
+          versions: [{ version, resources: [R(resource), R(shortResource, { subresources: [{ subresource, verbs: ['get'] }] })] }],
+        },
         { metadata: { name: 'g' }, versions: [{ version: longVersion, resources: [R(resource)] }] },
       ]),
     );
     assert.deepEqual(routableDiscovery(kept, '/apis').dropped, []);
-    const core = parseAggregatedDiscovery(raw([{ versions: [{ version: longVersion, resources: [R(resource), R(shortResource, { subresources: [{ subresource, verbs: ['get'] }] })] }] }]), [], '/api');
+    const core = parseAggregatedDiscovery(
+      raw([{ versions: [{ version: longVersion, resources: [R(resource), R(shortResource, { subresources: [{ subresource, verbs: ['get'] }] })] }] }]),
+      [],
+      '/api',
+    );
     assert.deepEqual(routableDiscovery(core, '/api').dropped, []);
 
     const peers = { kind: 'peers' as const, peers: ['b'] };

@@ -122,7 +122,9 @@ const CORE_BODY = discoveryBody([{ name: '', resource: 'pods' }]);
  * copies from an extension server without checking it).
  */
 function malformedApisBody(options: { withApps?: boolean } = {}): string {
-  const good = JSON.parse(discoveryBody([{ name: 'batch', resource: 'jobs' }, ...(options.withApps ? [{ name: 'apps', resource: 'deployments' }] : [])])) as { items: unknown[] };
+  const good = JSON.parse(discoveryBody([{ name: 'batch', resource: 'jobs' }, ...(options.withApps ? [{ name: 'apps', resource: 'deployments' }] : [])])) as {
+    items: unknown[];
+  };
   good.items.push({
     metadata: { name: 'widgets.example.com' },
     versions: [
@@ -142,7 +144,9 @@ const APIS_BODY = discoveryBody([{ name: 'batch', resource: 'jobs' }]);
 
 type Responder = (path: string, headers: Record<string, string>) => HttpResponse | Error;
 
-const OPENAPI_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A1' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B1' } } };
+const OPENAPI_INDEX = {
+  paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A1' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B1' } },
+};
 
 /**
  * OPENAPI_INDEX plus an entry without a serverRelativeURL (dropped) and one
@@ -225,10 +229,7 @@ describe('DiscoveryFetcher', () => {
     const { fetcher } = newFetcher(transport, new FakeTime());
     await fetcher.start();
     fetcher.stop();
-    assert.deepEqual(
-      transport.calls.map((c) => c.path).sort(),
-      ['/api', '/apis'],
-    );
+    assert.deepEqual(transport.calls.map((c) => c.path).sort(), ['/api', '/apis']);
     for (const call of transport.calls) {
       assert.equal(call.headers['Accept'], AGGREGATED_DISCOVERY_ACCEPT);
       assert.equal('If-None-Match' in call.headers, false);
@@ -415,7 +416,14 @@ describe('DiscoveryFetcher', () => {
     transport.respondReadyz = () => ({ status: 200, body: 'ok' });
     await time.advance(1000);
     fetcher.stop();
-    assert.deepEqual(updates.map((u) => [u.reachable, u.ready]), [[true, true], [true, false], [true, true]]);
+    assert.deepEqual(
+      updates.map((u) => [u.reachable, u.ready]),
+      [
+        [true, true],
+        [true, false],
+        [true, true],
+      ],
+    );
   });
 
   test('while /readyz fails, polls come four times as often, so readiness is seen within a quarter interval', async () => {
@@ -549,7 +557,8 @@ describe('DiscoveryFetcher', () => {
     const { fetcher, updates } = newFetcher(transport, time);
     await fetcher.start();
     const lastGood = updates[0]?.discovery;
-    transport.respond = (p, headers) => (p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers));
+    transport.respond = (p, headers) =>
+      p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers);
     await time.advance(3000);
     fetcher.stop();
     assert.equal(updates.length, 1, 'nothing changed for the model');
@@ -560,7 +569,8 @@ describe('DiscoveryFetcher', () => {
   test('a body over the size limit counts one too_large sync error until the document reads well again, not one per poll', async () => {
     const time = new FakeTime();
     const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
-    const tooLarge: Responder = (p, headers) => (p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers));
+    const tooLarge: Responder = (p, headers) =>
+      p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers);
     const transport = new FakeTransport(tooLarge);
     const { fetcher, metrics } = newFetcher(transport, time);
     await fetcher.start();
@@ -579,7 +589,9 @@ describe('DiscoveryFetcher', () => {
     const time = new FakeTime();
     const { logger, lines } = captureLogger();
     const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
-    const transport = new FakeTransport((p, headers) => (p === '/api' ? new HttpTransportError('too_large', 'GET /api: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers)));
+    const transport = new FakeTransport((p, headers) =>
+      p === '/api' ? new HttpTransportError('too_large', 'GET /api: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers),
+    );
     const { fetcher } = newFetcher(transport, time, { logger });
     await fetcher.start();
     await time.advance(5000);
@@ -609,7 +621,10 @@ describe('DiscoveryFetcher', () => {
     const { fetcher, updates } = newFetcher(transport, time);
     await fetcher.start();
     fetcher.stop();
-    assert.deepEqual(updates.map((u) => [u.reachable, u.discovery]), [[true, undefined]]);
+    assert.deepEqual(
+      updates.map((u) => [u.reachable, u.discovery]),
+      [[true, undefined]],
+    );
   });
 
   test('a new /api is used while /apis is unreadable, with the last good /apis', async () => {
@@ -661,13 +676,10 @@ describe('DiscoveryFetcher', () => {
     await time.advance(5000);
     fetcher.stop();
     const warnings = lines.filter((l) => l.level >= WARN);
-    assert.deepEqual(
-      warnings.map((w) => [w['apiserver'], w['path'], w['entry']]).sort(),
-      [
-        ['a', '/apis', 'group "widgets.example.com" version "v1" resource ""'],
-        ['a', '/apis', 'group "widgets.example.com" version "v1" resource "gadgets"'],
-      ],
-    );
+    assert.deepEqual(warnings.map((w) => [w['apiserver'], w['path'], w['entry']]).sort(), [
+      ['a', '/apis', 'group "widgets.example.com" version "v1" resource ""'],
+      ['a', '/apis', 'group "widgets.example.com" version "v1" resource "gadgets"'],
+    ]);
     assert.match(String(warnings[0]?.['reason']), /Global|DNS-1123 label/);
   });
 
@@ -704,7 +716,15 @@ describe('DiscoveryFetcher', () => {
     const time = new FakeTime();
     const { logger, lines } = captureLogger();
     const long = 'a'.repeat(60);
-    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: discoveryBody([{ name: 'batch', resource: 'jobs' }, { name: 'x.example.com', resource: long }]) }));
+    const transport = new FakeTransport(
+      apiserverResponder({
+        core: CORE_BODY,
+        apis: discoveryBody([
+          { name: 'batch', resource: 'jobs' },
+          { name: 'x.example.com', resource: long },
+        ]),
+      }),
+    );
     const { fetcher, metrics } = newFetcher(transport, time, { logger });
     await fetcher.start();
     fetcher.stop();
@@ -841,7 +861,10 @@ describe('apiserver HTTPS transport', () => {
     });
     const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { timeoutMs: 200 });
     try {
-      await assert.rejects(transport.get('/api', {}, new AbortController().signal), (err: unknown) => err instanceof HttpTransportError && err.kind === 'timeout');
+      await assert.rejects(
+        transport.get('/api', {}, new AbortController().signal),
+        (err: unknown) => err instanceof HttpTransportError && err.kind === 'timeout',
+      );
     } finally {
       transport.close();
       server.closeAllConnections();
@@ -1051,15 +1074,30 @@ function apiService(group: string, version: string, service: { namespace: string
 describe('LocalOnlyWatcher', () => {
   function newLocalOnlyWatcher(time: FakeTime, client: FakeListWatch, graceMs = 300_000) {
     const changes: LocalOnlyGroupVersion[][] = [];
-    const watcher = new LocalOnlyWatcher({ client, onChange: (gvs) => changes.push(gvs), logger: pino({ level: 'silent' }), clock: time.clock, timers: time, graceMs });
+    const watcher = new LocalOnlyWatcher({
+      client,
+      onChange: (gvs) => changes.push(gvs),
+      logger: pino({ level: 'silent' }),
+      clock: time.clock,
+      timers: time,
+      graceMs,
+    });
     return { watcher, changes };
   }
 
   test('served CRD versions and aggregated APIServices are local-only; unserved versions and local APIServices are not', async () => {
     const time = new FakeTime();
     const client = new FakeListWatch();
-    client.objects.set(CRD_PATH, [crd('widgets.example.com', 'example.com', [{ name: 'v1', served: true }, { name: 'v1alpha1', served: false }])]);
-    client.objects.set(APISERVICE_PATH, [apiService('metrics.k8s.io', 'v1beta1', { namespace: 'kube-system', name: 'metrics-server' }), apiService('apps', 'v1', null)]);
+    client.objects.set(CRD_PATH, [
+      crd('widgets.example.com', 'example.com', [
+        { name: 'v1', served: true },
+        { name: 'v1alpha1', served: false },
+      ]),
+    ]);
+    client.objects.set(APISERVICE_PATH, [
+      apiService('metrics.k8s.io', 'v1beta1', { namespace: 'kube-system', name: 'metrics-server' }),
+      apiService('apps', 'v1', null),
+    ]);
     const { watcher } = newLocalOnlyWatcher(time, client);
     await watcher.start();
     watcher.stop();
@@ -1187,7 +1225,13 @@ describe('ClusterObserver', () => {
     observer.stop();
     assert.equal(models.length, 1);
     const model = models[0];
-    assert.deepEqual(model?.apiservers.map((a) => a.servedSet.map((r) => `${r.group}/${r.resource}`)), [['/pods', 'batch/jobs'], ['/pods', 'batch/jobs']]);
+    assert.deepEqual(
+      model?.apiservers.map((a) => a.servedSet.map((r) => `${r.group}/${r.resource}`)),
+      [
+        ['/pods', 'batch/jobs'],
+        ['/pods', 'batch/jobs'],
+      ],
+    );
     assert.equal(model?.apiservers[0]?.lease?.holderIdentity, 'h1');
     assert.deepEqual(model?.localOnly, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]);
   });
@@ -1213,7 +1257,7 @@ describe('ClusterObserver', () => {
     );
   });
 
-  test('each apiserver\'s readiness reaches the model as its discovery source reports it', async () => {
+  test("each apiserver's readiness reaches the model as its discovery source reports it", async () => {
     const time = new FakeTime();
     const { observer, models, fetchers } = newObserver(time);
     await observer.start();
@@ -1222,7 +1266,13 @@ describe('ClusterObserver', () => {
     fetchers.get('b')?.emit({ reachable: false });
     await time.advance(50);
     observer.stop();
-    assert.deepEqual(models.at(-1)?.apiservers.map((a) => [a.endpoint.name, a.ready]), [['a', false], ['b', undefined]]);
+    assert.deepEqual(
+      models.at(-1)?.apiservers.map((a) => [a.endpoint.name, a.ready]),
+      [
+        ['a', false],
+        ['b', undefined],
+      ],
+    );
   });
 
   test('listeners hear nothing until every source made its first attempt', async () => {
@@ -1260,7 +1310,7 @@ describe('ClusterObserver', () => {
     assert.equal(models[0]?.apiservers[0]?.lease?.holderIdentity, 'h1');
   });
 
-  test('a changed holderIdentity refreshes that apiserver\'s discovery only', async () => {
+  test("a changed holderIdentity refreshes that apiserver's discovery only", async () => {
     const time = new FakeTime();
     const { observer, fetchers, leases } = newObserver(time);
     await observer.start();
@@ -1275,7 +1325,7 @@ describe('ClusterObserver', () => {
     assert.equal(fetchers.get('b')?.refreshes, 0);
   });
 
-  test('a lease that disappears refreshes that apiserver\'s discovery', async () => {
+  test("a lease that disappears refreshes that apiserver's discovery", async () => {
     const time = new FakeTime();
     const { observer, fetchers, leases } = newObserver(time);
     await observer.start();
@@ -1286,7 +1336,7 @@ describe('ClusterObserver', () => {
     assert.equal(fetchers.get('b')?.refreshes, before + 1);
   });
 
-  test('listeners are told when a departed apiserver\'s grace ends; the model keeps what it observed', async () => {
+  test("listeners are told when a departed apiserver's grace ends; the model keeps what it observed", async () => {
     const time = new FakeTime();
     const { observer, models, fetchers, leases } = newObserver(time, { leaseGraceMs: 300_000 });
     await observer.start();
@@ -1314,8 +1364,14 @@ describe('ClusterObserver', () => {
     await time.advance(100);
     const snapshot = observer.snapshot();
     observer.stop();
-    assert.deepEqual(snapshot.apiservers.map((a) => a.endpoint), [ENDPOINT_A, ENDPOINT_B]);
-    assert.equal(snapshot.apiservers.some((a) => a.lease !== undefined), false);
+    assert.deepEqual(
+      snapshot.apiservers.map((a) => a.endpoint),
+      [ENDPOINT_A, ENDPOINT_B],
+    );
+    assert.equal(
+      snapshot.apiservers.some((a) => a.lease !== undefined),
+      false,
+    );
   });
 
   test('stop stops every source and no notification follows', async () => {

@@ -152,17 +152,16 @@ function assertRetryableStatus(mapper: ResponseMapper | undefined, message: RegE
   assert.equal(status.reason, 'ServiceUnavailable');
   assert.match(status.message, message);
   assert.equal(mapper?.body_format_override?.content_type, 'application/json');
-  assert.deepEqual(mapper?.headers_to_add?.map((h) => [h.header?.key, h.header?.value]), [['retry-after', '1']]);
+  assert.deepEqual(
+    mapper?.headers_to_add?.map((h) => [h.header?.key, h.header?.value]),
+    [['retry-after', '1']],
+  );
 }
-
 
 function connectionManager(resources: EnvoyResources): HttpConnectionManager {
   const filter = resources.listeners[0]?.filter_chains?.[0]?.filters?.[0];
   assert.equal(filter?.name, 'envoy.filters.network.http_connection_manager');
-  return unpack<HttpConnectionManager>(
-    filter?.typed_config,
-    'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-  );
+  return unpack<HttpConnectionManager>(filter?.typed_config, 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager');
 }
 
 function routesOf(resources: EnvoyResources): Route[] {
@@ -193,9 +192,9 @@ function envoyNormalize(rawPath: string): string {
   const queryAt = rawPath.indexOf('?');
   const path = queryAt === -1 ? rawPath : rawPath.slice(0, queryAt);
   const query = queryAt === -1 ? '' : rawPath.slice(queryAt);
-  const decoded = path.replace(/\\/g, '/').replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+  const decoded = path.replace(/\\/g, '/').replace(/%([0-9A-Fa-f]{2})/g, (escaped, hex: string) => {
     const char = String.fromCharCode(parseInt(hex, 16));
-    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escape;
+    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escaped;
   });
   const segments = decoded.split('/');
   const output: string[] = [];
@@ -218,16 +217,14 @@ function fullMatch(regex: string, value: string): boolean {
 function headerMatches(matcher: HeaderMatcher, path: string, headers: Record<string, string>): boolean {
   const known = new Set(['name', 'present_match', 'string_match', 'invert_match']);
   for (const key of Object.keys(matcher)) assert.ok(known.has(key), `the test evaluator understands header matcher field ${key}`);
-  const value = matcher.name === ':path' ? path : matcher.name === ':method' ? headers[':method'] ?? 'GET' : headers[matcher.name ?? ''];
+  const value = matcher.name === ':path' ? path : matcher.name === ':method' ? (headers[':method'] ?? 'GET') : headers[matcher.name ?? ''];
   const invert = matcher.invert_match === true;
   if (matcher.present_match) return (value !== undefined) !== invert;
   const stringMatch = matcher.string_match ?? {};
   for (const key of Object.keys(stringMatch)) assert.ok(['safe_regex', 'contains', 'ignore_case'].includes(key), `string matcher field ${key}`);
   if (value === undefined) return false; // Envoy: a missing header matches no string matcher, inverted or not
   if (stringMatch.contains !== undefined) {
-    const found = stringMatch.ignore_case
-      ? value.toLowerCase().includes(stringMatch.contains.toLowerCase())
-      : value.includes(stringMatch.contains);
+    const found = stringMatch.ignore_case ? value.toLowerCase().includes(stringMatch.contains.toLowerCase()) : value.includes(stringMatch.contains);
     return found !== invert;
   }
   const regex = stringMatch.safe_regex?.regex;
@@ -477,7 +474,14 @@ describe('translateSidecar', () => {
     test('the contract holds for every representative plan', () => {
       for (const p of [NO_PEERS, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, LONG_NAMES, FALLBACK]) {
         const documents = ['/apis/apps', '/apis/apps/', '/apis/storagemigration.k8s.io', '/apis/storagemigration.k8s.io/v1/', '/apis/batch/v2'];
-        const openapi = ['/openapi/v3', '/openapi/v3/', '/openapi/v3/apis/storagemigration.k8s.io/v1?hash=AB12', '/openapi/v3/apis/batch/v2', '/openapi/v3/apis/apps', '/openapi/v3/api/v1'];
+        const openapi = [
+          '/openapi/v3',
+          '/openapi/v3/',
+          '/openapi/v3/apis/storagemigration.k8s.io/v1?hash=AB12',
+          '/openapi/v3/apis/batch/v2',
+          '/openapi/v3/apis/apps',
+          '/openapi/v3/api/v1',
+        ];
         const health = ['/healthz', '/livez', '/readyz', '/readyz/etcd', '/readyz?verbose', '/healthzz', '/version'];
         documents.push(...openapi, ...health);
         for (const path of [...cornerCases, ...documents, '/apis/admissionregistration.k8s.io/v1alpha1/validatingadmissionpolicies/p/status']) {
@@ -549,12 +553,7 @@ describe('translateSidecar', () => {
         assert.deepEqual(retry?.num_retries, { value: 3 });
         assert.deepEqual(
           retry?.retry_host_predicate?.map((p) => [p.name, p.typed_config && 'type_url' in p.typed_config ? p.typed_config.type_url : undefined]),
-          [
-            [
-              'envoy.retry_host_predicates.previous_hosts',
-              'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
-            ],
-          ],
+          [['envoy.retry_host_predicates.previous_hosts', 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate']],
         );
       }
     });
@@ -571,7 +570,10 @@ describe('translateSidecar', () => {
     test('the local apiserver and every peer get a cluster in each of the four flavours, whether or not a route uses them', () => {
       const resources = translateSidecar(plan([]), settings);
       const flavours = (set: string): string[] => [set, `${set}-front-proxy`, `${set}-h1`, `${set}-h1-front-proxy`];
-      assert.deepEqual(resources.clusters.map((c) => c.name), [...flavours('local'), ...flavours('peer-b'), ...flavours('peer-c')]);
+      assert.deepEqual(
+        resources.clusters.map((c) => c.name),
+        [...flavours('local'), ...flavours('peer-b'), ...flavours('peer-c')],
+      );
       for (const c of resources.clusters) {
         assert.equal(c.eds_cluster_config?.service_name, /^(local|peer-b|peer-c)/.exec(c.name ?? '')?.[0], `${c.name} shares its set's endpoints`);
       }
@@ -624,7 +626,10 @@ describe('translateSidecar', () => {
       const peer = cluster(resources, 'peer-b');
       assert.equal(peer.type, 'STRICT_DNS');
       assert.equal(peer.load_assignment?.endpoints?.[0]?.lb_endpoints?.[0]?.endpoint?.address?.socket_address?.address, 'apiserver-b.example');
-      assert.equal(resources.endpoints.some((e) => e.cluster_name === 'peer-b'), false);
+      assert.equal(
+        resources.endpoints.some((e) => e.cluster_name === 'peer-b'),
+        false,
+      );
     });
 
     test('every apiserver connection verifies the peer CA as kubernetes.default.svc', () => {
@@ -768,7 +773,7 @@ describe('translateSidecar', () => {
       assert.deepEqual(hcm.set_current_client_cert_details, { cert: true });
     });
 
-    test('the identity filter carries the compiled module inline, fails closed and names the apiserver\'s identity headers', () => {
+    test("the identity filter carries the compiled module inline, fails closed and names the apiserver's identity headers", () => {
       const filter = (connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? []).find((f) => f.name === 'mvproxy.identity');
       assert.equal(filter?.disabled, undefined, 'on unless a route switches it off');
       const wasm = unpack<Wasm>(filter?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
@@ -853,9 +858,10 @@ describe('translateSidecar', () => {
     test('the OpenAPI v3 index goes to the local apiserver through ext_proc, told it is the index', () => {
       const route = selectRoute(translateSidecar(NO_PEERS, settings), { path: '/openapi/v3' });
       const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
-      assert.deepEqual(unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute').overrides?.grpc_initial_metadata, [
-        { key: 'x-mvproxy-document', value: 'openapi-index' },
-      ]);
+      assert.deepEqual(
+        unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute').overrides?.grpc_initial_metadata,
+        [{ key: 'x-mvproxy-document', value: 'openapi-index' }],
+      );
     });
 
     test('discovery with profile=nopeer, unaggregated discovery and group documents served locally skip ext_proc', () => {

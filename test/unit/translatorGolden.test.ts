@@ -23,13 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import { translateSidecar, type EnvoyResources, type TranslatorSettings } from '../../src/translator/translator.js';
-import {
-  goldenSettings,
-  settingsFilePaths,
-  throwawaySettings,
-  TRANSLATOR_GOLDEN_CASES,
-  type TranslatorGoldenCase,
-} from '../support/translatorFixtures.js';
+import { goldenSettings, settingsFilePaths, throwawaySettings, TRANSLATOR_GOLDEN_CASES, type TranslatorGoldenCase } from '../support/translatorFixtures.js';
 import { validateWithEnvoy } from '../support/validate.js';
 
 const UPDATE = process.env['MVPROXY_UPDATE_GOLDEN'] === '1';
@@ -96,7 +90,9 @@ function formatJson(value: unknown, indent: string, prefixLength: number): strin
 function formatJsonOneLine(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(formatJsonOneLine).join(', ')}]`;
-  return `{${Object.entries(value).map(([name, item]) => `${JSON.stringify(name)}: ${formatJsonOneLine(item)}`).join(', ')}}`;
+  return `{${Object.entries(value)
+    .map(([name, item]) => `${JSON.stringify(name)}: ${formatJsonOneLine(item)}`)
+    .join(', ')}}`;
 }
 
 /** The golden file's text for a case: its inputs and the translator's output. */
