@@ -3,7 +3,7 @@
 // process's command line.
 import { join } from 'node:path';
 import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
-import type { SandboxPki } from './pki.js';
+import { SANDBOX_SERVICE_CLUSTER_IP_RANGE, type SandboxPki } from './pki.js';
 import type { ManagedProcess, ProcessSpec } from './processes.js';
 
 export interface ApiserverSpec {
@@ -110,7 +110,7 @@ export function kubeApiserverProcess(o: {
     `--service-account-key-file=${pki.serviceAccount.publicKey}`,
     `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
     '--authorization-mode=RBAC',
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SANDBOX_SERVICE_CLUSTER_IP_RANGE}`,
     `--cert-dir=${join(o.dir, 'certs', spec.name)}`,
     '--profiling=false',
   ];
