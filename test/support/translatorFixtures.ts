@@ -2,7 +2,10 @@
 // shape of TranslatorSettings every test builds.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import type { GroupDocumentRoute, PlannedApiserver, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
 import { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME, type TranslatorSettings } from '../../src/translator/translator.js';
@@ -62,6 +65,16 @@ export function throwawaySettings(dir: string, port = 6443): TranslatorSettings 
     frontProxyKey: file('front-proxy.key'),
     peerCa: file('peer-ca.crt'),
   });
+}
+
+/**
+ * throwawaySettings in a new temporary directory, made when called (at a test
+ * file's top level) and removed after that file's tests.
+ */
+export function throwawaySettingsForTestFile(prefix: string): TranslatorSettings {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return throwawaySettings(dir);
 }
 
 /** The fields of an Any in `{'@type', ...}` form, as message T. */
