@@ -1,149 +1,22 @@
 // ADS server against a real grpc-js client over a Unix socket: the protocol
 // rules (ACK, NACK, stale nonce, ordering, names) without an Envoy.
+// The client: test/support/fakeEnvoy.ts; the snapshot: test/support/snapshotFixtures.ts.
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { sendGarbage } from '../support/garbage.js';
 import { NackError, hasAcked, waitForAck, waitForNack } from '../support/adsWait.js';
 import pino from 'pino';
-import { envoyGrpc } from '../../src/xds/protos.js';
 import { AdsServer, type AdsMetrics } from '../../src/servers/ads.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
-import { TYPE_URL, makeSnapshot, snapshotVersions, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
-import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
-import { rdsListener } from '../support/envoy.js';
-import type { DiscoveryRequest } from '../../src/generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+import { FakeEnvoy } from '../support/fakeEnvoy.js';
+import { CDS, EDS, LDS, RDS, config } from '../support/snapshotFixtures.js';
 
 const NODE = 'apiserver-a';
-const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URL;
-
-/** A small but complete config: EDS cluster, its endpoints, a listener using RDS, the route. */
-function config(opts: { port?: number; routeCluster?: string; extraCluster?: boolean } = {}): Snapshot {
-  const clusters = [
-    {
-      name: 'backend',
-      type: 'EDS' as const,
-      connect_timeout: { seconds: 1 },
-      eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' as const } },
-    },
-  ];
-  if (opts.extraCluster) clusters.push({ ...(clusters[0] as (typeof clusters)[number]), name: 'other' });
-  return makeSnapshot({
-    clusters,
-    endpoints: clusters.map((c) => ({
-      cluster_name: c.name,
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.port ?? 8080 } } } }] }],
-    })),
-    listeners: [rdsListener('ingress', 10000)],
-    routes: [
-      {
-        name: 'ingress',
-        virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: opts.routeCluster ?? 'backend' } }] }],
-      },
-      { name: 'unused', virtual_hosts: [] },
-    ],
-  });
-}
-
-/** The client half of an ADS stream, as Envoy would drive it. */
-class FakeEnvoy {
-  readonly received: DiscoveryResponse__Output[] = [];
-  error: grpc.ServiceError | undefined;
-  private readonly client: grpc.Client;
-  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse__Output>;
-  private readonly queue: DiscoveryResponse__Output[] = [];
-  private wake: (() => void) | undefined;
-  private first = true;
-
-  /** node null: send no node at all. */
-  constructor(
-    address: string,
-    readonly node: string | null,
-  ) {
-    const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
-    const client = new Client(address, grpc.credentials.createInsecure());
-    this.client = client;
-    this.call = client.StreamAggregatedResources();
-    this.call.on('data', (response: DiscoveryResponse__Output) => {
-      this.received.push(response);
-      this.queue.push(response);
-      this.wake?.();
-    });
-    this.call.on('error', (err: grpc.ServiceError) => {
-      this.error = err;
-      this.wake?.();
-    });
-  }
-
-  send(request: DiscoveryRequest): void {
-    // Like Envoy with set_node_on_first_message_only.
-    const withNode = this.first && this.node !== null ? { ...request, node: { id: this.node } } : request;
-    this.first = false;
-    this.call.write(withNode);
-  }
-
-  subscribe(typeUrl: ResourceTypeUrl, names: string[] = [], versionInfo = ''): void {
-    this.send({ type_url: typeUrl, resource_names: names, version_info: versionInfo });
-  }
-
-  ack(response: DiscoveryResponse__Output, names: string[] = []): void {
-    this.send({ type_url: response.type_url, version_info: response.version_info, response_nonce: response.nonce, resource_names: names });
-  }
-
-  nack(response: DiscoveryResponse__Output, message: string, keptVersion = '', names: string[] = []): void {
-    this.send({
-      type_url: response.type_url,
-      version_info: keptVersion,
-      response_nonce: response.nonce,
-      resource_names: names,
-      error_detail: { code: 3, message },
-    });
-  }
-
-  async next(timeoutMs = 3000): Promise<DiscoveryResponse__Output> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.queue.length === 0) {
-      if (this.error) throw this.error;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no DiscoveryResponse within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-    }
-    return this.queue.shift() as NonNullable<ReturnType<typeof this.queue.shift>>;
-  }
-
-  /** Asserts that nothing arrives for a while. */
-  async nothingFor(ms = 300): Promise<void> {
-    await new Promise((resolve) => setTimeout(resolve, ms));
-    assert.deepEqual(
-      this.queue.map((r) => `${r.type_url} ${r.version_info}`),
-      [],
-      'expected no DiscoveryResponse',
-    );
-  }
-
-  async failure(timeoutMs = 3000): Promise<grpc.ServiceError> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.error && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    if (!this.error) throw new Error('stream did not fail');
-    return this.error;
-  }
-
-  close(): void {
-    this.call.cancel();
-    this.client.close();
-  }
-}
 
 interface Harness {
   ads: AdsServer;
@@ -197,37 +70,6 @@ function names(response: DiscoveryResponse__Output): string[] {
     return fields.name ?? fields.cluster_name ?? '?';
   });
 }
-
-describe('snapshot versions', () => {
-  it('same content gives the same version whatever the key and resource order', () => {
-    const a = makeSnapshot({
-      clusters: [
-        { name: 'a', connect_timeout: { seconds: 1 }, type: 'STATIC' },
-        { name: 'b', type: 'STATIC' },
-      ],
-    });
-    const b = makeSnapshot({
-      clusters: [
-        { type: 'STATIC', name: 'b' },
-        { type: 'STATIC', connect_timeout: { seconds: 1 }, name: 'a' },
-      ],
-    });
-    assert.deepEqual(snapshotVersions(a), snapshotVersions(b));
-  });
-
-  it('changed content gives a new version for that type only', () => {
-    const before = config({ port: 8080 });
-    const after = config({ port: 8081 });
-    assert.notEqual(after.types[EDS].version, before.types[EDS].version);
-    assert.equal(after.types[CDS].version, before.types[CDS].version);
-    assert.equal(after.types[LDS].version, before.types[LDS].version);
-    assert.equal(after.types[RDS].version, before.types[RDS].version);
-  });
-
-  it('duplicate resource names are refused', () => {
-    assert.throws(() => makeSnapshot({ clusters: [{ name: 'x' }, { name: 'x' }] }), /duplicate .*Cluster "x"/);
-  });
-});
 
 describe('ADS server', () => {
   it('answers the first CDS request with the full cluster set at the snapshot version', async (t) => {
@@ -496,40 +338,5 @@ describe('ADS server', () => {
     const err = await envoy.failure();
     assert.equal(err.code, grpc.status.UNAVAILABLE);
     assert.equal(h.ads.status()[NODE]?.connected, 0);
-  });
-});
-
-describe('sidecar bootstrap', () => {
-  it('envoy/bootstrap.example.json is what sidecarBootstrap produces for the documented options', () => {
-    const example = new URL('../../../envoy/bootstrap.example.json', import.meta.url);
-    const expected = sidecarBootstrap({
-      nodeId: 'apiserver-1',
-      controlPlane: { unixSocket: '/run/mvproxy/xds.sock' },
-      admin: { port: 9901 },
-    });
-    assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
-  });
-
-  it("raises the control plane cluster's circuit breakers: every ext_proc stream in flight is a request on it", () => {
-    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
-    const clusters = (bootstrap['static_resources'] as { clusters: Array<Record<string, unknown>> }).clusters;
-    const cluster = clusters.find((c) => c['name'] === 'mvproxy_xds');
-    assert.deepEqual(cluster?.['circuit_breakers'], {
-      thresholds: [{ priority: 'DEFAULT', max_connections: 1_000_000, max_pending_requests: 1_000_000, max_requests: 1_000_000, max_retries: 1_000_000 }],
-    });
-  });
-
-  it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
-    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
-    assert.deepEqual(bootstrap['dynamic_resources'], {
-      ads_config: {
-        api_type: 'GRPC',
-        transport_api_version: 'V3',
-        grpc_services: [{ envoy_grpc: { cluster_name: 'mvproxy_xds' } }],
-        set_node_on_first_message_only: true,
-      },
-      cds_config: { ads: {}, resource_api_version: 'V3' },
-      lds_config: { ads: {}, resource_api_version: 'V3' },
-    });
   });
 });

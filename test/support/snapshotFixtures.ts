@@ -1,0 +1,33 @@
+// A small xDS snapshot for the ADS tests, and the type URLs by their short names.
+import { TYPE_URL, makeSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
+import { rdsListener } from './envoy.js';
+
+export const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URL;
+
+/** A small but complete config: EDS cluster, its endpoints, a listener using RDS, the route. */
+export function config(opts: { port?: number; routeCluster?: string; extraCluster?: boolean } = {}): Snapshot {
+  const clusters = [
+    {
+      name: 'backend',
+      type: 'EDS' as const,
+      connect_timeout: { seconds: 1 },
+      eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' as const } },
+    },
+  ];
+  if (opts.extraCluster) clusters.push({ ...(clusters[0] as (typeof clusters)[number]), name: 'other' });
+  return makeSnapshot({
+    clusters,
+    endpoints: clusters.map((c) => ({
+      cluster_name: c.name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.port ?? 8080 } } } }] }],
+    })),
+    listeners: [rdsListener('ingress', 10000)],
+    routes: [
+      {
+        name: 'ingress',
+        virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: opts.routeCluster ?? 'backend' } }] }],
+      },
+      { name: 'unused', virtual_hosts: [] },
+    ],
+  });
+}

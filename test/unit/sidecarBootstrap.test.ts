@@ -1,0 +1,40 @@
+// The sidecar's Envoy bootstrap (mvproxy bootstrap).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
+
+describe('sidecar bootstrap', () => {
+  it('envoy/bootstrap.example.json is what sidecarBootstrap produces for the documented options', () => {
+    const example = new URL('../../../envoy/bootstrap.example.json', import.meta.url);
+    const expected = sidecarBootstrap({
+      nodeId: 'apiserver-1',
+      controlPlane: { unixSocket: '/run/mvproxy/xds.sock' },
+      admin: { port: 9901 },
+    });
+    assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
+  });
+
+  it("raises the control plane cluster's circuit breakers: every ext_proc stream in flight is a request on it", () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
+    const clusters = (bootstrap['static_resources'] as { clusters: Array<Record<string, unknown>> }).clusters;
+    const cluster = clusters.find((c) => c['name'] === 'mvproxy_xds');
+    assert.deepEqual(cluster?.['circuit_breakers'], {
+      thresholds: [{ priority: 'DEFAULT', max_connections: 1_000_000, max_pending_requests: 1_000_000, max_requests: 1_000_000, max_retries: 1_000_000 }],
+    });
+  });
+
+  it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
+    assert.deepEqual(bootstrap['dynamic_resources'], {
+      ads_config: {
+        api_type: 'GRPC',
+        transport_api_version: 'V3',
+        grpc_services: [{ envoy_grpc: { cluster_name: 'mvproxy_xds' } }],
+        set_node_on_first_message_only: true,
+      },
+      cds_config: { ads: {}, resource_api_version: 'V3' },
+      lds_config: { ads: {}, resource_api_version: 'V3' },
+    });
+  });
+});
