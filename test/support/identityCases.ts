@@ -1,6 +1,6 @@
 // The identity table every implementation layer is held to: certificates a
 // real TLS stack accepts, and what kube-apiserver's x509 authenticator makes
-// of each. A real Envoy runs it end to end (test/e2e/sidecar-envoy.test.ts);
+// of each. A real Envoy runs it end to end (test/e2e/identity-envoy.test.ts);
 // the compiled filter's unit tests (test/unit/identityFilter*.test.ts) check
 // its rules one behaviour per test and do not run this table.
 import type { LeafOptions } from './clientCerts.js';
