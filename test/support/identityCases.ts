@@ -1,8 +1,8 @@
 // The identity table every implementation layer is held to: certificates a
 // real TLS stack accepts, and what kube-apiserver's x509 authenticator makes
-// of each. A real Envoy runs it end to end (test/e2e/identity-envoy.test.ts);
-// the compiled filter's unit tests (test/unit/identityFilter*.test.ts) check
-// its rules one behaviour per test and do not run this table.
+// of each. The compiled filter runs it in Node (test/unit/identityFilterTable.test.ts)
+// and a real Envoy end to end (test/e2e/identity-envoy.test.ts); the other
+// identityFilter*.test.ts files check the filter's rules one behaviour per test.
 import type { LeafOptions } from './clientCerts.js';
 
 /** What the apiserver receives: an identity, none (unauthenticated by x509), or the filter's 401. */
