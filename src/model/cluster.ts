@@ -37,6 +37,11 @@ export interface LeaseObservation {
   /** Name of the identity lease (apiserver-<hash>). */
   name: string;
   holderIdentity: string;
+  /**
+   * When it was last renewed as far as the control plane can tell: the lease's
+   * renewTime, but never later than when the control plane saw that renewal
+   * (a future renewTime, or none, counts as the moment it was seen).
+   */
   renewTime: number;
 }
 

@@ -2,7 +2,18 @@
 // apiserver.kubernetes.io/identity=kube-apiserver) and reports, per apiserver
 // hostname, whether its lease is present or gone. An apiserver deletes its
 // lease on clean shutdown; one that crashed leaves it to expire, so a lease
-// whose renewTime + leaseDurationSeconds is past counts as gone too.
+// that was not renewed for leaseDurationSeconds counts as gone too.
+//
+// When a lease was last renewed is judged from what this control plane saw,
+// never from a timestamp its writer alone controls: a renewal is a change of
+// the lease's renewTime (or holder) that the watch delivered, dated by our
+// own clock. A renewTime in the past (a lease found already old, when the
+// control plane starts) counts as written; one in the future counts as the
+// moment we saw it; a lease without one is dated by when we saw it. The
+// duration is the lease's own, bounded (DEFAULT_LEASE_DURATION_SECONDS when
+// absent or not a positive number, never more than MAX_LEASE_DURATION_SECONDS):
+// no value a writer puts in a lease keeps an apiserver present past the
+// moment its renewals stopped plus that bounded duration.
 import type { Logger } from '../util/log.js';
 import type { LeaseObservation } from '../model/cluster.js';
 import { Reflector, type ListWatchClient } from './listWatch.js';
@@ -27,6 +38,10 @@ export interface LeaseWatcherOptions {
   expiryCheckIntervalMs?: number;
   /** Tolerance for clock skew between the apiservers and mvproxy before an expired lease counts as gone. */
   expirySlackMs?: number;
+  /** Duration of a lease without a usable leaseDurationSeconds (default: kube-apiserver's, 3600 s). */
+  defaultLeaseDurationSeconds?: number;
+  /** Longer leaseDurationSeconds count as this (default 3600 s). */
+  maxLeaseDurationSeconds?: number;
 }
 
 /** The fields of a coordination.k8s.io/v1 Lease this watcher reads. */
@@ -34,7 +49,7 @@ export interface IdentityLease {
   name: string;
   hostname: string;
   holderIdentity: string;
-  /** renewTime, else acquireTime, as epoch ms; undefined when neither is set. */
+  /** renewTime, else acquireTime, as written (epoch ms; may lie in the future); undefined when neither is set. */
   renewTime?: number;
   leaseDurationSeconds?: number;
 }
@@ -43,6 +58,17 @@ export type LeaseHostState = { state: 'present'; lease: LeaseObservation; expire
 
 const DEFAULT_EXPIRY_CHECK_INTERVAL_MS = 5000;
 const DEFAULT_EXPIRY_SLACK_MS = 30_000;
+/** kube-apiserver's --identity-lease-duration-seconds default (it renews every 10 s). */
+export const DEFAULT_LEASE_DURATION_SECONDS = 3600;
+export const MAX_LEASE_DURATION_SECONDS = 3600;
+
+/** A lease's renewal as this control plane first saw it. */
+interface SeenRenewal {
+  /** holderIdentity and renewTime as written: a change of either is a renewal. */
+  renewal: string;
+  /** Our clock when the watch (or a list) delivered it. */
+  at: number;
+}
 
 export class LeaseWatcher {
   private readonly reflector: Reflector<IdentityLease>;
@@ -52,7 +78,11 @@ export class LeaseWatcher {
   private readonly timers: Timers;
   private readonly expiryCheckIntervalMs: number;
   private readonly expirySlackMs: number;
+  private readonly defaultLeaseDurationMs: number;
+  private readonly maxLeaseDurationMs: number;
   private leases: ReadonlyMap<string, IdentityLease> = new Map();
+  /** Per lease name, its current renewal and when we first saw it. */
+  private readonly seen = new Map<string, SeenRenewal>();
   private hosts = new Map<string, LeaseHostState>();
   private expiryTimer: TimerHandle | undefined;
   private stopped = false;
@@ -64,6 +94,8 @@ export class LeaseWatcher {
     this.timers = options.timers ?? systemTimers;
     this.expiryCheckIntervalMs = options.expiryCheckIntervalMs ?? DEFAULT_EXPIRY_CHECK_INTERVAL_MS;
     this.expirySlackMs = options.expirySlackMs ?? DEFAULT_EXPIRY_SLACK_MS;
+    this.defaultLeaseDurationMs = (options.defaultLeaseDurationSeconds ?? DEFAULT_LEASE_DURATION_SECONDS) * 1000;
+    this.maxLeaseDurationMs = (options.maxLeaseDurationSeconds ?? MAX_LEASE_DURATION_SECONDS) * 1000;
     this.reflector = new Reflector<IdentityLease>({
       name: 'identity-leases',
       client: options.client,
@@ -111,21 +143,19 @@ export class LeaseWatcher {
   private reconcile(): void {
     if (this.stopped) return;
     const now = this.clock();
+    this.noteRenewals(now);
     // Several leases may carry one hostname (renamed lease, old and new naming): the freshest live one wins.
-    const live = new Map<string, { lease: IdentityLease; expiresAt: number }>();
-    const expired = new Map<string, { lease: IdentityLease; expiresAt: number }>();
+    const live = new Map<string, Judged>();
+    const expired = new Map<string, Judged>();
     for (const lease of this.leases.values()) {
-      const expiresAt =
-        lease.renewTime !== undefined && lease.leaseDurationSeconds !== undefined
-          ? lease.renewTime + lease.leaseDurationSeconds * 1000
-          : Number.POSITIVE_INFINITY;
-      const target = now > expiresAt + this.expirySlackMs ? expired : live;
+      const judged = this.judge(lease, now);
+      const target = now > judged.expiresAt + this.expirySlackMs ? expired : live;
       const best = target.get(lease.hostname);
-      if (!best || (lease.renewTime ?? 0) > (best.lease.renewTime ?? 0)) target.set(lease.hostname, { lease, expiresAt });
+      if (!best || judged.renewedAt > best.renewedAt) target.set(lease.hostname, judged);
     }
 
-    for (const [hostname, { lease, expiresAt }] of live) {
-      const observation: LeaseObservation = { name: lease.name, holderIdentity: lease.holderIdentity, renewTime: lease.renewTime ?? 0 };
+    for (const [hostname, { lease, renewedAt, expiresAt }] of live) {
+      const observation: LeaseObservation = { name: lease.name, holderIdentity: lease.holderIdentity, renewTime: renewedAt };
       const previous = this.hosts.get(hostname);
       this.hosts.set(hostname, { state: 'present', lease: observation, expiresAt });
       if (previous?.state === 'present' && sameLease(previous.lease, observation)) continue;
@@ -156,6 +186,31 @@ export class LeaseWatcher {
     }
   }
 
+  /** Dates every renewal the store shows that we had not seen yet; forgets leases no longer there. */
+  private noteRenewals(now: number): void {
+    const names = new Set<string>();
+    for (const lease of this.leases.values()) {
+      names.add(lease.name);
+      const renewal = JSON.stringify([lease.holderIdentity, lease.renewTime ?? null]);
+      if (this.seen.get(lease.name)?.renewal !== renewal) this.seen.set(lease.name, { renewal, at: now });
+    }
+    for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
+  }
+
+  /**
+   * When a lease was last renewed, as far as we can tell (its renewTime, but
+   * never later than when we saw it), and when it expires (that plus its
+   * bounded duration).
+   */
+  private judge(lease: IdentityLease, now: number): Judged {
+    const seenAt = this.seen.get(lease.name)?.at ?? now;
+    const renewedAt = lease.renewTime === undefined ? seenAt : Math.min(lease.renewTime, seenAt);
+    const declared = lease.leaseDurationSeconds;
+    const durationMs =
+      declared !== undefined && Number.isFinite(declared) && declared > 0 ? Math.min(declared * 1000, this.maxLeaseDurationMs) : this.defaultLeaseDurationMs;
+    return { lease, renewedAt, expiresAt: renewedAt + durationMs };
+  }
+
   private emit(event: LeaseEvent): void {
     try {
       this.onEvent(event);
@@ -163,6 +218,12 @@ export class LeaseWatcher {
       this.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'lease listener threw');
     }
   }
+}
+
+interface Judged {
+  lease: IdentityLease;
+  renewedAt: number;
+  expiresAt: number;
 }
 
 function sameLease(a: LeaseObservation, b: LeaseObservation): boolean {
