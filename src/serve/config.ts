@@ -1,12 +1,15 @@
 // `mvproxy serve` configuration: a JSON file written by the operator, plus a
-// few flags that override it. Every missing or contradictory setting is
-// reported at once, with the field it concerns.
+// few flags that override it. Every missing, contradictory or out-of-range
+// setting is reported at once, with the field it concerns; every number has a
+// range (LIMITS), so no value can make the control plane spin, starve or hold
+// an apiserver forever.
 //
 // Peer addresses come only from here (the operator's file), never from the
 // Kubernetes API: anything an ordinary user can write must not be able to
 // point a sidecar's privileged front-proxy connection somewhere (SSRF).
 import { readFileSync, existsSync } from 'node:fs';
 import { isAbsolute, resolve, dirname } from 'node:path';
+import { BlockList, isIP } from 'node:net';
 import type { ApiserverEndpoint } from '../model/cluster.js';
 
 export interface SidecarListener {
@@ -39,6 +42,8 @@ export interface ServeConfig {
   xds: {
     /** Unix socket for sidecars on this machine. */
     unixSocket?: string;
+    /** Its file mode, set before anyone can connect: 0o600 (default) or 0o660 (for an Envoy running as another user of our group). */
+    unixSocketMode: number;
     /** TCP with mutual TLS for sidecars elsewhere. */
     tcp?: { host: string; port: number; cert: string; key: string; clientCa: string };
   };
@@ -54,7 +59,23 @@ export interface ServeConfig {
   departedGraceSeconds: number;
   localOnlyGraceSeconds: number;
   discoveryPollMillis: number;
+  /** A discovery, OpenAPI index or /readyz body larger than this is refused (that document only; the apiserver did answer). */
+  discoveryMaxBodyBytes: number;
 }
+
+/** The range and default of every number in the file: [min, max, default]. Integers only. */
+export const LIMITS = {
+  departedGraceSeconds: [10, 3600, 300],
+  localOnlyGraceSeconds: [10, 3600, 300],
+  discoveryPollMillis: [100, 60_000, 1000],
+  discoveryMaxBodyBytes: [1024 * 1024, 256 * 1024 * 1024, 32 * 1024 * 1024],
+} as const satisfies Record<string, readonly [number, number, number]>;
+
+/** Modes the xDS socket may have: owner only, or owner and group (never others: xDS hands out every sidecar's configuration). */
+const XDS_SOCKET_MODES: ReadonlyMap<string, number> = new Map([
+  ['0600', 0o600],
+  ['0660', 0o660],
+]);
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -101,13 +122,20 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
       peerCa: tls.file('peerCa'),
       peerServerName: tls.optionalString('peerServerName') ?? 'kubernetes.default.svc',
     },
-    xds: {},
-    departedGraceSeconds: r.optionalNumber('departedGraceSeconds') ?? 300,
-    localOnlyGraceSeconds: r.optionalNumber('localOnlyGraceSeconds') ?? 300,
-    discoveryPollMillis: r.optionalNumber('discoveryPollMillis') ?? 1000,
+    xds: { unixSocketMode: 0o600 },
+    departedGraceSeconds: r.integer('departedGraceSeconds', ...LIMITS.departedGraceSeconds),
+    localOnlyGraceSeconds: r.integer('localOnlyGraceSeconds', ...LIMITS.localOnlyGraceSeconds),
+    discoveryPollMillis: r.integer('discoveryPollMillis', ...LIMITS.discoveryPollMillis),
+    discoveryMaxBodyBytes: r.integer('discoveryMaxBodyBytes', ...LIMITS.discoveryMaxBodyBytes),
   };
   const unixSocket = xds.optionalString('unixSocket');
   if (unixSocket !== undefined) config.xds.unixSocket = resolve(baseDir, unixSocket);
+  const unixSocketMode = xds.optionalString('unixSocketMode');
+  if (unixSocketMode !== undefined) {
+    const mode = XDS_SOCKET_MODES.get(unixSocketMode);
+    if (mode === undefined) problems.push(`xds.unixSocketMode: ${JSON.stringify(unixSocketMode)} is not one of ${[...XDS_SOCKET_MODES.keys()].join(', ')}`);
+    else config.xds.unixSocketMode = mode;
+  }
   if (xds.has('tcp')) {
     const tcp = xds.object('tcp');
     config.xds.tcp = { ...tcp.hostPort('listen'), cert: tcp.file('cert'), key: tcp.file('key'), clientCa: tcp.file('clientCa') };
@@ -116,7 +144,16 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
   if (r.has('admin')) {
     const admin = r.object('admin');
     config.admin = {};
-    if (admin.has('listen')) config.admin.http = admin.hostPort('listen');
+    const allowRemote = admin.optionalBoolean('allowRemote') ?? false;
+    if (admin.has('listen')) {
+      config.admin.http = admin.hostPort('listen');
+      const { host } = config.admin.http;
+      if (host !== '' && !allowRemote && !isLoopback(host)) {
+        problems.push(
+          `admin.listen: ${JSON.stringify(host)} is not a loopback address; /status and /metrics have no authentication (set admin.allowRemote: true to serve them beyond this machine anyway)`,
+        );
+      }
+    }
     const socket = admin.optionalString('socket');
     if (socket !== undefined) config.admin.socket = resolve(baseDir, socket);
     const drainFile = admin.optionalString('drainFile');
@@ -149,6 +186,17 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** 127.0.0.0/8, ::1 (also IPv4-mapped) or `localhost`; any other name is not known to be loopback. */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 6 ? 'ipv6' : 'ipv4');
 }
 
 /** Walks a JSON value, collecting every problem instead of stopping at the first. */
@@ -210,11 +258,22 @@ class Reader {
     return v;
   }
 
-  optionalNumber(key: string): number | undefined {
+  /** An integer from min to max; `fallback` when absent (and after a problem, so the rest can still be checked). */
+  integer(key: string, min: number, max: number, fallback: number): number {
+    const v = this.fields[key];
+    if (v === undefined) return fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      this.problems.push(`${this.at(key)}: must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
+      return fallback;
+    }
+    return v;
+  }
+
+  optionalBoolean(key: string): boolean | undefined {
     const v = this.fields[key];
     if (v === undefined) return undefined;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
-      this.problems.push(`${this.at(key)}: must be a non-negative number`);
+    if (typeof v !== 'boolean') {
+      this.problems.push(`${this.at(key)}: must be true or false, got ${JSON.stringify(v)}`);
       return undefined;
     }
     return v;
@@ -223,10 +282,10 @@ class Reader {
   /** `host:port` (IPv6 in brackets). */
   hostPort(key: string): { host: string; port: number } {
     const v = this.string(key);
-    const m = /^(\[[0-9a-fA-F:]+\]|[^:\s]+):(\d{1,5})$/.exec(v);
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(v);
     const port = m ? Number(m[2]) : NaN;
     if (!m || port < 1 || port > 65535) {
-      if (v) this.problems.push(`${this.at(key)}: ${JSON.stringify(v)} is not host:port`);
+      if (v) this.problems.push(`${this.at(key)}: ${JSON.stringify(v)} is not host:port (port from 1 to 65535)`);
       return { host: '', port: 0 };
     }
     return { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port };

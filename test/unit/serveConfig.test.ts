@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseServeConfig, ConfigError } from '../../src/serve/config.js';
+import { parseServeConfig, ConfigError, LIMITS, isLoopback } from '../../src/serve/config.js';
 
 const valid = {
   kubeconfig: 'kc',
@@ -84,5 +84,103 @@ describe('serve configuration', () => {
 
   it('referenced files must exist when checked', () => {
     assert.throws(() => parseServeConfig(valid, '/nonexistent', true), /does not exist/);
+  });
+
+  describe('every number has a range, and a value outside it names its field', () => {
+    for (const [field, [min, max, fallback]] of Object.entries(LIMITS)) {
+      it(`${field}: ${min} to ${max}, default ${fallback}`, () => {
+        assert.equal(parseServeConfig(valid, '/etc/mvproxy', false)[field as keyof typeof LIMITS], fallback);
+        assert.equal(parseServeConfig({ ...valid, [field]: min }, '/etc/mvproxy', false)[field as keyof typeof LIMITS], min);
+        assert.equal(parseServeConfig({ ...valid, [field]: max }, '/etc/mvproxy', false)[field as keyof typeof LIMITS], max);
+        for (const bad of [min - 1, max + 1, min + 0.5, -1, String(min), null, true]) {
+          const problems = problemsOf({ ...valid, [field]: bad });
+          assert.deepEqual(problems, [`${field}: must be an integer from ${min} to ${max}, got ${JSON.stringify(bad)}`], `${field} = ${JSON.stringify(bad)}`);
+        }
+      });
+    }
+
+    it('discoveryPollMillis 0 (a poll loop that would spin) is refused', () => {
+      assert.ok(problemsOf({ ...valid, discoveryPollMillis: 0 }).some((p) => p.startsWith('discoveryPollMillis: must be an integer from 100 to 60000')));
+    });
+
+    it('every port is from 1 to 65535, naming its field', () => {
+      const a = { ...valid.apiservers[0], address: '10.0.0.1:0', sidecar: { ...valid.apiservers[0]?.sidecar, listen: '10.0.0.1:65536' } };
+      const problems = problemsOf({
+        ...valid,
+        apiservers: [a],
+        xds: { tcp: { listen: '10.0.0.1:0', cert: 'x.crt', key: 'x.key', clientCa: 'ca.crt' } },
+        admin: { listen: '127.0.0.1:99999' },
+        peerEgressProxy: 'proxy:0',
+      });
+      for (const field of ['apiservers[0].address', 'apiservers[0].sidecar.listen', 'xds.tcp.listen', 'admin.listen', 'peerEgressProxy']) {
+        assert.ok(
+          problems.some((p) => p.startsWith(`${field}: `) && p.includes('port from 1 to 65535')),
+          `expected a port problem about ${field} in ${JSON.stringify(problems)}`,
+        );
+      }
+    });
+
+    it('all out-of-range values are reported at once, with the other problems', () => {
+      const problems = problemsOf({
+        ...valid,
+        kubeconfig: undefined,
+        departedGraceSeconds: 0,
+        localOnlyGraceSeconds: 1e9,
+        discoveryPollMillis: 0,
+        discoveryMaxBodyBytes: 10,
+      });
+      for (const field of ['kubeconfig', 'departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis', 'discoveryMaxBodyBytes']) {
+        assert.ok(
+          problems.some((p) => p.startsWith(`${field}: `)),
+          `expected a problem about ${field} in ${JSON.stringify(problems)}`,
+        );
+      }
+    });
+  });
+
+  describe('the xDS socket mode', () => {
+    it('is owner-only by default', () => {
+      assert.equal(parseServeConfig(valid, '/etc/mvproxy', false).xds.unixSocketMode, 0o600);
+    });
+
+    it('may let our group in (0660), never others', () => {
+      assert.equal(parseServeConfig({ ...valid, xds: { unixSocket: 'x.sock', unixSocketMode: '0660' } }, '/etc/mvproxy', false).xds.unixSocketMode, 0o660);
+      for (const mode of ['0666', '0777', '600', 'rw', 384]) {
+        assert.ok(
+          problemsOf({ ...valid, xds: { unixSocket: 'x.sock', unixSocketMode: mode } }).some((p) => p.startsWith('xds.unixSocketMode: ')),
+          JSON.stringify(mode),
+        );
+      }
+    });
+  });
+
+  describe('admin.listen stays on loopback unless told otherwise', () => {
+    for (const listen of ['127.0.0.1:9464', '127.1.2.3:9464', '[::1]:9464', 'localhost:9464', '[::ffff:127.0.0.1]:9464']) {
+      it(`${listen} is accepted`, () => {
+        assert.deepEqual(problemsOf({ ...valid, admin: { listen } }), []);
+      });
+    }
+
+    for (const listen of ['0.0.0.0:9464', '10.0.0.11:9464', '[::]:9464', '[2001:db8::1]:9464', 'metrics.example.com:9464']) {
+      it(`${listen} is refused, naming admin.listen and admin.allowRemote`, () => {
+        const problems = problemsOf({ ...valid, admin: { listen } });
+        assert.equal(problems.length, 1, JSON.stringify(problems));
+        assert.match(problems[0] ?? '', /^admin\.listen: .* is not a loopback address; .*admin\.allowRemote: true/);
+      });
+
+      it(`${listen} is accepted with admin.allowRemote: true`, () => {
+        assert.deepEqual(problemsOf({ ...valid, admin: { listen, allowRemote: true } }), []);
+      });
+    }
+
+    it('admin.allowRemote must be a boolean', () => {
+      assert.ok(problemsOf({ ...valid, admin: { listen: '127.0.0.1:9464', allowRemote: 'yes' } }).some((p) => p.startsWith('admin.allowRemote: ')));
+    });
+
+    it('isLoopback knows no name but localhost', () => {
+      assert.equal(isLoopback('localhost'), true);
+      assert.equal(isLoopback('localhost.example.com'), false);
+      assert.equal(isLoopback('127.0.0.1.nip.io'), false);
+    });
   });
 });
