@@ -1,6 +1,7 @@
 // The sandbox's kube-apiservers and the etcd they share: what an apiserver is
 // asked to be (ApiserverSpec, checked against what is installed) and each
-// process's command line.
+// process's command line, and the optional audit log that shows how each
+// apiserver read each request.
 import { join } from 'node:path';
 import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
 import { SANDBOX_SERVICE_CLUSTER_IP_RANGE, type SandboxPki } from './pki.js';
@@ -25,6 +26,30 @@ export interface RunningApiserver {
   sidecarPort: number;
   sidecarAdminPort: number;
   process?: ManagedProcess;
+}
+
+/**
+ * The sandbox's audit policy when audit logs are on: every request at level
+ * Metadata (who, what, the apiserver's own reading of the path as `objectRef`,
+ * `requestURI`, `verb`, `userAgent`), never bodies; the RequestReceived stage is
+ * left out (ResponseStarted, for watches, and ResponseComplete say the same).
+ */
+export const SANDBOX_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+`;
+
+/** Where an apiserver's audit policy is read and its audit log written, when audit logs are on. */
+export interface ApiserverAuditLog {
+  policyFile: string;
+  logPath: string;
+}
+
+/** The audit log of apiserver `name` in a sandbox's log folder: `<name>-audit.log`, one JSON event per line. */
+export function auditLogPath(logsDir: string, name: string): string {
+  return join(logsDir, `${name}-audit.log`);
 }
 
 /** `kas-a`, `kas-b`, ...: apiserver names (and hostnames) in the order given. */
@@ -84,6 +109,8 @@ export function kubeApiserverProcess(o: {
   pki: SandboxPki;
   dir: string;
   logsDir: string;
+  /** Off by default. */
+  audit?: ApiserverAuditLog;
 }): ProcessSpec {
   const { spec, pki } = o;
   const serving = pki.serving[spec.name];
@@ -116,5 +143,10 @@ export function kubeApiserverProcess(o: {
   ];
   if (spec.runtimeConfig) args.push(`--runtime-config=${spec.runtimeConfig}`);
   if (spec.shutdownDelaySeconds) args.push(`--shutdown-delay-duration=${spec.shutdownDelaySeconds}s`);
+  if (o.audit) {
+    // Blocking: each event is written before the request returns, so a test
+    // reads it as soon as its answer arrives (batching would hold it for seconds).
+    args.push(`--audit-policy-file=${o.audit.policyFile}`, `--audit-log-path=${o.audit.logPath}`, '--audit-log-mode=blocking', '--audit-log-format=json');
+  }
   return { name: spec.name, command: o.command, args, logFile: join(o.logsDir, `${spec.name}.log`), hostname: spec.name };
 }

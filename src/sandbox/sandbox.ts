@@ -3,7 +3,7 @@
 // sharing etcd (their command lines: apiservers.ts). Later layers add the
 // mvproxy control plane and one Envoy sidecar per apiserver (sidecars.ts).
 // The Sandbox starts and stops them all and writes the state file.
-import { mkdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { ensureSandboxPki, type SandboxPki } from './pki.js';
@@ -13,7 +13,17 @@ import { freePorts, assertPortFree } from './ports.js';
 import { httpsGet } from '../util/https.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
 import { serviceAccountToken } from './serviceAccount.js';
-import { compareVersions, etcdProcess, kubeApiserverProcess, validateApiserverSpecs, type ApiserverSpec, type RunningApiserver } from './apiservers.js';
+import {
+  auditLogPath,
+  compareVersions,
+  etcdProcess,
+  kubeApiserverProcess,
+  SANDBOX_AUDIT_POLICY,
+  validateApiserverSpecs,
+  type ApiserverAuditLog,
+  type ApiserverSpec,
+  type RunningApiserver,
+} from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
 
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
@@ -29,6 +39,11 @@ export interface SandboxOptions {
   sidecars?: boolean;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
+  /**
+   * Give every apiserver an audit log (Metadata level, written before each
+   * request returns) in the logs folder: `auditLogPath(name)`. Off by default.
+   */
+  auditLogs?: boolean;
   progress?: (line: string) => void;
 }
 
@@ -69,6 +84,15 @@ export class Sandbox {
   get logsDir(): string {
     return join(this.dir, 'logs');
   }
+  private get auditPolicyPath(): string {
+    return join(this.dir, 'audit-policy.yaml');
+  }
+
+  /** The audit log of apiserver `name` (one JSON event per line), when the sandbox was started with `auditLogs`. */
+  auditLogPath(name: string): string | undefined {
+    this.requireApiserver(name);
+    return this.opts.auditLogs ? auditLogPath(this.logsDir, name) : undefined;
+  }
 
   /** Starts everything and waits until every apiserver is ready; on failure stops what it started. */
   static async up(opts: SandboxOptions): Promise<Sandbox> {
@@ -85,6 +109,7 @@ export class Sandbox {
 
   private async start(): Promise<void> {
     mkdirSync(this.logsDir, { recursive: true });
+    if (this.opts.auditLogs) writeFileSync(this.auditPolicyPath, SANDBOX_AUDIT_POLICY);
     this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: this.opts.apiservers.map((a) => a.name) });
     const ports = await this.allocatePorts();
     this.etcdPort = ports.etcdClient;
@@ -226,6 +251,9 @@ export class Sandbox {
         (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''),
     );
     const pki = this.requirePki();
+    const audit: ApiserverAuditLog | undefined = this.opts.auditLogs
+      ? { policyFile: this.auditPolicyPath, logPath: auditLogPath(this.logsDir, name) }
+      : undefined;
     run.process = new ManagedProcess(
       kubeApiserverProcess({
         spec: run.spec,
@@ -235,6 +263,7 @@ export class Sandbox {
         pki,
         dir: this.dir,
         logsDir: this.logsDir,
+        ...(audit ? { audit } : {}),
       }),
     );
     const process = run.process;

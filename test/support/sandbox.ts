@@ -25,7 +25,8 @@ export interface TestSandbox {
   ) => Promise<{ stdout: string; stderr: string; code: number }>;
 }
 
-export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEgressProxy?: string } = {}): Promise<TestSandbox> {
+/** `auditLogs`: every apiserver writes an audit log (Sandbox.auditLogPath), for tests that ask how an apiserver read a request. */
+export async function startTestSandbox(specs: ApiserverSpec[], options: { peerEgressProxy?: string; auditLogs?: boolean } = {}): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));
   const sandbox = await Sandbox.up({ dir, apiservers: specs, components, ...options });
