@@ -3,11 +3,15 @@
 // (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) for the parts that
 // decide routing: API prefix, group, version, namespace, resource, name and
 // subresource. The translator's route regexes are built from the same grammar
-// (src/translator/pathRegex.ts) and a contract test keeps the two in step.
+// (src/translator/pathRegex.ts) and a contract test keeps the two in step; an
+// end-to-end test (test/e2e/pathOracle.test.ts) compares both with what real
+// apiservers make of the same requests (their audit logs).
 //
-// The input is the path as the apiserver receives it from the sidecar, i.e.
-// after Envoy's RFC 3986 normalization (`normalize_path`), which decodes
-// percent-encoded unreserved characters and removes dot segments.
+// The input is a path as a client sends it to a sidecar. The sidecar changes
+// only its encoded slashes before routing and forwarding (sidecarPath), so the
+// apiserver splits it into the same segments as the routes do: it decodes
+// every escape, `%2F` included, before splitting, and removes no dot segments
+// (docs/request-rules.md, "Reading a request").
 
 /** Prefixes under which kube-apiserver serves resources; only `api` is groupless. */
 const API_PREFIXES: ReadonlySet<string> = new Set(['api', 'apis']);
@@ -63,7 +67,7 @@ export type MergedDocument = keyof typeof MERGED_DOCUMENT_PATHS;
 
 /** The merged document a path names (one trailing slash and a query allowed, as the routes match), if any. */
 export function mergedDocumentOf(rawPath: string): MergedDocument | undefined {
-  const bare = stripQueryAndFragment(rawPath);
+  const bare = stripQueryAndFragment(sidecarPath(rawPath));
   const path = bare.length > 1 && bare.endsWith('/') ? bare.slice(0, -1) : bare;
   return (Object.keys(MERGED_DOCUMENT_PATHS) as MergedDocument[]).find((document) => MERGED_DOCUMENT_PATHS[document] === path);
 }
@@ -72,10 +76,10 @@ export function mergedDocumentOf(rawPath: string): MergedDocument | undefined {
  * The group or group-version a discovery document path names: `/apis/{g}`,
  * `/apis/{g}/{v}`, `/api/{v}`, and the group-version's OpenAPI v3 document
  * (`/openapi/v3/apis/{g}/{v}`, `/openapi/v3/api/{v}`), one trailing slash
- * allowed, as the route matchers see it (no other normalization).
+ * allowed, as the route matchers see it (after sidecarPath, nothing decoded).
  */
 export function groupDocumentOf(rawPath: string): { group: string; version?: string } | undefined {
-  const bare = stripQueryAndFragment(rawPath);
+  const bare = stripQueryAndFragment(sidecarPath(rawPath));
   const openapi = /^\/openapi\/v3(\/apis?\/.*)$/.exec(bare);
   if (openapi) {
     const document = groupDocumentOf(openapi[1] as string);
@@ -87,14 +91,49 @@ export function groupDocumentOf(rawPath: string): { group: string; version?: str
   return core ? { group: '', version: core[1] as string } : undefined;
 }
 
-/** Classifies a request path the way kube-apiserver does. Never throws. */
+/** Escaped slashes and backslashes, which the sidecar decodes (sidecarPath). */
+const ESCAPED_SLASH = /%(?:2[Ff]|5[Cc])/g;
+
+/**
+ * What the sidecar's listener does to a request path before routing and
+ * forwarding it (src/translator/listener.ts: `path_with_escaped_slashes_action`
+ * UNESCAPE_AND_FORWARD, `normalize_path` and `merge_slashes` off): in the path
+ * (not the query), `%2F` and `%2f` become `/`, `%5C` and `%5c` become `\`, in one
+ * pass; nothing else changes. kube-apiserver decodes those escapes itself
+ * before reading a path (Go's URL.Path), so the forwarded path means exactly
+ * what the client's did, and it reads it with the same slashes the routes see.
+ * Idempotent.
+ */
+export function sidecarPath(rawPath: string): string {
+  const end = rawPath.search(/[?#]/);
+  const path = end === -1 ? rawPath : rawPath.slice(0, end);
+  const rest = end === -1 ? '' : rawPath.slice(end);
+  return path.replace(ESCAPED_SLASH, (escaped) => (escaped[2] === 'F' || escaped[2] === 'f' ? '/' : '\\')) + rest;
+}
+
+/**
+ * Classifies a request path the way kube-apiserver does, as the sidecar's
+ * routes read it. Never throws.
+ *
+ * The path is read after the sidecar's own change to it (sidecarPath), and
+ * split on `/` as the apiserver splits it. The names a route is chosen by
+ * (API prefix, group, version, the `watch`/`proxy` prefixes, `namespaces`,
+ * `status` and `finalize` where they decide the shape, resource,
+ * subresource) are compared as spelled, as the route regexes compare them;
+ * namespace and name are decoded as the apiserver decodes them. The two
+ * readings differ only for a name spelled with escapes of unreserved
+ * characters (`j%6Fbs`), which RFC 3986 tells clients not to produce: no route
+ * matches such a name, so the request goes where its literal spelling sends
+ * it, which is never worse than without mvproxy (docs/request-rules.md).
+ */
 export function parseRequestPath(rawPath: string): RequestInfo {
-  const path = stripQueryAndFragment(rawPath);
+  const path = stripQueryAndFragment(sidecarPath(rawPath));
   const nonResource: RequestInfo = { isResourceRequest: false, path, group: '', version: '' };
 
-  const decoded = decodeSegments(splitPath(path));
-  if (typeof decoded === 'string') return { ...nonResource, error: decoded };
-  let parts = decoded;
+  // Go rejects the whole request (400) for one malformed escape; the route
+  // regexes leave such paths to the local apiserver, which does that.
+  if (path.replace(PERCENT_ESCAPE, '').includes('%')) return { ...nonResource, error: `malformed percent-encoding in path ${JSON.stringify(path)}` };
+  let parts = splitPath(path);
 
   if (parts.length < 3) return nonResource;
   const apiPrefix = parts[0] as string;
@@ -123,7 +162,7 @@ export function parseRequestPath(rawPath: string): RequestInfo {
 
   let namespace: string | undefined;
   if (parts[0] === 'namespaces' && parts.length > 1) {
-    namespace = parts[1];
+    namespace = decode(parts[1] as string);
     // `namespaces/{ns}/{resource}/...` names a resource in {ns}, except when
     // the third part is a namespace subresource (status, finalize).
     if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2] as string)) {
@@ -136,7 +175,7 @@ export function parseRequestPath(rawPath: string): RequestInfo {
   if (specialVerb !== undefined) info.specialVerb = specialVerb;
   // Upstream's empty string means "none" for namespace, name and subresource.
   if (namespace) info.namespace = namespace;
-  if (parts[1]) info.name = parts[1];
+  if (parts[1]) info.name = decode(parts[1]);
   const hasSubresource = specialVerb === undefined || !SPECIAL_VERBS_WITHOUT_SUBRESOURCES.has(specialVerb);
   if (hasSubresource && parts[2]) info.subresource = parts[2];
   return info;
@@ -156,26 +195,14 @@ function splitPath(path: string): string[] {
 const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
 
 /**
- * Percent-decodes each segment on its own, so an encoded slash stays inside
- * its segment, as Envoy's route matching sees it (Go would split there, but
- * no Kubernetes name may contain a slash, so no real object is misrouted).
- * Returns an error message for a malformed escape: every apiserver rejects
- * those (400), and the route matchers leave them to the local one.
+ * A namespace or name as the apiserver decodes it (its escapes are known to
+ * be well formed). Go does not validate UTF-8 here; a lossy decode never
+ * throws and only affects names, which routing ignores.
  */
-function decodeSegments(segments: string[]): string[] | string {
-  const decoded: string[] = [];
-  for (const segment of segments) {
-    if (!segment.includes('%')) {
-      decoded.push(segment);
-      continue;
-    }
-    if (segment.replace(PERCENT_ESCAPE, '').includes('%')) return `malformed percent-encoding in path segment ${JSON.stringify(segment)}`;
-    const pieces = segment
-      .split(/(%[0-9A-Fa-f]{2})/)
-      .map((piece) => (/^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8')));
-    // Go does not validate UTF-8 here; a lossy decode never throws and only
-    // affects names, which are compared with known resource names anyway.
-    decoded.push(Buffer.concat(pieces).toString('utf8'));
-  }
-  return decoded;
+function decode(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  const pieces = segment
+    .split(/(%[0-9A-Fa-f]{2})/)
+    .map((piece) => (/^%[0-9A-Fa-f]{2}$/.test(piece) ? Buffer.from([parseInt(piece.slice(1), 16)]) : Buffer.from(piece, 'utf8')));
+  return Buffer.concat(pieces).toString('utf8');
 }

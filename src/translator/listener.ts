@@ -54,10 +54,14 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     // No overall or idle limit at this level: watches; routes set their own idle timeout.
     stream_idle_timeout: seconds(0),
     request_timeout: seconds(0),
-    // Route on the path the apiserver will see; keep '//' and '%2F' as the apiserver would.
-    normalize_path: { value: true },
+    // Route on the segments the apiserver reads, and forward what it would
+    // read without the sidecar (docs/request-rules.md, "Reading a request";
+    // sidecarPath in src/model/requestInfo.ts): it splits on %2F after decoding,
+    // so Envoy decodes %2F (and %5C) too; it removes no dot segments, merges no
+    // slashes and turns no backslash into a slash, so neither does Envoy.
+    normalize_path: { value: false },
     merge_slashes: false,
-    path_with_escaped_slashes_action: 'KEEP_UNCHANGED',
+    path_with_escaped_slashes_action: 'UNESCAPE_AND_FORWARD',
     // The verified client certificate goes to the identity filter in
     // x-forwarded-client-cert (its SHA-256 and URL-encoded PEM); an XFCC header
     // sent by a client is always dropped. The filter removes it before the apiserver.

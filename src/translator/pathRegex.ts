@@ -6,6 +6,11 @@
 // - the legacy `/watch/` and `/proxy/` prefixes, and no subresource after `proxy/`;
 // - leading and trailing slashes are trimmed, inner empty segments count;
 // - a malformed percent-escape (before the query) makes a path unclassified.
+// The regexes see the path after the listener's only change to it: encoded
+// slashes decoded (sidecarPath), so `/` separates segments exactly where the
+// apiserver splits them. Nothing else is decoded: names are compared as
+// spelled (a segment with an escape matches no name), dot segments and
+// backslashes are ordinary segment content, as for the apiserver.
 //
 // Envoy rejects an RE2 regex whose program exceeds 100 instructions (runtime
 // `re2.max_program_size.error_level`), and every literal character costs one.

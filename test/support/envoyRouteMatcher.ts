@@ -1,11 +1,12 @@
 // Which route of a translated route configuration Envoy would select for a
-// request: Envoy's path normalization and route matching, for exactly the
+// request: the listener's path normalization and Envoy's route matching, for exactly the
 // matcher fields the translator uses (any other field fails the test).
 import assert from 'node:assert/strict';
 
 import type { HeaderMatcher } from '../../src/generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import type { RouteMatch } from '../../src/generated/envoy/config/route/v3/RouteMatch.js';
+import { sidecarPath } from '../../src/model/requestInfo.js';
 import type { EnvoyResources } from '../../src/translator/translator.js';
 
 export interface TestRequest {
@@ -17,30 +18,12 @@ export interface TestRequest {
 }
 
 /**
- * What Envoy's `normalize_path` does before routing (checked against Envoy
- * 1.40): decode escaped unreserved characters, turn backslashes into slashes,
- * remove dot segments; other escapes and the query stay as they are.
+ * What the sidecar's listener does to the path before routing: only encoded
+ * slashes are decoded (sidecarPath, which the path oracle checks against Envoy
+ * and kube-apiserver end to end).
  */
 export function envoyNormalize(rawPath: string): string {
-  const queryAt = rawPath.indexOf('?');
-  const path = queryAt === -1 ? rawPath : rawPath.slice(0, queryAt);
-  const query = queryAt === -1 ? '' : rawPath.slice(queryAt);
-  const decoded = path.replace(/\\/g, '/').replace(/%([0-9A-Fa-f]{2})/g, (escaped, hex: string) => {
-    const char = String.fromCharCode(parseInt(hex, 16));
-    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escaped;
-  });
-  const segments = decoded.split('/');
-  const output: string[] = [];
-  segments.forEach((segment, i) => {
-    const last = i === segments.length - 1;
-    if (segment === '.' || segment === '..') {
-      if (segment === '..' && output.length > 1) output.pop();
-      if (last) output.push('');
-      return;
-    }
-    output.push(segment);
-  });
-  return (output.join('/') || '/') + query;
+  return sidecarPath(rawPath);
 }
 
 function fullMatch(regex: string, value: string): boolean {

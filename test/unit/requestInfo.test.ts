@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { parseRequestPath, type RequestInfo } from '../../src/model/requestInfo.js';
+import { parseRequestPath, type RequestInfo, sidecarPath } from '../../src/model/requestInfo.js';
 
 /** The routing-relevant fields only, so expectations read like the upstream table. */
 function classify(path: string): Partial<RequestInfo> {
@@ -159,8 +159,8 @@ describe('parseRequestPath', () => {
     });
   });
 
-  test('percent-encoded characters are decoded per segment', () => {
-    assert.deepEqual(classify('/api/v1/namespaces/f%6Fo/p%6Fds/a%3Ab'), {
+  test('namespace and name are decoded as the apiserver decodes them', () => {
+    assert.deepEqual(classify('/api/v1/namespaces/f%6Fo/pods/a%3Ab'), {
       isResourceRequest: true,
       version: 'v1',
       namespace: 'foo',
@@ -169,18 +169,67 @@ describe('parseRequestPath', () => {
     });
   });
 
-  test('an encoded slash stays inside its segment', () => {
-    assert.deepEqual(classify('/api/v1/namespaces/foo/pods/a%2Fb'), {
+  test('the names a route is chosen by are read as spelled, as the route regexes read them', () => {
+    // The apiserver reads pods/status here; no route matches an escaped name, so mvproxy does not either.
+    assert.deepEqual(classify('/api/v1/namespaces/foo/p%6Fds/p/st%61tus'), {
+      isResourceRequest: true,
+      version: 'v1',
+      namespace: 'foo',
+      resource: 'p%6Fds',
+      name: 'p',
+      subresource: 'st%61tus',
+    });
+    assert.deepEqual(classify('/%61pis/batch/v1/jobs'), { isResourceRequest: false });
+    assert.deepEqual(classify('/api/v1/%77atch/pods'), { isResourceRequest: true, version: 'v1', resource: '%77atch', name: 'pods' });
+  });
+
+  test('an encoded slash separates segments, as in the path the apiserver decodes before splitting it', () => {
+    assert.deepEqual(classify('/apis/batch/v1/namespaces/x%2Fcronjobs/jobs'), {
+      isResourceRequest: true,
+      group: 'batch',
+      version: 'v1',
+      namespace: 'x',
+      resource: 'cronjobs',
+      name: 'jobs',
+    });
+    assert.deepEqual(classify('/apis/storagemigration.k8s.io/v1%2fstorageversionmigrations'), {
+      isResourceRequest: true,
+      group: 'storagemigration.k8s.io',
+      version: 'v1',
+      resource: 'storageversionmigrations',
+    });
+    assert.deepEqual(classify('/%2Fapi/v1/pods%2F'), { isResourceRequest: true, version: 'v1', resource: 'pods' });
+    assert.deepEqual(classify('/api/v1/pods%2F%2Flog'), { isResourceRequest: true, version: 'v1', resource: 'pods', subresource: 'log' });
+  });
+
+  test('an encoded backslash is part of its segment, as a raw one is', () => {
+    const expected = { isResourceRequest: true, group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', name: 'a\\b' };
+    assert.deepEqual(classify('/apis/rbac.authorization.k8s.io/v1/clusterroles/a%5Cb'), expected);
+    assert.deepEqual(classify('/apis/rbac.authorization.k8s.io/v1/clusterroles/a%5cb'), expected);
+    assert.deepEqual(classify('/apis/rbac.authorization.k8s.io/v1/clusterroles/a\\b'), expected);
+  });
+
+  test('dot segments are ordinary segments: the apiserver removes none', () => {
+    assert.deepEqual(classify('/apis/batch/v1/jobs/../cronjobs'), {
+      isResourceRequest: true,
+      group: 'batch',
+      version: 'v1',
+      resource: 'jobs',
+      name: '..',
+      subresource: 'cronjobs',
+    });
+    assert.deepEqual(classify('/api/v1/namespaces/foo/pods/%2E%2E'), {
       isResourceRequest: true,
       version: 'v1',
       namespace: 'foo',
       resource: 'pods',
-      name: 'a/b',
+      name: '..',
     });
+    assert.deepEqual(classify('/api/v1/./pods'), { isResourceRequest: true, version: 'v1', resource: '.', name: 'pods' });
   });
 
   test('a malformed escape is flagged and treated as a non-resource request', () => {
-    for (const path of ['/api/v1/pods/a%zz', '/api/v1/pods/%', '/apis/batch/v1/jobs%2']) {
+    for (const path of ['/api/v1/pods/a%zz', '/api/v1/pods/%', '/apis/batch/v1/jobs%2', '/api/v1/pods/%2%2F']) {
       const info = parseRequestPath(path);
       assert.equal(info.isResourceRequest, false, path);
       assert.match(info.error ?? '', /malformed percent-encoding/, path);
@@ -217,5 +266,22 @@ describe('parseRequestPath', () => {
     for (const path of ['', '%', '/%E0%A4%A', '/api/v1/pods/%C3%28', '?', '#x', '/apis/a/b/c/%ff%fe']) {
       assert.doesNotThrow(() => parseRequestPath(path), path);
     }
+  });
+});
+
+describe('sidecarPath', () => {
+  test('decodes encoded slashes and backslashes, either case, in the path only', () => {
+    assert.equal(sidecarPath('/a%2Fb%2fc%5Cd%5ce?x=%2F%5C#y%2F'), '/a/b/c\\d\\e?x=%2F%5C#y%2F');
+  });
+
+  test('changes nothing else: no dot segment removed, no slash merged, no other escape decoded, no backslash turned', () => {
+    for (const path of ['/a/./b/../c', '//a//b//', '/a/%2E%2E/%61%7E%25%3A', '/a\\b', '/a/%252F', '/a/%zz']) assert.equal(sidecarPath(path), path);
+  });
+
+  test('decodes in one pass, as Envoy does, so it is idempotent', () => {
+    for (const path of ['/a/%252F', '/a/%%2F2F', '/a/%2%2FF', '/a/%2F%2F%2F', '/%2F%5C%2f']) {
+      assert.equal(sidecarPath(sidecarPath(path)), sidecarPath(path), path);
+    }
+    assert.equal(sidecarPath('/a/%%2F2F'), '/a/%/2F');
   });
 });

@@ -31,9 +31,10 @@ describe('translateSidecar', () => {
       assert.deepEqual(hcm.upgrade_configs, [{ upgrade_type: 'websocket' }, { upgrade_type: 'SPDY/3.1' }]);
       assert.deepEqual(hcm.stream_idle_timeout, { seconds: 0 });
       assert.deepEqual(hcm.request_timeout, { seconds: 0 });
-      assert.deepEqual(hcm.normalize_path, { value: true });
+      // Only encoded slashes are decoded (sidecarPath, docs/request-rules.md "Reading a request").
+      assert.deepEqual(hcm.normalize_path, { value: false });
       assert.equal(hcm.merge_slashes, false);
-      assert.equal(hcm.path_with_escaped_slashes_action, 'KEEP_UNCHANGED');
+      assert.equal(hcm.path_with_escaped_slashes_action, 'UNESCAPE_AND_FORWARD');
       assert.equal(hcm.rds?.route_config_name, 'apiserver');
     });
 
