@@ -4,7 +4,7 @@
 // (reconcile.ts) and hands its results to ADS and the ext_proc responder.
 import type * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
-import { chmodSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
@@ -91,6 +91,7 @@ export class ControlPlane implements AdminBackend {
       leaseGraceMs: this.departedGraceMs,
       localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
       discoveryIntervalMs: config.discoveryPollMillis,
+      discoveryMaxBodyBytes: config.discoveryMaxBodyBytes,
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.observer.onChange((model) => this.update(model));
@@ -98,7 +99,7 @@ export class ControlPlane implements AdminBackend {
 
   async start(): Promise<{ xds: string[]; admin?: string; adminSocket?: string }> {
     const xds: string[] = [];
-    if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket));
+    if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket, this.config.xds.unixSocketMode));
     if (this.config.xds.tcp) {
       const tcp = this.config.xds.tcp;
       const port = await listenMtls(this.grpcServer, {
@@ -240,9 +241,8 @@ export class ControlPlane implements AdminBackend {
   private async startAdminGrpc(socketPath: string): Promise<string> {
     const server = createGrpcServer();
     addAdminService(server, this, this.deps.logger.child({ component: 'admin' }));
-    const address = await listenUnix(server, socketPath);
-    // Whoever can open the socket can drain apiservers: owner only.
-    chmodSync(socketPath, 0o600);
+    // Whoever can open the socket can drain apiservers: owner only, from the moment it exists.
+    const address = await listenUnix(server, socketPath, 0o600);
     this.adminGrpcServer = server;
     return address;
   }

@@ -2,7 +2,15 @@
 // long-lived Envoy streams, on a Unix socket (access by file permissions) or
 // on TCP with mutual TLS, and its shutdown. Used for the xDS socket (ADS,
 // ext_proc, access log) and the admin socket alike.
-import { lstatSync, unlinkSync } from 'node:fs';
+//
+// A Unix socket's file mode is its authorization, so it must never exist with
+// a looser mode than intended, not even between bind() and chmod(): the
+// socket is bound inside a fresh folder only we can enter (mkdtemp, 0700),
+// given its mode there, and only then renamed to its path, atomically. The
+// process umask is never touched (grpc-js binds asynchronously: a umask set
+// around it would be the whole process's for an unknown time).
+import { chmodSync, lstatSync, mkdtempSync, renameSync, rmSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { formatHost } from '../model/cluster.js';
 
@@ -22,22 +30,67 @@ function bind(server: grpc.Server, address: string, creds: grpc.ServerCredential
   });
 }
 
+/** sun_path holds 108 bytes with its terminating NUL. */
+const MAX_UNIX_SOCKET_PATH_BYTES = 107;
+
+/** The sockets each server bound, to remove their files when it shuts down (libuv would unlink only the name it bound). */
+const boundSockets = new WeakMap<grpc.Server, Array<{ path: string; ino: number }>>();
+
 /**
  * Serves on a Unix socket (insecure: access is controlled by file
- * permissions). A stale socket file left by a previous run is removed.
+ * permissions), which appears at `path` with `mode` already set (default
+ * owner only). A stale socket file left by a previous run is replaced.
  * Returns the address, `unix:///path`.
  */
-export async function listenUnix(server: grpc.Server, path: string): Promise<string> {
+export async function listenUnix(server: grpc.Server, path: string, mode = 0o600): Promise<string> {
   if (!path.startsWith('/')) throw new Error(`listenUnix: path must be absolute, got ${path}`);
   try {
-    if (lstatSync(path).isSocket()) unlinkSync(path);
-    else throw new Error(`listenUnix: ${path} exists and is not a socket`);
+    if (!lstatSync(path).isSocket()) throw new Error(`listenUnix: ${path} exists and is not a socket`);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const address = `unix://${path}`;
-  await bind(server, address, grpc.ServerCredentials.createInsecure());
-  return address;
+  // Clients connect by this name: it must fit.
+  if (Buffer.byteLength(path) > MAX_UNIX_SOCKET_PATH_BYTES) {
+    throw new Error(`listenUnix: ${path} is too long for a Unix socket (${Buffer.byteLength(path)} bytes; at most ${MAX_UNIX_SOCKET_PATH_BYTES})`);
+  }
+  // Same folder, so the rename is atomic; mkdtemp makes it 0700 and ours whatever the umask.
+  const privateDir = mkdtempSync(join(dirname(path), '.mvp-'));
+  const bindPath = join(privateDir, 's');
+  try {
+    if (Buffer.byteLength(bindPath) > MAX_UNIX_SOCKET_PATH_BYTES) {
+      throw new Error(
+        `listenUnix: ${path} is too long for a Unix socket bound in a private folder first (${bindPath}, ${Buffer.byteLength(bindPath)} bytes; at most ${MAX_UNIX_SOCKET_PATH_BYTES})`,
+      );
+    }
+    const bindAddress = `unix://${bindPath}`;
+    await bind(server, bindAddress, grpc.ServerCredentials.createInsecure());
+    try {
+      chmodSync(bindPath, mode);
+      // Replaces a stale socket atomically: clients never see the path missing or with another mode.
+      renameSync(bindPath, path);
+      const sockets = boundSockets.get(server) ?? [];
+      sockets.push({ path, ino: lstatSync(path).ino });
+      boundSockets.set(server, sockets);
+    } catch (err) {
+      server.unbind(bindAddress);
+      throw err;
+    }
+  } finally {
+    rmSync(privateDir, { recursive: true, force: true });
+  }
+  return `unix://${path}`;
+}
+
+/** Removes the socket files `server` bound, unless another process has put its own there since. */
+function removeSocketFiles(server: grpc.Server): void {
+  for (const { path, ino } of boundSockets.get(server) ?? []) {
+    try {
+      if (lstatSync(path).ino === ino) unlinkSync(path);
+    } catch {
+      // already gone
+    }
+  }
+  boundSockets.delete(server);
 }
 
 export interface MtlsListenOptions {
@@ -57,17 +110,21 @@ export function listenMtls(server: grpc.Server, opts: MtlsListenOptions): Promis
   return bind(server, formatHost(opts), creds);
 }
 
-/** Stops a gRPC server: graceful for graceMs, then cuts remaining (ADS streams never end on their own). */
+/** Stops a gRPC server: graceful for graceMs, then cuts remaining (ADS streams never end on their own); removes its socket files. */
 export function shutdownGrpcServer(server: grpc.Server, graceMs = 1000): Promise<void> {
   return new Promise<void>((resolve) => {
+    const done = (): void => {
+      removeSocketFiles(server);
+      resolve();
+    };
     const timer = setTimeout(() => {
       server.forceShutdown();
-      resolve();
+      done();
     }, graceMs);
     timer.unref();
     server.tryShutdown(() => {
       clearTimeout(timer);
-      resolve();
+      done();
     });
   });
 }

@@ -51,6 +51,8 @@ export interface ClusterObserverOptions {
   discoveryIntervalMs?: number;
   /** Discovery request deadline (default 2000 ms). */
   discoveryTimeoutMs?: number;
+  /** Larger discovery, OpenAPI index and /readyz bodies are refused, that document only (default 32 MiB). */
+  discoveryMaxBodyBytes?: number;
   /** Name to verify apiserver serving certificates against; default: kubeconfig tls-server-name, else the address. */
   tlsServerName?: string;
   /** The departed grace (liveness.ts): the observer wakes its listeners when it ends (default 5 min). */
@@ -280,6 +282,7 @@ function defaultSources(options: ClusterObserverOptions, clock: Clock, timers: T
         endpoint,
         transport: createApiserverHttpsTransport(options.kubeConfig, endpoint.address, {
           ...(options.discoveryTimeoutMs !== undefined ? { timeoutMs: options.discoveryTimeoutMs } : {}),
+          ...(options.discoveryMaxBodyBytes !== undefined ? { maxBodyBytes: options.discoveryMaxBodyBytes } : {}),
           ...(options.tlsServerName !== undefined ? { tlsServerName: options.tlsServerName } : {}),
         }),
         onUpdate,
