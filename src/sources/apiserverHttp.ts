@@ -154,6 +154,18 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
         req.on('response', (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
+          // Refused before reading a byte when the apiserver says how large it is.
+          const declared = Number(res.headers['content-length']);
+          if (Number.isFinite(declared) && declared > maxBodyBytes) {
+            tooLarge = true;
+            fail(
+              new Error(
+                `HTTP ${res.statusCode ?? 0} with a response body larger than ${maxBodyBytes} bytes (${declared} declared; refused; the apiserver did answer)`,
+              ),
+            );
+            req.destroy();
+            return;
+          }
           res.on('data', (chunk: Buffer) => {
             size += chunk.length;
             if (size > maxBodyBytes) {

@@ -19,15 +19,25 @@
 // as discovery's are. It also
 // reads /readyz, which an apiserver fails while it starts and during its
 // shutdown delay: the planner then moves traffic off it while it still serves.
+// A /readyz body over the size limit is refused like a document: the last
+// readiness is kept, one too_large sync error counted and one warning logged
+// until /readyz reads well again.
 // Each read, with its ETag and 304 handling: discoveryReads.ts.
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
 import { formatHost, type ApiserverEndpoint } from '../model/cluster.js';
 import type { ApiserverDiscovery } from '../model/discovery.js';
 import type { DiscoveryDocument } from '../model/discoveryDocument.js';
-import type { HttpTransport } from './apiserverHttp.js';
+import { HttpTransportError, type HttpTransport } from './apiserverHttp.js';
 import { DiscoveryProblemLog } from './discoveryProblemLog.js';
-import { answered, readDiscoveryDocument, readOpenApiIndex, type DiscoveryDocumentState, type OpenApiIndexState } from './discoveryReads.js';
+import {
+  answered,
+  DiscoverySyncError,
+  readDiscoveryDocument,
+  readOpenApiIndex,
+  type DiscoveryDocumentState,
+  type OpenApiIndexState,
+} from './discoveryReads.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
 export const DEFAULT_DISCOVERY_INTERVAL_MS = 1000;
@@ -74,6 +84,8 @@ export class DiscoveryFetcher {
   private groups: DiscoveryDocumentState | undefined;
   private openapi: OpenApiIndexState | undefined;
   private ready: boolean | undefined;
+  /** Whether the last /readyz read was refused as too large (reported once until it reads well). */
+  private readyzTooLarge = false;
   /** Same object until a document changes, so consumers can compare by identity. */
   private discovery: ApiserverDiscovery | undefined;
   /** Network: did the latest attempt get answers? Undefined before the first attempt. */
@@ -249,11 +261,25 @@ export class DiscoveryFetcher {
 
   /** /readyz answered 200; a failure to ask keeps the last answer (reachability is discovery's to judge). */
   private async fetchReady(signal: AbortSignal): Promise<boolean | undefined> {
+    let status: number;
     try {
-      return (await this.transport.get(READYZ_PATH, { Accept: 'text/plain' }, signal)).status === 200;
-    } catch {
+      status = (await this.transport.get(READYZ_PATH, { Accept: 'text/plain' }, signal)).status;
+    } catch (err) {
+      if (err instanceof HttpTransportError && err.kind === 'too_large' && !signal.aborted && !this.readyzTooLarge) {
+        this.readyzTooLarge = true;
+        this.problems.countSyncError(new DiscoverySyncError('too_large', err.message));
+        this.logger.warn(
+          { path: READYZ_PATH, errorType: 'too_large', err: err.message, keepingLastAnswer: this.ready ?? null },
+          '/readyz body over the size limit refused; keeping the last readiness (the apiserver answered: it stays reachable)',
+        );
+      }
       return this.ready;
     }
+    if (this.readyzTooLarge) {
+      this.readyzTooLarge = false;
+      this.logger.info({ path: READYZ_PATH }, '/readyz readable again');
+    }
+    return status === 200;
   }
 
   /** A connection, TLS or timeout failure: the apiserver is unreachable (its last good discovery is kept). */

@@ -98,6 +98,33 @@ describe('apiserver HTTPS transport', () => {
     }
   });
 
+  test('a body declared over the size limit is refused at once, without reading it; the next request is served', async () => {
+    const { server, port } = await startServer((req, res) => {
+      if (req.url === '/apis') {
+        // Says 100 MiB, sends nothing: only the declared length can refuse it before the deadline.
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(100 * 1024 * 1024) });
+        res.flushHeaders();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{}');
+    });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { maxBodyBytes: 1024 * 1024, timeoutMs: 5000 });
+    try {
+      const started = Date.now();
+      await assert.rejects(
+        transport.get('/apis', {}, new AbortController().signal),
+        (err: unknown) => err instanceof HttpTransportError && err.kind === 'too_large' && /104857600 declared/.test(err.message),
+      );
+      assert.ok(Date.now() - started < 2000, 'refused on the headers, not at the deadline');
+      assert.deepEqual(await transport.get('/api', {}, new AbortController().signal), { status: 200, body: '{}' });
+    } finally {
+      transport.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   test('a server that does not answer in time gives a timeout error', async () => {
     const { server, port } = await startServer(() => {
       // never answers

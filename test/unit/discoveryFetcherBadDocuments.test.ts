@@ -132,6 +132,34 @@ describe('DiscoveryFetcher', () => {
     assert.equal(warnings[0]?.['path'], '/api');
   });
 
+  test('a /readyz body over the size limit keeps the last readiness and marks nothing else; counted and warned once until it reads well', async () => {
+    const time = new FakeTime();
+    const { logger, lines } = captureLogger();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher, updates, metrics } = newFetcher(transport, time, { logger });
+    await fetcher.start();
+    const first = updates[0];
+    transport.respondReadyz = () => new HttpTransportError('too_large', 'GET /readyz: HTTP 200 with a response body larger than 33554432 bytes');
+    await time.advance(5000);
+    assert.equal(updates.length, 1, 'nothing changed for the model');
+    assert.deepEqual([fetcher.current().reachable, fetcher.current().ready], [true, true]);
+    assert.equal(fetcher.current().discovery, first?.discovery, 'the documents are untouched');
+    assert.equal(await syncErrors(metrics, 'too_large'), 1);
+    const warnings = lines.filter((l) => l.level >= WARN);
+    assert.equal(warnings.length, 1);
+    assert.deepEqual([warnings[0]?.['path'], warnings[0]?.['errorType']], ['/readyz', 'too_large']);
+    transport.respondReadyz = () => ({ status: 503, body: '' });
+    await time.advance(1000);
+    assert.equal(fetcher.current().ready, false, 'read well again: its answer counts');
+    assert.equal(lines.filter((l) => l.level === INFO && /readyz readable again/.test(l.msg)).length, 1);
+    transport.respondReadyz = () => new HttpTransportError('too_large', 'GET /readyz: HTTP 200 with a response body larger than 33554432 bytes');
+    await time.advance(2000);
+    fetcher.stop();
+    assert.equal(fetcher.current().ready, false, 'the last answer is kept');
+    assert.equal(await syncErrors(metrics, 'too_large'), 2, 'once more after it read well in between');
+    assert.equal(await syncErrors(metrics, 'fetch'), 0);
+  });
+
   test('before any good read, an unreadable document leaves the apiserver reachable without discovery', async () => {
     const time = new FakeTime();
     const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: '[]' }));
