@@ -25,6 +25,28 @@ import { readDrains, writeDrains } from './drains.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 
+/**
+ * The admin HTTP server's limits (/metrics, /status, /healthz: small GETs
+ * from a scraper or an operator): a connection that is slow, silent or
+ * oversized is cut instead of held, so none can starve the others.
+ */
+export const ADMIN_HTTP_LIMITS = {
+  /** The whole request head must arrive within this. */
+  headersTimeoutMs: 10_000,
+  /** The whole request, body included. */
+  requestTimeoutMs: 15_000,
+  /** How often the two above are enforced. */
+  connectionsCheckingIntervalMs: 1000,
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: 5000,
+  /** A socket with no traffic at all is closed after this. */
+  idleSocketTimeoutMs: 30_000,
+  maxHeaderBytes: 16 * 1024,
+  maxHeadersCount: 64,
+  /** Connections beyond this are closed at once (each holds a file descriptor the gRPC servers also need). */
+  maxConnections: 256,
+} as const;
+
 export interface ControlPlaneDeps {
   logger: Logger;
   metrics: Metrics;
@@ -248,24 +270,37 @@ export class ControlPlane implements AdminBackend {
   }
 
   private startAdmin(host: string, port: number): Promise<string> {
-    const server = createServer((req, res) => {
-      const send = (status: number, type: string, body: string): void => {
-        res.writeHead(status, { 'content-type': type });
-        res.end(body);
-      };
-      if (req.url === '/metrics') {
-        this.deps.metrics.registry.metrics().then(
-          (text) => send(200, this.deps.metrics.registry.contentType, text),
-          (err: Error) => send(500, 'text/plain', err.message),
-        );
-      } else if (req.url === '/status') {
-        send(200, 'application/json', `${JSON.stringify(this.statusDump(), null, 2)}\n`);
-      } else if (req.url === '/healthz') {
-        send(200, 'text/plain', 'ok\n');
-      } else {
-        send(404, 'text/plain', 'not found: try /metrics, /status or /healthz\n');
-      }
-    });
+    const limits = ADMIN_HTTP_LIMITS;
+    const server = createServer(
+      {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        maxHeaderSize: limits.maxHeaderBytes,
+      },
+      (req, res) => {
+        const send = (status: number, type: string, body: string): void => {
+          res.writeHead(status, { 'content-type': type });
+          res.end(body);
+        };
+        if (req.url === '/metrics') {
+          this.deps.metrics.registry.metrics().then(
+            (text) => send(200, this.deps.metrics.registry.contentType, text),
+            (err: Error) => send(500, 'text/plain', err.message),
+          );
+        } else if (req.url === '/status') {
+          send(200, 'application/json', `${JSON.stringify(this.statusDump(), null, 2)}\n`);
+        } else if (req.url === '/healthz') {
+          send(200, 'text/plain', 'ok\n');
+        } else {
+          send(404, 'text/plain', 'not found: try /metrics, /status or /healthz\n');
+        }
+      },
+    );
+    server.maxHeadersCount = limits.maxHeadersCount;
+    server.maxConnections = limits.maxConnections;
+    server.setTimeout(limits.idleSocketTimeoutMs, (socket) => socket.destroy());
     this.adminServer = server;
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -281,7 +316,12 @@ export class ControlPlane implements AdminBackend {
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);
-    await new Promise<void>((resolve) => (this.adminServer ? this.adminServer.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) => {
+      if (!this.adminServer) return resolve();
+      this.adminServer.close(() => resolve());
+      // Not even a connection in the middle of a request (or pretending to be) holds the shutdown.
+      this.adminServer.closeAllConnections();
+    });
   }
 }
 
