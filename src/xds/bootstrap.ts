@@ -43,7 +43,22 @@ export interface SidecarBootstrapOptions {
   runtime?: JsonObject;
   /** Extra static clusters (in Envoy JSON form). */
   extraClusters?: JsonObject[];
+  /** Client connections the sidecar holds at most (all listeners); default DEFAULT_MAX_DOWNSTREAM_CONNECTIONS. */
+  maxDownstreamConnections?: number;
 }
+
+/**
+ * Client connections a sidecar accepts at once; past it, a new connection is
+ * closed at once while every open one keeps being served. kube-apiserver has
+ * no such limit of its own (only its file-descriptor limit), so this is set
+ * far above what a real cluster opens to one apiserver (a 5,000-node cluster
+ * opens a few per node, spread over its apiservers) and is only a guard
+ * against running out of file descriptors, which would fail requests on
+ * connections already open. Each client connection can also hold one to an
+ * apiserver: give the sidecar a file-descriptor limit (LimitNOFILE) of more
+ * than twice this.
+ */
+export const DEFAULT_MAX_DOWNSTREAM_CONNECTIONS = 100_000;
 
 function dataSource(source: PemSource): JsonObject {
   return 'filename' in source ? { filename: source.filename } : { inline_string: source.inline };
@@ -140,7 +155,19 @@ export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
       : { socket_address: { address: '127.0.0.1', port_value: opts.admin.port } };
   const bootstrap: JsonObject = {
     node: { id: opts.nodeId, cluster: opts.nodeCluster ?? 'mvproxy' },
-    admin: { address: adminAddress },
+    // The admin interface still answers with the connection limit reached.
+    admin: { address: adminAddress, ignore_global_conn_limit: true },
+    overload_manager: {
+      resource_monitors: [
+        {
+          name: 'envoy.resource_monitors.global_downstream_max_connections',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+            max_active_downstream_connections: opts.maxDownstreamConnections ?? DEFAULT_MAX_DOWNSTREAM_CONNECTIONS,
+          },
+        },
+      ],
+    },
     dynamic_resources: {
       ads_config: {
         api_type: 'GRPC',

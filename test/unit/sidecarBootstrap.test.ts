@@ -24,6 +24,24 @@ describe('sidecar bootstrap', () => {
     });
   });
 
+  it('limits client connections with the overload manager (100000 by default, configurable); the admin interface is exempt', () => {
+    const monitors = (bootstrap: Record<string, unknown>): unknown => (bootstrap['overload_manager'] as { resource_monitors: unknown }).resource_monitors;
+    const monitor = (max: number): unknown => [
+      {
+        name: 'envoy.resource_monitors.global_downstream_max_connections',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+          max_active_downstream_connections: max,
+        },
+      },
+    ];
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
+    assert.deepEqual(monitors(bootstrap), monitor(100_000));
+    assert.equal((bootstrap['admin'] as Record<string, unknown>)['ignore_global_conn_limit'], true);
+    const limited = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 }, maxDownstreamConnections: 5000 });
+    assert.deepEqual(monitors(limited), monitor(5000));
+  });
+
   it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
     const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
     assert.deepEqual(bootstrap['dynamic_resources'], {
