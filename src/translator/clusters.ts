@@ -32,6 +32,15 @@ const EGRESS_PROXY_METADATA = 'envoy.http11_proxy_transport_socket.proxy_address
 /** Every watch holds a request open for its whole life: Envoy's default limit of 1024 is far too low. */
 const MANY = 1_000_000;
 
+/**
+ * Long-running requests have no timeout (routes.ts): an apiserver that
+ * vanishes without closing its connections (host down, network cut) is found
+ * by TCP keep-alive, as a client-go client connected to it directly would find
+ * it (its dialer's 30 s keep-alive: idle and interval 30 s, 9 probes). The
+ * HTTP/2 flavours also ping (protocolOptions).
+ */
+const UPSTREAM_TCP_KEEPALIVE = { keepalive_time: { value: 30 }, keepalive_interval: { value: 30 }, keepalive_probes: { value: 9 } };
+
 /** Every flavour of the cluster for an upstream set, and its endpoints when they come over EDS. */
 export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peers: boolean): { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] } {
   const egressProxy = peers ? settings.upstream.egressProxy : undefined;
@@ -48,6 +57,7 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peer
       name,
       ...discovery,
       connect_timeout: seconds(1),
+      upstream_connection_options: { tcp_keepalive: UPSTREAM_TCP_KEEPALIVE },
       // Watches are long-lived: balance on outstanding requests, not turns.
       lb_policy: 'LEAST_REQUEST',
       circuit_breakers: {

@@ -11,10 +11,100 @@ import { extProcFilter } from './extProc.js';
 import { identityFilter } from './identityFilter.js';
 import { localReplyConfig } from './localReplies.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
-import type { TranslatorSettings } from './settings.js';
+import { sidecarLimits, type SidecarLimits, type TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
+import type { SocketOption } from '../generated/envoy/config/core/v3/SocketOption.js';
+import type { Http2ProtocolOptions } from '../generated/envoy/config/core/v3/Http2ProtocolOptions.js';
+import type { HttpProtocolOptions } from '../generated/envoy/config/core/v3/HttpProtocolOptions.js';
 
 const HTTP_CONNECTION_MANAGER = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+
+// Limits: what kube-apiserver's own server allows a client (its http.Server in
+// k8s.io/apiserver/pkg/server/secure_serving.go), so that the sidecar is at
+// least as strict and never stricter (docs/never-worse.md). The configurable
+// ones are SidecarLimits (settings.ts).
+
+/**
+ * Request line and headers of one request: Go reads at most `MaxHeaderBytes`
+ * (kube-apiserver: 1 << 20) plus 4 KiB of read slack (net/http's
+ * initialReadLimitSize) and answers more with 431; over HTTP/2 the limit is
+ * 1 MiB + 320 in HPACK accounting (name + value + 32 per field). Envoy's
+ * default (60 KiB) would refuse requests the apiserver serves. Envoy counts no
+ * more than Go does (raw header bytes, or names and values only), so 1 MiB + 8 KiB
+ * refuses nothing the apiserver accepts; what lies between the two limits
+ * reaches the apiserver, which answers its own 431.
+ */
+const MAX_REQUEST_HEADERS_KIB = 1024 + 8;
+/**
+ * Go has no header count limit, only the size: the most headers that fit in
+ * the size above, at 3 bytes each (`a:` and a line feed), so that the count
+ * (Envoy's default is 100: a client impersonating a user with many groups
+ * sends one Impersonate-Group header per group) never refuses a request the
+ * size limit lets through.
+ */
+const MAX_REQUEST_HEADERS_COUNT = Math.floor(((1 << 20) + 4096) / 3);
+/**
+ * A connection without a request in flight is closed after 90 s
+ * (`IdleTimeout`, HTTP/1.1 keep-alive and HTTP/2 alike). Go also closes a new
+ * connection that sends no request within ReadHeaderTimeout; Envoy has no such
+ * timer before the first byte, so there the idle timeout applies.
+ */
+const CONNECTION_IDLE_TIMEOUT_SECONDS = 90;
+/**
+ * HTTP/2 flow control: kube-apiserver lets a stream send 256 KiB before it
+ * reads (`MaxReceiveBufferPerStream`, "at least 99% of serialized resources
+ * ... were smaller than 256kb"), and a connection that much per allowed stream.
+ */
+const HTTP2_STREAM_WINDOW_BYTES = 256 * 1024;
+/**
+ * Go enables TCP keep-alive on every accepted connection with a 3-minute
+ * period (secure_serving.go's tcpKeepAliveListener, defaultKeepAlivePeriod:
+ * idle and interval; probes stay the kernel's): that, not a timeout, ends a
+ * watch whose client vanished. Set on the listening socket, inherited by
+ * every accepted one (Linux).
+ */
+const TCP_KEEPALIVE_PERIOD_SECONDS = 180;
+const SOL_SOCKET = 1;
+const SO_KEEPALIVE = 9;
+const IPPROTO_TCP = 6;
+const TCP_KEEPIDLE = 4;
+const TCP_KEEPINTVL = 5;
+
+function tcpKeepalive(): SocketOption[] {
+  const option = (description: string, level: number, name: number, value: number): SocketOption => ({
+    description,
+    level,
+    name,
+    int_value: value,
+    state: 'STATE_PREBIND',
+  });
+  return [
+    option('SO_KEEPALIVE', SOL_SOCKET, SO_KEEPALIVE, 1),
+    option('TCP_KEEPIDLE', IPPROTO_TCP, TCP_KEEPIDLE, TCP_KEEPALIVE_PERIOD_SECONDS),
+    option('TCP_KEEPINTVL', IPPROTO_TCP, TCP_KEEPINTVL, TCP_KEEPALIVE_PERIOD_SECONDS),
+  ];
+}
+
+/** What every client connection is allowed, besides the route timeouts (routes.ts). */
+function connectionLimits(limits: SidecarLimits): Pick<
+  HttpConnectionManager,
+  'request_headers_timeout' | 'max_request_headers_kb' | 'http2_protocol_options'
+> & {
+  common: HttpProtocolOptions;
+} {
+  const http2: Http2ProtocolOptions = {
+    max_concurrent_streams: { value: limits.http2MaxStreamsPerConnection },
+    initial_stream_window_size: { value: HTTP2_STREAM_WINDOW_BYTES },
+    initial_connection_window_size: { value: HTTP2_STREAM_WINDOW_BYTES * limits.http2MaxStreamsPerConnection },
+  };
+  return {
+    request_headers_timeout: seconds(limits.readHeaderTimeoutSeconds),
+    max_request_headers_kb: { value: MAX_REQUEST_HEADERS_KIB },
+    http2_protocol_options: http2,
+    // No max_connection_duration or max_requests_per_connection: kube-apiserver has neither.
+    common: { idle_timeout: seconds(CONNECTION_IDLE_TIMEOUT_SECONDS), max_headers_count: { value: MAX_REQUEST_HEADERS_COUNT } },
+  };
+}
 
 /** The listener of sidecar `node` (the node names it to the ext_proc service). */
 export function apiserverListener(settings: TranslatorSettings, node: string): Listener {
@@ -22,8 +112,11 @@ export function apiserverListener(settings: TranslatorSettings, node: string): L
   return {
     name: LISTENER_NAME,
     address: { socket_address: { address, port_value: port } },
+    socket_options: tcpKeepalive(),
     filter_chains: [
       {
+        // Go's TLS handshake timeout is its ReadHeaderTimeout (net/http tlsHandshakeTimeout).
+        transport_socket_connect_timeout: seconds(sidecarLimits(settings).readHeaderTimeoutSeconds),
         filters: [
           {
             name: 'envoy.filters.network.http_connection_manager',
@@ -40,6 +133,7 @@ export function apiserverListener(settings: TranslatorSettings, node: string): L
 }
 
 function httpConnectionManager(settings: TranslatorSettings, node: string): HttpConnectionManager {
+  const { common, ...limits } = connectionLimits(sidecarLimits(settings));
   return {
     stat_prefix: LISTENER_NAME,
     codec_type: 'AUTO',
@@ -69,7 +163,9 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
     set_current_client_cert_details: { cert: true },
     // `X_Remote_User` is not X-Remote-User to Go, but some proxies and servers
     // treat `_` as `-`: such headers never pass (kube-apiserver uses none).
-    common_http_protocol_options: { headers_with_underscores_action: 'DROP_HEADER' },
+    common_http_protocol_options: { headers_with_underscores_action: 'DROP_HEADER', ...common },
+    // Header read timeout, header size, HTTP/2 streams and windows: kube-apiserver's (above).
+    ...limits,
     // Envoy's own failures become a 503 Status (retry) instead of an empty 5xx.
     local_reply_config: localReplyConfig(),
     // Rerouted and unavailable-route requests only, to mvproxy's metrics.

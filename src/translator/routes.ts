@@ -22,6 +22,7 @@ import { identityFilterDisabled } from './identityFilter.js';
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
+import { sidecarLimits, type TranslatorSettings } from './settings.js';
 import { emptyTypedConfig, seconds } from './typed.js';
 import { serviceUnavailableJson } from '../model/status.js';
 
@@ -29,8 +30,65 @@ import { serviceUnavailableJson } from '../model/status.js';
 export const PEER_PROXIED_HEADER = 'x-kubernetes-peer-proxied';
 /** Seconds a client should wait before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 1;
-/** Longest a stream may stay silent; watches get bookmarks well within it. */
-const STREAM_IDLE_TIMEOUT_SECONDS = 3600;
+/**
+ * How much longer than the apiservers' --request-timeout the sidecar waits
+ * for an answer before it answers 504 itself: an apiserver that is alive
+ * answers its own 504 first (its clock starts when it receives the request,
+ * Envoy's once the whole request has been sent).
+ */
+export const REQUEST_TIMEOUT_MARGIN_SECONDS = 5;
+
+// Long-running requests: exactly those kube-apiserver exempts from its request
+// timeout, BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
+// sets.NewString("attach", "exec", "proxy", "log", "portforward"))
+// (pkg/controlplane/apiserver/config.go; k8s.io/apiserver/pkg/server/filters/
+// longrunning.go): verb watch (the /watch/ prefix, or `watch` in the query of a
+// collection GET with any value but 0 or false, any case: requestinfo.go),
+// verb proxy (the /proxy/ prefix), those five subresources, and non-resource
+// paths under /debug/pprof/. They keep no route timeout and no idle timeout,
+// as on the apiserver, where an idle `kubectl exec` or port-forward lives until
+// the kubelet's streaming idle timeout and a watch until its own timeout.
+//
+// The matchers may take a request for long-running that is not (it only keeps
+// today's no-timeout), never the reverse (that would cut a stream the
+// apiserver keeps): a `watch` query parameter with any value or method, or an
+// escaped key (Go decodes keys), counts; so does any path with an escape in
+// it (Go decodes every escape before it reads the path, so `l%6Fg` is `log` to
+// it, whereas Envoy's matchers see the path as sent); so do any three segments
+// before a long-running subresource name, after `namespaces/{ns}/` or not.
+// Upgrade requests keep no timeout whatever their path: an apiserver that
+// switches protocols hijacks the connection, which its timeout filter then
+// neither writes to nor closes (k8s.io/apiserver/pkg/server/filters/timeout.go).
+//
+// Both are matched against the whole `:path` (query included) and each stays
+// below Envoy's RE2 program-size limit of 100 (88 and 79 instructions).
+/** A path segment in `:path`: the query starts at `?`. */
+const PATH_SEGMENT = '[^/?]*';
+/** `/api/{v}/` or `/apis/{g}/{v}/`, any leading slashes (kube-apiserver trims them). */
+const GROUP_VERSION_PATH = `/+(?:api|apis/${PATH_SEGMENT})/${PATH_SEGMENT}/`;
+/** kube-apiserver's long-running verbs and subresources, as upstream lists them. */
+const LONG_RUNNING_VERBS = ['watch', 'proxy'];
+const LONG_RUNNING_SUBRESOURCES = ['attach', 'exec', 'proxy', 'log', 'portforward'];
+const alternatives = (names: string[]): string => `(?:${[...names].sort().join('|')})`;
+const LONG_RUNNING_VERB_PATH = `${GROUP_VERSION_PATH}${alternatives(LONG_RUNNING_VERBS)}/.*`;
+/** The watch query parameter, its key as sent (an escaped key may decode to `watch`). */
+const WATCH_QUERY = `[^?]*\\?(?:.*&)?(?:watch|[^&=]*%[^&=]*)(?:[=&].*)?`;
+const ESCAPED_PATH = '[^?]*%.*';
+const PROFILER_PATH = '/debug/pprof/.*';
+/** Verbs watch and proxy, the profiler, and what could be either to Go. */
+const LONG_RUNNING: HeaderMatcher = {
+  name: ':path',
+  string_match: { safe_regex: { regex: [LONG_RUNNING_VERB_PATH, WATCH_QUERY, ESCAPED_PATH, PROFILER_PATH].join('|') } },
+};
+/** `{resource}/{name}/{subresource}`, in a namespace or not. */
+const LONG_RUNNING_SUBRESOURCE: HeaderMatcher = {
+  name: ':path',
+  string_match: {
+    safe_regex: {
+      regex: `${GROUP_VERSION_PATH}(?:namespaces/${PATH_SEGMENT}/)?${PATH_SEGMENT}/${PATH_SEGMENT}/${alternatives(LONG_RUNNING_SUBRESOURCES)}(?:[/?].*)?`,
+    },
+  },
+};
 
 /** Upgrade requests (exec, attach, port-forward, proxy over WebSocket or SPDY/3.1) carry an Upgrade header. */
 const UPGRADE_REQUEST: HeaderMatcher = { name: 'upgrade', present_match: true };
@@ -65,7 +123,10 @@ export function routeConfiguration(
   routes: readonly ResourceRoute[],
   groupDocuments: readonly GroupDocumentRoute[] = [],
   fallback?: RerouteToPeers,
+  settings: Pick<TranslatorSettings, 'limits'> = {},
 ): RouteConfiguration {
+  // Every request that is not long-running: the apiserver's own timeout, and a little more.
+  const timeout = sidecarLimits(settings).requestTimeoutSeconds + REQUEST_TIMEOUT_MARGIN_SECONDS;
   // Subresource routes first: each is a subset of its resource's regex. Regexes
   // of different resources are disjoint, so no other order matters.
   const ordered = [...routes.filter((r) => r.subresource !== undefined), ...routes.filter((r) => r.subresource === undefined)];
@@ -80,13 +141,13 @@ export function routeConfiguration(
         domains: ['*'],
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
-          ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER),
-          ...mergedDocumentRoutes(otherwise),
-          ...coreGroupShortcut(routes, groupDocuments, otherwise, logged),
-          ...groupDocuments.flatMap(groupDocumentRoutes),
-          ...ordered.flatMap(resourceRoutes),
-          ...(fallback ? healthRoutes() : []),
-          ...forwardRoutes(fallback ? 'fallback' : 'local', { prefix: '/' }, otherwise, logged),
+          ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, timeout),
+          ...mergedDocumentRoutes(otherwise, timeout),
+          ...coreGroupShortcut(routes, groupDocuments, otherwise, timeout, logged),
+          ...groupDocuments.flatMap((document) => groupDocumentRoutes(document, timeout)),
+          ...ordered.flatMap((route) => resourceRoutes(route, timeout)),
+          ...(fallback ? healthRoutes(timeout) : []),
+          ...forwardRoutes(fallback ? 'fallback' : 'local', { prefix: '/' }, otherwise, timeout, logged),
         ],
       },
     ],
@@ -99,18 +160,24 @@ export function routeConfiguration(
  * of failing every resource route first (a regex each: measurable CPU per
  * request). Paths that are not exactly `/api/...` take the long way.
  */
-function coreGroupShortcut(routes: readonly ResourceRoute[], groupDocuments: readonly GroupDocumentRoute[], set: string, logged?: LoggedRoute): Route[] {
+function coreGroupShortcut(
+  routes: readonly ResourceRoute[],
+  groupDocuments: readonly GroupDocumentRoute[],
+  set: string,
+  timeout: number,
+  logged?: LoggedRoute,
+): Route[] {
   if ([...routes, ...groupDocuments].some((r) => r.group === '')) return [];
-  return forwardRoutes(`${set === LOCAL_CLUSTER ? 'local' : 'fallback'} (core group)`, { prefix: '/api/' }, set, logged);
+  return forwardRoutes(`${set === LOCAL_CLUSTER ? 'local' : 'fallback'} (core group)`, { prefix: '/api/' }, set, timeout, logged);
 }
 
 /** The local apiserver's own /healthz, /livez and /readyz (and their checks): an unavailable one answers for itself. */
-function healthRoutes(): Route[] {
+function healthRoutes(timeout: number): Route[] {
   const alternatives = HEALTH_PATH_PREFIXES.map((p) => escapeRegex(p)).join('|');
-  return forwardRoutes('local (health)', { safe_regex: { regex: `(?:${alternatives})(?:/.*)?` } }, LOCAL_CLUSTER);
+  return forwardRoutes('local (health)', { safe_regex: { regex: `(?:${alternatives})(?:/.*)?` } }, LOCAL_CLUSTER, timeout);
 }
 
-function resourceRoutes(route: ResourceRoute): Route[] {
+function resourceRoutes(route: ResourceRoute, timeout: number): Route[] {
   const { pathForms, groupVersionPin } = resourcePathMatch(route);
   const pin: HeaderMatcher = { name: ':path', string_match: { safe_regex: { regex: groupVersionPin } } };
   const kind = route.action.kind === 'peers' ? 'reroute' : 'unavailable';
@@ -119,7 +186,7 @@ function resourceRoutes(route: ResourceRoute): Route[] {
     const match: RouteMatch = { safe_regex: { regex: form }, headers: [pin] };
     const name = `${kind} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
     if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, describe(route), route.action, logged)];
-    return forwardRoutes(name, match, peerClusterName(route.action.peers), logged);
+    return forwardRoutes(name, match, peerClusterName(route.action.peers), timeout, logged);
   });
 }
 
@@ -131,7 +198,7 @@ function resourceRoutes(route: ResourceRoute): Route[] {
  * caller; nothing is merged. The query
  * (the OpenAPI `hash`) is not part of what safe_regex matches.
  */
-function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
+function groupDocumentRoutes(document: GroupDocumentRoute, timeout: number): Route[] {
   const path = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
   const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
   const logged = (kind: LoggedRoute['kind']): LoggedRoute => ({ kind, group: document.group, version: document.version ?? '', resource: '', subresource: '' });
@@ -140,7 +207,7 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
     if (document.action.kind === 'unavailable') {
       return [unavailableRoute(`unavailable ${label} ${what}`, match, `the ${label} document of ${what}`, document.action, logged('unavailable'))];
     }
-    return forwardRoutes(`reroute ${label} ${what}`, match, peerClusterName(document.action.peers), logged('reroute'));
+    return forwardRoutes(`reroute ${label} ${what}`, match, peerClusterName(document.action.peers), timeout, logged('reroute'));
   };
   if (document.version === undefined) return routesFor('discovery', `${path}/?`);
   const versioned = `${path}/${escapeRegex(document.version)}`;
@@ -158,7 +225,7 @@ function groupDocumentRoutes(document: GroupDocumentRoute): Route[] {
  * included, through. Upgrade requests never are; already-proxied ones
  * matched earlier.
  */
-function mergedDocumentRoutes(set: string): Route[] {
+function mergedDocumentRoutes(set: string, timeout: number): Route[] {
   const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
   const pathOf = (document: MergedDocument): string => `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
   const aggregatedDiscovery = (document: MergedDocument): RouteMatch => ({
@@ -175,7 +242,8 @@ function mergedDocumentRoutes(set: string): Route[] {
     [true, false].map((certificate) => ({
       name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
       match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
-      route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate })),
+      // Discovery and the OpenAPI index are not long-running.
+      route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate }), timeout),
       // To a fallback peer: marked, so it answers for itself and never proxies further.
       ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
       typed_per_filter_config: { ...extProcForMergedDocument(document), ...(certificate ? {} : identityFilterDisabled()) },
@@ -188,49 +256,62 @@ function mergedDocumentRoutes(set: string): Route[] {
 }
 
 /**
- * Three flavours, in this order: upgrades (HTTP/1.1, as Envoy requires), watches
- * (HTTP/2) and everything else (HTTP/1.1), each preceded by its
- * client-certificate twin (identity filter on, front-proxy connection); the
- * others switch the identity filter off. `rerouted` (routes to peers) marks the request as
+ * Five flavours, in this order: upgrades (HTTP/1.1, as Envoy requires), watches
+ * (HTTP/2), the other long-running requests (two matchers, HTTP/1.1), all with
+ * no timeout, and everything else (HTTP/1.1), which gets `timeout` (seconds)
+ * as route and idle timeout. Each is preceded by its client-certificate twin
+ * (identity filter on, front-proxy connection); the others switch the
+ * identity filter off. `rerouted` (routes to peers) marks the request as
  * proxied and puts the route in the access log (route metadata).
  */
 const PEER_PROXIED = { header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const };
 
-function forwardRoutes(name: string, match: RouteMatch, set: string, rerouted?: LoggedRoute): Route[] {
+function forwardRoutes(name: string, match: RouteMatch, set: string, timeout: number, rerouted?: LoggedRoute): Route[] {
   const rerouteFields = rerouted
     ? {
         request_headers_to_add: [PEER_PROXIED],
         metadata: loggedRouteMetadata(rerouted),
       }
     : {};
-  const flavours: Array<[string, RouteMatch, UpstreamFlavour['protocol']]> = [
-    [`${name} (upgrade)`, { ...match, headers: [...(match.headers ?? []), UPGRADE_REQUEST] }, 'http1'],
-    [`${name} (watch)`, { ...match, query_parameters: WATCH_REQUEST }, 'http2'],
-    [name, match, 'http1'],
+  const withHeader = (header: HeaderMatcher): RouteMatch => ({ ...match, headers: [...(match.headers ?? []), header] });
+  const flavours: Array<[string, RouteMatch, UpstreamFlavour['protocol'], number]> = [
+    [`${name} (upgrade)`, withHeader(UPGRADE_REQUEST), 'http1', NO_TIMEOUT],
+    [`${name} (watch)`, { ...match, query_parameters: WATCH_REQUEST }, 'http2', NO_TIMEOUT],
+    [`${name} (long-running)`, withHeader(LONG_RUNNING), 'http1', NO_TIMEOUT],
+    [`${name} (long-running subresource)`, withHeader(LONG_RUNNING_SUBRESOURCE), 'http1', NO_TIMEOUT],
+    [name, match, 'http1', timeout],
   ];
-  return flavours.flatMap(([flavourName, flavourMatch, protocol]): Route[] => [
+  return flavours.flatMap(([flavourName, flavourMatch, protocol, flavourTimeout]): Route[] => [
     {
       name: `${flavourName}${CLIENT_CERTIFICATE_ROUTE_SUFFIX}`,
       match: { ...flavourMatch, tls_context: CLIENT_CERTIFICATE },
-      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: true })),
+      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: true }), flavourTimeout),
       ...rerouteFields,
     },
     {
       name: flavourName,
       match: flavourMatch,
-      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: false })),
+      route: forwardAction(flavouredClusterName(set, { protocol, frontProxy: false }), flavourTimeout),
       ...rerouteFields,
       typed_per_filter_config: identityFilterDisabled(),
     },
   ]);
 }
 
-function forwardAction(cluster: string): RouteAction {
+/** Route and idle timeout of long-running requests: none (0 disables both). */
+const NO_TIMEOUT = 0;
+
+/**
+ * `timeout` bounds both the wait for the whole answer (from the end of the
+ * request) and any silence in between; a hung apiserver's request fails with
+ * the 504 Status of localReplies.ts. Long-running requests (NO_TIMEOUT) last
+ * as long as the client and the apiserver want.
+ */
+function forwardAction(cluster: string, timeout: number): RouteAction {
   return {
     cluster,
-    // Watches and upgraded streams last as long as the client wants.
-    timeout: seconds(0),
-    idle_timeout: seconds(STREAM_IDLE_TIMEOUT_SECONDS),
+    timeout: seconds(timeout),
+    idle_timeout: seconds(timeout),
     retry_policy: {
       // Only failures where nothing reached an apiserver (retry-connect-only).
       retry_on: 'connect-failure,refused-stream,reset-before-request',

@@ -49,6 +49,56 @@ export interface TranslatorSettings {
     /** Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
     headers?: IdentityHeaders;
   };
+  /** What the listener allows a client; each missing field is kube-apiserver's default (DEFAULT_SIDECAR_LIMITS). */
+  limits?: Partial<SidecarLimits>;
+}
+
+/**
+ * The sidecar listener's limits, each matched to kube-apiserver's own so that
+ * the sidecar is at least as strict and never stricter (docs/never-worse.md).
+ * Set them to the apiservers' flags where those are not the defaults.
+ */
+export interface SidecarLimits {
+  /**
+   * The apiservers' `--request-timeout` (default 60 s: `RequestTimeout` in
+   * k8s.io/apiserver/pkg/server/config.go). An apiserver answers a request it
+   * does not treat as long-running with its own 504 by then
+   * (WithRequestDeadline, WithTimeoutForNonLongRunningRequests); the sidecar
+   * gives such a request REQUEST_TIMEOUT_MARGIN_SECONDS more before it answers
+   * that 504 itself, which only a hung apiserver ever makes it do.
+   */
+  requestTimeoutSeconds: number;
+  /**
+   * How long a client may take to finish its TLS handshake, and then each
+   * request's headers: kube-apiserver's `ReadHeaderTimeout` (32 s, "just shy of
+   * requestTimeoutUpperBound", k8s.io/apiserver/pkg/server/secure_serving.go;
+   * Go's TLS handshake timeout is the same value). Not a kube-apiserver flag;
+   * tests shorten it.
+   */
+  readHeaderTimeoutSeconds: number;
+  /**
+   * The apiservers' `--http2-max-streams-per-connection` (0, the default,
+   * means 100 in secure_serving.go). Concurrent streams per client HTTP/2
+   * connection; a client that needs more opens another connection.
+   */
+  http2MaxStreamsPerConnection: number;
+}
+
+/** kube-apiserver's own values (see SidecarLimits). */
+export const DEFAULT_SIDECAR_LIMITS: Readonly<SidecarLimits> = {
+  requestTimeoutSeconds: 60,
+  readHeaderTimeoutSeconds: 32,
+  http2MaxStreamsPerConnection: 100,
+};
+
+/** The limits of `settings`, defaults filled in. */
+export function sidecarLimits(settings: Pick<TranslatorSettings, 'limits'>): SidecarLimits {
+  const given = settings.limits ?? {};
+  return {
+    requestTimeoutSeconds: given.requestTimeoutSeconds ?? DEFAULT_SIDECAR_LIMITS.requestTimeoutSeconds,
+    readHeaderTimeoutSeconds: given.readHeaderTimeoutSeconds ?? DEFAULT_SIDECAR_LIMITS.readHeaderTimeoutSeconds,
+    http2MaxStreamsPerConnection: given.http2MaxStreamsPerConnection ?? DEFAULT_SIDECAR_LIMITS.http2MaxStreamsPerConnection,
+  };
 }
 
 /** Everything one sidecar gets over ADS, each list sorted by name. */

@@ -30,7 +30,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     clusters,
     endpoints,
     listeners: [apiserverListener(settings, plan.node)],
-    routes: [routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback)],
+    routes: [routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings)],
   };
 }
 

@@ -163,7 +163,7 @@ describe('the access log the translator configures', () => {
 
   test('every flavour of a reroute route carries reroute metadata with its group, version and resource', () => {
     const jobs = routes().filter((r) => r.name?.startsWith('reroute batch/v1, Resource=jobs'));
-    assert.equal(jobs.length, 6, 'upgrade, watch and the rest, each with a client-certificate twin');
+    assert.equal(jobs.length, 10, 'upgrade, watch, the two long-running and the rest, each with a client-certificate twin');
     for (const route of jobs) {
       assert.deepEqual(routeLabels(route), { kind: 'reroute', group: 'batch', version: 'v1', resource: 'jobs', subresource: '' }, route.name);
     }

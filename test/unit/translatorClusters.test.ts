@@ -131,6 +131,16 @@ describe('translateSidecar', () => {
       }
     });
 
+    test('apiserver connections use TCP keep-alive as a client-go client would (30 s, 9 probes): streams have no idle timeout', () => {
+      for (const c of translateSidecar(REROUTES, settings).clusters) {
+        assert.deepEqual(
+          c.upstream_connection_options,
+          { tcp_keepalive: { keepalive_time: { value: 30 }, keepalive_interval: { value: 30 }, keepalive_probes: { value: 9 } } },
+          c.name,
+        );
+      }
+    });
+
     test('clusters eject apiservers on connection failures only, never on 5xx', () => {
       const outlier = cluster(translateSidecar(NO_PEERS, settings), 'local').outlier_detection;
       assert.equal(outlier?.split_external_local_origin_errors, true);

@@ -52,5 +52,77 @@ describe('translateSidecar', () => {
         { certificate_chain: { filename: settings.listener.servingCertPath }, private_key: { filename: settings.listener.servingKeyPath } },
       ]);
     });
+
+    test("client connections get kube-apiserver's limits: header timeout, header size and count, idle timeout, HTTP/2 streams and windows", () => {
+      const resources = translateSidecar(NO_PEERS, settings);
+      const hcm = connectionManager(resources);
+      assert.deepEqual(hcm.request_headers_timeout, { seconds: 32 });
+      assert.deepEqual(resources.listeners[0]?.filter_chains?.[0]?.transport_socket_connect_timeout, { seconds: 32 });
+      // Go: MaxHeaderBytes 1 MiB plus 4 KiB of read slack; the sidecar refuses nothing below that.
+      assert.ok((hcm.max_request_headers_kb?.value ?? 0) * 1024 >= (1 << 20) + 4096);
+      assert.ok((hcm.common_http_protocol_options?.max_headers_count?.value ?? 0) >= Math.floor(((1 << 20) + 4096) / 3), 'as many 3-byte headers as fit');
+      assert.deepEqual(hcm.common_http_protocol_options?.idle_timeout, { seconds: 90 });
+      assert.equal(hcm.common_http_protocol_options?.max_connection_duration, undefined, 'kube-apiserver has no maximum connection duration');
+      assert.equal(hcm.common_http_protocol_options?.max_requests_per_connection, undefined);
+      assert.deepEqual(hcm.http2_protocol_options, {
+        max_concurrent_streams: { value: 100 },
+        initial_stream_window_size: { value: 256 * 1024 },
+        initial_connection_window_size: { value: 100 * 256 * 1024 },
+      });
+    });
+
+    test('the configurable limits come from settings.limits', () => {
+      const limited = { ...settings, limits: { readHeaderTimeoutSeconds: 3, http2MaxStreamsPerConnection: 2000, requestTimeoutSeconds: 10 } };
+      const resources = translateSidecar(NO_PEERS, limited);
+      const hcm = connectionManager(resources);
+      assert.deepEqual(hcm.request_headers_timeout, { seconds: 3 });
+      assert.deepEqual(resources.listeners[0]?.filter_chains?.[0]?.transport_socket_connect_timeout, { seconds: 3 });
+      assert.deepEqual(hcm.http2_protocol_options?.max_concurrent_streams, { value: 2000 });
+      assert.deepEqual(hcm.http2_protocol_options?.initial_connection_window_size, { value: 2000 * 256 * 1024 });
+    });
+
+    test("client connections get TCP keep-alive with kube-apiserver's 3-minute period", () => {
+      const options = translateSidecar(NO_PEERS, settings).listeners[0]?.socket_options ?? [];
+      assert.deepEqual(
+        options.map((o) => [o.description, o.level, o.name, o.int_value, o.state]),
+        [
+          ['SO_KEEPALIVE', 1, 9, 1, 'STATE_PREBIND'],
+          ['TCP_KEEPIDLE', 6, 4, 180, 'STATE_PREBIND'],
+          ['TCP_KEEPINTVL', 6, 5, 180, 'STATE_PREBIND'],
+        ],
+      );
+    });
+
+    test('a request the apiserver never answered in time gets the 504 Timeout Status kube-apiserver writes, with Retry-After for reads only', () => {
+      const mappers = connectionManager(translateSidecar(NO_PEERS, settings)).local_reply_config?.mappers ?? [];
+      const timeouts = mappers.filter((m) => JSON.stringify(m.filter).includes('"UT"'));
+      assert.equal(timeouts.length, 2);
+      const [read, write] = timeouts;
+      assert.deepEqual(read?.filter?.and_filter?.filters?.[0]?.response_flag_filter?.flags, ['UT', 'SI']);
+      assert.deepEqual(read?.filter?.and_filter?.filters?.[1], {
+        header_filter: { header: { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } } },
+      });
+      assert.deepEqual(write?.filter?.response_flag_filter?.flags, ['UT', 'SI']);
+      const status = (body: string | undefined): unknown => JSON.parse(body ?? '');
+      const expected = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'Timeout: request did not complete within the allotted timeout',
+        reason: 'Timeout',
+        code: 504,
+      };
+      for (const [mapper, details, retryAfter] of [
+        [read, { retryAfterSeconds: 1 }, [{ header: { key: 'retry-after', value: '1' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }]],
+        [write, {}, undefined],
+      ] as const) {
+        assert.deepEqual(mapper?.status_code, { value: 504 });
+        assert.deepEqual(status(mapper?.body?.inline_string), { ...expected, details });
+        assert.equal(mapper?.body_format_override?.content_type, 'application/json');
+        assert.deepEqual(mapper?.headers_to_add, retryAfter);
+      }
+      assert.ok(mappers.indexOf(read as (typeof mappers)[number]) < mappers.indexOf(write as (typeof mappers)[number]), 'reads are matched first');
+    });
   });
 });

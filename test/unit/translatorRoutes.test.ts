@@ -51,11 +51,25 @@ describe('translateSidecar', () => {
       assert.deepEqual(headers, { 'retry-after': '1', 'content-type': 'application/json' });
     });
 
-    test('every forwarding route streams without a timeout and retries only failures before sending', () => {
+    test('long-running flavours stream without a timeout; every other forwarding route times out 5 s after the apiserver would', () => {
+      const longRunning = / \((upgrade|watch|long-running|long-running subresource)\)( \(client certificate\))?$/;
+      for (const [limits, expected] of [
+        [undefined, 65],
+        [{ requestTimeoutSeconds: 300 }, 305],
+      ] as const) {
+        const routes = routesOf(translateSidecar(REROUTES, { ...settings, ...(limits ? { limits } : {}) })).filter((r) => r.route);
+        assert.ok(routes.some((r) => longRunning.test(r.name ?? '')) && routes.some((r) => !longRunning.test(r.name ?? '')));
+        for (const route of routes) {
+          const timeout = longRunning.test(route.name ?? '') ? 0 : expected;
+          assert.deepEqual(route.route?.timeout, { seconds: timeout }, route.name);
+          assert.deepEqual(route.route?.idle_timeout, { seconds: timeout }, route.name);
+        }
+      }
+    });
+
+    test('every forwarding route retries only failures before sending', () => {
       for (const route of routesOf(translateSidecar(REROUTES, settings))) {
         if (route.route === undefined || route.route === null) continue;
-        assert.deepEqual(route.route.timeout, { seconds: 0 }, route.name);
-        assert.deepEqual(route.route.idle_timeout, { seconds: 3600 }, route.name);
         const retry = route.route.retry_policy;
         assert.equal(retry?.retry_on, 'connect-failure,refused-stream,reset-before-request', route.name);
         assert.deepEqual(retry?.num_retries, { value: 3 });
