@@ -61,6 +61,8 @@ export interface ServeConfig {
   discoveryPollMillis: number;
   /** A discovery, OpenAPI index or /readyz body larger than this is refused (that document only; the apiserver did answer). */
   discoveryMaxBodyBytes: number;
+  /** The apiservers' --request-timeout: sidecars answer 504 to a request that is not long-running 5 s after it (README, "Limits"). */
+  requestTimeoutSeconds: number;
 }
 
 /** The range and default of every number in the file: [min, max, default]. Integers only. */
@@ -69,6 +71,7 @@ export const LIMITS = {
   localOnlyGraceSeconds: [10, 3600, 300],
   discoveryPollMillis: [100, 60_000, 1000],
   discoveryMaxBodyBytes: [1024 * 1024, 256 * 1024 * 1024, 32 * 1024 * 1024],
+  requestTimeoutSeconds: [1, 86_400, 60],
 } as const satisfies Record<string, readonly [number, number, number]>;
 
 /** Modes the xDS socket may have: owner only, or owner and group (never others: xDS hands out every sidecar's configuration). */
@@ -127,6 +130,7 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     localOnlyGraceSeconds: r.integer('localOnlyGraceSeconds', ...LIMITS.localOnlyGraceSeconds),
     discoveryPollMillis: r.integer('discoveryPollMillis', ...LIMITS.discoveryPollMillis),
     discoveryMaxBodyBytes: r.integer('discoveryMaxBodyBytes', ...LIMITS.discoveryMaxBodyBytes),
+    requestTimeoutSeconds: r.integer('requestTimeoutSeconds', ...LIMITS.requestTimeoutSeconds),
   };
   const unixSocket = xds.optionalString('unixSocket');
   if (unixSocket !== undefined) config.xds.unixSocket = resolve(baseDir, unixSocket);

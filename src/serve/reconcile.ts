@@ -56,7 +56,7 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
 
 /** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */
 export function reconcileSettings(
-  config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'>,
+  config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
   identityFilterModule: Buffer,
 ): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
@@ -67,7 +67,7 @@ export function reconcileSettings(
 }
 
 function sidecarTranslatorSettings(
-  config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'>,
+  config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
   apiserver: ServedApiserver,
   identityFilterModule: Buffer,
 ): TranslatorSettings {
@@ -89,5 +89,7 @@ function sidecarTranslatorSettings(
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
     identityFilter: { module: identityFilterModule },
+    // The apiservers' --request-timeout (the other limits are kube-apiserver's defaults).
+    ...(config.requestTimeoutSeconds === undefined ? {} : { limits: { requestTimeoutSeconds: config.requestTimeoutSeconds } }),
   };
 }
