@@ -12,6 +12,7 @@ import type { SidecarPlan } from '../../src/planner/plan.js';
 import { freePorts } from '../../src/sandbox/ports.js';
 import { AdsServer } from '../../src/servers/ads.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
+import type { SidecarLimits } from '../../src/translator/settings.js';
 import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
 import { httpsGet } from '../../src/util/https.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
@@ -102,6 +103,10 @@ export async function startSidecar(opts: {
   certs: SidecarCerts;
   plan: SidecarPlan;
   register: (server: grpc.Server) => void;
+  /** The listener's limits (TranslatorSettings.limits); kube-apiserver's when absent. */
+  limits?: Partial<SidecarLimits>;
+  /** The bootstrap's client connection limit (SidecarBootstrapOptions.maxDownstreamConnections). */
+  maxDownstreamConnections?: number;
 }): Promise<RunningSidecar> {
   const { dir, certs } = opts;
   const write = (name: string, content: string): string => {
@@ -118,18 +123,24 @@ export async function startSidecar(opts: {
 
   const listenerPort = await freePort();
   const peerCa = write('peer-ca.crt', certs.servingCa.certPem);
-  const settings = sidecarSettings(listenerPort, {
+  const files = {
     servingCert: write('sidecar.crt', certs.sidecarServing.certPem),
     servingKey: write('sidecar.key', certs.sidecarServing.keyPem),
     clientCa: write('client-ca.crt', certs.clientCa.certPem),
     frontProxyCert: write('front-proxy.crt', certs.frontProxy.certPem),
     frontProxyKey: write('front-proxy.key', certs.frontProxy.keyPem),
     peerCa,
-  });
+  };
+  const settings = { ...sidecarSettings(listenerPort, files), ...(opts.limits ? { limits: opts.limits } : {}) };
   ads.setSnapshot(opts.node, makeSnapshot(translateSidecar(opts.plan, settings)));
 
   const envoy = await startEnvoy(undefined, {
-    bootstrap: sidecarBootstrap({ nodeId: opts.node, controlPlane: { unixSocket: socket }, admin: { port: 0 } }),
+    bootstrap: sidecarBootstrap({
+      nodeId: opts.node,
+      controlPlane: { unixSocket: socket },
+      admin: { port: 0 },
+      ...(opts.maxDownstreamConnections === undefined ? {} : { maxDownstreamConnections: opts.maxDownstreamConnections }),
+    }),
   });
   await eventually('the sidecar listener serves', 20_000, async () => {
     const reply = await httpsGet(`https://127.0.0.1:${listenerPort}/healthz`, { ca: peerCa });
