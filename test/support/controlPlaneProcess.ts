@@ -133,13 +133,10 @@ export async function timed(work: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-/** An ADS stream as a sidecar opens it: subscribes to clusters and resolves with the first answer. */
-export function adsFirstResponse(address: string, credentials: grpc.ChannelCredentials, node: string, timeoutMs = 5000): Promise<DiscoveryResponse__Output> {
-  const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
-  const client = new Client(address, credentials);
+/** Writes `request` on a new bidirectional stream, resolves with the first answer, then cancels the stream and closes the client. */
+function firstAnswer<Req, Res>(client: grpc.Client, call: grpc.ClientDuplexStream<Req, Res>, request: Req): Promise<Res> {
   return new Promise((resolve, reject) => {
-    const call = client.StreamAggregatedResources(deadline(timeoutMs));
-    const finish = (err: Error | undefined, response?: DiscoveryResponse__Output): void => {
+    const finish = (err: Error | undefined, response?: Res): void => {
       call.removeAllListeners('data');
       call.on('error', () => undefined);
       call.cancel();
@@ -147,10 +144,17 @@ export function adsFirstResponse(address: string, credentials: grpc.ChannelCrede
       if (err) reject(err);
       else if (response) resolve(response);
     };
-    call.on('data', (response: DiscoveryResponse__Output) => finish(undefined, response));
+    call.on('data', (response: Res) => finish(undefined, response));
     call.on('error', (err: Error) => finish(err));
-    call.write({ node: { id: node }, type_url: TYPE_URL.cluster, resource_names: [] });
+    call.write(request);
   });
+}
+
+/** An ADS stream as a sidecar opens it: subscribes to clusters and resolves with the first answer. */
+export function adsFirstResponse(address: string, credentials: grpc.ChannelCredentials, node: string, timeoutMs = 5000): Promise<DiscoveryResponse__Output> {
+  const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
+  const client = new Client(address, credentials);
+  return firstAnswer(client, client.StreamAggregatedResources(deadline(timeoutMs)), { node: { id: node }, type_url: TYPE_URL.cluster, resource_names: [] });
 }
 
 /** One ext_proc exchange as a sidecar makes it for `/apis`: the request headers, and the answer to them. */
@@ -160,27 +164,14 @@ export function extProcExchange(address: string, credentials: grpc.ChannelCreden
   const metadata = new grpc.Metadata();
   metadata.set(EXT_PROC_NODE_METADATA, node);
   metadata.set(EXT_PROC_DOCUMENT_METADATA, 'group-discovery');
-  return new Promise((resolve, reject) => {
-    const call = client.Process(metadata, deadline(timeoutMs));
-    const finish = (err: Error | undefined, response?: ProcessingResponse__Output): void => {
-      call.removeAllListeners('data');
-      call.on('error', () => undefined);
-      call.cancel();
-      client.close();
-      if (err) reject(err);
-      else if (response) resolve(response);
-    };
-    call.on('data', (response: ProcessingResponse__Output) => finish(undefined, response));
-    call.on('error', (err: Error) => finish(err));
-    const headers = [
-      [':method', 'GET'],
-      [':path', '/apis'],
-      [':authority', 'apiserver'],
-      ['accept', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList'],
-    ];
-    call.write({
-      request_headers: { headers: { headers: headers.map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') })) }, end_of_stream: true },
-    });
+  const headers = [
+    [':method', 'GET'],
+    [':path', '/apis'],
+    [':authority', 'apiserver'],
+    ['accept', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList'],
+  ];
+  return firstAnswer(client, client.Process(metadata, deadline(timeoutMs)), {
+    request_headers: { headers: { headers: headers.map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') })) }, end_of_stream: true },
   });
 }
 
