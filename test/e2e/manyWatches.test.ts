@@ -43,12 +43,13 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     ca = readFileSync(state.ca);
   });
 
-  after(async () => {
-    await tb?.sandbox.down();
-  });
-
   /** A keep-alive HTTP/1.1 client of the sidecar (a separate client from the watcher). */
   const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+
+  after(async () => {
+    agent.destroy();
+    await tb?.sandbox.down();
+  });
   function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const req = request(
