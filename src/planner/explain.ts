@@ -1,11 +1,11 @@
 // Why a request goes where it goes: the planner's decision for one request,
 // in words, for operators (`mvproxy admin explain`). Pure: it reads the plan
 // the sidecar runs and the model the plan was made from.
-import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
+import type { ClusterModel } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import { groupDocumentOf, parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
 import type { Decision, RequestDestination, RuleName, SidecarPlan } from './plan.js';
-import { destinationForRequest, LocalDoubts, sidecarDecider, type SidecarDecider } from './planner.js';
+import { destinationForRequest, type LocalDoubts, sidecarDecider, type SidecarDecider } from './planner.js';
 
 export interface RequestExplanation {
   /** Where the sidecar's routes send the request now. */
@@ -63,11 +63,11 @@ function reasonFor(decider: SidecarDecider, input: ExplainInput, request: Reques
       const document = request.isResourceRequest ? undefined : groupDocumentOf(request.path);
       if (document === undefined) {
         const id = { group: request.group, version: request.version, resource: request.resource, subresource: request.subresource };
-        return inDoubt(decider.local, localName, decider.doubts, id, what, 'served locally');
+        return inDoubt(localName, decider.doubts, id, what, 'served locally');
       }
       const subject =
         document.version === undefined ? `group ${document.group}` : document.group === '' ? document.version : `${document.group}/${document.version}`;
-      return inDoubt(decider.local, localName, decider.doubts, document, subject, `${what} is answered locally`);
+      return inDoubt(localName, decider.doubts, document, subject, `${what} is answered locally`);
     }
     case 'reroute-to-peers':
       if (!decider.localAvailable) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers}`;
@@ -103,7 +103,6 @@ const MAX_ENTRIES_NAMED = 3;
  * the planner's rule decides which, not a copy of it).
  */
 function inDoubt(
-  local: ApiserverObservation,
   localName: string,
   doubts: LocalDoubts,
   id: { group: string; version?: string; resource?: string; subresource?: string },
@@ -114,11 +113,7 @@ function inDoubt(
   if (doubts.everything) {
     return `mvproxy has no usable discovery of the local apiserver ${localName} (none read yet, only unreadable documents, or nothing routable in them), so what it serves of ${subject} is in doubt: ${outcome}`;
   }
-  const discovery = local.discovery;
-  const covering =
-    discovery === undefined
-      ? []
-      : (discovery.dropped ?? []).filter((d) => new LocalDoubts({ servedSet: local.servedSet, discovery: { ...discovery, dropped: [d] } }).covers(id));
+  const covering = doubts.covering(id);
   const named = covering.slice(0, MAX_ENTRIES_NAMED).map(describeDropped);
   if (covering.length > MAX_ENTRIES_NAMED) named.push(`and ${covering.length - MAX_ENTRIES_NAMED} more`);
   const unreadable = covering.some((d) => d.kind === 'malformed') ? 'could not be read' : 'cannot be routed on';

@@ -1,6 +1,7 @@
 // The planner: from the observed cluster state to one plan per sidecar.
 // Pure and deterministic: same model, same plans (sorted, no clock reads).
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
+import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import { groupDocumentOf, mergedDocumentOf, type RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
 import {
@@ -97,7 +98,7 @@ function isHealthPath(path: string): boolean {
 export class LocalDoubts {
   readonly everything: boolean;
   /** Dropped entries by group name. */
-  private readonly dropped = new Map<string, Array<{ version?: string; resource?: string; subresource?: string }>>();
+  private readonly dropped = new Map<string, DroppedDiscoveryEntry[]>();
 
   constructor(local: Pick<ApiserverObservation, 'servedSet' | 'discovery'>) {
     this.everything = local.servedSet.length === 0;
@@ -113,15 +114,27 @@ export class LocalDoubts {
   }
 
   /** Whether what the local apiserver serves of this resource (or subresource, or, without a resource, group-version or group) is in doubt. */
-  covers(id: { group: string; version?: string; resource?: string; subresource?: string }): boolean {
-    if (this.everything) return true;
-    return (this.dropped.get(id.group) ?? []).some(
+  covers(id: DoubtedId): boolean {
+    return this.everything || this.covering(id).length > 0;
+  }
+
+  /** The dropped entries that put this resource (subresource, group-version or group) in doubt, in discovery order. */
+  covering(id: DoubtedId): DroppedDiscoveryEntry[] {
+    return (this.dropped.get(id.group) ?? []).filter(
       (d) =>
         (d.version === undefined || id.version === undefined || d.version === id.version) &&
         (d.resource === undefined || id.resource === undefined || d.resource === id.resource) &&
         (d.subresource === undefined || d.subresource === id.subresource),
     );
   }
+}
+
+/** What LocalDoubts is asked about: a resource or subresource, or without a resource a group-version or group. */
+interface DoubtedId {
+  group: string;
+  version?: string | undefined;
+  resource?: string | undefined;
+  subresource?: string | undefined;
 }
 
 /** What one apiserver serves, as lookup keys. */
