@@ -12,7 +12,7 @@ const USAGE = `usage: mvproxy <command> [options]
 commands:
   install [--kubernetes vX.Y.Z ...]     build/install Envoy, etcd, kube-apiserver and kubectl into the cache
   install --only envoy                 install only Envoy (what npm run test:unit needs)
-  sandbox up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--detach] [--dir DIR] [--base-port N]
+  sandbox up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--mode mvproxy|upstream|none] [--detach] [--dir DIR] [--base-port N]
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
   serve --config FILE [--log-level LEVEL]
                                        run the control plane (xDS for the sidecars, metrics and status)

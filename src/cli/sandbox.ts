@@ -6,7 +6,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
-import { Sandbox } from '../sandbox/sandbox.js';
+import { Sandbox, SANDBOX_MODES, type SandboxMode } from '../sandbox/sandbox.js';
 import { readState } from '../sandbox/state.js';
 import { serveControl, callControl } from '../sandbox/control.js';
 import { tailOfFile } from '../sandbox/processes.js';
@@ -33,6 +33,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       detach: { type: 'boolean', default: false },
       dir: { type: 'string' },
       'base-port': { type: 'string' },
+      mode: { type: 'string', default: 'mvproxy' },
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
     },
@@ -45,8 +46,9 @@ export async function runSandbox(args: string[]): Promise<number> {
     case 'up': {
       const specs = (values.apiserver ?? [...DEFAULT_KUBERNETES_VERSIONS]).map(parseApiserverFlag);
       const basePort = values['base-port'] === undefined ? undefined : parsePort(values['base-port']);
+      const mode = parseMode(values.mode);
       if (values.detach) return upDetached(rest, dir, statePath);
-      return upForeground(specs, dir, basePort);
+      return upForeground(specs, dir, basePort, mode);
     }
     case 'down': {
       if (!existsSync(statePath)) {
@@ -76,13 +78,19 @@ export async function runSandbox(args: string[]): Promise<number> {
   }
 }
 
+function parseMode(text: string | undefined): SandboxMode {
+  const mode = SANDBOX_MODES.find((m) => m === text);
+  if (!mode) throw new Error(`--mode must be one of ${SANDBOX_MODES.join(', ')}, got ${JSON.stringify(text)}`);
+  return mode;
+}
+
 function parsePort(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1024 || n > 65000) throw new Error(`--base-port must be an integer between 1024 and 65000, got ${JSON.stringify(text)}`);
   return n;
 }
 
-async function upForeground(specs: ApiserverSpec[], dir: string, basePort: number | undefined): Promise<number> {
+async function upForeground(specs: ApiserverSpec[], dir: string, basePort: number | undefined, mode: SandboxMode): Promise<number> {
   if (existsSync(join(dir, 'state.json'))) {
     const state = readState(join(dir, 'state.json'));
     if (processAlive(state.pid)) throw new Error(`a sandbox is already running in ${dir} (pid ${state.pid}); run: npx mvproxy sandbox down`);
@@ -91,7 +99,7 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   const versions = [...new Set(specs.map((s) => s.version))];
   const components = await ensureComponents({ kubernetesVersions: versions, log: progress });
   const started = Date.now();
-  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, progress, ...(basePort !== undefined ? { basePort } : {}) });
+  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, progress, mode, ...(basePort !== undefined ? { basePort } : {}) });
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
@@ -105,7 +113,7 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   };
   const control = serveControl(sandbox, sandbox.state().controlSocket, stop);
   await control;
-  progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s; logs in ${sandbox.logsDir}`);
+  progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (mode ${mode}); logs in ${sandbox.logsDir}`);
   process.stdout.write(`${sandbox.statePath}\n`);
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

@@ -100,6 +100,27 @@ export function etcdProcess(o: { command: string; dataDir: string; clientPort: n
   };
 }
 
+/**
+ * What an apiserver advertises. By default a documentation address
+ * (192.0.2.1): the sandbox needs no `kubernetes` Service endpoints and nobody
+ * dials it. Upstream's Mixed Version Proxy dials the address a peer advertises
+ * in its identity lease, so in mode `upstream` every apiserver advertises
+ * 127.0.0.1 and its own port, and the feature is switched on the only way it
+ * works: the feature gate (beta, on by default since 1.36, named here so 1.35
+ * would work too) and `--peer-ca-file` (the CA of the peers' serving
+ * certificates); peers authenticate with the front-proxy client certificate.
+ */
+function advertiseFlags(port: number, pki: SandboxPki, upstreamPeerProxy: boolean): string[] {
+  if (!upstreamPeerProxy) return ['--advertise-address=192.0.2.1'];
+  return [
+    '--advertise-address=127.0.0.1',
+    '--peer-advertise-ip=127.0.0.1',
+    `--peer-advertise-port=${port}`,
+    `--peer-ca-file=${pki.ca.cert}`,
+    '--feature-gates=UnknownVersionInteroperabilityProxy=true',
+  ];
+}
+
 /** One kube-apiserver, in its own UTS namespace with its name as hostname (so it holds its own identity lease). */
 export function kubeApiserverProcess(o: {
   spec: ApiserverSpec;
@@ -111,6 +132,8 @@ export function kubeApiserverProcess(o: {
   logsDir: string;
   /** Off by default. */
   audit?: ApiserverAuditLog;
+  /** Turn on kube-apiserver's own Mixed Version Proxy (sandbox mode `upstream`). */
+  upstreamPeerProxy?: boolean;
 }): ProcessSpec {
   const { spec, pki } = o;
   const serving = pki.serving[spec.name];
@@ -119,8 +142,7 @@ export function kubeApiserverProcess(o: {
     `--etcd-servers=http://127.0.0.1:${o.etcdPort}`,
     `--secure-port=${o.port}`,
     '--bind-address=127.0.0.1',
-    // Loopback may not be advertised; the sandbox needs no `kubernetes` Service endpoints.
-    '--advertise-address=192.0.2.1',
+    ...advertiseFlags(o.port, pki, o.upstreamPeerProxy ?? false),
     '--endpoint-reconciler-type=none',
     `--tls-cert-file=${serving.cert}`,
     `--tls-private-key-file=${serving.key}`,

@@ -35,8 +35,13 @@ export interface SandboxOptions {
   components: InstalledComponents;
   /** First port of a fixed block; by default every port is picked free by the kernel. */
   basePort?: number;
-  /** Start the mvproxy control plane and one Envoy sidecar per apiserver (default true). */
-  sidecars?: boolean;
+  /**
+   * What stands between clients and the apiservers (default `mvproxy`):
+   * `mvproxy`, the control plane and one Envoy sidecar per apiserver;
+   * `upstream`, no sidecars, kube-apiserver's own Mixed Version Proxy on;
+   * `none`, neither (the skew problem as it is).
+   */
+  mode?: SandboxMode;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
   /**
@@ -55,6 +60,9 @@ interface PortLayout {
   sidecars: number[];
   sidecarAdmins: number[];
 }
+
+export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 export class Sandbox {
   private etcd?: ManagedProcess;
@@ -123,16 +131,20 @@ export class Sandbox {
     });
     // Start them together (each takes seconds to become ready), then wait for all.
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
+    this.adminToken = await this.createAdminToken();
     if (this.withSidecars) {
-      this.adminToken = await this.createAdminToken();
       await this.startControlPlane(ports.controlPlaneAdmin);
       await Promise.all([...this.apiservers.values()].map((run) => this.sidecars.startSidecar(run, this.requirePki(), this.adminToken ?? '')));
     }
     await this.writeState();
   }
 
+  get mode(): SandboxMode {
+    return this.opts.mode ?? 'mvproxy';
+  }
+
   private get withSidecars(): boolean {
-    return this.opts.sidecars ?? true;
+    return this.mode === 'mvproxy';
   }
 
   /**
@@ -207,7 +219,7 @@ export class Sandbox {
 
   /** The cluster-admin service-account token (what token clients use in tests and benchmarks). */
   adminBearerToken(): string {
-    if (!this.adminToken) throw new Error('this sandbox runs no sidecars, so it made no token');
+    if (!this.adminToken) throw new Error('internal: the sandbox has not made its token yet');
     return this.adminToken;
   }
 
@@ -264,6 +276,7 @@ export class Sandbox {
         dir: this.dir,
         logsDir: this.logsDir,
         ...(audit ? { audit } : {}),
+        upstreamPeerProxy: this.mode === 'upstream',
       }),
     );
     const process = run.process;
@@ -316,6 +329,7 @@ export class Sandbox {
     const kubectl = this.kubectlPath();
     return {
       pid: process.pid,
+      mode: this.mode,
       dir: this.dir,
       apiservers,
       kubectl,

@@ -27,6 +27,8 @@ export interface SandboxApiserverState {
 export interface SandboxState {
   /** Process that owns the sandbox (the foreground `sandbox up`). */
   pid: number;
+  /** What stands in front of the apiservers: `mvproxy`, `upstream` (kube-apiserver's own proxy) or `none`. Absent in files written before modes. */
+  mode?: 'mvproxy' | 'upstream' | 'none';
   dir: string;
   apiservers: SandboxApiserverState[];
   kubectl: string;
