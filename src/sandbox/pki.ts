@@ -39,7 +39,11 @@ export interface SandboxPki {
   /** CN of frontProxyClient, for --requestheader-allowed-names. */
   frontProxyClientName: string;
   xdsServer: CertKeyPaths;
-  xdsClient: CertKeyPaths;
+  /**
+   * One xDS client pair per apiserver name, for its sidecar on the mutual-TLS
+   * xDS listener: CN = the name, the only node id that stream may claim.
+   */
+  xdsClients: Record<string, CertKeyPaths>;
   /** publicKey: SPKI PEM (--service-account-key-file); privateKey: PKCS#8 PEM (--service-account-signing-key-file). */
   serviceAccount: { publicKey: string; privateKey: string };
 }
@@ -61,7 +65,6 @@ const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
 const ADMIN_USER = 'mvproxy-admin';
 const ADMIN_GROUP = 'system:masters';
 const ORDINARY_USER = 'alice';
-const XDS_CLIENT_NAME = 'mvproxy-sidecar';
 
 /** DNS SANs every apiserver serving cert carries (in-cluster names, as kubeadm issues them). */
 export const SERVING_DNS_NAMES: readonly string[] = [
@@ -132,7 +135,11 @@ function pkiLayout(dir: string, names: string[]): SandboxPki {
   });
   const ca = pair('ca');
   const serving: Record<string, CertKeyPaths> = {};
-  for (const name of names) serving[name] = pair(`serving-${name}`);
+  const xdsClients: Record<string, CertKeyPaths> = {};
+  for (const name of names) {
+    serving[name] = pair(`serving-${name}`);
+    xdsClients[name] = pair(`xds-client-${name}`);
+  }
   return {
     dir,
     ca,
@@ -144,7 +151,7 @@ function pkiLayout(dir: string, names: string[]): SandboxPki {
     frontProxyClient: pair('front-proxy-client'),
     frontProxyClientName: FRONT_PROXY_CLIENT_NAME,
     xdsServer: pair('xds-server'),
-    xdsClient: pair('xds-client'),
+    xdsClients,
     serviceAccount: { publicKey: path.join(dir, 'sa.pub'), privateKey: path.join(dir, 'sa.key') },
   };
 }
@@ -183,11 +190,13 @@ async function isReusable(layout: SandboxPki, names: string[], sans: (name: stri
 
     for (const name of names) {
       const p = layout.serving[name];
-      if (p === undefined) return false;
+      const x = layout.xdsClients[name];
+      if (p === undefined || x === undefined) return false;
       const s = await loadPair(p);
       if (!leafOk(s, ca) || !sans(name).every((san) => sanOk(s.cert, san))) return false;
+      if (!leafOk(await loadPair(x), ca)) return false;
     }
-    for (const p of [layout.admin, layout.user, layout.xdsServer, layout.xdsClient]) {
+    for (const p of [layout.admin, layout.user, layout.xdsServer]) {
       if (!leafOk(await loadPair(p), ca)) return false;
     }
     if (!leafOk(await loadPair(layout.frontProxyClient), fpCa)) return false;
@@ -261,8 +270,10 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   const fpCa = await issueCa('mvproxy-sandbox-front-proxy-ca');
 
   const serving = new Map<string, IssuedCert>();
+  const xdsClients = new Map<string, IssuedCert>();
   for (const name of names) {
     serving.set(name, await issueLeaf(x509, ca, { commonName: name, usage: 'server', sans: sans(name) }));
+    xdsClients.set(name, await issueLeaf(x509, ca, { commonName: name, usage: 'client' }));
   }
   const admin = await issueLeaf(x509, ca, { commonName: ADMIN_USER, organizations: [ADMIN_GROUP], usage: 'client' });
   const user = await issueLeaf(x509, ca, { commonName: ORDINARY_USER, usage: 'client' });
@@ -272,7 +283,6 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
     usage: 'server',
     sans: ['localhost', '127.0.0.1'],
   });
-  const xdsClient = await issueLeaf(x509, ca, { commonName: XDS_CLIENT_NAME, usage: 'client' });
 
   // RSA for the service-account keys: every kube-apiserver version accepts RS256.
   const sa = generateKeyPairSync('rsa', {
@@ -288,11 +298,14 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
     const p = layout.serving[name];
     if (p !== undefined) await writePair(p, issued);
   }
+  for (const [name, issued] of xdsClients) {
+    const p = layout.xdsClients[name];
+    if (p !== undefined) await writePair(p, issued);
+  }
   await writePair(layout.admin, admin);
   await writePair(layout.user, user);
   await writePair(layout.frontProxyClient, fpClient);
   await writePair(layout.xdsServer, xdsServer);
-  await writePair(layout.xdsClient, xdsClient);
   await writeFileAtomic(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });
   await writeFileAtomic(layout.serviceAccount.publicKey, sa.publicKey, { mode: 0o644 });
 }

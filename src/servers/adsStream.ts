@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { encodedResources, type EncodedSnapshot } from './snapshotStore.js';
+import { nodeClaimRefusal } from './peerIdentity.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
@@ -178,6 +179,12 @@ export class AdsStream {
       const id = request.node?.id ?? '';
       if (id === '') {
         this.fail(grpc.status.INVALID_ARGUMENT, 'the first DiscoveryRequest on an ADS stream must carry node.id');
+        return;
+      }
+      const refusal = nodeClaimRefusal(this.call.getAuthContext(), id);
+      if (refusal !== undefined) {
+        this.log.warn({ claimed: id, peer: this.call.getPeer() }, 'refused an ADS stream claiming a node its client certificate does not name');
+        this.fail(grpc.status.PERMISSION_DENIED, refusal);
         return;
       }
       this.node = id;

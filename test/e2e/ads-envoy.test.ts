@@ -308,6 +308,23 @@ describe('Envoy over mutual TLS', () => {
     assert.equal(res.body, 'backend-tls /tls');
   });
 
+  it('a stream may not claim a node its client certificate does not name', async () => {
+    const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
+    const creds = grpc.credentials.createSsl(readFileSync(pki.ca), readFileSync(pki.clientKey), readFileSync(pki.clientCert));
+    const client = new Client(`127.0.0.1:${port}`, creds, { 'grpc.ssl_target_name_override': 'mvproxy-xds' });
+    try {
+      const call = client.StreamAggregatedResources();
+      const failed = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
+      call.write({ node: { id: 'another-apiserver' }, type_url: TYPE_URL.cluster });
+      const err = await failed;
+      assert.equal(err.code, grpc.status.PERMISSION_DENIED);
+      assert.match(err.details, /names "apiserver-tls", not this node/);
+      assert.equal(ads.status()['another-apiserver'], undefined);
+    } finally {
+      client.close();
+    }
+  });
+
   it('the control plane refuses a client certificate from another CA', async () => {
     const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
     const creds = grpc.credentials.createSsl(readFileSync(pki.ca), readFileSync(pki.otherKey), readFileSync(pki.otherCert));

@@ -32,7 +32,7 @@ export interface ServeProcess {
   adminSocket: string;
   xdsSocket: string;
   xdsTcp: { host: string; port: number };
-  /** Client credentials for xDS over mutual TLS. */
+  /** Client credentials for xDS over mutual TLS: kas-b's sidecar (the only node they may claim). */
   xdsTls: { ca: Buffer; cert: Buffer; key: Buffer };
   pki: SandboxPki;
   /** Runs a full garbage collection in it (a test-only preload: SIGUSR2 calls gc()), then reads its heap from /metrics. */
@@ -94,6 +94,8 @@ export async function startServeProcess(): Promise<ServeProcess> {
   await proc.waitReady('mvproxy serve', async () => (await fetch(`${adminUrl}/healthz`)).ok, 30_000);
   const pid = proc.pid;
   if (pid === undefined) throw new Error('mvproxy serve has no pid');
+  const kasB = pki.xdsClients['kas-b'];
+  if (!kasB) throw new Error('internal: no xDS client certificate for kas-b');
   return {
     proc,
     pid,
@@ -103,7 +105,7 @@ export async function startServeProcess(): Promise<ServeProcess> {
     adminSocket,
     xdsSocket,
     xdsTcp,
-    xdsTls: { ca: readFileSync(pki.ca.cert), cert: readFileSync(pki.xdsClient.cert), key: readFileSync(pki.xdsClient.key) },
+    xdsTls: { ca: readFileSync(pki.ca.cert), cert: readFileSync(kasB.cert), key: readFileSync(kasB.key) },
     pki,
     async collectGarbage() {
       process.kill(pid, 'SIGUSR2');

@@ -110,21 +110,21 @@ describe('ensureSandboxPki', () => {
     assert.ok(user.verify((await cert(pki.ca.cert)).publicKey));
   });
 
-  test('xDS server and client certs are signed by the cluster CA with the right usages', async () => {
+  test('xDS server and per-sidecar client certs are signed by the cluster CA with the right usages, each client naming its apiserver', async () => {
     const ca = await cert(pki.ca.cert);
     const server = await cert(pki.xdsServer.cert);
-    const client = await cert(pki.xdsClient.cert);
+    const client = await cert(pki.xdsClients['apiserver-a']?.cert ?? '');
     assert.ok(server.verify(ca.publicKey) && client.verify(ca.publicKey));
     assert.equal(server.checkHost('localhost'), 'localhost');
     assert.equal(server.checkIP('127.0.0.1'), '127.0.0.1');
     assert.deepEqual(server.keyUsage, ['1.3.6.1.5.5.7.3.1']);
-    assert.deepEqual(subjectAttrs(client), [['CN', 'mvproxy-sidecar']]);
+    assert.deepEqual(subjectAttrs(client), [['CN', 'apiserver-a']]);
     assert.deepEqual(client.keyUsage, ['1.3.6.1.5.5.7.3.2']);
   });
 
   test('private keys are PKCS#8 PEM and match their certificates', async () => {
     const pairs = [pki.ca, pki.frontProxyCa, ...Object.values(pki.serving), pki.admin, pki.user];
-    pairs.push(pki.frontProxyClient, pki.xdsServer, pki.xdsClient);
+    pairs.push(pki.frontProxyClient, pki.xdsServer, ...Object.values(pki.xdsClients));
     for (const p of pairs) {
       const keyPem = await readFile(p.key, 'utf8');
       assert.match(keyPem, /^-----BEGIN PRIVATE KEY-----\n/, p.key);
@@ -146,7 +146,7 @@ describe('ensureSandboxPki', () => {
 
   test('private key files are mode 0600 and certificates 0644', async () => {
     const keys = [pki.ca.key, pki.frontProxyCa.key, pki.admin.key, pki.user.key, pki.serviceAccount.privateKey];
-    keys.push(pki.frontProxyClient.key, pki.xdsServer.key, pki.xdsClient.key);
+    keys.push(pki.frontProxyClient.key, pki.xdsServer.key, ...Object.values(pki.xdsClients).map((p) => p.key));
     for (const p of Object.values(pki.serving)) keys.push(p.key);
     for (const k of keys) assert.equal((await stat(k)).mode & 0o777, 0o600, k);
     for (const c of [pki.ca.cert, pki.admin.cert, pki.serviceAccount.publicKey]) {
@@ -199,7 +199,7 @@ describe('ensureSandboxPki', () => {
     };
     for (const p of Object.values(pki.serving)) check(pki.ca.cert, 'sslserver', p.cert);
     check(pki.ca.cert, 'sslserver', pki.xdsServer.cert);
-    for (const c of [pki.admin.cert, pki.user.cert, pki.xdsClient.cert]) check(pki.ca.cert, 'sslclient', c);
+    for (const c of [pki.admin.cert, pki.user.cert, ...Object.values(pki.xdsClients).map((p) => p.cert)]) check(pki.ca.cert, 'sslclient', c);
     check(pki.frontProxyCa.cert, 'sslclient', pki.frontProxyClient.cert);
     const wrong = spawnSync('openssl', ['verify', '-CAfile', pki.ca.cert, pki.frontProxyClient.cert]);
     assert.notEqual(wrong.status, 0);
