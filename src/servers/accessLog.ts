@@ -10,7 +10,8 @@
 // the plan; a log entry without them falls back to the route name and path.
 // Nothing here can take the server down: a bad entry is skipped, a broken
 // stream is dropped.
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
+import { nodeClaimRefusal } from './peerIdentity.js';
 import type { Logger } from '../util/log.js';
 import type { HTTPAccessLogEntry__Output } from '../generated/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 import type { ResponseFlags__Output } from '../generated/envoy/data/accesslog/v3/ResponseFlags.js';
@@ -86,7 +87,18 @@ export class AccessLogServer {
       }
     };
     call.on('data', (message: StreamAccessLogsMessage__Output) => {
-      if (message.identifier?.node?.id) node = message.identifier.node.id;
+      if (done) return;
+      if (message.identifier?.node?.id) {
+        node = message.identifier.node.id;
+        // Entries counted for another sidecar would skew its metrics.
+        const refusal = nodeClaimRefusal(call.getAuthContext(), node);
+        if (refusal !== undefined) {
+          done = true;
+          this.log.warn({ claimed: node, peer: call.getPeer() }, 'refused an access log stream claiming a node its client certificate does not name');
+          callback({ code: grpc.status.PERMISSION_DENIED, details: refusal });
+          return;
+        }
+      }
       this.handle(node, message);
     });
     call.on('end', finish);

@@ -27,6 +27,7 @@ import type { ProcessingResponse } from '../generated/envoy/service/ext_proc/v3/
 import type { StatusCode } from '../generated/envoy/type/v3/StatusCode.js';
 import { isMergedDocument, type DiscoveryReply, type DiscoveryRequest } from '../discovery/index.js';
 import type { Metrics } from '../metrics.js';
+import { nodeClaimRefusal } from './peerIdentity.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyGrpc } from '../xds/protos.js';
 
@@ -112,6 +113,13 @@ export class ExtProcServer {
 
   private openStream(call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>): void {
     const node = firstMetadata(call.metadata, EXT_PROC_NODE_METADATA) ?? '';
+    // A merged document is planned per sidecar: another node's is not this peer's to read.
+    const refusal = nodeClaimRefusal(call.getAuthContext(), node);
+    if (refusal !== undefined) {
+      this.log.warn({ claimed: node, peer: call.getPeer() }, 'refused an ext_proc stream claiming a node its client certificate does not name');
+      call.emit('error', Object.assign(new Error(refusal), { code: grpc.status.PERMISSION_DENIED }));
+      return;
+    }
     const documentName = firstMetadata(call.metadata, EXT_PROC_DOCUMENT_METADATA) ?? '';
     const document = isMergedDocument(documentName) ? documentName : undefined;
     if (document === undefined) this.log.warn({ node, document: documentName }, 'ext_proc stream for no merged document: passed through');

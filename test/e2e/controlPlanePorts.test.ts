@@ -95,6 +95,17 @@ describe('the control plane ports under garbage, silent and slow connections', {
     assert.equal(cp.proc.running, true, `mvproxy serve ${cp.proc.describeExit()}:\n${cp.proc.logTail()}`);
   }
 
+  test("over mutual TLS, ADS, ext_proc and the access log refuse a stream claiming another sidecar's node", async () => {
+    const refused = async (call: Promise<unknown>): Promise<void> => {
+      await assert.rejects(call, (err: grpc.ServiceError) => err.code === grpc.status.PERMISSION_DENIED && /names "kas-b", not this node/.test(err.details));
+    };
+    // The client certificate names kas-b.
+    await refused(adsFirstResponse(xdsTcp, mtls, 'kas-a'));
+    await refused(extProcExchange(xdsTcp, mtls, 'kas-a'));
+    await refused(accessLogExchange(xdsTcp, mtls, 'kas-a'));
+    assertAlive();
+  });
+
   test('garbage on every port, raw and inside TLS, changes nothing', async () => {
     await serveEveryone();
     for (let round = 0; round < 5; round++) {
