@@ -14,7 +14,8 @@ export function runBootstrap(args: string[]): number {
       'xds-cert': { type: 'string' },
       'xds-key': { type: 'string' },
       'xds-server-name': { type: 'string' },
-      'admin-port': { type: 'string', default: '9901' },
+      'admin-socket': { type: 'string' },
+      'admin-port': { type: 'string' },
     },
     strict: true,
   });
@@ -41,9 +42,19 @@ export function runBootstrap(args: string[]): number {
       };
     }
   }
-  const adminPort = Number(values['admin-port']);
-  if (!Number.isInteger(adminPort) || adminPort < 0 || adminPort > 65535) problems.push('--admin-port must be a port number');
+  // Envoy's admin interface can stop the sidecar (/quitquitquit) and drop its
+  // listeners: by default it is a Unix socket only its user can open, never a port
+  // every local process can reach. --admin-port (loopback) only when asked for.
+  let admin: { port: number } | { unixSocket: string } = {
+    unixSocket: resolve(values['admin-socket'] ?? `/run/mvproxy/envoy-${values.node ?? 'node'}-admin.sock`),
+  };
+  if (values['admin-port'] !== undefined) {
+    const adminPort = Number(values['admin-port']);
+    if (values['admin-socket'] !== undefined) problems.push('give at most one of --admin-socket PATH or --admin-port N');
+    if (!Number.isInteger(adminPort) || adminPort < 0 || adminPort > 65535) problems.push('--admin-port must be a port number');
+    admin = { port: adminPort };
+  }
   if (problems.length > 0 || !controlPlane || !values.node) throw new Error(`cannot make a bootstrap:\n  - ${problems.join('\n  - ')}`);
-  process.stdout.write(`${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin: { port: adminPort } }), null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin }), null, 2)}\n`);
   return 0;
 }

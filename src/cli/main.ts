@@ -16,7 +16,8 @@ commands:
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
   serve --config FILE [--log-level LEVEL]
                                        run the control plane (xDS for the sidecars, metrics and status)
-  bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F) [--admin-port N]
+  bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F)
+            [--admin-socket PATH (default /run/mvproxy/envoy-NAME-admin.sock) | --admin-port N]
                                        print the Envoy bootstrap of one apiserver's sidecar
   admin [--socket PATH] [-o json] status | explain SIDECAR PATH | drain NAME [--wait] | undrain NAME [--wait]
                                        ask the running control plane what it sees and why; drain an apiserver

@@ -24,7 +24,6 @@ export interface RunningApiserver {
   spec: ApiserverSpec;
   port: number;
   sidecarPort: number;
-  sidecarAdminPort: number;
   process?: ManagedProcess;
 }
 

@@ -58,7 +58,6 @@ interface PortLayout {
   controlPlaneAdmin: number;
   apiservers: number[];
   sidecars: number[];
-  sidecarAdmins: number[];
 }
 
 export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
@@ -125,9 +124,8 @@ export class Sandbox {
     this.opts.apiservers.forEach((spec, i) => {
       const port = ports.apiservers[i];
       const sidecarPort = ports.sidecars[i];
-      const sidecarAdminPort = ports.sidecarAdmins[i];
-      if (port === undefined || sidecarPort === undefined || sidecarAdminPort === undefined) throw new Error('internal: port allocation mismatch');
-      this.apiservers.set(spec.name, { spec, port, sidecarPort, sidecarAdminPort });
+      if (port === undefined || sidecarPort === undefined) throw new Error('internal: port allocation mismatch');
+      this.apiservers.set(spec.name, { spec, port, sidecarPort });
     });
     // Start them together (each takes seconds to become ready), then wait for all.
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
@@ -149,7 +147,7 @@ export class Sandbox {
 
   /**
    * With --base-port: etcd at base and base+1, control-plane admin at base+2,
-   * apiservers from base+10, sidecars from base+20, sidecar admins from base+30.
+   * apiservers from base+10, sidecars from base+20 (sidecar admins are Unix sockets).
    */
   private async allocatePorts(): Promise<PortLayout> {
     const count = this.opts.apiservers.length;
@@ -163,20 +161,18 @@ export class Sandbox {
         controlPlaneAdmin: base + 2,
         apiservers: block(10),
         sidecars: block(20),
-        sidecarAdmins: block(30),
       };
       await assertPortFree(layout.etcdClient, 'etcd (client)');
       await assertPortFree(layout.etcdPeer, 'etcd (peer)');
       await assertPortFree(layout.controlPlaneAdmin, 'mvproxy admin');
       for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${names[i]}`);
       for (const [i, p] of layout.sidecars.entries()) await assertPortFree(p, `sidecar of ${names[i]}`);
-      for (const [i, p] of layout.sidecarAdmins.entries()) await assertPortFree(p, `sidecar admin of ${names[i]}`);
       return layout;
     }
-    const ports = await freePorts(3 + 3 * count);
+    const ports = await freePorts(3 + 2 * count);
     const take = (n: number): number[] => ports.splice(0, n);
     const [etcdClient, etcdPeer, controlPlaneAdmin] = take(3) as [number, number, number];
-    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count), sidecarAdmins: take(count) };
+    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count) };
   }
 
   /** A cluster-admin service-account token: what token clients use through the sidecars. */
@@ -313,7 +309,9 @@ export class Sandbox {
     const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
       const direct = `https://127.0.0.1:${run.port}`;
       const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
-      const sidecar = this.withSidecars ? { sidecar: `https://127.0.0.1:${run.sidecarPort}`, sidecarAdmin: `http://127.0.0.1:${run.sidecarAdminPort}` } : {};
+      const sidecar = this.withSidecars
+        ? { sidecar: `https://127.0.0.1:${run.sidecarPort}`, sidecarAdminSocket: this.sidecars.sidecarAdminSocket(run.spec.name) }
+        : {};
       return {
         name: run.spec.name,
         version: run.spec.version,

