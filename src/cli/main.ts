@@ -1,11 +1,7 @@
 #!/usr/bin/env node
 // mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`.
-import { runInstall } from './install.js';
-import { runSandbox } from './sandbox.js';
-import { runServe } from './serve.js';
-import { runBenchCommand } from './bench.js';
-import { runBootstrap } from './bootstrap.js';
-import { runAdmin } from './admin.js';
+// Each command's module is loaded only when it runs: `serve` must start fast
+// (its sidecars wait for it), and needs none of the others.
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -33,17 +29,17 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'install':
-      return runInstall(rest);
+      return (await import('./install.js')).runInstall(rest);
     case 'sandbox':
-      return runSandbox(rest);
+      return (await import('./sandbox.js')).runSandbox(rest);
     case 'serve':
-      return runServe(rest);
+      return (await import('./serve.js')).runServe(rest);
     case 'bench':
-      return runBenchCommand(rest);
+      return (await import('./bench.js')).runBenchCommand(rest);
     case 'bootstrap':
-      return runBootstrap(rest);
+      return (await import('./bootstrap.js')).runBootstrap(rest);
     case 'admin':
-      return runAdmin(rest);
+      return (await import('./admin.js')).runAdmin(rest);
     case undefined:
     case 'help':
     case '--help':

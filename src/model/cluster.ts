@@ -86,3 +86,12 @@ export interface ClusterModel {
   apiservers: ApiserverObservation[];
   localOnly: LocalOnlyGroupVersion[];
 }
+
+/** The model of declared apiservers about which nothing has been observed yet: no lease, no discovery, not known to be reachable. */
+export function unobservedModel(endpoints: readonly ApiserverEndpoint[], now: number): ClusterModel {
+  return {
+    now,
+    apiservers: endpoints.map((endpoint) => ({ endpoint: { ...endpoint, address: { ...endpoint.address } }, servedSet: [], reachable: false })),
+    localOnly: [],
+  };
+}

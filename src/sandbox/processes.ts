@@ -61,7 +61,7 @@ export class ManagedProcess {
    * Polls `ready` (a throw counts as not ready yet) until it returns true;
    * fails fast with the log tail if the process dies, or after `timeoutMs`.
    */
-  async waitReady(what: string, ready: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  async waitReady(what: string, ready: () => Promise<boolean>, timeoutMs = 120_000, pollMs = 250): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (!this.running) throw new ComponentStartError(what, this.describeExit(), this.spec.logFile, this.logTail());
@@ -70,7 +70,7 @@ export class ManagedProcess {
       } catch {
         // not listening yet
       }
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, pollMs));
     }
     throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s`, this.spec.logFile, this.logTail());
   }

@@ -238,6 +238,22 @@ export class Sandbox {
     await this.sidecars.restartControlPlane();
   }
 
+  /** Makes the next control-plane start a cold one: nothing kept from earlier runs. */
+  forgetWarmStart(): void {
+    this.sidecars.forgetWarmStart();
+  }
+
+  /** Stops one apiserver's Envoy sidecar (the apiserver keeps running). */
+  async stopSidecar(name: string): Promise<void> {
+    this.requireApiserver(name);
+    await this.sidecars.stopSidecar(name);
+  }
+
+  /** Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms). */
+  async startSidecar(name: string): Promise<void> {
+    await this.sidecars.startSidecar(this.requireApiserver(name), this.requirePki(), this.adminBearerToken(), 20);
+  }
+
   private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
     const dataDir = join(this.dir, 'etcd-data');
     rmSync(dataDir, { recursive: true, force: true });

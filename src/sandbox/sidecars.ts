@@ -48,6 +48,9 @@ export class SandboxSidecars {
   private get drainFile(): string {
     return join(this.dir, 'drains.json');
   }
+  private get warmStartFile(): string {
+    return join(this.dir, 'warm-start.json');
+  }
 
   /** The control plane is `mvproxy serve`, the same command an operator runs; it watches through `kubeconfig`. */
   async startControlPlane(adminPort: number, apiservers: RunningApiserver[], kubeconfig: string, pki: SandboxPki): Promise<void> {
@@ -67,14 +70,16 @@ export class SandboxSidecars {
       },
       xds: { unixSocket: this.xdsSocket },
       admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket, drainFile: this.drainFile },
+      warmStartFile: this.warmStartFile,
       ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
       departedGraceSeconds: 300,
       localOnlyGraceSeconds: 300,
       discoveryPollMillis: 500,
     };
     writeFileSync(this.controlPlaneConfigPath, `${JSON.stringify(config, null, 2)}\n`);
-    // A new sandbox starts with nothing drained; restarts of its control plane keep the file.
+    // A new sandbox starts with nothing drained or kept; restarts of its control plane keep the files.
     rmSync(this.drainFile, { force: true });
+    rmSync(this.warmStartFile, { force: true });
     this.opts.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
     this.controlPlaneAdminPort = adminPort;
     await this.launchControlPlane();
@@ -117,9 +122,24 @@ export class SandboxSidecars {
     await this.launchControlPlane();
   }
 
-  /** Starts the Envoy sidecar of `run`; ready once it answers /readyz with the apiserver behind it (as `adminToken`). */
-  async startSidecar(run: RunningApiserver, pki: SandboxPki, adminToken: string): Promise<void> {
+  /** Forgets what the control plane kept for its warm start (the next start knows nothing). */
+  forgetWarmStart(): void {
+    rmSync(this.warmStartFile, { force: true });
+  }
+
+  /** Stops the Envoy sidecar of `name` (its config goes with it). */
+  async stopSidecar(name: string): Promise<void> {
+    await this.sidecars.get(name)?.stop(2000);
+    this.sidecars.delete(name);
+  }
+
+  /**
+   * Starts the Envoy sidecar of `run`; ready once it answers /readyz with the
+   * apiserver behind it (as `adminToken`), polled every `pollMs`.
+   */
+  async startSidecar(run: RunningApiserver, pki: SandboxPki, adminToken: string, pollMs?: number): Promise<void> {
     const name = run.spec.name;
+    if (this.sidecars.get(name)?.running) throw new Error(`the sidecar of ${name} is already running`);
     const bootstrapPath = join(this.dir, `envoy-${name}.json`);
     writeFileSync(
       bootstrapPath,
@@ -134,10 +154,15 @@ export class SandboxSidecars {
     });
     this.sidecars.set(name, sidecar);
     // Ready when the listener (pushed over ADS) answers with the apiserver behind it.
-    await sidecar.waitReady(`Envoy sidecar of ${name}`, async () => {
-      const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${adminToken}` }, 2000);
-      return res.status === 200;
-    });
+    await sidecar.waitReady(
+      `Envoy sidecar of ${name}`,
+      async () => {
+        const res = await httpsGet(`https://127.0.0.1:${run.sidecarPort}/readyz`, { ca: pki.ca.cert }, { authorization: `Bearer ${adminToken}` }, 2000);
+        return res.status === 200;
+      },
+      undefined,
+      pollMs,
+    );
   }
 
   /** The Unix socket of a sidecar's Envoy admin interface (owner only, as `mvproxy bootstrap` makes it). */

@@ -56,6 +56,8 @@ export interface ServeConfig {
   };
   /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
   peerEgressProxy?: { host: string; port: number };
+  /** Where the model behind the last pushed snapshots is kept, to serve them again at once after a restart (warmStart.ts). */
+  warmStartFile?: string;
   departedGraceSeconds: number;
   localOnlyGraceSeconds: number;
   discoveryPollMillis: number;
@@ -165,6 +167,8 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     if (!admin.has('listen') && socket === undefined) problems.push('admin: set listen (metrics and status over HTTP), socket (the admin gRPC API), or both');
   }
   if (r.has('peerEgressProxy')) config.peerEgressProxy = r.hostPort('peerEgressProxy');
+  const warmStartFile = r.optionalString('warmStartFile');
+  if (warmStartFile !== undefined) config.warmStartFile = resolve(baseDir, warmStartFile);
 
   if (config.apiservers.length === 0) problems.push('apiservers: list at least one apiserver');
   const seen = (what: string, values: string[]): void => {

@@ -5,12 +5,12 @@
 import type * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
-import type { ClusterModel } from '../model/cluster.js';
+import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
 import type { Metrics } from '../metrics.js';
-import { ClusterObserver } from '../sources/clusterObserver.js';
+import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions } from '../xds/snapshot.js';
@@ -22,6 +22,7 @@ import { AccessLogServer } from '../servers/accessLog.js';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import { readDrains, writeDrains } from './drains.js';
+import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 
@@ -62,7 +63,8 @@ export class ControlPlane implements AdminBackend {
   readonly ads: AdsServer;
   readonly extProc: ExtProcServer;
   readonly accessLog: AccessLogServer;
-  private readonly observer: ClusterObserver;
+  /** Made in start(), once the sidecars can connect (the Kubernetes client takes long to load). */
+  private observer?: ClusterObserver;
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
@@ -83,7 +85,6 @@ export class ControlPlane implements AdminBackend {
   ) {
     this.settings = reconcileSettings(config, deps.identityFilterModule ?? readIdentityFilterModule());
     this.departedGraceMs = this.settings.departedGraceMs;
-    const kubeConfig = deps.kubeConfig ?? loadKubeConfig(config.kubeconfig);
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
       metrics: {
@@ -104,9 +105,24 @@ export class ControlPlane implements AdminBackend {
     // Access log of rerouted and unavailable-route requests: the upstream MVP counters.
     this.accessLog = new AccessLogServer({ logger: deps.logger, metrics: deps.metrics });
     this.accessLog.addToServer(this.grpcServer);
-    this.observer = new ClusterObserver({
+  }
+
+  /**
+   * The sources. Loaded only here, after the xDS listeners are bound: the
+   * Kubernetes client alone takes about half a second to load, and a sidecar
+   * starting with its replica should not wait for it (warmStart.ts).
+   */
+  private async startObserver(): Promise<ClusterObserver> {
+    const [{ ClusterObserver }, { KubeConfig }] = await Promise.all([import('../sources/clusterObserver.js'), import('@kubernetes/client-node')]);
+    let kubeConfig = this.deps.kubeConfig;
+    if (!kubeConfig) {
+      kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(this.config.kubeconfig);
+    }
+    const { config, deps } = this;
+    const observer = new ClusterObserver({
       kubeConfig,
-      endpoints: config.apiservers.map(({ name, hostname, address }) => ({ name, hostname, address })),
+      endpoints: this.declaredEndpoints(),
       logger: deps.logger.child({ component: 'sources' }),
       metrics: deps.metrics,
       tlsServerName: config.tls.peerServerName,
@@ -116,10 +132,20 @@ export class ControlPlane implements AdminBackend {
       discoveryMaxBodyBytes: config.discoveryMaxBodyBytes,
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
-    this.observer.onChange((model) => this.update(model));
+    this.observer = observer;
+    observer.onChange((model) => this.update(model));
+    await observer.start();
+    return observer;
+  }
+
+  private declaredEndpoints(): ApiserverEndpoint[] {
+    return this.config.apiservers.map(({ name, hostname, address }) => ({ name, hostname, address: { ...address } }));
   }
 
   async start(): Promise<{ xds: string[]; admin?: string; adminSocket?: string }> {
+    this.restoreDrains();
+    // Before any sidecar can connect: what it gets until this replica has synced.
+    this.serveBeforeSync();
     const xds: string[] = [];
     if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket, this.config.xds.unixSocketMode));
     if (this.config.xds.tcp) {
@@ -135,11 +161,10 @@ export class ControlPlane implements AdminBackend {
     }
     let admin: string | undefined;
     if (this.config.admin?.http) admin = await this.startAdmin(this.config.admin.http.host, this.config.admin.http.port);
-    this.restoreDrains();
     let adminSocket: string | undefined;
     if (this.config.admin?.socket) adminSocket = await this.startAdminGrpc(this.config.admin.socket);
-    await this.observer.start();
-    this.update(this.observer.snapshot());
+    const observer = await this.startObserver();
+    this.update(observer.snapshot());
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
   }
 
@@ -148,8 +173,28 @@ export class ControlPlane implements AdminBackend {
     return this.reconciled?.plans ?? [];
   }
 
+  /**
+   * Startup snapshots (every request to the sidecar's own apiserver) for
+   * sidecars that run nothing yet, and the model kept in warmStartFile, if
+   * any, as the current state (warmStart.ts says why both).
+   */
+  private serveBeforeSync(): void {
+    const unknown = reconcile(unobservedModel(this.declaredEndpoints(), (this.deps.clock ?? Date.now)()), this.draining, this.settings);
+    for (const [node, sidecar] of unknown.sidecars) this.ads.setStartupSnapshot(node, sidecar.snapshot);
+    const file = this.config.warmStartFile;
+    if (!file) return;
+    const kept = readWarmStart(file);
+    if ('unusable' in kept) {
+      this.deps.logger.warn({ warmStartFile: file, problem: kept.unusable }, 'warm-start file unusable: starting from nothing known');
+    } else if ('model' in kept) {
+      this.update(alignWarmModel(kept.model, this.config.apiservers), { persist: false });
+      this.deps.logger.info({ warmStartFile: file, savedAt: new Date(kept.savedAt).toISOString() }, 'serving the last kept state until synced');
+    }
+  }
+
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
-  private update(model: ClusterModel): void {
+  private update(model: ClusterModel, { persist } = { persist: true }): void {
+    if (persist && model !== this.lastModel) this.keepForWarmStart(model);
     this.lastModel = model;
     const next = reconcile(model, this.draining, this.settings);
     for (const [node, sidecar] of next.sidecars) {
@@ -160,6 +205,17 @@ export class ControlPlane implements AdminBackend {
       }
     }
     this.reconciled = next;
+  }
+
+  private keepForWarmStart(model: ClusterModel): void {
+    const file = this.config.warmStartFile;
+    if (!file) return;
+    try {
+      writeWarmStart(file, model, Date.now());
+    } catch (err) {
+      // Serving goes on; only the next restart starts colder.
+      this.deps.logger.warn({ warmStartFile: file, err: (err as Error).message }, 'could not keep the model for a warm start');
+    }
   }
 
   /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
@@ -312,7 +368,7 @@ export class ControlPlane implements AdminBackend {
   }
 
   async stop(): Promise<void> {
-    this.observer.stop();
+    this.observer?.stop();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);
@@ -323,10 +379,4 @@ export class ControlPlane implements AdminBackend {
       this.adminServer.closeAllConnections();
     });
   }
-}
-
-function loadKubeConfig(path: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(path);
-  return kc;
 }

@@ -103,6 +103,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private readonly orderingTimeoutMs: number;
   private readonly now: () => number;
   private readonly snapshots = new SnapshotStore();
+  /** What a node that runs nothing yet gets until it has a snapshot (setStartupSnapshot). */
+  private readonly startupSnapshots = new SnapshotStore();
   private readonly nodes = new Map<string, NodeRecord>();
   /** Streams whose first request (with the node id) has not arrived yet. */
   private readonly anonymous = new Set<AdsStream>();
@@ -111,7 +113,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private streamCounter = 0;
   /** What the streams report to. */
   private readonly host: AdsStreamHost = {
-    snapshot: (node) => this.snapshots.get(node),
+    snapshot: (node, startedEmpty) => this.snapshots.get(node) ?? (startedEmpty ? this.startupSnapshots.get(node) : undefined),
     nextNonce: () => `${this.noncePrefix}-${++this.nonceCounter}`,
     identified: (stream) => this.onIdentified(stream),
     acked: (stream, url, version, nonce) => {
@@ -152,6 +154,17 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
    */
   setSnapshot(node: string, snapshot: Snapshot): void {
     this.snapshots.set(node, snapshot);
+    for (const stream of this.record(node).streams) stream.flush();
+  }
+
+  /**
+   * What a node gets before it has a snapshot, but only on a stream whose
+   * Envoy runs nothing yet (its first request carried no version): an Envoy
+   * that already runs a config keeps it until setSnapshot gives the node one.
+   */
+  setStartupSnapshot(node: string, snapshot: Snapshot): void {
+    this.startupSnapshots.set(node, snapshot);
+    if (this.snapshots.get(node)) return;
     for (const stream of this.record(node).streams) stream.flush();
   }
 

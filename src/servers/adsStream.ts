@@ -44,8 +44,8 @@ export interface StreamNack {
 
 /** What a stream reports to, and asks of, the server hosting it. */
 export interface AdsStreamHost {
-  /** The node's current snapshot; undefined until it has one. */
-  snapshot(node: string): EncodedSnapshot | undefined;
+  /** The node's current snapshot; undefined until it has one. `startedEmpty`: this stream's Envoy ran no config when it connected. */
+  snapshot(node: string, startedEmpty: boolean): EncodedSnapshot | undefined;
   /** A nonce no other response of this server carries. */
   nextNonce(): string;
   /** The first request named the stream's node (stream.node is set). */
@@ -81,6 +81,8 @@ export class AdsStream {
   readonly id: number;
   /** The node id, from the first request; undefined until then. */
   node: string | undefined;
+  /** The first request carried no version: this Envoy runs no config from any control plane yet. */
+  startedEmpty = false;
   readonly types = new Map<ResourceTypeUrl, StreamTypeState>();
   closed = false;
   log: Logger;
@@ -140,7 +142,7 @@ export class AdsStream {
   /** Sends, in push order, every type whose content or names changed and that may go now. */
   flush(): void {
     if (this.closed || this.node === undefined) return;
-    const encoded = this.host.snapshot(this.node);
+    const encoded = this.host.snapshot(this.node, this.startedEmpty);
     if (!encoded) return; // no snapshot yet: the node waits until one arrives
     let routesHeld = false;
     for (const url of PUSH_ORDER) {
@@ -188,6 +190,7 @@ export class AdsStream {
         return;
       }
       this.node = id;
+      this.startedEmpty = (request.version_info ?? '') === '';
       this.log = this.log.child({ node: id });
       this.host.identified(this);
     }

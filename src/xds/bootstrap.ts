@@ -172,7 +172,17 @@ export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
       ads_config: {
         api_type: 'GRPC',
         transport_api_version: 'V3',
-        grpc_services: [{ envoy_grpc: { cluster_name: CONTROL_PLANE_CLUSTER } }],
+        grpc_services: [
+          {
+            envoy_grpc: {
+              cluster_name: CONTROL_PLANE_CLUSTER,
+              // Reconnect soon after a failed attempt: a sidecar and its replica often
+              // start together, and until the stream is up the sidecar serves nothing.
+              // Backoff (jittered) keeps a long outage cheap.
+              retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '2s' } },
+            },
+          },
+        ],
         set_node_on_first_message_only: true,
       },
       cds_config: { ...ADS_SOURCE },

@@ -280,6 +280,40 @@ describe('ADS server', () => {
     assert.deepEqual(names(response), ['backend']);
   });
 
+  it('gives the startup snapshot to an Envoy that runs nothing yet, while the node has no snapshot', async (t) => {
+    const h = await harness(t);
+    const startup = config({ extraCluster: true });
+    h.ads.setStartupSnapshot(NODE, startup);
+    const fresh = h.envoy();
+    fresh.subscribe(CDS);
+    assert.equal((await fresh.next()).version_info, startup.types[CDS].version);
+  });
+
+  it('keeps an Envoy that already runs a config waiting instead of sending it the startup snapshot', async (t) => {
+    const h = await harness(t);
+    h.ads.setStartupSnapshot(NODE, config({ extraCluster: true }));
+    const running = h.envoy();
+    running.subscribe(CDS, [], 'a-version-from-before');
+    await running.nothingFor(300);
+    const synced = config();
+    h.ads.setSnapshot(NODE, synced);
+    assert.equal((await running.next()).version_info, synced.types[CDS].version);
+  });
+
+  it('replaces the startup snapshot with the node snapshot once there is one', async (t) => {
+    const h = await harness(t);
+    const startup = config({ extraCluster: true });
+    h.ads.setStartupSnapshot(NODE, startup);
+    const fresh = h.envoy();
+    fresh.subscribe(CDS);
+    fresh.ack(await fresh.next());
+    const synced = config();
+    h.ads.setSnapshot(NODE, synced);
+    const pushed = await fresh.next();
+    assert.equal(pushed.version_info, synced.types[CDS].version);
+    assert.deepEqual(names(pushed), ['backend']);
+  });
+
   it('refuses a stream whose first request has no node id', async (t) => {
     const h = await harness(t);
     h.ads.setSnapshot(NODE, config());

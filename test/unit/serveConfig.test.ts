@@ -78,6 +78,11 @@ describe('serve configuration', () => {
     assert.deepEqual(config.admin, { http: { host: '127.0.0.1', port: 9464 }, socket: '/etc/mvproxy/admin.sock' });
   });
 
+  it('the warm-start file is optional and resolved against the config folder', () => {
+    assert.equal(parseServeConfig(valid, '/etc/mvproxy', false).warmStartFile, undefined);
+    assert.equal(parseServeConfig({ ...valid, warmStartFile: 'state/warm.json' }, '/etc/mvproxy', false).warmStartFile, '/etc/mvproxy/state/warm.json');
+  });
+
   it('an admin section with neither listen nor socket is reported', () => {
     assert.ok(problemsOf({ ...valid, admin: {} }).some((p) => p.startsWith('admin: set listen') && p.includes('socket')));
   });

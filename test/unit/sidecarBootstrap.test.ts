@@ -10,7 +10,7 @@ describe('sidecar bootstrap', () => {
     const expected = sidecarBootstrap({
       nodeId: 'apiserver-1',
       controlPlane: { unixSocket: '/run/mvproxy/xds.sock' },
-      admin: { port: 9901 },
+      admin: { unixSocket: '/run/mvproxy/envoy-apiserver-1-admin.sock' },
     });
     assert.deepEqual(JSON.parse(readFileSync(example, 'utf8')), expected);
   });
@@ -42,13 +42,13 @@ describe('sidecar bootstrap', () => {
     assert.deepEqual(monitors(limited), monitor(5000));
   });
 
-  it('points ADS, CDS and LDS at the control plane cluster with node sent once', () => {
+  it('points ADS, CDS and LDS at the control plane cluster with node sent once, reconnecting after 0.1 s backing off to 2 s', () => {
     const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 } });
     assert.deepEqual(bootstrap['dynamic_resources'], {
       ads_config: {
         api_type: 'GRPC',
         transport_api_version: 'V3',
-        grpc_services: [{ envoy_grpc: { cluster_name: 'mvproxy_xds' } }],
+        grpc_services: [{ envoy_grpc: { cluster_name: 'mvproxy_xds', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '2s' } } } }],
         set_node_on_first_message_only: true,
       },
       cds_config: { ads: {}, resource_api_version: 'V3' },

@@ -1,0 +1,68 @@
+// What a replica serves before it has synced with the apiservers. Sidecars
+// must not depend on the control plane being up to date, or up at all: a
+// replica that restarts (or starts with its node) answers at once.
+//
+// - With `warmStartFile`, the cluster model behind the last snapshots it
+//   pushed is kept there; at start it is read back and reconciled, which
+//   gives the very same snapshots (versions are content hashes), so a sidecar
+//   reconnecting to it is sent nothing new and a fresh sidecar gets the last
+//   good routes. The model, not the snapshots, is kept: it is smaller than the
+//   listeners (which carry the identity filter's module) and also restores
+//   the merged discovery the ext_proc responder answers with.
+// - Without it (or with nothing usable in it), a sidecar that runs nothing
+//   yet is sent the plan of a cluster about which nothing is known: every
+//   request to its own apiserver, local documents untouched, what the cluster
+//   does without mvproxy. A sidecar that already runs a config keeps it until
+//   the replica has synced (controlPlane.ts, AdsServer.setStartupSnapshot).
+import { existsSync, readFileSync } from 'node:fs';
+import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
+import { isRecord } from '../util/json.js';
+
+/** Bumped whenever ClusterModel changes shape: an older file is ignored, not misread. */
+export const WARM_START_FORMAT = 1;
+
+interface WarmStartFile {
+  format: number;
+  /** Epoch ms when written (for the log). */
+  savedAt: number;
+  model: ClusterModel;
+}
+
+export type WarmStartRead = { model: ClusterModel; savedAt: number } | { unusable: string } | { absent: true };
+
+/** The model kept in `path`; a missing file is `absent`, anything unreadable is `unusable` with the reason (never a throw: the replica starts anyway). */
+export function readWarmStart(path: string): WarmStartRead {
+  if (!existsSync(path)) return { absent: true };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    return { unusable: (err as Error).message };
+  }
+  if (!isRecord(parsed) || parsed['format'] !== WARM_START_FORMAT) return { unusable: `not a warm-start file of format ${WARM_START_FORMAT}` };
+  const model = parsed['model'];
+  const savedAt = parsed['savedAt'];
+  if (!isRecord(model) || !Array.isArray(model['apiservers']) || typeof model['now'] !== 'number' || typeof savedAt !== 'number') {
+    return { unusable: 'the model in it is malformed' };
+  }
+  return { model: model as unknown as ClusterModel, savedAt };
+}
+
+/** Replaces the file atomically (a crash leaves the previous model or this one). */
+export function writeWarmStart(path: string, model: ClusterModel, savedAt: number): void {
+  const file: WarmStartFile = { format: WARM_START_FORMAT, savedAt, model };
+  writeFileAtomicSync(path, JSON.stringify(file), { mode: 0o600 });
+}
+
+/**
+ * The kept model, fitted to the apiservers declared now: an apiserver whose
+ * name, hostname or address changed since, or that is new, starts unknown (so
+ * its sidecar sends everything to it); one no longer declared is dropped.
+ */
+export function alignWarmModel(model: ClusterModel, declared: readonly ApiserverEndpoint[]): ClusterModel {
+  const same = (a: ApiserverEndpoint, b: ApiserverEndpoint): boolean =>
+    a.name === b.name && a.hostname === b.hostname && a.address.host === b.address.host && a.address.port === b.address.port;
+  const unknown = unobservedModel(declared, model.now).apiservers;
+  return { ...model, apiservers: unknown.map((blank) => model.apiservers.find((a) => same(a.endpoint, blank.endpoint)) ?? blank) };
+}
