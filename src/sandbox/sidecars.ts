@@ -45,9 +45,6 @@ export class SandboxSidecars {
   private get adminSocket(): string {
     return join(this.dir, 'admin.sock');
   }
-  private get drainFile(): string {
-    return join(this.dir, 'drains.json');
-  }
   private get warmStartFile(): string {
     return join(this.dir, 'warm-start.json');
   }
@@ -69,7 +66,7 @@ export class SandboxSidecars {
         peerCa: pki.peerCa,
       },
       xds: { unixSocket: this.xdsSocket },
-      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket, drainFile: this.drainFile },
+      admin: { listen: `127.0.0.1:${adminPort}`, socket: this.adminSocket },
       warmStartFile: this.warmStartFile,
       ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
       departedGraceSeconds: 300,
@@ -77,8 +74,7 @@ export class SandboxSidecars {
       discoveryPollMillis: 500,
     };
     writeFileSync(this.controlPlaneConfigPath, `${JSON.stringify(config, null, 2)}\n`);
-    // A new sandbox starts with nothing drained or kept; restarts of its control plane keep the files.
-    rmSync(this.drainFile, { force: true });
+    // A new sandbox starts with nothing kept (its etcd is new: nothing drained either); restarts of its control plane keep the file.
     rmSync(this.warmStartFile, { force: true });
     this.opts.progress(`starting the mvproxy control plane (admin http://127.0.0.1:${adminPort})`);
     this.controlPlaneAdminPort = adminPort;

@@ -9,6 +9,7 @@
 // point a sidecar's privileged front-proxy connection somewhere (SSRF).
 import { readFileSync, existsSync } from 'node:fs';
 import { isAbsolute, resolve, dirname } from 'node:path';
+import { DEFAULT_DRAIN_RECORD } from '../sources/drainRecord.js';
 import { BlockList, isIP } from 'node:net';
 import type { ApiserverEndpoint } from '../model/cluster.js';
 
@@ -51,9 +52,9 @@ export interface ServeConfig {
   admin?: {
     http?: { host: string; port: number };
     socket?: string;
-    /** Where drains are kept across control-plane restarts (in memory only when unset). */
-    drainFile?: string;
   };
+  /** The ConfigMap every replica reads drains from and writes them to (sources/drainRecord.ts); default kube-system/mvproxy-drains. */
+  drainRecord: { namespace: string; name: string };
   /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
   peerEgressProxy?: { host: string; port: number };
   /** Where the model behind the last pushed snapshots is kept, to serve them again at once after a restart (warmStart.ts). */
@@ -133,7 +134,14 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     discoveryPollMillis: r.integer('discoveryPollMillis', ...LIMITS.discoveryPollMillis),
     discoveryMaxBodyBytes: r.integer('discoveryMaxBodyBytes', ...LIMITS.discoveryMaxBodyBytes),
     requestTimeoutSeconds: r.integer('requestTimeoutSeconds', ...LIMITS.requestTimeoutSeconds),
+    drainRecord: { ...DEFAULT_DRAIN_RECORD },
   };
+  const drainRecord = r.optionalString('drainRecord');
+  if (drainRecord !== undefined) {
+    const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(drainRecord);
+    if (!m || drainRecord.length > 317) problems.push(`drainRecord: ${JSON.stringify(drainRecord)} is not NAMESPACE/NAME of a ConfigMap`);
+    else config.drainRecord = { namespace: m[1] ?? '', name: m[3] ?? '' };
+  }
   const unixSocket = xds.optionalString('unixSocket');
   if (unixSocket !== undefined) config.xds.unixSocket = resolve(baseDir, unixSocket);
   const unixSocketMode = xds.optionalString('unixSocketMode');
@@ -162,8 +170,8 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     }
     const socket = admin.optionalString('socket');
     if (socket !== undefined) config.admin.socket = resolve(baseDir, socket);
-    const drainFile = admin.optionalString('drainFile');
-    if (drainFile !== undefined) config.admin.drainFile = resolve(baseDir, drainFile);
+    if (admin.has('drainFile'))
+      problems.push('admin.drainFile: drains now live in the Kubernetes API, shared by every replica (drainRecord); remove this field');
     if (!admin.has('listen') && socket === undefined) problems.push('admin: set listen (metrics and status over HTTP), socket (the admin gRPC API), or both');
   }
   if (r.has('peerEgressProxy')) config.peerEgressProxy = r.hostPort('peerEgressProxy');

@@ -5,12 +5,14 @@
 import type * as grpc from '@grpc/grpc-js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
 import type { Metrics } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
+import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions } from '../xds/snapshot.js';
@@ -21,7 +23,7 @@ import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../s
 import { AccessLogServer } from '../servers/accessLog.js';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
-import { readDrains, writeDrains } from './drains.js';
+import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
@@ -65,12 +67,15 @@ export class ControlPlane implements AdminBackend {
   readonly accessLog: AccessLogServer;
   /** Made in start(), once the sidecars can connect (the Kubernetes client takes long to load). */
   private observer?: ClusterObserver;
+  private drainWatcher?: DrainWatcher;
   private readonly grpcServer: grpc.Server;
   private adminServer?: HttpServer;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
-  /** Apiservers an operator is draining (admin API), also kept in admin.drainFile when set. */
+  /** Apiservers an operator is draining: the drain record in the Kubernetes API (drainRecord.ts), as last read or written. */
   private draining: ReadonlySet<string> = new Set<string>();
+  /** Writes the drain record; made with the sources, in start(). */
+  private drainWriter?: DrainWriter;
   /** The last reconcile: plans, and each sidecar's snapshot and merged discovery (documents rendered lazily and memoized). */
   private reconciled?: Reconciled;
   private lastModel?: ClusterModel;
@@ -113,7 +118,12 @@ export class ControlPlane implements AdminBackend {
    * starting with its replica should not wait for it (warmStart.ts).
    */
   private async startObserver(): Promise<ClusterObserver> {
-    const [{ ClusterObserver }, { KubeConfig }] = await Promise.all([import('../sources/clusterObserver.js'), import('@kubernetes/client-node')]);
+    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { createKubeListWatchClient }] = await Promise.all([
+      import('../sources/clusterObserver.js'),
+      import('@kubernetes/client-node'),
+      import('../sources/drainRecord.js'),
+      import('../sources/listWatch.js'),
+    ]);
     let kubeConfig = this.deps.kubeConfig;
     if (!kubeConfig) {
       kubeConfig = new KubeConfig();
@@ -134,7 +144,15 @@ export class ControlPlane implements AdminBackend {
     });
     this.observer = observer;
     observer.onChange((model) => this.update(model));
-    await observer.start();
+    const drainRecord = this.config.drainRecord;
+    this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
+    this.drainWatcher = new DrainWatcher({
+      client: createKubeListWatchClient(kubeConfig),
+      ref: drainRecord,
+      onChange: (names) => this.drainsObserved(names),
+      logger: deps.logger.child({ component: 'drains' }),
+    });
+    await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
   }
 
@@ -143,7 +161,7 @@ export class ControlPlane implements AdminBackend {
   }
 
   async start(): Promise<{ xds: string[]; admin?: string; adminSocket?: string }> {
-    this.restoreDrains();
+    for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, 0);
     // Before any sidecar can connect: what it gets until this replica has synced.
     this.serveBeforeSync();
     const xds: string[] = [];
@@ -179,23 +197,28 @@ export class ControlPlane implements AdminBackend {
    * any, as the current state (warmStart.ts says why both).
    */
   private serveBeforeSync(): void {
+    const kept = this.config.warmStartFile ? readWarmStart(this.config.warmStartFile) : { absent: true as const };
+    // The kept drains apply to the startup plans too: a drained apiserver stays drained through a restart.
+    if ('model' in kept) this.draining = new Set(kept.draining.filter((n) => this.apiserverNames().includes(n)));
     const unknown = reconcile(unobservedModel(this.declaredEndpoints(), (this.deps.clock ?? Date.now)()), this.draining, this.settings);
     for (const [node, sidecar] of unknown.sidecars) this.ads.setStartupSnapshot(node, sidecar.snapshot);
     const file = this.config.warmStartFile;
-    if (!file) return;
-    const kept = readWarmStart(file);
     if ('unusable' in kept) {
       this.deps.logger.warn({ warmStartFile: file, problem: kept.unusable }, 'warm-start file unusable: starting from nothing known');
     } else if ('model' in kept) {
       this.update(alignWarmModel(kept.model, this.config.apiservers), { persist: false });
-      this.deps.logger.info({ warmStartFile: file, savedAt: new Date(kept.savedAt).toISOString() }, 'serving the last kept state until synced');
+      this.deps.logger.info(
+        { warmStartFile: file, savedAt: new Date(kept.savedAt).toISOString(), draining: [...this.draining] },
+        'serving the last kept state until synced',
+      );
     }
   }
 
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel, { persist } = { persist: true }): void {
-    if (persist && model !== this.lastModel) this.keepForWarmStart(model);
+    const changed = model !== this.lastModel;
     this.lastModel = model;
+    if (persist && changed) this.keepForWarmStart();
     const next = reconcile(model, this.draining, this.settings);
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
@@ -207,11 +230,12 @@ export class ControlPlane implements AdminBackend {
     this.reconciled = next;
   }
 
-  private keepForWarmStart(model: ClusterModel): void {
+  /** Keeps the current model and drains in warmStartFile, when set. */
+  private keepForWarmStart(): void {
     const file = this.config.warmStartFile;
-    if (!file) return;
+    if (!file || !this.lastModel) return;
     try {
-      writeWarmStart(file, model, Date.now());
+      writeWarmStart(file, { model: this.lastModel, draining: [...this.draining].sort() }, Date.now());
     } catch (err) {
       // Serving goes on; only the next restart starts colder.
       this.deps.logger.warn({ warmStartFile: file, err: (err as Error).message }, 'could not keep the model for a warm start');
@@ -269,47 +293,47 @@ export class ControlPlane implements AdminBackend {
     return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
   }
 
-  drain(apiserver: string): string[] {
+  drain(apiserver: string): Promise<string[]> {
     return this.setDraining(apiserver, true);
   }
 
-  undrain(apiserver: string): string[] {
+  undrain(apiserver: string): Promise<string[]> {
     return this.setDraining(apiserver, false);
   }
 
-  private setDraining(apiserver: string, draining: boolean): string[] {
+  /**
+   * Writes the drain record first (every replica, this one included, follows
+   * it), then applies the change here at once, so `drain --wait` on this
+   * replica needs no round trip through the watch.
+   */
+  private async setDraining(apiserver: string, draining: boolean): Promise<string[]> {
     if (!this.config.apiservers.some((a) => a.name === apiserver)) throw new UnknownApiserverError(apiserver, this.apiserverNames());
-    if (this.draining.has(apiserver) !== draining) {
-      const next = new Set(this.draining);
-      if (draining) next.add(apiserver);
-      else next.delete(apiserver);
-      // Recorded before it takes effect: a drain the file does not hold could be lost by a restart.
-      if (this.config.admin?.drainFile) writeDrains(this.config.admin.drainFile, [...next].sort());
-      this.draining = next;
-      if (this.lastModel) this.update(this.lastModel);
-    }
-    this.deps.metrics.apiserverDraining.set({ apiserver }, draining ? 1 : 0);
+    if (!this.drainWriter) throw new NotPlannedYetError();
+    await this.drainWriter.set(apiserver, draining, `drained through mvproxy admin on ${hostname()} at ${new Date().toISOString()}`);
+    const next = new Set(this.draining);
+    if (draining) next.add(apiserver);
+    else next.delete(apiserver);
+    this.applyDrains(next);
     return [...this.draining].sort();
   }
 
-  /** Drains recorded by an earlier run; names no longer declared are dropped with a warning. */
-  private restoreDrains(): void {
-    for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, 0);
-    if (!this.config.admin?.drainFile) return;
-    const restored = new Set<string>();
-    for (const name of readDrains(this.config.admin.drainFile)) {
-      if (!this.config.apiservers.some((a) => a.name === name)) {
-        this.deps.logger.warn(
-          { apiserver: name, drainFile: this.config.admin.drainFile },
-          'drain recorded for an apiserver that is no longer declared: ignored',
-        );
-        continue;
-      }
-      restored.add(name);
-      this.deps.metrics.apiserverDraining.set({ apiserver: name }, 1);
-    }
-    this.draining = restored;
-    if (this.draining.size > 0) this.deps.logger.info({ draining: [...this.draining].sort() }, 'drains restored');
+  /** The drain record changed (any replica, or kubectl): names not declared here are ignored, with a warning. */
+  private drainsObserved(names: readonly string[]): void {
+    const declared = new Set(this.apiserverNames());
+    const unknown = names.filter((n) => !declared.has(n));
+    if (unknown.length > 0)
+      this.deps.logger.warn({ drainRecord: this.config.drainRecord, unknown }, 'the drain record names apiservers not declared here: ignored');
+    this.applyDrains(new Set(names.filter((n) => declared.has(n))));
+  }
+
+  private applyDrains(next: ReadonlySet<string>): void {
+    const same = next.size === this.draining.size && [...next].every((n) => this.draining.has(n));
+    for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, next.has(a.name) ? 1 : 0);
+    if (same) return;
+    this.deps.logger.info({ draining: [...next].sort() }, 'drains changed');
+    this.draining = next;
+    if (this.lastModel) this.update(this.lastModel, { persist: false });
+    this.keepForWarmStart();
   }
 
   private apiserverNames(): string[] {
@@ -369,6 +393,7 @@ export class ControlPlane implements AdminBackend {
 
   async stop(): Promise<void> {
     this.observer?.stop();
+    this.drainWatcher?.stop();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);

@@ -22,14 +22,19 @@ import { isRecord } from '../util/json.js';
 /** Bumped whenever ClusterModel changes shape: an older file is ignored, not misread. */
 export const WARM_START_FORMAT = 1;
 
-interface WarmStartFile {
+/** What is kept: the model, and the drains as last read from (or written to) the drain record. */
+export interface WarmState {
+  model: ClusterModel;
+  draining: string[];
+}
+
+interface WarmStartFile extends WarmState {
   format: number;
   /** Epoch ms when written (for the log). */
   savedAt: number;
-  model: ClusterModel;
 }
 
-export type WarmStartRead = { model: ClusterModel; savedAt: number } | { unusable: string } | { absent: true };
+export type WarmStartRead = (WarmState & { savedAt: number }) | { unusable: string } | { absent: true };
 
 /** The model kept in `path`; a missing file is `absent`, anything unreadable is `unusable` with the reason (never a throw: the replica starts anyway). */
 export function readWarmStart(path: string): WarmStartRead {
@@ -41,17 +46,17 @@ export function readWarmStart(path: string): WarmStartRead {
     return { unusable: (err as Error).message };
   }
   if (!isRecord(parsed) || parsed['format'] !== WARM_START_FORMAT) return { unusable: `not a warm-start file of format ${WARM_START_FORMAT}` };
-  const model = parsed['model'];
-  const savedAt = parsed['savedAt'];
+  const { model, savedAt, draining } = parsed;
   if (!isRecord(model) || !Array.isArray(model['apiservers']) || typeof model['now'] !== 'number' || typeof savedAt !== 'number') {
     return { unusable: 'the model in it is malformed' };
   }
-  return { model: model as unknown as ClusterModel, savedAt };
+  if (!Array.isArray(draining) || !draining.every((n): n is string => typeof n === 'string')) return { unusable: 'its drains are malformed' };
+  return { model: model as unknown as ClusterModel, draining, savedAt };
 }
 
-/** Replaces the file atomically (a crash leaves the previous model or this one). */
-export function writeWarmStart(path: string, model: ClusterModel, savedAt: number): void {
-  const file: WarmStartFile = { format: WARM_START_FORMAT, savedAt, model };
+/** Replaces the file atomically (a crash leaves the previous state or this one). */
+export function writeWarmStart(path: string, state: WarmState, savedAt: number): void {
+  const file: WarmStartFile = { format: WARM_START_FORMAT, savedAt, ...state };
   writeFileAtomicSync(path, JSON.stringify(file), { mode: 0o600 });
 }
 

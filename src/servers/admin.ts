@@ -3,6 +3,7 @@
 // The control plane implements AdminBackend; this module only checks input
 // and maps answers and errors to gRPC.
 import * as grpc from '@grpc/grpc-js';
+import { KubeApiError } from '../sources/kubeRequest.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import type { Logger } from '../util/log.js';
@@ -30,9 +31,14 @@ export interface AdminBackend {
   status(): Status;
   /** Throws UnknownApiserverError for a sidecar that is not declared, NotPlannedYetError before the first plan. */
   explain(sidecar: string, path: string, peerProxied: boolean): RequestExplanation;
-  /** Both return every apiserver being drained afterwards, sorted; both throw UnknownApiserverError. */
-  drain(apiserver: string): string[];
-  undrain(apiserver: string): string[];
+  /**
+   * Both record the change in the drain record and resolve with every
+   * apiserver being drained afterwards, sorted; both reject with
+   * UnknownApiserverError, NotPlannedYetError (still starting) or the
+   * Kubernetes API's refusal.
+   */
+  drain(apiserver: string): Promise<string[]>;
+  undrain(apiserver: string): Promise<string[]>;
 }
 
 /** The control plane has not observed the cluster yet: nothing to explain. */
@@ -65,17 +71,19 @@ export function adminGrpc(): ProtoGrpcType {
 export function addAdminService(server: grpc.Server, backend: AdminBackend, logger: Logger): void {
   const fail = (code: grpc.status, details: string): grpc.ServerErrorResponse => ({ name: 'AdminError', message: details, code, details });
   // Maps the backend's known failures to gRPC codes; anything else is a bug, reported as INTERNAL.
+  const failure = (err: unknown): grpc.ServerErrorResponse => {
+    if (err instanceof UnknownApiserverError) return fail(grpc.status.NOT_FOUND, err.message);
+    if (err instanceof NotPlannedYetError) return fail(grpc.status.UNAVAILABLE, err.message);
+    if (err instanceof KubeApiError) return fail(grpc.status.UNAVAILABLE, `the drain record could not be written: ${err.message}`);
+    logger.error({ err }, 'admin request failed');
+    return fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`);
+  };
   const answer = <T>(callback: grpc.sendUnaryData<T>, produce: () => T): void => {
     let value: T;
     try {
       value = produce();
     } catch (err) {
-      if (err instanceof UnknownApiserverError) callback(fail(grpc.status.NOT_FOUND, err.message));
-      else if (err instanceof NotPlannedYetError) callback(fail(grpc.status.UNAVAILABLE, err.message));
-      else {
-        logger.error({ err }, 'admin request failed');
-        callback(fail(grpc.status.INTERNAL, `internal error: ${(err as Error).message}`));
-      }
+      callback(failure(err));
       return;
     }
     callback(null, value);
@@ -85,11 +93,16 @@ export function addAdminService(server: grpc.Server, backend: AdminBackend, logg
     (call, callback) => {
       const apiserver = call.request.apiserver ?? '';
       if (apiserver === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'apiserver: required'));
-      answer(callback, () => {
-        const draining = backend[verb](apiserver);
-        logger.info({ apiserver, draining }, verb === 'drain' ? 'apiserver draining' : 'apiserver drain ended');
-        return { draining };
-      });
+      // A backend that throws at once is answered like one that rejects.
+      Promise.resolve()
+        .then(() => backend[verb](apiserver))
+        .then(
+          (draining) => {
+            logger.info({ apiserver, draining }, verb === 'drain' ? 'apiserver draining' : 'apiserver drain ended');
+            callback(null, { draining });
+          },
+          (err: unknown) => callback(failure(err)),
+        );
     };
   const handlers: AdminHandlers = {
     GetStatus: (_call, callback) => answer(callback, () => backend.status()),

@@ -3,12 +3,11 @@
 // resourceVersion; re-watch when the server ends a watch, re-list on 410 Gone,
 // back off on errors. The transport is a seam (ListWatchClient) so the logic
 // is tested without an apiserver.
-import http from 'node:http';
-import https from 'node:https';
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import { Backoff, CancellableSleep, errorMessage, systemClock, systemTimers, type Clock, type Timers } from './runtime.js';
 import { isRecord } from '../util/json.js';
+import { KubeApiError, kubeRequest } from './kubeRequest.js';
 
 export interface WatchEvent {
   /** ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. */
@@ -27,17 +26,6 @@ export interface ListWatchClient {
   watch(path: string, query: Record<string, string>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/** An error answer from the apiserver, with its HTTP status (410 Gone: resourceVersion too old). */
-class KubeApiError extends Error {
-  constructor(
-    readonly statusCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KubeApiError';
-  }
-}
-
 export interface ReflectorOptions<T> {
   /** For logs: what is being watched. */
   name: string;
@@ -45,6 +33,7 @@ export interface ReflectorOptions<T> {
   /** Collection path, e.g. /apis/coordination.k8s.io/v1/namespaces/kube-system/leases. */
   path: string;
   labelSelector?: string;
+  fieldSelector?: string;
   /** Minimal typed view of a raw object; undefined drops it (not of interest or malformed). */
   decode: (raw: unknown) => T | undefined;
   /** Called with the whole store after each list and each watch event that changed it. */
@@ -100,6 +89,7 @@ export class Reflector<T> {
     const signal = this.controller.signal;
     const query: Record<string, string> = {};
     if (this.options.labelSelector) query['labelSelector'] = this.options.labelSelector;
+    if (this.options.fieldSelector) query['fieldSelector'] = this.options.fieldSelector;
     let notified = false;
     const notifyFirstAttempt = (): void => {
       if (!notified) {
@@ -262,36 +252,9 @@ export function createKubeListWatchClient(kubeConfig: KubeConfig, options: KubeL
   const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
   const watcher = new Watch(kubeConfig);
 
-  function serverUrl(path: string, query: Record<string, string>): URL {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
-    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-    return url;
-  }
-
   return {
     async list(path, query, signal) {
-      const url = serverUrl(path, query);
-      const opts: https.RequestOptions = { method: 'GET', headers: { Accept: 'application/json' }, signal };
-      await kubeConfig.applyToHTTPSOptions(opts);
-      const body = await new Promise<string>((resolve, reject) => {
-        const send = url.protocol === 'http:' ? http.request : https.request;
-        const req = send(url, opts, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            if (status < 200 || status > 299) reject(new KubeApiError(status, `GET ${path}: HTTP ${status}${statusMessage(text)}`));
-            else resolve(text);
-          });
-        });
-        req.setTimeout(listTimeoutMs, () => req.destroy(new Error(`GET ${path}: no response within ${listTimeoutMs} ms`)));
-        req.on('error', reject);
-        req.end();
-      });
+      const body = await kubeRequest(kubeConfig, { method: 'GET', path, query, signal, timeoutMs: listTimeoutMs });
       const parsed: unknown = JSON.parse(body);
       if (!isRecord(parsed) || !Array.isArray(parsed['items'])) throw new Error(`GET ${path}: not a list`);
       const metadata = isRecord(parsed['metadata']) ? parsed['metadata'] : {};
@@ -356,14 +319,4 @@ function watchError(err: unknown): Error {
     return new KubeApiError(err['statusCode'], `watch: HTTP ${err['statusCode']}`);
   }
   return err instanceof Error ? err : new Error(String(err));
-}
-
-function statusMessage(body: string): string {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    if (isRecord(parsed) && typeof parsed['message'] === 'string') return `: ${parsed['message'].slice(0, 200)}`;
-  } catch {
-    // not JSON
-  }
-  return '';
 }

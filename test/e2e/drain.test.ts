@@ -133,6 +133,37 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     await eventually(async () => assert.ok((await reroutedCount('configmaps')) > before));
   });
 
+  it('the drain is recorded in the Kubernetes API: one key of the ConfigMap kube-system/mvproxy-drains', async () => {
+    const kasB = apiserverNamed(tb.state(), 'kas-b');
+    const got = await tb.kubectl(kasB.kubeconfig.direct, ['-n', 'kube-system', 'get', 'configmap', 'mvproxy-drains', '-o', 'json']);
+    assert.equal(got.code, 0, got.stderr);
+    const data = (JSON.parse(got.stdout) as { data: Record<string, string> }).data;
+    assert.deepEqual(Object.keys(data), ['kas-a']);
+    assert.match(data['kas-a'] ?? '', /^drained through mvproxy admin on .+ at \d{4}-/);
+  });
+
+  it('a drain written with kubectl alone is followed by the control plane, and so is its removal', async () => {
+    const kasB = apiserverNamed(tb.state(), 'kas-b');
+    const patch = (value: string | null) =>
+      tb.kubectl(kasB.kubeconfig.direct, [
+        '-n',
+        'kube-system',
+        'patch',
+        'configmap',
+        'mvproxy-drains',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ data: { 'kas-b': value } }),
+      ]);
+    const draining = async (): Promise<string[]> =>
+      (JSON.parse(await admin('status', '-o', 'json')) as Status__Output).apiservers.filter((a) => a.draining).map((a) => a.name);
+    assert.equal((await patch('by hand')).code, 0);
+    await eventually(async () => assert.deepEqual(await draining(), ['kas-a', 'kas-b']), 5000, 50);
+    assert.equal((await patch(null)).code, 0);
+    await eventually(async () => assert.deepEqual(await draining(), ['kas-a']), 5000, 50);
+  });
+
   it('the drain outlives a restart of the control plane', async () => {
     await tb.sandbox.killControlPlane();
     await tb.sandbox.restartControlPlane();

@@ -1,6 +1,7 @@
 // The admin gRPC service against a real grpc-js client over a Unix socket, with
 // a fake control plane: input checks, the mapping of answers and errors to
 // gRPC, robustness, and server reflection.
+import { KubeApiError } from '../../src/sources/kubeRequest.js';
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -71,8 +72,8 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
   const impl: AdminBackend = {
     status: () => STATUS,
     explain: () => EXPLANATION,
-    drain: (name) => [name],
-    undrain: () => [],
+    drain: async (name) => [name],
+    undrain: async () => [],
     ...overrides,
   };
   return {
@@ -269,7 +270,7 @@ describe('admin API', () => {
   });
 
   it('Drain passes the apiserver to the backend and answers with every apiserver being drained', async (t) => {
-    const backend = fakeBackend({ drain: () => ['a', 'b'] });
+    const backend = fakeBackend({ drain: async () => ['a', 'b'] });
     const h = await harness(t, backend);
     const answer = await unary((cb) => h.client.Drain({ apiserver: 'b' }, deadline(), cb));
     assert.deepEqual(answer, { draining: ['a', 'b'] });
@@ -277,7 +278,7 @@ describe('admin API', () => {
   });
 
   it('Undrain passes the apiserver to the backend and answers with the apiservers still drained', async (t) => {
-    const backend = fakeBackend({ undrain: () => ['c'] });
+    const backend = fakeBackend({ undrain: async () => ['c'] });
     const h = await harness(t, backend);
     const answer = await unary((cb) => h.client.Undrain({ apiserver: 'b' }, deadline(), cb));
     assert.deepEqual(answer, { draining: ['c'] });
@@ -296,6 +297,22 @@ describe('admin API', () => {
       assert.deepEqual(backend.calls, []);
     });
   }
+
+  it('a drain the Kubernetes API refuses to record fails with UNAVAILABLE and the API error', async (t) => {
+    const h = await harness(
+      t,
+      fakeBackend({
+        drain: async () => {
+          throw new KubeApiError(403, 'PATCH /api/v1/namespaces/kube-system/configmaps/mvproxy-drains: HTTP 403: forbidden');
+        },
+      }),
+    );
+    await assertFails(
+      unary((cb) => h.client.Drain({ apiserver: 'a' }, deadline(), cb)),
+      grpc.status.UNAVAILABLE,
+      /the drain record could not be written: PATCH .*HTTP 403: forbidden/,
+    );
+  });
 
   it('an unknown apiserver fails with NOT_FOUND and the backend error message', async (t) => {
     const error = new UnknownApiserverError('x', ['a', 'b']);

@@ -14,13 +14,13 @@ const declared = kept.apiservers.map((a) => a.endpoint);
 describe('the warm-start file', () => {
   it('gives back the model it was written with, and when', () => {
     const path = file();
-    writeWarmStart(path, kept, 1234);
-    assert.deepEqual(readWarmStart(path), { model: kept, savedAt: 1234 });
+    writeWarmStart(path, { model: kept, draining: ['b'] }, 1234);
+    assert.deepEqual(readWarmStart(path), { model: kept, draining: ['b'], savedAt: 1234 });
   });
 
   it('is readable by its owner only (it names every apiserver and what it serves)', () => {
     const path = file();
-    writeWarmStart(path, kept, 1);
+    writeWarmStart(path, { model: kept, draining: [] }, 1);
     assert.equal(statSync(path).mode & 0o777, 0o600);
   });
 
@@ -36,14 +36,20 @@ describe('the warm-start file', () => {
 
   it('is unusable when written in another format', () => {
     const path = file();
-    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT + 1, savedAt: 1, model: kept }));
+    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT + 1, savedAt: 1, model: kept, draining: [] }));
     assert.deepEqual(readWarmStart(path), { unusable: `not a warm-start file of format ${WARM_START_FORMAT}` });
   });
 
   it('is unusable when the model in it is malformed', () => {
     const path = file();
-    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT, savedAt: 1, model: { apiservers: 'many' } }));
+    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT, savedAt: 1, model: { apiservers: 'many' }, draining: [] }));
     assert.deepEqual(readWarmStart(path), { unusable: 'the model in it is malformed' });
+  });
+
+  it('is unusable when its drains are malformed', () => {
+    const path = file();
+    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT, savedAt: 1, model: kept, draining: [7] }));
+    assert.deepEqual(readWarmStart(path), { unusable: 'its drains are malformed' });
   });
 });
 
