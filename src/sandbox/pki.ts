@@ -34,6 +34,8 @@ export interface SandboxPki {
   admin: CertKeyPaths;
   /** CN alice, no groups. */
   user: CertKeyPaths;
+  /** CN mvproxy-control-plane, no groups: the control plane's own identity, with only deploy/rbac.yaml's rights. */
+  controlPlaneClient: CertKeyPaths;
   /** Signed by the front-proxy CA; Envoy presents it to apiservers. */
   frontProxyClient: CertKeyPaths;
   /** CN of frontProxyClient, for --requestheader-allowed-names. */
@@ -65,6 +67,8 @@ const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
 const ADMIN_USER = 'mvproxy-admin';
 const ADMIN_GROUP = 'system:masters';
 const ORDINARY_USER = 'alice';
+/** The user deploy/rbac.yaml binds. */
+export const CONTROL_PLANE_USER = 'mvproxy-control-plane';
 
 /** DNS SANs every apiserver serving cert carries (in-cluster names, as kubeadm issues them). */
 export const SERVING_DNS_NAMES: readonly string[] = [
@@ -148,6 +152,7 @@ function pkiLayout(dir: string, names: string[]): SandboxPki {
     serving,
     admin: pair('admin'),
     user: pair('user'),
+    controlPlaneClient: pair('control-plane-client'),
     frontProxyClient: pair('front-proxy-client'),
     frontProxyClientName: FRONT_PROXY_CLIENT_NAME,
     xdsServer: pair('xds-server'),
@@ -196,7 +201,7 @@ async function isReusable(layout: SandboxPki, names: string[], sans: (name: stri
       if (!leafOk(s, ca) || !sans(name).every((san) => sanOk(s.cert, san))) return false;
       if (!leafOk(await loadPair(x), ca)) return false;
     }
-    for (const p of [layout.admin, layout.user, layout.xdsServer]) {
+    for (const p of [layout.admin, layout.user, layout.controlPlaneClient, layout.xdsServer]) {
       if (!leafOk(await loadPair(p), ca)) return false;
     }
     if (!leafOk(await loadPair(layout.frontProxyClient), fpCa)) return false;
@@ -277,6 +282,7 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   }
   const admin = await issueLeaf(x509, ca, { commonName: ADMIN_USER, organizations: [ADMIN_GROUP], usage: 'client' });
   const user = await issueLeaf(x509, ca, { commonName: ORDINARY_USER, usage: 'client' });
+  const controlPlaneClient = await issueLeaf(x509, ca, { commonName: CONTROL_PLANE_USER, usage: 'client' });
   const fpClient = await issueLeaf(x509, fpCa, { commonName: FRONT_PROXY_CLIENT_NAME, usage: 'client' });
   const xdsServer = await issueLeaf(x509, ca, {
     commonName: 'mvproxy-xds',
@@ -304,6 +310,7 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   }
   await writePair(layout.admin, admin);
   await writePair(layout.user, user);
+  await writePair(layout.controlPlaneClient, controlPlaneClient);
   await writePair(layout.frontProxyClient, fpClient);
   await writePair(layout.xdsServer, xdsServer);
   await writeFileAtomic(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });

@@ -6,7 +6,10 @@
 import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
-import { ensureSandboxPki, type SandboxPki } from './pki.js';
+import { CONTROL_PLANE_USER, ensureSandboxPki, type SandboxPki } from './pki.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { repoFile } from '../util/protoRoot.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { ManagedProcess } from './processes.js';
 import { freePorts, assertPortFree } from './ports.js';
@@ -25,6 +28,8 @@ import {
   type RunningApiserver,
 } from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
+
+const execFileAsync = promisify(execFile);
 
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
@@ -188,13 +193,28 @@ export class Sandbox {
     });
   }
 
-  /** The control plane is `mvproxy serve`, the same command an operator runs. */
+  /**
+   * The control plane is `mvproxy serve`, the same command an operator runs,
+   * as the user deploy/rbac.yaml binds and with only those rights: every test
+   * that uses the sandbox also checks that the shipped RBAC is enough.
+   */
   private async startControlPlane(adminPort: number): Promise<void> {
     const pki = this.requirePki();
     // Watches go to the last apiserver: tests mostly stop the first ones.
     const watched = [...this.apiservers.values()].at(-1);
     if (!watched) throw new Error('internal: no apiserver');
-    await this.sidecars.startControlPlane(adminPort, [...this.apiservers.values()], join(this.dir, `kubeconfig-${watched.spec.name}-direct`), pki);
+    const adminKubeconfig = join(this.dir, `kubeconfig-${watched.spec.name}-direct`);
+    await execFileAsync(this.kubectlPath(), [`--kubeconfig=${adminKubeconfig}`, 'apply', '--server-side', '-f', repoFile('deploy/rbac.yaml')], {
+      timeout: 60_000,
+    });
+    const kubeconfig = join(this.dir, 'kubeconfig-mvproxy-control-plane');
+    await writeKubeconfig(kubeconfig, {
+      server: `https://127.0.0.1:${watched.port}`,
+      caFile: pki.ca.cert,
+      user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
+      name: CONTROL_PLANE_USER,
+    });
+    await this.sidecars.startControlPlane(adminPort, [...this.apiservers.values()], kubeconfig, pki);
   }
 
   /** The sandbox's certificates and keys. */

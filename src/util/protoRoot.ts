@@ -5,16 +5,22 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository's proto/ folder: the first ancestor of this module that has one holding `marker`. */
-export function protoDir(marker: string): string {
+/** A file of the repository (e.g. `deploy/rbac.yaml`), found above this module whether it runs from src/ or dist/src/. */
+export function repoFile(relativePath: string): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    const candidate = join(dir, 'proto');
-    if (existsSync(join(candidate, marker))) return candidate;
+    const candidate = join(dir, relativePath);
+    if (existsSync(candidate)) return candidate;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error(`cannot find proto/${marker} above ${fileURLToPath(import.meta.url)}`);
+    if (parent === dir) throw new Error(`cannot find ${relativePath} above ${fileURLToPath(import.meta.url)}`);
     dir = parent;
   }
+}
+
+/** The repository's proto/ folder (the one holding `marker`, a path inside it). */
+export function protoDir(marker: string): string {
+  const file = repoFile(join('proto', marker));
+  return file.slice(0, file.length - marker.length - 1);
 }
 
 /** A protobufjs root that resolves imports against `includeDirs`, in order. */

@@ -109,6 +109,19 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
     assert.match(list.stderr, /forbidden/i);
   });
 
+  it("the control plane runs with deploy/rbac.yaml's rights and no more", async () => {
+    const canI = async (...args: string[]): Promise<string> =>
+      (await tb.kubectl(current.kubeconfig.direct, ['auth', 'can-i', '--as', 'mvproxy-control-plane', ...args])).stdout.trim();
+    assert.equal(await canI('watch', 'leases.coordination.k8s.io', '-n', 'kube-system'), 'yes');
+    assert.equal(await canI('list', 'customresourcedefinitions.apiextensions.k8s.io'), 'yes');
+    assert.equal(await canI('patch', 'configmap/mvproxy-drains', '-n', 'kube-system'), 'yes');
+    assert.equal(await canI('patch', 'configmap/kube-root-ca.crt', '-n', 'kube-system'), 'no');
+    assert.equal(await canI('list', 'secrets', '-n', 'kube-system'), 'no');
+    assert.equal(await canI('update', 'leases.coordination.k8s.io', '-n', 'kube-system'), 'no');
+    const kubeconfig = readFileSync(join(tb.state().dir, 'kubeconfig-mvproxy-control-plane'), 'utf8');
+    assert.match(kubeconfig, /control-plane-client\.crt/);
+  });
+
   it("each sidecar's Envoy admin interface is an owner-only Unix socket, not a port", async () => {
     for (const a of tb.state().apiservers) {
       const socket = a.sidecarAdminSocket ?? '';
