@@ -73,7 +73,9 @@ export async function runAdmin(args: string[]): Promise<number> {
         process.stderr.write(`draining: ${answer.draining.length > 0 ? answer.draining.join(', ') : 'none'}\n`);
         if (!values.wait) return 0;
         const status = await waitInSync(c, timeoutSeconds * 1000);
-        process.stderr.write(`every sidecar runs the new routes (${status.sidecars.map((s) => s.node).join(', ')})\n`);
+        const [here, elsewhere] = [status.sidecars.filter((s) => s.connected), status.sidecars.filter((s) => !s.connected)];
+        process.stderr.write(`every sidecar connected here runs the new routes (${here.map((s) => s.node).join(', ')})\n`);
+        if (elsewhere.length > 0) process.stderr.write(`not connected here (ask the replica they stream from): ${elsewhere.map((s) => s.node).join(', ')}\n`);
         return 0;
       });
     }
@@ -132,8 +134,10 @@ async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Statu
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await call(client, 'GetStatus', {});
-    const behind = status.sidecars.filter((s) => !s.in_sync);
-    if (behind.length === 0) return status;
+    // A sidecar streaming from another replica is that replica's to report: with one
+    // replica per node, each serves its own node's sidecar (README, "Replicas").
+    const behind = status.sidecars.filter((s) => s.connected && !s.in_sync);
+    if (behind.length === 0 && status.sidecars.some((s) => s.connected)) return status;
     if (Date.now() > deadline) {
       const why = behind.map(
         (s) =>

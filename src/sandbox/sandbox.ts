@@ -28,6 +28,7 @@ import {
   type RunningApiserver,
 } from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
+import { SandboxControlPlanes, type ControlPlaneReplicas } from './controlPlanes.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -47,6 +48,8 @@ export interface SandboxOptions {
    * `none`, neither (the skew problem as it is).
    */
   mode?: SandboxMode;
+  /** In mode mvproxy: one control plane (default), or one replica per apiserver as on a kubeadm cluster (controlPlanes.ts). */
+  controlPlaneReplicas?: ControlPlaneReplicas;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
   /**
@@ -77,6 +80,7 @@ export class Sandbox {
   private readonly dir: string;
   private readonly progress: (line: string) => void;
   private readonly sidecars: SandboxSidecars;
+  private readonly controlPlanes: SandboxControlPlanes;
 
   private constructor(private readonly opts: SandboxOptions) {
     this.dir = resolve(opts.dir);
@@ -85,6 +89,12 @@ export class Sandbox {
       dir: this.dir,
       logsDir: this.logsDir,
       envoy: opts.components.envoy,
+      progress: this.progress,
+    });
+    this.controlPlanes = new SandboxControlPlanes({
+      dir: this.dir,
+      logsDir: this.logsDir,
+      replicas: opts.controlPlaneReplicas ?? 'one',
       ...(opts.peerEgressProxy ? { peerEgressProxy: opts.peerEgressProxy } : {}),
       progress: this.progress,
     });
@@ -137,7 +147,7 @@ export class Sandbox {
     this.adminToken = await this.createAdminToken();
     if (this.withSidecars) {
       await this.startControlPlane(ports.controlPlaneAdmin);
-      await Promise.all([...this.apiservers.values()].map((run) => this.sidecars.startSidecar(run, this.requirePki(), this.adminToken ?? '')));
+      await Promise.all([...this.apiservers.keys()].map((name) => this.launchSidecar(name)));
     }
     await this.writeState();
   }
@@ -214,7 +224,7 @@ export class Sandbox {
       user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
       name: CONTROL_PLANE_USER,
     });
-    await this.sidecars.startControlPlane(adminPort, [...this.apiservers.values()], kubeconfig, pki);
+    await this.controlPlanes.start(adminPort, [...this.apiservers.values()], kubeconfig, pki);
   }
 
   /** The sandbox's certificates and keys. */
@@ -239,28 +249,28 @@ export class Sandbox {
     return this.adminToken;
   }
 
-  /** Stops the control plane in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */
-  pauseControlPlane(): void {
-    this.sidecars.pauseControlPlane();
+  /** Stops a control-plane replica (default: the first) in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */
+  pauseControlPlane(replica?: string): void {
+    this.controlPlanes.pause(replica);
   }
 
-  /** Lets a paused control plane run again (SIGCONT). */
-  resumeControlPlane(): void {
-    this.sidecars.resumeControlPlane();
+  /** Lets a paused replica run again (SIGCONT). */
+  resumeControlPlane(replica?: string): void {
+    this.controlPlanes.resume(replica);
   }
 
-  /** Kills the control plane (no clean shutdown), as a crash would. */
-  async killControlPlane(): Promise<void> {
-    await this.sidecars.killControlPlane();
+  /** Kills a replica (no clean shutdown), as a crash would. */
+  async killControlPlane(replica?: string): Promise<void> {
+    await this.controlPlanes.kill(replica);
   }
 
-  async restartControlPlane(): Promise<void> {
-    await this.sidecars.restartControlPlane();
+  async restartControlPlane(replica?: string): Promise<void> {
+    await this.controlPlanes.restart(replica);
   }
 
-  /** Makes the next control-plane start a cold one: nothing kept from earlier runs. */
-  forgetWarmStart(): void {
-    this.sidecars.forgetWarmStart();
+  /** Makes a replica's next start a cold one: nothing kept from earlier runs. */
+  forgetWarmStart(replica?: string): void {
+    this.controlPlanes.forgetWarmStart(replica);
   }
 
   /** Stops one apiserver's Envoy sidecar (the apiserver keeps running). */
@@ -271,7 +281,12 @@ export class Sandbox {
 
   /** Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms). */
   async startSidecar(name: string): Promise<void> {
-    await this.sidecars.startSidecar(this.requireApiserver(name), this.requirePki(), this.adminBearerToken(), 20);
+    await this.launchSidecar(name, 20);
+  }
+
+  private async launchSidecar(name: string, pollMs?: number): Promise<void> {
+    const pki = this.requirePki();
+    await this.sidecars.startSidecar(this.requireApiserver(name), this.controlPlanes.addressesFor(name, pki), pki, this.adminBearerToken(), pollMs);
   }
 
   private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
@@ -372,7 +387,7 @@ export class Sandbox {
       etcd: `http://127.0.0.1:${this.etcdPort}`,
       logs: this.logsDir,
       controlSocket: join(this.dir, 'control.sock'),
-      ...(this.withSidecars ? { controlPlane: this.sidecars.state() } : {}),
+      ...(this.withSidecars ? this.controlPlanes.state() : {}),
     };
   }
 
@@ -417,6 +432,7 @@ export class Sandbox {
   /** Stops every process (apiservers first, so they delete their leases while etcd is up). */
   async down(): Promise<void> {
     await this.sidecars.stop();
+    await this.controlPlanes.stop();
     await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));
     await this.etcd?.stop();
     if (existsSync(this.statePath)) rmSync(this.statePath);

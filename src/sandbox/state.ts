@@ -38,15 +38,23 @@ export interface SandboxState {
   logs: string;
   /** Unix socket of the sandbox's control endpoint (stop/start apiservers). */
   controlSocket: string;
-  /** The mvproxy control plane, when the sandbox runs sidecars. */
-  controlPlane?: {
-    /** HTTP: /metrics, /status, /healthz. */
-    admin: string;
-    /** Unix socket of the admin gRPC API (`mvproxy admin`). */
-    adminSocket: string;
-    config: string;
-    xdsSocket: string;
-  };
+  /** The mvproxy control plane (its first replica), when the sandbox runs sidecars. */
+  controlPlane?: SandboxControlPlaneState;
+  /** Every replica of the control plane (one, or one per apiserver). */
+  controlPlanes?: SandboxControlPlaneState[];
+}
+
+export interface SandboxControlPlaneState {
+  /** `mvproxy`, or `mvproxy-<apiserver>` for the replica beside that apiserver. */
+  name: string;
+  /** HTTP: /metrics, /status, /healthz. */
+  admin: string;
+  /** Unix socket of the admin gRPC API (`mvproxy admin`). */
+  adminSocket: string;
+  config: string;
+  xdsSocket: string;
+  /** Its mutual-TLS xDS address, when other nodes' sidecars fail over to it. */
+  xdsTcp?: string;
 }
 
 export function writeState(path: string, state: SandboxState): void {

@@ -21,6 +21,7 @@ import { AdsServer } from '../servers/ads.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
+import { HealthImplementation } from 'grpc-health-check';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import type { DrainWriter } from '../sources/drainRecord.js';
@@ -69,6 +70,7 @@ export class ControlPlane implements AdminBackend {
   private observer?: ClusterObserver;
   private drainWatcher?: DrainWatcher;
   private readonly grpcServer: grpc.Server;
+  private readonly health: HealthImplementation;
   private adminServer?: HttpServer;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
@@ -110,6 +112,10 @@ export class ControlPlane implements AdminBackend {
     // Access log of rerouted and unavailable-route requests: the upstream MVP counters.
     this.accessLog = new AccessLogServer({ logger: deps.logger, metrics: deps.metrics });
     this.accessLog.addToServer(this.grpcServer);
+    // Sidecars with failover replicas health-check each one (gRPC health): a
+    // replica serves from the moment its listeners are up, warm or cold.
+    this.health = new HealthImplementation({ '': 'NOT_SERVING' });
+    this.health.addToServer(this.grpcServer);
   }
 
   /**
@@ -177,6 +183,7 @@ export class ControlPlane implements AdminBackend {
       });
       xds.push(`${tcp.host}:${port}`);
     }
+    this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
     if (this.config.admin?.http) admin = await this.startAdmin(this.config.admin.http.host, this.config.admin.http.port);
     let adminSocket: string | undefined;
@@ -392,6 +399,7 @@ export class ControlPlane implements AdminBackend {
   }
 
   async stop(): Promise<void> {
+    this.health.setStatus('', 'NOT_SERVING');
     this.observer?.stop();
     this.drainWatcher?.stop();
     this.ads.closeStreams();

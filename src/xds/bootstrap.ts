@@ -37,6 +37,13 @@ export interface SidecarBootstrapOptions {
   /** node.cluster; defaults to "mvproxy". */
   nodeCluster?: string;
   controlPlane: ControlPlaneAddress;
+  /**
+   * Other replicas of the control plane (mutual TLS, IP addresses), tried in
+   * this order when the ones before fail their health checks (gRPC health,
+   * every second): the sidecar keeps receiving updates while its own replica
+   * is down. Empty or absent: one control plane.
+   */
+  failover?: ControlPlaneAddress[];
   /** Admin interface: always 127.0.0.1 (port 0 = any free port), or a Unix socket. */
   admin: { port: number } | { unixSocket: string };
   /** Static runtime values; adds layered_runtime with a static and an admin layer. */
@@ -82,7 +89,74 @@ const CONTROL_PLANE_CIRCUIT_LIMIT = 1_000_000;
  */
 const CONTROL_PLANE_STREAMS_PER_CONNECTION = 500;
 
-function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
+/** Endpoint metadata that selects the mutual-TLS transport socket of the control-plane cluster. */
+const TLS_MATCH = { mvproxy_xds_tls: true };
+
+function tlsTransportSocket(tlsOptions: Extract<ControlPlaneAddress, { tls: unknown }>['tls']): JsonObject {
+  const validation: JsonObject = { trusted_ca: dataSource(tlsOptions.ca) };
+  const tls: JsonObject = {
+    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+    common_tls_context: {
+      // gRPC servers (grpc-js/Node http2) insist on ALPN h2 over TLS.
+      alpn_protocols: ['h2'],
+      tls_certificates: [{ certificate_chain: dataSource(tlsOptions.cert), private_key: dataSource(tlsOptions.key) }],
+      validation_context: validation,
+    },
+  };
+  if (tlsOptions.serverName !== undefined) {
+    tls['sni'] = tlsOptions.serverName;
+    validation['match_typed_subject_alt_names'] = [{ san_type: 'DNS', matcher: { exact: tlsOptions.serverName } }];
+  }
+  return { name: 'envoy.transport_sockets.tls', typed_config: tls };
+}
+
+function endpointAddress(address: ControlPlaneAddress): JsonObject {
+  return 'unixSocket' in address ? { pipe: { path: address.unixSocket } } : { socket_address: { address: address.host, port_value: address.port } };
+}
+
+/**
+ * The preferred control plane at priority 0 and each failover replica at the
+ * next priority: Envoy sends new streams to the best priority whose endpoint
+ * passes its health check, so a dead or hung replica is left within about a
+ * second and its ADS, ext_proc and access-log streams reopen on the next one.
+ */
+function replicatedControlPlaneCluster(cluster: JsonObject, all: ControlPlaneAddress[]): JsonObject {
+  const tcp = all.filter((a): a is Extract<ControlPlaneAddress, { tls: unknown }> => !('unixSocket' in a));
+  for (const a of tcp) {
+    if (!isIP(a.host)) throw new Error(`control-plane replica ${a.host}: failover needs IP addresses (a static cluster), not host names`);
+  }
+  cluster['type'] = 'STATIC';
+  cluster['load_assignment'] = {
+    cluster_name: CONTROL_PLANE_CLUSTER,
+    endpoints: all.map((address, priority) => ({
+      priority,
+      lb_endpoints: [
+        {
+          endpoint: { address: endpointAddress(address) },
+          ...('unixSocket' in address ? {} : { metadata: { filter_metadata: { 'envoy.transport_socket_match': TLS_MATCH } } }),
+        },
+      ],
+    })),
+  };
+  const firstTls = tcp[0];
+  if (firstTls) cluster['transport_socket_matches'] = [{ name: 'mvproxy-xds-mtls', match: TLS_MATCH, transport_socket: tlsTransportSocket(firstTls.tls) }];
+  cluster['health_checks'] = [
+    { timeout: '1s', interval: '1s', no_traffic_interval: '1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} },
+  ];
+  // A replica that refuses a connection is left at once, not at the next health check.
+  cluster['outlier_detection'] = {
+    split_external_local_origin_errors: true,
+    consecutive_local_origin_failure: 1,
+    enforcing_consecutive_local_origin_failure: 100,
+    interval: '1s',
+    base_ejection_time: '2s',
+    max_ejection_percent: 100,
+  };
+  cluster['upstream_connection_options'] = { tcp_keepalive: { keepalive_probes: 3, keepalive_time: 30, keepalive_interval: 10 } };
+  return cluster;
+}
+
+function controlPlaneCluster(address: ControlPlaneAddress, failover: ControlPlaneAddress[] = []): JsonObject {
   const cluster: JsonObject = {
     name: CONTROL_PLANE_CLUSTER,
     connect_timeout: '5s',
@@ -110,6 +184,7 @@ function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
       },
     },
   };
+  if (failover.length > 0) return replicatedControlPlaneCluster(cluster, [address, ...failover]);
   if ('unixSocket' in address) {
     cluster['type'] = 'STATIC';
     cluster['load_assignment'] = loadAssignment({ pipe: { path: address.unixSocket } });
@@ -120,21 +195,7 @@ function controlPlaneCluster(address: ControlPlaneAddress): JsonObject {
   cluster['upstream_connection_options'] = {
     tcp_keepalive: { keepalive_probes: 3, keepalive_time: 30, keepalive_interval: 10 },
   };
-  const validation: JsonObject = { trusted_ca: dataSource(address.tls.ca) };
-  const tls: JsonObject = {
-    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
-    common_tls_context: {
-      // gRPC servers (grpc-js/Node http2) insist on ALPN h2 over TLS.
-      alpn_protocols: ['h2'],
-      tls_certificates: [{ certificate_chain: dataSource(address.tls.cert), private_key: dataSource(address.tls.key) }],
-      validation_context: validation,
-    },
-  };
-  if (address.tls.serverName !== undefined) {
-    tls['sni'] = address.tls.serverName;
-    validation['match_typed_subject_alt_names'] = [{ san_type: 'DNS', matcher: { exact: address.tls.serverName } }];
-  }
-  cluster['transport_socket'] = { name: 'envoy.transport_sockets.tls', typed_config: tls };
+  cluster['transport_socket'] = tlsTransportSocket(address.tls);
   return cluster;
 }
 
@@ -189,7 +250,7 @@ export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
       lds_config: { ...ADS_SOURCE },
     },
     static_resources: {
-      clusters: [controlPlaneCluster(opts.controlPlane), ...(opts.extraClusters ?? [])],
+      clusters: [controlPlaneCluster(opts.controlPlane, opts.failover), ...(opts.extraClusters ?? [])],
     },
   };
   if (opts.runtime !== undefined) {

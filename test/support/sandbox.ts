@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { ensureComponents } from '../../src/install/index.js';
 import type { ApiserverSpec } from '../../src/sandbox/apiservers.js';
 import { Sandbox, type SandboxMode } from '../../src/sandbox/sandbox.js';
+import type { ControlPlaneReplicas } from '../../src/sandbox/controlPlanes.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
 import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
@@ -28,7 +29,7 @@ export interface TestSandbox {
 /** `auditLogs`: every apiserver writes an audit log (Sandbox.auditLogPath), for tests that ask how an apiserver read a request. */
 export async function startTestSandbox(
   specs: ApiserverSpec[],
-  options: { peerEgressProxy?: string; auditLogs?: boolean; mode?: SandboxMode } = {},
+  options: { peerEgressProxy?: string; auditLogs?: boolean; mode?: SandboxMode; controlPlaneReplicas?: ControlPlaneReplicas } = {},
 ): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));

@@ -1,0 +1,196 @@
+// The sandbox's mvproxy control plane: `mvproxy serve` with its config file,
+// as an operator runs it. One replica (the default), or one per apiserver as
+// on a kubeadm cluster: each replica serves its own node's sidecar on a Unix
+// socket and every other sidecar, as failover, over mutual TLS. Every replica
+// watches the same cluster and the same drain record, so any of them gives a
+// sidecar the same snapshots.
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ControlPlaneAddress } from '../xds/bootstrap.js';
+import type { RunningApiserver } from './apiservers.js';
+import type { SandboxPki } from './pki.js';
+import { freePorts } from './ports.js';
+import { ManagedProcess } from './processes.js';
+import type { SandboxState } from './state.js';
+
+const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+
+/** `one`: a single control plane; `per-apiserver`: one replica beside each apiserver, as deploy/kubeadm does. */
+export type ControlPlaneReplicas = 'one' | 'per-apiserver';
+
+export interface SandboxControlPlanesOptions {
+  dir: string;
+  logsDir: string;
+  replicas: ControlPlaneReplicas;
+  /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
+  peerEgressProxy?: string;
+  progress: (line: string) => void;
+}
+
+interface Replica {
+  /** `mvproxy`, or the name of the apiserver it runs beside. */
+  name: string;
+  /** Apiserver whose node it runs on (per-apiserver only). */
+  node?: string;
+  adminPort: number;
+  /** Mutual-TLS xDS port (per-apiserver only: the other nodes' sidecars fail over to it). */
+  xdsTcpPort?: number;
+  process?: ManagedProcess;
+}
+
+export class SandboxControlPlanes {
+  private readonly replicas: Replica[] = [];
+
+  constructor(private readonly opts: SandboxControlPlanesOptions) {}
+
+  private file(replica: Replica, base: string, ext: string): string {
+    return join(this.opts.dir, replica.node ? `${base}-${replica.node}${ext}` : `${base}${ext}`);
+  }
+  private configPath(r: Replica): string {
+    return this.file(r, 'mvproxy', '.json');
+  }
+  private xdsSocket(r: Replica): string {
+    return this.file(r, 'xds', '.sock');
+  }
+  private adminSocket(r: Replica): string {
+    return this.file(r, 'admin', '.sock');
+  }
+  private warmStartFile(r: Replica): string {
+    return this.file(r, 'warm-start', '.json');
+  }
+
+  /** Writes every replica's config and starts them all; `adminPort` is the first replica's admin HTTP port. */
+  async start(adminPort: number, apiservers: RunningApiserver[], kubeconfig: string, pki: SandboxPki): Promise<void> {
+    if (this.opts.replicas === 'one') {
+      this.replicas.push({ name: 'mvproxy', adminPort });
+    } else {
+      const ports = await freePorts(2 * apiservers.length);
+      apiservers.forEach((run, i) => {
+        const [admin, xds] = [i === 0 ? adminPort : ports[2 * i], ports[2 * i + 1]];
+        if (admin === undefined || xds === undefined) throw new Error('internal: port allocation mismatch');
+        this.replicas.push({ name: `mvproxy-${run.spec.name}`, node: run.spec.name, adminPort: admin, xdsTcpPort: xds });
+      });
+    }
+    for (const replica of this.replicas) {
+      const config = {
+        kubeconfig,
+        apiservers: apiservers.map((run) => ({
+          name: run.spec.name,
+          hostname: run.spec.name,
+          address: `127.0.0.1:${run.port}`,
+          sidecar: { listen: `127.0.0.1:${run.sidecarPort}`, servingCert: pki.serving[run.spec.name]?.cert, servingKey: pki.serving[run.spec.name]?.key },
+        })),
+        tls: { clientCa: pki.ca.cert, frontProxyClientCert: pki.frontProxyClient.cert, frontProxyClientKey: pki.frontProxyClient.key, peerCa: pki.peerCa },
+        xds: {
+          unixSocket: this.xdsSocket(replica),
+          ...(replica.xdsTcpPort === undefined
+            ? {}
+            : { tcp: { listen: `127.0.0.1:${replica.xdsTcpPort}`, cert: pki.xdsServer.cert, key: pki.xdsServer.key, clientCa: pki.ca.cert } }),
+        },
+        admin: { listen: `127.0.0.1:${replica.adminPort}`, socket: this.adminSocket(replica) },
+        warmStartFile: this.warmStartFile(replica),
+        ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
+        departedGraceSeconds: 300,
+        localOnlyGraceSeconds: 300,
+        discoveryPollMillis: 500,
+      };
+      writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
+      // A new sandbox starts with nothing kept (its etcd is new: nothing drained either); restarts keep the file.
+      rmSync(this.warmStartFile(replica), { force: true });
+    }
+    this.opts.progress(
+      `starting the mvproxy control plane (${this.replicas.length === 1 ? '' : `${this.replicas.length} replicas, `}admin http://127.0.0.1:${adminPort})`,
+    );
+    await Promise.all(this.replicas.map((r) => this.launch(r)));
+  }
+
+  /**
+   * Where the sidecar of apiserver `node` finds the control plane: its own
+   * node's replica on the Unix socket first, then the others over mutual TLS.
+   */
+  addressesFor(node: string, pki: SandboxPki): ControlPlaneAddress[] {
+    const own = this.replicas.find((r) => r.node === node) ?? this.replicas[0];
+    if (!own) throw new Error('internal: no control plane');
+    const cert = pki.xdsClients[node];
+    const others = this.replicas.filter((r) => r !== own && r.xdsTcpPort !== undefined);
+    if (others.length > 0 && !cert) throw new Error(`internal: no xDS client certificate for ${node}`);
+    return [
+      { unixSocket: this.xdsSocket(own) },
+      ...others.map(
+        (r): ControlPlaneAddress => ({
+          host: '127.0.0.1',
+          port: r.xdsTcpPort ?? 0,
+          tls: { ca: { filename: pki.ca.cert }, cert: { filename: cert?.cert ?? '' }, key: { filename: cert?.key ?? '' }, serverName: 'localhost' },
+        }),
+      ),
+    ];
+  }
+
+  private async launch(replica: Replica): Promise<void> {
+    const proc = new ManagedProcess({
+      name: replica.name,
+      command: process.execPath,
+      args: [cliMain, 'serve', `--config=${this.configPath(replica)}`, '--log-level=info'],
+      logFile: join(this.opts.logsDir, `${replica.name}.log`),
+    });
+    replica.process = proc;
+    await proc.waitReady(`mvproxy control plane ${replica.name}`, async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/healthz`)).ok);
+  }
+
+  private replica(name: string | undefined): Replica {
+    const replica = name === undefined ? this.replicas[0] : this.replicas.find((r) => r.name === name || r.node === name);
+    if (!replica) throw new Error(`no control-plane replica ${name ?? ''} (have: ${this.replicas.map((r) => r.name).join(', ')})`);
+    return replica;
+  }
+
+  /** Stops a replica in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */
+  pause(name?: string): void {
+    this.signal(this.replica(name), 'SIGSTOP');
+  }
+
+  /** Lets a paused replica run again (SIGCONT). */
+  resume(name?: string): void {
+    this.signal(this.replica(name), 'SIGCONT');
+  }
+
+  private signal(replica: Replica, signal: NodeJS.Signals): void {
+    const pid = replica.process?.pid;
+    if (pid === undefined || !replica.process?.running) throw new Error(`the control plane ${replica.name} is not running`);
+    process.kill(pid, signal);
+  }
+
+  /** Kills a replica (no clean shutdown), as a crash would. */
+  async kill(name?: string): Promise<void> {
+    await this.replica(name).process?.stop(0);
+  }
+
+  async restart(name?: string): Promise<void> {
+    const replica = this.replica(name);
+    if (replica.process?.running) throw new Error(`the control plane ${replica.name} is already running`);
+    await this.launch(replica);
+  }
+
+  /** Forgets what a replica kept for its warm start (its next start knows nothing). */
+  forgetWarmStart(name?: string): void {
+    rmSync(this.warmStartFile(this.replica(name)), { force: true });
+  }
+
+  /** The state file's view: the first replica, and every replica. */
+  state(): Pick<SandboxState, 'controlPlane' | 'controlPlanes'> {
+    const view = (r: Replica) => ({
+      name: r.name,
+      admin: `http://127.0.0.1:${r.adminPort}`,
+      adminSocket: this.adminSocket(r),
+      config: this.configPath(r),
+      xdsSocket: this.xdsSocket(r),
+      ...(r.xdsTcpPort === undefined ? {} : { xdsTcp: `127.0.0.1:${r.xdsTcpPort}` }),
+    });
+    const all = this.replicas.map(view);
+    return { ...(all[0] ? { controlPlane: all[0] } : {}), controlPlanes: all };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.replicas.map((r) => r.process?.stop(2000)));
+  }
+}

@@ -1,0 +1,105 @@
+// Issue 12: one control-plane replica beside each apiserver, as on a kubeadm
+// cluster. Every sidecar prefers its own node's replica (Unix socket) and
+// fails over to the others (mutual TLS); drains are shared through the
+// Kubernetes API. Times are printed as diagnostics, not asserted.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import type { SandboxControlPlaneState } from '../../src/sandbox/state.js';
+import { startTestSandbox, eventually, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
+
+const execFileAsync = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
+
+describe('three apiservers, three control-plane replicas', () => {
+  let tb: TestSandbox;
+
+  const replica = (node: string): SandboxControlPlaneState => {
+    const found = tb.state().controlPlanes?.find((r) => r.name === `mvproxy-${node}`);
+    if (!found) throw new Error(`no replica beside ${node}`);
+    return found;
+  };
+  const admin = async (node: string, ...args: string[]): Promise<string> =>
+    (await execFileAsync(process.execPath, [CLI, 'admin', '--socket', replica(node).adminSocket, ...args], { timeout: 30_000 })).stdout;
+  /** The replica's /status: cheaper to poll than the CLI. */
+  const dump = async (node: string) =>
+    (await (await fetch(`${replica(node).admin}/status`)).json()) as { draining: string[]; xds: Record<string, { connected: number }> };
+  /** The sidecars streaming from the replica beside `node`. */
+  const connectedTo = async (node: string): Promise<string[]> => {
+    return Object.entries((await dump(node)).xds)
+      .filter(([, x]) => x.connected > 0)
+      .map(([name]) => name)
+      .sort();
+  };
+  const through = (name: string) => tokenClient(tb.state(), apiserverNamed(tb.state(), name).sidecar ?? '', tb.sandbox.adminBearerToken());
+
+  before(async () => {
+    tb = await startTestSandbox(
+      [
+        { name: 'kas-a', version: 'v1.36.3' },
+        { name: 'kas-b', version: 'v1.36.3' },
+        { name: 'kas-c', version: 'v1.37.2' },
+      ],
+      { controlPlaneReplicas: 'per-apiserver' },
+    );
+    await eventually(async () => assert.equal((await through('kas-a')('GET', MIGRATIONS)).status, 200));
+  });
+  after(() => tb?.sandbox.down());
+
+  it('each sidecar streams from the replica on its own node', async () => {
+    for (const node of ['kas-a', 'kas-b', 'kas-c']) assert.deepEqual(await connectedTo(node), [node]);
+  });
+
+  it('a drain asked on one replica shows in the status of every other', async (t) => {
+    await admin('kas-a', 'drain', 'kas-c');
+    const asked = performance.now();
+    for (const node of ['kas-b', 'kas-c']) {
+      await eventually(async () => assert.deepEqual((await dump(node)).draining, ['kas-c']), 10_000, 10);
+    }
+    t.diagnostic(`drain seen by both other replicas ${Math.round(performance.now() - asked)} ms after it was written`);
+    await admin('kas-b', 'undrain', 'kas-c', '--wait');
+    for (const node of ['kas-a', 'kas-c']) {
+      await eventually(async () => assert.deepEqual((await dump(node)).draining, []), 10_000, 10);
+    }
+  });
+
+  it("killing kas-a's replica under load fails no request, and its sidecar fails over and keeps receiving changes", async (t) => {
+    const failures: string[] = [];
+    let sent = 0;
+    let running = true;
+    const load = (async () => {
+      while (running) {
+        for (const path of [CONFIGMAPS, MIGRATIONS]) {
+          const res = await through('kas-a')('GET', path).catch((err: Error) => ({ status: 0, body: err.message }));
+          sent++;
+          if (res.status !== 200) failures.push(`${path}: ${res.status} ${res.body.slice(0, 200)}`);
+        }
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    await tb.sandbox.killControlPlane('kas-a');
+    const killed = performance.now();
+    await eventually(
+      async () => {
+        const elsewhere = [...(await connectedTo('kas-b')), ...(await connectedTo('kas-c'))];
+        assert.ok(elsewhere.includes('kas-a'), `kas-a's sidecar is connected nowhere else: ${elsewhere.join(', ')}`);
+      },
+      20_000,
+      20,
+    );
+    t.diagnostic(`kas-a's sidecar streamed from another replica ${Math.round(performance.now() - killed)} ms after its own was killed`);
+    // A change made now reaches kas-a's sidecar through the other replica: drain kas-c, then StorageVersionMigrations (only kas-c serves them) still go to it.
+    await admin('kas-b', 'drain', 'kas-a', '--wait');
+    await admin('kas-b', 'undrain', 'kas-a', '--wait');
+    await new Promise((r) => setTimeout(r, 500));
+    running = false;
+    await load;
+    assert.ok(sent > 20, `only ${sent} requests sent`);
+    assert.deepEqual(failures, []);
+    await tb.sandbox.restartControlPlane('kas-a');
+  });
+});
