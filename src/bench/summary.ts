@@ -2,7 +2,7 @@
 // in, as plain numbers. Ratios are mvproxy (the sidecar) over the other side:
 // below 1 is faster latency, above 1 is more throughput.
 import type { ConvergenceFigures } from './convergence.js';
-import { type ComparedFigures, round2, type SidesMeasurement } from './sides.js';
+import { type ComparedFigures, round2, type SideFigures, type SidesMeasurement } from './sides.js';
 
 export interface SummaryInput {
   /** Sidecar vs direct, Node generator. */
@@ -56,7 +56,11 @@ export function summarize(m: SummaryInput): Record<string, number> {
     apis_json_throughput_vs_upstream: m.apisJson.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
     apis_protobuf_p50_vs_upstream: m.apisProtobuf.latency.ratios['upstream']?.p50Ratio,
     apis_protobuf_throughput_vs_upstream: m.apisProtobuf.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
-    h2load_cpu_us_per_request_max: maxGeneratorCpu([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf]),
+    h2load_cpu_us_per_request_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) => s.generatorCpuUsPerRequest),
+    // CPU time over wall time: 0.25 is a quarter of one core busy in h2load while the servers had the rest.
+    h2load_core_share_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) =>
+      s.generatorCpuUsPerRequest === undefined ? undefined : round2((s.generatorCpuUsPerRequest * s.rps) / 1e6),
+    ),
 
     convergence_p50_ms: m.convergence.p50Ms,
     convergence_p99_ms: m.convergence.p99Ms,
@@ -73,11 +77,14 @@ function div(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined || b === undefined || b === 0 ? undefined : round2(a / b);
 }
 
-/** The most CPU h2load spent per request in any throughput run: compared with the servers' it shows the generator was not the limit. */
-function maxGeneratorCpu(measurements: SidesMeasurement[]): number | undefined {
+/** The largest figure of h2load's over every throughput run of every side: it shows whether the generator could have been the limit. */
+function maxGenerator(measurements: SidesMeasurement[], figure: (s: SideFigures) => number | undefined): number | undefined {
   const values = measurements.flatMap((m) =>
     Object.values(m.throughput).flatMap((t) =>
-      Object.values(t.sides).flatMap((s) => (s.generatorCpuUsPerRequest === undefined ? [] : [s.generatorCpuUsPerRequest])),
+      Object.values(t.sides).flatMap((s) => {
+        const v = figure(s);
+        return v === undefined ? [] : [v];
+      }),
     ),
   );
   return values.length > 0 ? Math.max(...values) : undefined;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { h2loadArgs, h2loadShape, parseBashTimes, parseH2loadOutput } from '../../src/bench/h2load.js';
+import { generatorShare, h2loadArgs, h2loadShape, parseBashTimes, parseH2loadOutput } from '../../src/bench/h2load.js';
 
 // A real report of h2load 1.52.0 (Debian's nghttp2-client), over HTTP/2, from
 // a server that answers every tenth request 404.
@@ -62,11 +62,23 @@ test('h2load report: rate, request counts, status codes, protocol, mean time', (
   });
 });
 
+test("h2load's CPU is shared out over every answer, warm-up included", () => {
+  // 63976 requests in the main duration, 64040 answers in all.
+  assert.equal(Math.round(generatorShare(parseH2loadOutput(H2_REPORT)) * 1e4), 9990);
+  assert.equal(generatorShare(parseH2loadOutput(REFUSED_REPORT)), 1);
+});
+
 test('h2load report without a connection: zero requests, no protocol', () => {
   const out = parseH2loadOutput(REFUSED_REPORT);
   assert.equal(out.done, 0);
   assert.equal(out.applicationProtocol, undefined);
   assert.equal(out.meanRequestMs, 0);
+});
+
+test('h2load report of a run shorter than a second (finished in ...ms)', () => {
+  // Real lines from a rerouted GET through an mvproxy sidecar (500 ms duration, 300 ms warm-up).
+  const report = H2_REPORT.replace('finished in 3.00s, 31988.00 req/s, 1.44MB/s', 'finished in 806.52ms, 952.00 req/s, 547.59KB/s');
+  assert.equal(parseH2loadOutput(report).requestsPerSecond, 952);
 });
 
 test('h2load output without a report is an error that shows the output', () => {
