@@ -66,6 +66,9 @@ export function summarize(m: SummaryInput): Record<string, number> {
     convergence_p99_ms: m.convergence.p99Ms,
     convergence_p50_ms_upstream: m.convergenceUpstream.p50Ms,
     convergence_p99_ms_upstream: m.convergenceUpstream.p99Ms,
+    // Turning a resource back on is where a stale view answers a wrong 404; turning it off is right at once for both (the peer answers 404 too).
+    convergence_on_p99_ms: m.convergence.resourceOnP99Ms,
+    convergence_on_p99_ms_upstream: m.convergenceUpstream.resourceOnP99Ms,
     convergence_capped_samples: m.convergence.capped,
     convergence_capped_samples_upstream: m.convergenceUpstream.capped,
     convergence_internal_p99_ms: m.convergence.internalP99Ms,
