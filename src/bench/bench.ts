@@ -14,7 +14,7 @@ import { httpsRequest } from '../util/https.js';
 import { startBareEnvoy } from './bareEnvoy.js';
 import { type ConvergenceTarget, measureConvergence } from './convergence.js';
 import { loadExtProc } from './extProcLoad.js';
-import { describeH2loadFlags, H2LOAD, type H2loadProtocol } from './h2load.js';
+import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
 import { compareAlternately, type LoadTarget, type Side } from './load.js';
 import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
 import { summarize } from './summary.js';
@@ -55,7 +55,7 @@ interface Bed {
 
 export async function runBench(opts: BenchOptions): Promise<Record<string, unknown>> {
   const components = await ensureComponents({ kubernetesVersions: Object.values(VERSIONS), log: opts.progress });
-  await ensureDebianPackage(H2LOAD, 'nghttp2-client', opts.progress);
+  const h2load = await ensureDebianPackage('h2load', 'nghttp2-client', opts.progress);
   const beds: Bed[] = [];
   try {
     // One after the other: two sets of apiservers starting at once on a small machine time out.
@@ -74,7 +74,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     }
     const [mv, up] = beds as [Bed, Bed];
     for (const bed of beds) await seed(bed);
-    return await measureAll(opts, components.envoy, mv, up);
+    return await measureAll(opts, components.envoy, h2load, mv, up);
   } finally {
     for (const bed of beds) await bed.sandbox.down();
   }
@@ -98,7 +98,7 @@ async function seed(bed: Bed): Promise<void> {
   await api(bed, bed.b.direct, 'POST', SVM_LIST, {}, { metadata: { name: 'bench' }, spec: { resource: { group: 'apps', resource: 'deployments' } } });
 }
 
-async function measureAll(opts: BenchOptions, envoy: string, mv: Bed, up: Bed): Promise<Record<string, unknown>> {
+async function measureAll(opts: BenchOptions, envoy: string, h2load: string, mv: Bed, up: Bed): Promise<Record<string, unknown>> {
   const target = (bed: Bed, base: string, path: string, accept = 'application/json'): LoadTarget => ({
     url: base + path,
     ca: readFileSync(bed.state.ca),
@@ -162,7 +162,7 @@ async function measureAll(opts: BenchOptions, envoy: string, mv: Bed, up: Bed): 
 
   // mvproxy vs upstream vs direct: mvproxy's sidecar of kas-a (v1.36.3), upstream's
   // kas-a itself (its proxy on), and the apiserver that serves the request, directly.
-  const cfg: SidesConfig = { ...load, inFlight: opts.inFlight, protocol: opts.protocol, h2loadWarmupMs: H2LOAD_WARMUP_MS, progress: opts.progress };
+  const cfg: SidesConfig = { ...load, h2load, inFlight: opts.inFlight, protocol: opts.protocol, h2loadWarmupMs: H2LOAD_WARMUP_MS, progress: opts.progress };
   const three = (path: string, directBed: ApiserverState, accept?: string) => [
     {
       name: 'mvproxy',
@@ -220,7 +220,7 @@ async function measureAll(opts: BenchOptions, envoy: string, mv: Bed, up: Bed): 
       latency: 'Node keep-alive HTTP/1.1 closed loop, 1 request in flight, bearer token',
       nodeGeneratorConcurrency: opts.concurrency,
       throughput: {
-        tool: H2LOAD,
+        tool: h2load,
         protocol: opts.protocol,
         why:
           opts.protocol === 'h2'

@@ -4,8 +4,6 @@
 import { spawn } from 'node:child_process';
 import type { LoadResult, LoadTarget, RoundRunner } from './load.js';
 
-export const H2LOAD = '/usr/bin/h2load';
-
 /**
  * `h2` (what client-go speaks: one TLS connection, many streams) or
  * `http/1.1` (one request at a time per connection; h2load's pipelining is
@@ -113,6 +111,8 @@ export function describeH2loadFlags(protocol: H2loadProtocol, inFlight: number, 
 }
 
 export interface H2loadRunnerOptions {
+  /** The h2load binary (ensureDebianPackage's answer). */
+  binary: string;
   protocol: H2loadProtocol;
   warmupMs: number;
 }
@@ -138,7 +138,7 @@ export function generatorShare(report: H2loadOutput): number {
 export function h2loadRunner(opts: H2loadRunnerOptions): RoundRunner {
   return async (target: LoadTarget, inFlight: number, durationMs: number): Promise<LoadResult> => {
     const args = h2loadArgs({ protocol: opts.protocol, inFlight, durationMs, warmupMs: opts.warmupMs, headers: target.headers, url: target.url });
-    const { stdout, stderr, code } = await runWithTimes(args, durationMs + opts.warmupMs + 30_000);
+    const { stdout, stderr, code } = await runWithTimes(opts.binary, args, durationMs + opts.warmupMs + 30_000);
     const marker = stdout.lastIndexOf(TIMES_MARKER);
     if (code !== 0 || marker < 0) throw new Error(`h2load exited with ${code}: ${stderr.trim() || stdout.slice(-500)}`);
     const report = parseH2loadOutput(stdout.slice(0, marker));
@@ -159,10 +159,10 @@ export function h2loadRunner(opts: H2loadRunnerOptions): RoundRunner {
 
 const TIMES_MARKER = '\n--- times ---\n';
 
-function runWithTimes(args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string; code: number | null }> {
+function runWithTimes(binary: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const script = `"$0" "$@"; rc=$?; printf '${TIMES_MARKER.replace(/\n/g, '\\n')}'; times; exit $rc`;
-    const child = spawn('bash', ['-c', script, H2LOAD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script, binary, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

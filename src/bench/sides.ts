@@ -85,6 +85,8 @@ export interface SidesConfig {
   roundMs: number;
   /** Requests in flight for the throughput figures (h2load), e.g. [8, 64]. */
   inFlight: number[];
+  /** The h2load binary. */
+  h2load: string;
   protocol: H2loadProtocol;
   /** h2load's warm-up inside every round (new connections each run: keeps handshakes out of the figure). */
   h2loadWarmupMs: number;
@@ -106,7 +108,7 @@ export async function measureSides(what: string, sides: Array<Side & { descripti
   cfg.progress(`measuring ${what} (${names}): latency, 1 in flight ...`);
   const latency = compareFigures(await compareAlternately(sides, { rounds: cfg.rounds, roundMs: cfg.roundMs, concurrency: 1 }), candidate);
   const throughput: Record<string, ComparedFigures> = {};
-  const runner = h2loadRunner({ protocol: cfg.protocol, warmupMs: cfg.h2loadWarmupMs });
+  const runner = h2loadRunner({ binary: cfg.h2load, protocol: cfg.protocol, warmupMs: cfg.h2loadWarmupMs });
   for (const n of cfg.inFlight) {
     cfg.progress(`measuring ${what} (${names}): throughput, ${n} in flight (h2load, ${cfg.protocol}) ...`);
     const c = await compareAlternately(sides, { rounds: cfg.rounds, roundMs: cfg.roundMs, concurrency: n, runner, warmupMs: 0 });
