@@ -74,7 +74,7 @@ export function h2loadShape(protocol: H2loadProtocol, inFlight: number): { clien
   return { clients, streams: Math.ceil(inFlight / clients) };
 }
 
-/** Pure: h2load's arguments (without the URL's headers' values, which carry the token: see `describeH2loadFlags`). */
+/** Pure: h2load's arguments for one run (the headers carry the token: print `describeH2loadFlags` instead). */
 export function h2loadArgs(o: {
   protocol: H2loadProtocol;
   inFlight: number;
@@ -104,7 +104,7 @@ export function describeH2loadFlags(protocol: H2loadProtocol, inFlight: number, 
     inFlight,
     durationMs: roundMs,
     warmupMs,
-    headers: { authorization: 'Bearer $TOKEN', accept: 'application/json' },
+    headers: { authorization: 'Bearer $TOKEN', accept: '$ACCEPT' },
     url: 'URL',
   });
   return ['h2load', ...args].map((a) => (/^[\w./:=@,+%-]+$/.test(a) ? a : `'${a}'`)).join(' ');
