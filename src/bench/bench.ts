@@ -1,249 +1,302 @@
-// `mvproxy bench`: the figures issue 3 asks for, measured in one run against
-// a real sandbox (kube-apiserver v1.36.3 and v1.37.2, Envoy sidecars).
+// `mvproxy bench`: the figures issues 3 and 11 ask for, measured in one run
+// against two real sandboxes side by side (kube-apiserver v1.36.3 and
+// v1.37.2 each): one with mvproxy's sidecars, one with kube-apiserver's own
+// Mixed Version Proxy ("upstream"), every comparison alternating round by
+// round between the sides.
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ensureDebianPackage } from '../install/debianPackages.js';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
 import { httpsRequest } from '../util/https.js';
-import { loadExtProc } from './extProcLoad.js';
 import { startBareEnvoy } from './bareEnvoy.js';
-import { compareAlternately, percentile, type Comparison, type LoadTarget } from './load.js';
+import { type ConvergenceTarget, measureConvergence } from './convergence.js';
+import { loadExtProc } from './extProcLoad.js';
+import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
+import { compareAlternately, type LoadTarget, type Side } from './load.js';
+import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
+import { summarize } from './summary.js';
 
 export interface BenchOptions {
   rounds: number;
   roundMs: number;
+  /** Requests in flight for the Node generator's throughput figures (sidecar vs direct, certificate, minimal Envoy). */
   concurrency: number;
+  /** Requests in flight for h2load's throughput figures (the three-sided comparisons). */
+  inFlight: number[];
+  protocol: H2loadProtocol;
   convergenceSamples: number;
+  convergenceCapMs: number;
   progress: (line: string) => void;
 }
 
-const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
+const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2' } as const;
+const SVM_GROUP = 'storagemigration.k8s.io';
+const SVM_LIST = `/apis/${SVM_GROUP}/v1/storageversionmigrations`;
+const CM_PATH = '/api/v1/namespaces/default/configmaps/bench';
+const DISCOVERY_JSON = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const DISCOVERY_PROTOBUF = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const H2LOAD_WARMUP_MS = 300;
+/** How long both sandboxes may take after start to answer every side right. */
+const SETTLE_LIMIT_MS = 180_000;
+
+type ApiserverState = SandboxState['apiservers'][number];
+
+/** What the bench needs of one sandbox. */
+interface Bed {
+  sandbox: Sandbox;
+  state: SandboxState;
+  token: string;
+  a: ApiserverState;
+  b: ApiserverState;
+}
 
 export async function runBench(opts: BenchOptions): Promise<Record<string, unknown>> {
-  const components = await ensureComponents({ kubernetesVersions: ['v1.36.3', 'v1.37.2'], log: opts.progress });
-  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-bench-'));
-  const sandbox = await Sandbox.up({
-    dir,
-    apiservers: [
-      { name: 'kas-a', version: 'v1.36.3' },
-      { name: 'kas-b', version: 'v1.37.2' },
-    ],
-    components,
-    progress: opts.progress,
-  });
+  const components = await ensureComponents({ kubernetesVersions: Object.values(VERSIONS), log: opts.progress });
+  const h2load = await ensureDebianPackage('h2load', 'nghttp2-client', opts.progress);
+  const beds: Bed[] = [];
   try {
-    const state = sandbox.state();
-    const token = sandbox.adminBearerToken();
-    const [a, b] = state.apiservers as [SandboxState['apiservers'][number], SandboxState['apiservers'][number]];
-    const api = (base: string, method: string, path: string, body?: unknown) =>
-      httpsRequest(
-        base + path,
-        { ca: state.ca },
-        { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) },
-      );
-    await api(a.direct, 'POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { k: 'v' } });
-    await api(b.direct, 'POST', '/apis/storagemigration.k8s.io/v1/storageversionmigrations', {
-      metadata: { name: 'bench' },
-      spec: { resource: { group: 'apps', resource: 'deployments' } },
-    });
-    const target = (base: string, path: string): LoadTarget => ({
-      url: base + path,
-      ca: readFileSync(state.ca),
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
-    });
-    const load = { rounds: opts.rounds, roundMs: opts.roundMs, concurrency: opts.concurrency };
-
-    // Latency is measured with one request in flight (what a client waits for);
-    // throughput with `concurrency` in flight (the machine saturated).
-    // With the Envoy's pid, its CPU time per request is read over the throughput rounds.
-    const measure = async (what: string, sidecar: LoadTarget, direct: LoadTarget, envoyPid?: number): Promise<Measured> => {
-      opts.progress(`measuring ${what}: latency (1 in flight) ...`);
-      const latency = await compareAlternately(sidecar, direct, { ...load, concurrency: 1 });
-      opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight) ...`);
-      const throughput = await compareAlternately(sidecar, direct, { ...load, ...(envoyPid === undefined ? {} : { candidatePid: envoyPid }) });
-      const envoyCpu = throughput.candidateCpuMicrosPerRequest;
-      return {
-        latency: withRatios(latency),
-        throughput: withRatios(throughput),
-        ...(envoyCpu === undefined ? {} : { envoyCpuMicrosPerRequest: Math.round(envoyCpu) }),
-      };
-    };
-    const cmPath = '/api/v1/namespaces/default/configmaps/bench';
-    const sidecarPid = sandbox.sidecarPid('kas-a');
-    const local = await measure('a locally served GET, sidecar vs direct', target(a.sidecar ?? '', cmPath), target(a.direct, cmPath), sidecarPid);
-    // Reference: what any Envoy hop costs here, without mvproxy's configuration.
-    const bare = await startBareEnvoy({
-      envoy: components.envoy,
-      dir,
-      pki: sandbox.pkiFiles(),
-      servingName: 'kas-a',
-      upstreamPort: sandbox.apiserverPort('kas-a'),
-    });
-    const minimalEnvoy = await measure('a locally served GET, minimal Envoy vs direct', target(bare.url, cmPath), target(a.direct, cmPath), bare.pid).finally(
-      () => bare.stop(),
-    );
-    const svmPath = '/apis/storagemigration.k8s.io/v1/storageversionmigrations/bench';
-    const rerouted = await measure(
-      'a rerouted GET, v1.36.3 sidecar vs the v1.37.2 apiserver directly',
-      target(a.sidecar ?? '', svmPath),
-      target(b.direct, svmPath),
-    );
-    // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
-    const withCert = (t: LoadTarget): LoadTarget => ({
-      url: t.url,
-      ca: t.ca,
-      headers: { accept: 'application/json' },
-      cert: readFileSync(state.clientCerts.admin.cert),
-      key: readFileSync(state.clientCerts.admin.key),
-    });
-    const certificate = await measure(
-      'a locally served GET with a client certificate, sidecar vs direct',
-      withCert(target(a.sidecar ?? '', cmPath)),
-      withCert(target(a.direct, cmPath)),
-      sidecarPid,
-    );
-    opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
-    const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
-
-    opts.progress(`measuring convergence over ${opts.convergenceSamples} served-set changes ...`);
-    const convergenceMs: number[] = [];
-    for (let i = 0; i < opts.convergenceSamples; i++) {
-      const batchOff = i % 2 === 0;
-      convergenceMs.push(await measureConvergence(sandbox, state, token, batchOff));
-      opts.progress(`  sample ${i + 1}: ${convergenceMs.at(-1)?.toFixed(0)} ms`);
+    // One after the other: two sets of apiservers starting at once on a small machine time out.
+    for (const mode of ['mvproxy', 'upstream'] as const) {
+      opts.progress(`starting the ${mode} sandbox ...`);
+      const sandbox = await Sandbox.up({
+        dir: mkdtempSync(join(tmpdir(), `mvproxy-bench-${mode}-`)),
+        apiservers: Object.entries(VERSIONS).map(([name, version]) => ({ name, version })),
+        components,
+        mode,
+        progress: opts.progress,
+      });
+      const state = sandbox.state();
+      const [a, b] = state.apiservers as [ApiserverState, ApiserverState];
+      beds.push({ sandbox, state, token: sandbox.adminBearerToken(), a, b });
     }
-    const sorted = [...convergenceMs].sort((x, y) => x - y);
-    const convergence = {
-      samplesMs: convergenceMs.map((v) => Math.round(v)),
-      p50Ms: Math.round(percentile(sorted, 50)),
-      p99Ms: Math.round(percentile(sorted, 99)),
-    };
-    return {
-      summary: summarize({ local, minimalEnvoy, rerouted, certificate, convergenceP99Ms: convergence.p99Ms }),
-      concurrency: opts.concurrency,
-      rounds: opts.rounds,
-      roundMs: opts.roundMs,
+    const [mv, up] = beds as [Bed, Bed];
+    for (const bed of beds) await seed(bed);
+    return await measureAll(opts, components.envoy, h2load, mv, up);
+  } finally {
+    for (const bed of beds) await bed.sandbox.down();
+  }
+}
+
+function api(bed: Bed, base: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
+  return httpsRequest(
+    base + path,
+    { ca: bed.state.ca },
+    {
+      method,
+      headers: { authorization: `Bearer ${bed.token}`, 'content-type': 'application/json', ...headers },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    },
+  );
+}
+
+/** A ConfigMap (served by both) and a StorageVersionMigration (served by v1.37.2 only). */
+async function seed(bed: Bed): Promise<void> {
+  await api(bed, bed.a.direct, 'POST', '/api/v1/namespaces/default/configmaps', {}, { metadata: { name: 'bench' }, data: { k: 'v' } });
+  await api(bed, bed.b.direct, 'POST', SVM_LIST, {}, { metadata: { name: 'bench' }, spec: { resource: { group: 'apps', resource: 'deployments' } } });
+}
+
+async function measureAll(opts: BenchOptions, envoy: string, h2load: string, mv: Bed, up: Bed): Promise<Record<string, unknown>> {
+  const target = (bed: Bed, base: string, path: string, accept = 'application/json'): LoadTarget => ({
+    url: base + path,
+    ca: readFileSync(bed.state.ca),
+    headers: { authorization: `Bearer ${bed.token}`, accept },
+  });
+  const sidecarA = mv.a.sidecar;
+  if (!sidecarA) throw new Error('internal: the mvproxy sandbox has no sidecar');
+  const sidecarPid = mv.sandbox.sidecarPid('kas-a');
+  const load = { rounds: opts.rounds, roundMs: opts.roundMs };
+
+  // Every side must answer right before it is timed: a fast wrong answer is no figure.
+  const checks = await sanityChecks(mv, up);
+
+  // Sidecar vs direct with the Node generator (the figures of issue 3): latency at
+  // 1 in flight, throughput at --concurrency, Envoy's CPU per request over the throughput rounds.
+  const pair = async (
+    what: string,
+    sidecar: LoadTarget,
+    direct: LoadTarget,
+    pid?: number,
+  ): Promise<{ latency: ComparedFigures; throughput: ComparedFigures }> => {
+    const sides: Side[] = [
+      { name: 'sidecar', target: sidecar, ...(pid === undefined ? {} : { pid }) },
+      { name: 'direct', target: direct },
+    ];
+    opts.progress(`measuring ${what}: latency (1 in flight) ...`);
+    const latency = compareFigures(await compareAlternately(sides, { ...load, concurrency: 1 }), 'sidecar');
+    opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight, Node generator) ...`);
+    const throughput = compareFigures(await compareAlternately(sides, { ...load, concurrency: opts.concurrency }), 'sidecar');
+    return { latency, throughput };
+  };
+  const local = await pair('a locally served GET, sidecar vs direct', target(mv, sidecarA, CM_PATH), target(mv, mv.a.direct, CM_PATH), sidecarPid);
+  // Reference: what any Envoy hop costs here, without mvproxy's configuration.
+  const bare = await startBareEnvoy({
+    envoy,
+    dir: mv.state.dir,
+    pki: mv.sandbox.pkiFiles(),
+    servingName: 'kas-a',
+    upstreamPort: mv.sandbox.apiserverPort('kas-a'),
+  });
+  const minimalEnvoy = await pair(
+    'a locally served GET, minimal Envoy vs direct',
+    target(mv, bare.url, CM_PATH),
+    target(mv, mv.a.direct, CM_PATH),
+    bare.pid,
+  ).finally(() => bare.stop());
+  // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
+  const withCert = (t: LoadTarget): LoadTarget => ({
+    url: t.url,
+    ca: t.ca,
+    headers: { accept: 'application/json' },
+    cert: readFileSync(mv.state.clientCerts.admin.cert),
+    key: readFileSync(mv.state.clientCerts.admin.key),
+  });
+  const certificate = await pair(
+    'a locally served GET with a client certificate, sidecar vs direct',
+    withCert(target(mv, sidecarA, CM_PATH)),
+    withCert(target(mv, mv.a.direct, CM_PATH)),
+    sidecarPid,
+  );
+
+  // mvproxy vs upstream vs direct: mvproxy's sidecar of kas-a (v1.36.3), upstream's
+  // kas-a itself (its proxy on), and the apiserver that serves the request, directly.
+  const cfg: SidesConfig = { ...load, h2load, inFlight: opts.inFlight, protocol: opts.protocol, h2loadWarmupMs: H2LOAD_WARMUP_MS, progress: opts.progress };
+  const three = (path: string, directBed: ApiserverState, accept?: string) => [
+    {
+      name: 'mvproxy',
+      description: `mvproxy's sidecar of kas-a (${VERSIONS['kas-a']})`,
+      target: target(mv, sidecarA, path, accept),
+      ...(sidecarPid === undefined ? {} : { pid: sidecarPid }),
+    },
+    { name: 'upstream', description: `kas-a (${VERSIONS['kas-a']}) with upstream's Mixed Version Proxy`, target: target(up, up.a.direct, path, accept) },
+    { name: 'direct', description: `${directBed.name} (${directBed.version}) directly, mvproxy's sandbox`, target: target(mv, directBed.direct, path, accept) },
+  ];
+  const reroutedGet = await measureSides('a rerouted GET', three(`${SVM_LIST}/bench`, mv.b), 'mvproxy', cfg);
+  const reroutedList = await measureSides('a rerouted LIST', three(SVM_LIST, mv.b), 'mvproxy', cfg);
+  const localGet = await measureSides('a locally served GET', three(CM_PATH, mv.a), 'mvproxy', cfg);
+  // Direct kas-a answers its own, unmerged document: the floor, not the same answer.
+  const apisJson = await measureSides('merged /apis (JSON)', three('/apis', mv.a, DISCOVERY_JSON), 'mvproxy', cfg);
+  const apisProtobuf = await measureSides('merged /apis (protobuf)', three('/apis', mv.a, DISCOVERY_PROTOBUF), 'mvproxy', cfg);
+
+  opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
+  const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
+
+  opts.progress(`measuring convergence: ${opts.convergenceSamples} restarts of kas-b per sandbox, alternating ...`);
+  const targets: ConvergenceTarget[] = [
+    { mode: 'mvproxy', sandbox: mv.sandbox, restarted: 'kas-b', others: [sidecarA], internal: controlPlaneConverged(mv) },
+    { mode: 'upstream', sandbox: up.sandbox, restarted: 'kas-b', others: [up.a.direct] },
+  ];
+  const convergence = await measureConvergence(
+    targets,
+    { group: SVM_GROUP, runtimeConfigOff: `${SVM_GROUP}/v1=false`, path: SVM_LIST },
+    { samples: opts.convergenceSamples, capMs: opts.convergenceCapMs, token: (t) => (t.mode === 'mvproxy' ? mv.token : up.token), progress: opts.progress },
+  );
+  const mvConvergence = convergence['mvproxy'];
+  const upConvergence = convergence['upstream'];
+  if (!mvConvergence || !upConvergence) throw new Error('internal: convergence of a mode missing');
+
+  const inFlightMax = String(Math.max(...opts.inFlight));
+  const inFlightMin = String(Math.min(...opts.inFlight));
+  return {
+    summary: summarize({
       local,
       minimalEnvoy,
-      rerouted,
       certificate,
-      extProc,
-      convergence,
-    };
-  } finally {
-    await sandbox.down();
-  }
-}
-
-interface WithRatios {
-  p50Ratio: number;
-  throughputRatio: number;
-  [figure: string]: unknown;
-}
-
-interface Measured {
-  latency: WithRatios;
-  throughput: WithRatios;
-  envoyCpuMicrosPerRequest?: number;
-}
-
-const round2 = (n: number): number => Math.round(n * 100) / 100;
-
-/**
- * The figures the targets are stated in, flat (ratios are the first side over
- * the second): the sidecar over direct access, for token and certificate
- * clients; the minimal Envoy hop over direct access (the floor of any sidecar
- * here); the certificate client's ratios over the token client's (what
- * identity costs); the sidecar over the minimal hop; Envoy's CPU per request.
- */
-function summarize(m: {
-  local: Measured;
-  minimalEnvoy: Measured;
-  rerouted: Measured;
-  certificate: Measured;
-  convergenceP99Ms: number;
-}): Record<string, number | undefined> {
-  return {
-    local_token_p50_ratio: m.local.latency.p50Ratio,
-    local_cert_p50_ratio: m.certificate.latency.p50Ratio,
-    minimal_envoy_p50_ratio: m.minimalEnvoy.latency.p50Ratio,
-    rerouted_p50_ratio: m.rerouted.latency.p50Ratio,
-    local_token_throughput_ratio: m.local.throughput.throughputRatio,
-    local_cert_throughput_ratio: m.certificate.throughput.throughputRatio,
-    minimal_envoy_throughput_ratio: m.minimalEnvoy.throughput.throughputRatio,
-    cert_vs_token_p50_ratio: round2(m.certificate.latency.p50Ratio / m.local.latency.p50Ratio),
-    cert_vs_token_throughput_ratio: round2(m.certificate.throughput.throughputRatio / m.local.throughput.throughputRatio),
-    local_vs_minimal_envoy_p50_ratio: round2(m.local.latency.p50Ratio / m.minimalEnvoy.latency.p50Ratio),
-    envoy_cpu_us_per_request_token: m.local.envoyCpuMicrosPerRequest,
-    envoy_cpu_us_per_request_cert: m.certificate.envoyCpuMicrosPerRequest,
-    envoy_cpu_us_per_request_minimal: m.minimalEnvoy.envoyCpuMicrosPerRequest,
-    convergence_p99_ms: m.convergenceP99Ms,
+      reroutedGet,
+      reroutedList,
+      localGet,
+      apisJson,
+      apisProtobuf,
+      convergence: mvConvergence,
+      convergenceUpstream: upConvergence,
+      inFlightHigh: inFlightMax,
+      inFlightLow: inFlightMin,
+    }),
+    load: {
+      rounds: opts.rounds,
+      roundMs: opts.roundMs,
+      latency: 'Node keep-alive HTTP/1.1 closed loop, 1 request in flight, bearer token',
+      nodeGeneratorConcurrency: opts.concurrency,
+      throughput: {
+        tool: h2load,
+        protocol: opts.protocol,
+        why:
+          opts.protocol === 'h2'
+            ? 'client-go speaks HTTP/2: few connections, many streams'
+            : 'one request per connection at a time, as non-Go clients often do',
+        inFlight: opts.inFlight,
+        flags: Object.fromEntries(opts.inFlight.map((n) => [String(n), describeH2loadFlags(opts.protocol, n, opts.roundMs, H2LOAD_WARMUP_MS)])),
+        note: 'h2load does not verify the server certificate; its CPU per request (generatorCpuUsPerRequest) shows it is not the bottleneck',
+      },
+      machine: 'both sandboxes on this machine; another process may load it too: compare the by-round ratios for noise',
+    },
+    checks,
+    reroutedGet,
+    reroutedList,
+    localGet,
+    apisJson,
+    apisProtobuf,
+    local,
+    minimalEnvoy,
+    certificate,
+    extProc,
+    convergence: {
+      method:
+        'restart kas-b with storagemigration.k8s.io/v1 off (then back on, alternating); clock from its /readyz=200 with its own nopeer discovery showing the change ' +
+        'until a LIST of storageversionmigrations through every other entry point (mvproxy: kas-a sidecar; upstream: kas-a) answers 404 (off) or 200 (on), polled every 10 ms',
+      capMs: opts.convergenceCapMs,
+      ...convergence,
+    },
   };
 }
 
-function withRatios(r: Comparison): WithRatios {
-  const round = round2;
-  return {
-    sidecar: { p50Ms: round(r.candidate.p50), p99Ms: round(r.candidate.p99), rps: Math.round(r.candidate.throughput), errors: r.candidate.errors },
-    direct: { p50Ms: round(r.baseline.p50), p99Ms: round(r.baseline.p99), rps: Math.round(r.baseline.throughput), errors: r.baseline.errors },
-    p50Ratio: round(r.candidate.p50 / r.baseline.p50),
-    p99Ratio: round(r.candidate.p99 / r.baseline.p99),
-    throughputRatio: round(r.candidate.throughput / r.baseline.throughput),
-    // The same ratios round by round: their spread is the noise of the machine.
-    p50RatioByRound: r.rounds.map((x) => round(x.candidate.p50 / x.baseline.p50)),
-    throughputRatioByRound: r.rounds.map((x) => round(x.candidate.throughput / x.baseline.throughput)),
-  };
-}
-
-/**
- * Restarts kas-b with batch/v1 off (or back on), then measures from the moment
- * it is ready (/readyz) with its own discovery showing the change to the
- * moment every sidecar has ACKed routes that reflect it. Until it is ready
- * mvproxy deliberately routes around it (drained while starting), so the
- * clock starts when it could take the traffic.
- */
-async function measureConvergence(sandbox: Sandbox, state: SandboxState, token: string, batchOff: boolean): Promise<number> {
-  const b = state.apiservers.find((x) => x.name === 'kas-b');
-  if (!b || !state.controlPlane) throw new Error('bench needs kas-b and the control plane');
-  await sandbox.stopApiserver('kas-b');
-  const restarted = sandbox.startApiserver('kas-b', { runtimeConfig: batchOff ? 'batch/v1=false' : '' });
-  // Poll the apiserver's own discovery until it shows the change.
-  let visibleAt = 0;
-  for (;;) {
-    try {
-      const [res, ready] = await Promise.all([
-        httpsRequest(`${b.direct}/apis`, { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: NOPEER_ACCEPT }, timeoutMs: 1000 }),
-        httpsRequest(`${b.direct}/readyz`, { ca: state.ca }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 1000 }),
-      ]);
-      if (res.status === 200 && ready.status === 200) {
-        const servesBatch = (JSON.parse(res.body) as { items: { metadata: { name: string } }[] }).items.some((g) => g.metadata.name === 'batch');
-        if (servesBatch !== batchOff) {
-          visibleAt = performance.now();
-          break;
-        }
+/** Each side answers 200 with what it should: merged discovery through mvproxy and upstream lists the group only kas-b serves. */
+async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
+  const checks: Record<string, string> = {};
+  const sidecar = mv.a.sidecar ?? '';
+  const cases: Array<[string, Bed, string, string, string | undefined]> = [
+    ['mvproxy rerouted GET', mv, sidecar, `${SVM_LIST}/bench`, undefined],
+    ['upstream rerouted GET', up, up.a.direct, `${SVM_LIST}/bench`, undefined],
+    ['direct rerouted GET', mv, mv.b.direct, `${SVM_LIST}/bench`, undefined],
+    ['mvproxy merged /apis', mv, sidecar, '/apis', SVM_GROUP],
+    ['upstream merged /apis', up, up.a.direct, '/apis', SVM_GROUP],
+  ];
+  // Right after start a proxy may not know its peers yet (upstream learns them from
+  // identity leases and their discovery): wait for the right answer, up to a limit.
+  const started = performance.now();
+  for (const [name, bed, base, path, mustMention] of cases) {
+    for (;;) {
+      const res = await api(bed, base, 'GET', path, { accept: path === '/apis' ? DISCOVERY_JSON : 'application/json' }).catch((err: unknown) => ({
+        status: 0,
+        body: String(err),
+      }));
+      const right = res.status === 200 && (!mustMention || res.body.includes(`"${mustMention}"`));
+      if (right) break;
+      if (performance.now() - started > SETTLE_LIMIT_MS) {
+        throw new Error(`${name}: ${res.status} ${mustMention ? `(must list ${mustMention}) ` : ''}${res.body.slice(0, 300)}`);
       }
-    } catch {
-      // still starting
+      await new Promise((r) => setTimeout(r, 200));
     }
-    await new Promise((r) => setTimeout(r, 10));
+    checks[name] = `${mustMention ? `200, lists ${mustMention}` : '200'} (after ${Math.round(performance.now() - started)} ms)`;
   }
-  // Poll the control plane until kas-b's plan reflects it and every sidecar ACKed what was sent.
-  for (;;) {
-    const status = (await (await fetch(`${state.controlPlane.admin}/status`)).json()) as ControlPlaneStatus;
-    const plan = status.plans.find((p) => p.node === 'kas-b');
-    const reroutesBatch = plan?.routes.some((r) => r.group === 'batch') ?? false;
-    const acked = Object.values(status.xds).every((n) => n.connected && Object.values(n.types).every((t) => t.versionAcked === t.versionSent));
-    if (reroutesBatch === batchOff && acked) break;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  const convergedAt = performance.now();
-  await restarted;
-  return convergedAt - visibleAt;
+  return checks;
 }
 
 interface ControlPlaneStatus {
-  plans: { node: string; routes: { group: string }[] }[];
+  plans: Array<{ node: string; routes: Array<{ group: string }> }>;
   xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
+}
+
+/** The old, internal figure: kas-a's plan reroutes the group exactly when kas-b serves it, and every sidecar ACKed what was sent. */
+function controlPlaneConverged(mv: Bed): (resourceOff: boolean) => Promise<boolean> {
+  const admin = mv.state.controlPlane?.admin;
+  if (!admin) throw new Error('internal: the mvproxy sandbox has no control plane');
+  return async (resourceOff) => {
+    const status = (await (await fetch(`${admin}/status`)).json()) as ControlPlaneStatus;
+    const reroutes = status.plans.find((p) => p.node === 'kas-a')?.routes.some((r) => r.group === SVM_GROUP) ?? false;
+    const acked = Object.values(status.xds).every((n) => n.connected && Object.values(n.types).every((t) => t.versionAcked === t.versionSent));
+    return reroutes === !resourceOff && acked;
+  };
 }

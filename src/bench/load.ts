@@ -1,5 +1,8 @@
-// A small closed-loop HTTPS load generator: N workers, keep-alive
-// connections, each sending the next request when the previous one ends.
+// Measuring several sides (entry points) of the same request in alternating
+// rounds. A round of one side is run by a RoundRunner: the Node closed-loop
+// generator below (keep-alive HTTP/1.1 connections, each worker sending the
+// next request when the previous one ends; used at one request in flight,
+// where it is idle) or h2load (h2load.ts, for throughput).
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 
@@ -11,18 +14,37 @@ export interface LoadTarget {
   key?: Buffer;
 }
 
+/** One side of a comparison: a name (`mvproxy`, `upstream`, `direct`, ...), what to load, and optionally the proxy process whose CPU to read. */
+export interface Side {
+  name: string;
+  target: LoadTarget;
+  pid?: number;
+}
+
 export interface LoadResult {
   requests: number;
   errors: number;
   seconds: number;
+  /** Every request's latency; empty when the runner does not report them (h2load). */
   latenciesMs: number[];
+  /** CPU seconds the load generator itself spent, when it runs in its own process. */
+  generatorCpuSeconds?: number;
 }
 
+/** Runs `target` with `inFlight` requests in flight for about `durationMs`. */
+export type RoundRunner = (target: LoadTarget, inFlight: number, durationMs: number) => Promise<LoadResult>;
+
 export interface LatencySummary {
-  p50: number;
-  p99: number;
+  /** Absent when the runner reports no latencies. */
+  p50?: number;
+  p99?: number;
   throughput: number;
+  requests: number;
   errors: number;
+  /** CPU time of the side's process per request of that side (microseconds), when its pid was given. */
+  cpuMicrosPerRequest?: number;
+  /** CPU time of the load generator per request (microseconds), when it runs in its own process. */
+  generatorCpuMicrosPerRequest?: number;
 }
 
 function once(agent: Agent, target: LoadTarget): Promise<number> {
@@ -37,7 +59,8 @@ function once(agent: Agent, target: LoadTarget): Promise<number> {
   });
 }
 
-async function runLoad(target: LoadTarget, concurrency: number, durationMs: number): Promise<LoadResult> {
+/** The Node generator: `concurrency` workers on keep-alive HTTP/1.1 connections; a non-200 answer is an error. */
+export async function runLoad(target: LoadTarget, concurrency: number, durationMs: number): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency, ca: target.ca, ...(target.cert ? { cert: target.cert, key: target.key } : {}) });
   const latenciesMs: number[] = [];
   let errors = 0;
@@ -66,27 +89,41 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[index] ?? NaN;
 }
 
-function summarize(results: LoadResult[]): LatencySummary {
+interface SideRounds {
+  results: LoadResult[];
+  cpuSeconds: number;
+}
+
+/** Pure: one side's rounds pooled (latency percentiles over all requests, throughput over all seconds). */
+export function summarizeRounds(results: LoadResult[], sideCpuSeconds?: number): LatencySummary {
   const all = results.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
   const requests = results.reduce((n, r) => n + r.requests, 0);
   const seconds = results.reduce((n, r) => n + r.seconds, 0);
-  return { p50: percentile(all, 50), p99: percentile(all, 99), throughput: requests / seconds, errors: results.reduce((n, r) => n + r.errors, 0) };
+  const summary: LatencySummary = { throughput: seconds > 0 ? requests / seconds : 0, requests, errors: results.reduce((n, r) => n + r.errors, 0) };
+  if (all.length > 0) {
+    summary.p50 = percentile(all, 50);
+    summary.p99 = percentile(all, 99);
+  }
+  if (sideCpuSeconds !== undefined && requests > 0) summary.cpuMicrosPerRequest = (sideCpuSeconds * 1e6) / requests;
+  const generator = results.map((r) => r.generatorCpuSeconds);
+  if (requests > 0 && generator.every((s) => s !== undefined)) {
+    summary.generatorCpuMicrosPerRequest = (generator.reduce((n: number, s) => n + (s ?? 0), 0) * 1e6) / requests;
+  }
+  return summary;
 }
 
 export interface Comparison {
-  candidate: LatencySummary;
-  baseline: LatencySummary;
+  /** Each side's rounds pooled, by side name. */
+  sides: Record<string, LatencySummary>;
   /** Each round on its own: how far the figures move between rounds shows the machine's noise. */
-  rounds: Array<{ candidate: LatencySummary; baseline: LatencySummary }>;
-  /** CPU time the candidate's process spent per candidate request (microseconds), when its pid was given. */
-  candidateCpuMicrosPerRequest?: number;
+  rounds: Array<Record<string, LatencySummary>>;
 }
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
 const USER_HZ = 100;
 
 /** User plus system CPU seconds a process has used so far (Linux /proc). */
-function processCpuSeconds(pid: number): number {
+export function processCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name is in parentheses and may contain spaces: count fields after it.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -94,31 +131,43 @@ function processCpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
-/** Measures two targets in alternating rounds so drift in the machine hits both alike. */
-export async function compareAlternately(
-  candidate: LoadTarget,
-  baseline: LoadTarget,
-  opts: { rounds: number; roundMs: number; concurrency: number; candidatePid?: number },
-): Promise<Comparison> {
-  // Warm up both (connections, caches).
-  await runLoad(candidate, opts.concurrency, 500);
-  await runLoad(baseline, opts.concurrency, 500);
-  const c: LoadResult[] = [];
-  const b: LoadResult[] = [];
-  let candidateCpuSeconds = 0;
-  const cpu = (): number => (opts.candidatePid === undefined ? 0 : processCpuSeconds(opts.candidatePid));
+export interface CompareOptions {
+  rounds: number;
+  roundMs: number;
+  /** Requests in flight. */
+  concurrency: number;
+  /** The Node generator unless given. */
+  runner?: RoundRunner;
+  /** A warm-up run per side before the rounds (connections, caches); 0 to skip (h2load warms up inside each round). */
+  warmupMs?: number;
+}
+
+/**
+ * Measures several sides in alternating rounds so drift in the machine hits
+ * all alike. Each round runs every side once; the side that goes first
+ * rotates from round to round, so no side always runs right after another.
+ */
+export async function compareAlternately(sides: Side[], opts: CompareOptions): Promise<Comparison> {
+  const run = opts.runner ?? runLoad;
+  const warmupMs = opts.warmupMs ?? 500;
+  if (warmupMs > 0) for (const side of sides) await run(side.target, opts.concurrency, warmupMs);
+  const perSide: SideRounds[] = sides.map(() => ({ results: [], cpuSeconds: 0 }));
   for (let i = 0; i < opts.rounds; i++) {
-    const before = cpu();
-    c.push(await runLoad(candidate, opts.concurrency, opts.roundMs));
-    candidateCpuSeconds += cpu() - before;
-    b.push(await runLoad(baseline, opts.concurrency, opts.roundMs));
+    for (let k = 0; k < sides.length; k++) {
+      const index = (i + k) % sides.length;
+      const side = sides[index];
+      const acc = perSide[index];
+      if (!side || !acc) throw new Error('internal: side index');
+      const cpu = (): number => (side.pid === undefined ? 0 : processCpuSeconds(side.pid));
+      const before = cpu();
+      acc.results.push(await run(side.target, opts.concurrency, opts.roundMs));
+      acc.cpuSeconds += cpu() - before;
+    }
   }
-  const comparison: Comparison = {
-    candidate: summarize(c),
-    baseline: summarize(b),
-    rounds: c.map((round, i) => ({ candidate: summarize([round]), baseline: summarize(b.slice(i, i + 1)) })),
+  const entry = (f: (side: Side, acc: SideRounds) => LatencySummary): Record<string, LatencySummary> =>
+    Object.fromEntries(sides.map((side, i) => [side.name, f(side, perSide[i] ?? { results: [], cpuSeconds: 0 })]));
+  return {
+    sides: entry((side, acc) => summarizeRounds(acc.results, side.pid === undefined ? undefined : acc.cpuSeconds)),
+    rounds: Array.from({ length: opts.rounds }, (_, i) => entry((_side, acc) => summarizeRounds(acc.results.slice(i, i + 1)))),
   };
-  const candidateRequests = c.reduce((n, r) => n + r.requests, 0);
-  if (opts.candidatePid !== undefined && candidateRequests > 0) comparison.candidateCpuMicrosPerRequest = (candidateCpuSeconds * 1e6) / candidateRequests;
-  return comparison;
 }

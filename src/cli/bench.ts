@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runBench } from '../bench/bench.js';
 
@@ -8,7 +9,11 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       rounds: { type: 'string', default: '5' },
       'round-ms': { type: 'string', default: '2000' },
       concurrency: { type: 'string', default: '8' },
+      'in-flight': { type: 'string', default: '8,64' },
+      protocol: { type: 'string', default: 'h2' },
       'convergence-samples': { type: 'string', default: '6' },
+      'convergence-cap-ms': { type: 'string', default: '60000' },
+      out: { type: 'string' },
     },
     strict: true,
   });
@@ -17,13 +22,21 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
     return n;
   };
+  const protocol = values.protocol;
+  if (protocol !== 'h2' && protocol !== 'http/1.1') throw new Error('--protocol must be h2 or http/1.1');
+  const inFlight = (values['in-flight'] ?? '').split(',').map((n) => int('in-flight', n));
   const figures = await runBench({
     rounds: int('rounds', values.rounds),
     roundMs: int('round-ms', values['round-ms']),
     concurrency: int('concurrency', values.concurrency),
+    inFlight,
+    protocol,
     convergenceSamples: int('convergence-samples', values['convergence-samples']),
+    convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
     progress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });
-  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  const text = `${JSON.stringify(figures, null, 2)}\n`;
+  if (values.out !== undefined) writeFileSync(values.out, text);
+  process.stdout.write(text);
   return 0;
 }

@@ -17,8 +17,10 @@ commands:
                                        print the Envoy bootstrap of one apiserver's sidecar
   admin [--socket PATH] [-o json] status | explain SIDECAR PATH | drain NAME [--wait] | undrain NAME [--wait]
                                        ask the running control plane what it sees and why; drain an apiserver
-  bench [--rounds N --round-ms MS --concurrency N --convergence-samples N]
-                                       measure sidecar vs direct latency/throughput and routing convergence
+  bench [--rounds N --round-ms MS --concurrency N --in-flight 8,64 --protocol h2|http/1.1
+         --convergence-samples N --convergence-cap-ms MS --out FILE]
+                                       measure mvproxy vs upstream's proxy vs direct (latency, throughput with h2load)
+                                       and convergence, in two sandboxes side by side
   sandbox down [--dir DIR]             stop a detached sandbox
   sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
   sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]

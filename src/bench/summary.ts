@@ -1,0 +1,94 @@
+// The flat `summary` of `mvproxy bench`: the figures the targets are stated
+// in, as plain numbers. Ratios are mvproxy (the sidecar) over the other side:
+// below 1 is faster latency, above 1 is more throughput.
+import type { ConvergenceFigures } from './convergence.js';
+import { type ComparedFigures, round2, type SideFigures, type SidesMeasurement } from './sides.js';
+
+export interface SummaryInput {
+  /** Sidecar vs direct, Node generator. */
+  local: { latency: ComparedFigures; throughput: ComparedFigures };
+  minimalEnvoy: { latency: ComparedFigures; throughput: ComparedFigures };
+  certificate: { latency: ComparedFigures; throughput: ComparedFigures };
+  /** mvproxy vs upstream vs direct. */
+  reroutedGet: SidesMeasurement;
+  reroutedList: SidesMeasurement;
+  localGet: SidesMeasurement;
+  apisJson: SidesMeasurement;
+  apisProtobuf: SidesMeasurement;
+  convergence: ConvergenceFigures;
+  convergenceUpstream: ConvergenceFigures;
+  /** The in-flight keys of the throughput figures: the high one (64) is what `*_throughput_vs_upstream` means. */
+  inFlightHigh: string;
+  inFlightLow: string;
+}
+
+/** Pure: the flat summary. Absent figures (a side that reported none) are left out rather than guessed. */
+export function summarize(m: SummaryInput): Record<string, number> {
+  const out: Record<string, number | undefined> = {
+    local_token_p50_ratio: m.local.latency.ratios['direct']?.p50Ratio,
+    local_cert_p50_ratio: m.certificate.latency.ratios['direct']?.p50Ratio,
+    minimal_envoy_p50_ratio: m.minimalEnvoy.latency.ratios['direct']?.p50Ratio,
+    local_token_throughput_ratio: m.local.throughput.ratios['direct']?.throughputRatio,
+    local_cert_throughput_ratio: m.certificate.throughput.ratios['direct']?.throughputRatio,
+    minimal_envoy_throughput_ratio: m.minimalEnvoy.throughput.ratios['direct']?.throughputRatio,
+    cert_vs_token_p50_ratio: div(m.certificate.latency.ratios['direct']?.p50Ratio, m.local.latency.ratios['direct']?.p50Ratio),
+    cert_vs_token_throughput_ratio: div(m.certificate.throughput.ratios['direct']?.throughputRatio, m.local.throughput.ratios['direct']?.throughputRatio),
+    local_vs_minimal_envoy_p50_ratio: div(m.local.latency.ratios['direct']?.p50Ratio, m.minimalEnvoy.latency.ratios['direct']?.p50Ratio),
+    envoy_cpu_us_per_request_token: m.local.throughput.sides['sidecar']?.proxyCpuUsPerRequest,
+    envoy_cpu_us_per_request_cert: m.certificate.throughput.sides['sidecar']?.proxyCpuUsPerRequest,
+    envoy_cpu_us_per_request_minimal: m.minimalEnvoy.throughput.sides['sidecar']?.proxyCpuUsPerRequest,
+
+    rerouted_p50_ratio: m.reroutedGet.latency.ratios['direct']?.p50Ratio,
+    rerouted_p50_vs_upstream: m.reroutedGet.latency.ratios['upstream']?.p50Ratio,
+    rerouted_p99_vs_upstream: m.reroutedGet.latency.ratios['upstream']?.p99Ratio,
+    rerouted_throughput_vs_upstream: m.reroutedGet.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    [`rerouted_throughput_${m.inFlightLow}_vs_upstream`]: m.reroutedGet.throughput[m.inFlightLow]?.ratios['upstream']?.throughputRatio,
+    rerouted_throughput_vs_direct: m.reroutedGet.throughput[m.inFlightHigh]?.ratios['direct']?.throughputRatio,
+    rerouted_list_p50_vs_upstream: m.reroutedList.latency.ratios['upstream']?.p50Ratio,
+    rerouted_list_p99_vs_upstream: m.reroutedList.latency.ratios['upstream']?.p99Ratio,
+    rerouted_list_throughput_vs_upstream: m.reroutedList.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    [`rerouted_list_throughput_${m.inFlightLow}_vs_upstream`]: m.reroutedList.throughput[m.inFlightLow]?.ratios['upstream']?.throughputRatio,
+    local_p50_vs_upstream: m.localGet.latency.ratios['upstream']?.p50Ratio,
+    local_p50_vs_direct: m.localGet.latency.ratios['direct']?.p50Ratio,
+    local_throughput_vs_upstream: m.localGet.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    local_throughput_vs_direct: m.localGet.throughput[m.inFlightHigh]?.ratios['direct']?.throughputRatio,
+    apis_json_p50_vs_upstream: m.apisJson.latency.ratios['upstream']?.p50Ratio,
+    apis_json_throughput_vs_upstream: m.apisJson.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    apis_protobuf_p50_vs_upstream: m.apisProtobuf.latency.ratios['upstream']?.p50Ratio,
+    apis_protobuf_throughput_vs_upstream: m.apisProtobuf.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    h2load_cpu_us_per_request_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) => s.generatorCpuUsPerRequest),
+    // CPU time over wall time: 0.25 is a quarter of one core busy in h2load while the servers had the rest.
+    h2load_core_share_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) =>
+      s.generatorCpuUsPerRequest === undefined ? undefined : round2((s.generatorCpuUsPerRequest * s.rps) / 1e6),
+    ),
+
+    convergence_p50_ms: m.convergence.p50Ms,
+    convergence_p99_ms: m.convergence.p99Ms,
+    convergence_p50_ms_upstream: m.convergenceUpstream.p50Ms,
+    convergence_p99_ms_upstream: m.convergenceUpstream.p99Ms,
+    // Turning a resource back on is where a stale view answers a wrong 404; turning it off is right at once for both (the peer answers 404 too).
+    convergence_on_p99_ms: m.convergence.resourceOnP99Ms,
+    convergence_on_p99_ms_upstream: m.convergenceUpstream.resourceOnP99Ms,
+    convergence_capped_samples: m.convergence.capped,
+    convergence_capped_samples_upstream: m.convergenceUpstream.capped,
+    convergence_internal_p99_ms: m.convergence.internalP99Ms,
+  };
+  return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
+}
+
+function div(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined || b === 0 ? undefined : round2(a / b);
+}
+
+/** The largest figure of h2load's over every throughput run of every side: it shows whether the generator could have been the limit. */
+function maxGenerator(measurements: SidesMeasurement[], figure: (s: SideFigures) => number | undefined): number | undefined {
+  const values = measurements.flatMap((m) =>
+    Object.values(m.throughput).flatMap((t) =>
+      Object.values(t.sides).flatMap((s) => {
+        const v = figure(s);
+        return v === undefined ? [] : [v];
+      }),
+    ),
+  );
+  return values.length > 0 ? Math.max(...values) : undefined;
+}
