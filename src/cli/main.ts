@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`.
+// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`, `upgrade-test`.
 import { runInstall } from './install.js';
 import { runSandbox } from './sandbox.js';
 import { runServe } from './serve.js';
 import { runBenchCommand } from './bench.js';
 import { runBootstrap } from './bootstrap.js';
 import { runAdmin } from './admin.js';
+import { runUpgradeTestCommand } from './upgradeTest.js';
 
 const USAGE = `usage: mvproxy <command> [options]
 
@@ -22,6 +23,9 @@ commands:
                                        ask the running control plane what it sees and why; drain an apiserver
   bench [--rounds N --round-ms MS --concurrency N --convergence-samples N]
                                        measure sidecar vs direct latency/throughput and routing convergence
+  upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]
+                                       upgrade three apiservers and roll them back under load, per mode;
+                                       count spurious 404s, lost writes, missed watch events, 5xx, incomplete discovery
   sandbox down [--dir DIR]             stop a detached sandbox
   sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
   sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
@@ -43,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
       return runBootstrap(rest);
     case 'admin':
       return runAdmin(rest);
+    case 'upgrade-test':
+      return runUpgradeTestCommand(rest);
     case undefined:
     case 'help':
     case '--help':
