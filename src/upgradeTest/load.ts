@@ -93,7 +93,7 @@ export class Load {
       } else if (verb === 'delete') {
         method = 'DELETE';
         // Jobs default to orphaning their pods: a finalizer only the garbage collector (not running here) would remove.
-        body = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' };
+        path += '?propagationPolicy=Background';
       }
     }
     const answer = await this.balancer.send(entry, kind, method, path, body, headers);
