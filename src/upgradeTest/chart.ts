@@ -50,7 +50,7 @@ export function chartSpec(bands: ChartBand[]): TopLevelSpec {
           transform: [{ filter: "datum.layer === 'requests'" }],
           mark: { type: 'bar', width: { band: 1 } },
           encoding: {
-            x: { field: 'second', type: 'quantitative', title: 'seconds since the mode started', bin: false },
+            x: { field: 'second', type: 'quantitative', title: 'seconds since the mode started', scale: { domainMin: 0, nice: false } },
             y: { field: 'count', type: 'quantitative', aggregate: 'sum', title: 'requests/s', stack: 'zero' },
             color: {
               field: 'category',

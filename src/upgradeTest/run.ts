@@ -2,7 +2,7 @@
 // simulated load balancer, continuous load, each apiserver upgraded to
 // v1.37.2 the way the mode is operated, a check of every acknowledged write,
 // the rollback, a last check, and the judgement.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
@@ -41,11 +41,26 @@ export async function runMode(mode: SandboxMode, opts: RunOptions): Promise<{ ou
     components: opts.components,
     mode,
   });
+  // MVPROXY_UPGRADE_TEST_KEEP=1 keeps the sandbox folder (every component's log, each sidecar's Envoy stats): the evidence for a finding.
+  const keep = process.env['MVPROXY_UPGRADE_TEST_KEEP'] === '1';
   try {
     return await exercise(sandbox, mode, opts, log);
   } finally {
+    if (keep) await saveSidecarStats(sandbox, dir);
     await sandbox.down();
-    rmSync(dir, { recursive: true, force: true });
+    if (keep) log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function saveSidecarStats(sandbox: Sandbox, dir: string): Promise<void> {
+  for (const a of sandbox.state().apiservers) {
+    if (!a.sidecarAdmin) continue;
+    const stats = await fetch(`${a.sidecarAdmin}/stats`).then(
+      (r) => r.text(),
+      (err: Error) => err.message,
+    );
+    writeFileSync(join(dir, 'logs', `${a.name}-sidecar-stats.txt`), stats);
   }
 }
 
