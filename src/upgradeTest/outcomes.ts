@@ -96,6 +96,10 @@ export interface ModeOutcome {
   lost_writes_end: number;
   duration_s: number;
   steps: StepRecord[];
+  /** The machine's 1-minute load average at the mode's start and end (2 cores here: above 2 means starved). */
+  load_average?: { start: number; end: number };
+  /** Mode mvproxy: each sidecar's Envoy counters that explain failures (ext_proc fallbacks to the local document, routes to missing clusters). */
+  sidecar_counters?: Record<string, Record<string, number>>;
   /** A few of each problem, with when, where and what was answered: the evidence. */
   examples: Record<string, unknown[]>;
 }

@@ -3,7 +3,7 @@
 // v1.37.2 the way the mode is operated, a check of every acknowledged write,
 // the rollback, a last check, and the judgement.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { Sandbox, type SandboxMode } from '../sandbox/sandbox.js';
@@ -64,6 +64,28 @@ async function saveSidecarStats(sandbox: Sandbox, dir: string): Promise<void> {
   }
 }
 
+/** Envoy counters that say why a sidecar answered what it did. */
+const SIDECAR_COUNTERS = [
+  'http.apiserver.ext_proc.mvproxy.failure_mode_allowed',
+  'http.apiserver.ext_proc.mvproxy.message_timeouts',
+  'http.apiserver.no_cluster',
+  'http.apiserver.downstream_rq_5xx',
+];
+
+async function sidecarCounters(sandbox: Sandbox): Promise<Record<string, Record<string, number>>> {
+  const counters: Record<string, Record<string, number>> = {};
+  for (const a of sandbox.state().apiservers) {
+    if (!a.sidecarAdmin) continue;
+    const text = await fetch(`${a.sidecarAdmin}/stats?filter=${encodeURIComponent('^http\\.apiserver\\.')}`).then(
+      (r) => r.text(),
+      () => '',
+    );
+    const values = new Map(text.split('\n').map((line) => line.split(': ') as [string, string]));
+    counters[a.name] = Object.fromEntries(SIDECAR_COUNTERS.map((name) => [name.replace('http.apiserver.', ''), Number(values.get(name) ?? 0)]));
+  }
+  return counters;
+}
+
 async function exercise(
   sandbox: Sandbox,
   mode: SandboxMode,
@@ -85,6 +107,7 @@ async function exercise(
   };
   if (adminSocket) await withClient(adminSocket, (c) => waitInSync(c, 60_000));
 
+  const loadStart = loadavg()[0] ?? 0;
   const start = performance.now();
   const now = (): number => Math.round((performance.now() - start) * 10) / 10;
   const balancer = new Balancer(entries, creds);
@@ -156,6 +179,8 @@ async function exercise(
   const all = [...records, ...load.records].sort((a, b) => a.t0 - b.t0);
   const watchRelists = watchers.reduce((n, w) => n + w.relists, 0);
   const outcome = judgeMode({ requests: all, watchEvents: events(), watchStart, lostMidpoint, lostEnd, steps, durationMs, watchRelists }, timeline, ledger);
+  outcome.load_average = { start: loadStart, end: loadavg()[0] ?? 0 };
+  if (mode === 'mvproxy') outcome.sidecar_counters = await sidecarCounters(sandbox);
   log(`done: ${JSON.stringify({ ...outcome, steps: undefined, examples: undefined })}`);
   return { outcome, band: { mode, perSecond: perSecond(all, timeline, ledger), marks } };
 }
