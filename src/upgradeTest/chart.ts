@@ -56,6 +56,7 @@ export function chartSpec(bands: ChartBand[]): TopLevelSpec {
               field: 'category',
               type: 'nominal',
               title: 'outcome',
+              legend: { labelLimit: 250 },
               scale: { domain: [...CATEGORIES], range: CATEGORIES.map((c) => COLORS[c]) },
             },
             order: { field: 'order', type: 'quantitative' },
