@@ -97,7 +97,7 @@ function adminSocket(flag: string | undefined): string {
   return fromSandbox;
 }
 
-async function withClient<T>(socketFlag: string | undefined, use: (client: AdminClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(socketFlag: string | undefined, use: (client: AdminClient) => Promise<T>): Promise<T> {
   const socket = adminSocket(socketFlag);
   if (!existsSync(socket)) throw new Error(`cannot reach the control plane: ${socket} does not exist (is mvproxy serve running with admin.socket set?)`);
   const Admin = adminGrpc().mvproxy.admin.v1.Admin;
@@ -117,7 +117,7 @@ interface Calls {
 }
 
 /** One unary call with a deadline; gRPC errors become plain errors carrying the server's words. */
-function call<M extends keyof Calls>(client: AdminClient, method: M, request: Calls[M][0]): Promise<Calls[M][1]> {
+export function call<M extends keyof Calls>(client: AdminClient, method: M, request: Calls[M][0]): Promise<Calls[M][1]> {
   const deadline = new Date(Date.now() + CALL_DEADLINE_MS);
   return new Promise((resolve, reject) => {
     const callback = (err: grpc.ServiceError | null, response?: unknown): void => {
@@ -130,7 +130,7 @@ function call<M extends keyof Calls>(client: AdminClient, method: M, request: Ca
 }
 
 /** Polls GetStatus until every sidecar is connected and has ACKed its current routes. */
-async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Status__Output> {
+export async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Status__Output> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await call(client, 'GetStatus', {});

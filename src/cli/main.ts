@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`.
+// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`, `upgrade-test`.
 // Each command's module is loaded only when it runs: `serve` must start fast
 // (its sidecars wait for it), and needs none of the others.
 
@@ -21,6 +21,9 @@ commands:
          --convergence-samples N --convergence-cap-ms MS --out FILE]
                                        measure mvproxy vs upstream's proxy vs direct (latency, throughput with h2load)
                                        and convergence, in two sandboxes side by side
+  upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]
+                                       upgrade three apiservers and roll them back under load, per mode;
+                                       count spurious 404s, lost writes, missed watch events, 5xx, incomplete discovery
   sandbox down [--dir DIR]             stop a detached sandbox
   sandbox stop NAME [--dir DIR]        stop one apiserver of a running sandbox
   sandbox start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
@@ -42,6 +45,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./bootstrap.js')).runBootstrap(rest);
     case 'admin':
       return (await import('./admin.js')).runAdmin(rest);
+    case 'upgrade-test':
+      return (await import('./upgradeTest.js')).runUpgradeTestCommand(rest);
     case undefined:
     case 'help':
     case '--help':

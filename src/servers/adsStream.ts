@@ -5,7 +5,9 @@
 // waits for Envoy's ACK or NACK, so every NACK is seen with its reason. A
 // NACKed version is not sent again until the desired state changes; a request
 // carrying a superseded nonce is ignored; clusters and endpoints go out (and
-// are answered) before the listeners and routes that use them.
+// are answered) before the listeners and routes that use them, and a cluster
+// leaves only after the listeners and routes that no longer use it were
+// answered (make before break, both ways).
 //
 // The server that hosts streams (ads.ts) keeps the registry of nodes, their
 // NACK history, events and metrics; a stream tells it what happened through
@@ -13,7 +15,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
-import { encodedResources, type EncodedSnapshot } from './snapshotStore.js';
+import { encodedResources, type AnyBytes, type EncodedSnapshot } from './snapshotStore.js';
 import { nodeClaimRefusal } from './peerIdentity.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
@@ -94,6 +96,8 @@ export class AdsStream {
   /** Set while the ordering timer's flush runs: send LDS/RDS without waiting. */
   private orderingExpired = false;
   private readonly warnedTypes = new Set<string>();
+  /** The clusters of the last CDS response sent: what Envoy runs, or will once it answers. */
+  private clustersSent = new Map<string, AnyBytes>();
 
   constructor(opts: AdsStreamOptions) {
     this.id = opts.id;
@@ -259,7 +263,7 @@ export class AdsStream {
     if (this.orderingExpired) return true;
     if (!this.settled(encoded, TYPE_URL.cluster) || !this.settled(encoded, TYPE_URL.endpoint)) return false;
     const cds = this.types.get(TYPE_URL.cluster);
-    if (cds && cds.versionAcked === encoded.versions[TYPE_URL.cluster] && encoded.edsNames.length > 0) {
+    if (cds && cds.versionAcked === this.cdsTarget(encoded).version && encoded.edsNames.length > 0) {
       const eds = this.types.get(TYPE_URL.endpoint);
       if (!eds) return false;
       if (eds.names.length > 0 && !eds.names.includes('*')) {
@@ -272,12 +276,34 @@ export class AdsStream {
 
   private needsSend(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): boolean {
     // A NACKed version was sent, so it is not sent again until the content changes.
-    return st.versionSent !== encoded.versions[url] || st.namesSent !== namesKey(url, st.names);
+    const version = url === TYPE_URL.cluster ? this.cdsTarget(encoded).version : encoded.versions[url];
+    return st.versionSent !== version || st.namesSent !== namesKey(url, st.names);
+  }
+
+  /**
+   * The CDS response this snapshot calls for now. A cluster the snapshot
+   * drops may still be named by the routes Envoy runs (the routes that stop
+   * using it go out after CDS): removing it first would answer requests that
+   * match those routes with 503 "cluster not found" (Envoy's NC flag, an empty
+   * body, no Retry-After) until the new routes arrive. So while this
+   * snapshot's listeners and routes are not yet answered, CDS keeps the
+   * clusters last sent that it drops (with their endpoints, which Envoy keeps
+   * because EDS names them no more), under a version of its own; once they
+   * are answered, the snapshot's own CDS removes them.
+   */
+  private cdsTarget(encoded: EncodedSnapshot): { version: string; kept: Array<[string, AnyBytes]> } {
+    const version = encoded.versions[TYPE_URL.cluster];
+    const current = encoded.anys.get(TYPE_URL.cluster);
+    const dropped = [...this.clustersSent.entries()].filter(([name]) => !current?.has(name));
+    if (dropped.length === 0 || (this.settled(encoded, TYPE_URL.listener) && this.settled(encoded, TYPE_URL.route))) return { version, kept: [] };
+    const names = dropped.map(([name]) => name).sort();
+    return { version: `${version}+keeping:${names.join(',')}`, kept: dropped };
   }
 
   private send(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): void {
-    const version = encoded.versions[url];
-    const resources = encodedResources(encoded, url, st.names);
+    const target = url === TYPE_URL.cluster ? this.cdsTarget(encoded) : { version: encoded.versions[url], kept: [] };
+    const version = target.version;
+    const resources = [...encodedResources(encoded, url, st.names), ...target.kept.map(([, any]) => any)];
     const nonce = this.host.nextNonce();
     const response: DiscoveryResponse = {
       version_info: version,
@@ -294,6 +320,7 @@ export class AdsStream {
     st.inFlight = true;
     st.versionSent = version;
     st.namesSent = namesKey(url, st.names);
+    if (url === TYPE_URL.cluster) this.clustersSent = new Map([...(encoded.anys.get(url) ?? new Map<string, AnyBytes>()), ...target.kept]);
     this.call.write(response);
     this.log.debug({ typeUrl: url, version, nonce, resources: resources.length }, 'sent');
     this.host.sent(this, url, version, resources.length);

@@ -8,7 +8,7 @@ import { httpsGet } from '../../src/util/https.js';
 import { createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { envoyAdminGet } from '../support/envoyAdmin.js';
+import { envoyAdminGet } from '../../src/util/envoyAdmin.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxState } from '../../src/sandbox/state.js';

@@ -218,6 +218,40 @@ describe('ADS server', () => {
     assert.equal(rds.version_info, next.types[RDS].version);
   });
 
+  it('removes a cluster only after the routes that stopped using it were ACKed (no "cluster not found" in between)', async (t) => {
+    const h = await harness(t);
+    h.ads.setSnapshot(NODE, config({ extraCluster: true, routeCluster: 'other' }));
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.subscribe(EDS, ['backend', 'other']);
+    envoy.subscribe(RDS, ['ingress']);
+    envoy.ack(await envoy.next());
+    envoy.ack(await envoy.next(), ['backend', 'other']);
+    envoy.ack(await envoy.next(), ['ingress']);
+    // The route moves back to "backend" and "other" leaves the snapshot.
+    const next = config({ routeCluster: 'backend' });
+    h.ads.setSnapshot(NODE, next);
+    const keeping = await envoy.next();
+    assert.equal(keeping.type_url, CDS);
+    assert.deepEqual(names(keeping).sort(), ['backend', 'other'], 'the routes Envoy runs still name "other"');
+    assert.notEqual(keeping.version_info, next.types[CDS].version);
+    envoy.ack(keeping);
+    const eds = await envoy.next();
+    assert.equal(eds.type_url, EDS);
+    envoy.ack(eds, ['backend', 'other']);
+    const rds = await envoy.next();
+    assert.equal(rds.type_url, RDS);
+    assert.equal(rds.version_info, next.types[RDS].version);
+    await envoy.nothingFor(200);
+    envoy.ack(rds, ['ingress']);
+    const cds = await envoy.next();
+    assert.equal(cds.type_url, CDS);
+    assert.deepEqual(names(cds), ['backend']);
+    assert.equal(cds.version_info, next.types[CDS].version);
+    envoy.ack(cds);
+    await waitForAck(h.ads, NODE, CDS, next.types[CDS].version, 3000);
+  });
+
   it('sends LDS and RDS anyway when CDS is not answered within the ordering timeout', async (t) => {
     const h = await harness(t, { orderingTimeoutMs: 300 });
     const envoy = h.envoy();

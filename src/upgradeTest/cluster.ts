@@ -1,0 +1,73 @@
+// The harness's own access to the cluster, outside the load: setting up the
+// namespace and the CRD, and reading every object back at a check. It talks
+// to a running apiserver directly with the admin certificate, so a check
+// never depends on what is being tested.
+import type { Sandbox } from '../sandbox/sandbox.js';
+import { httpsRequest, type HttpResult } from '../util/https.js';
+import type { Credentials, Entry } from './balancer.js';
+import { CRD_GROUP, GEN_ANNOTATION, TEST_NAMESPACE, type ResourceKey, type Snapshot } from './observations.js';
+import { AGGREGATED_ACCEPT, collectionPath, discoveryGroups, widgetCrd } from './objects.js';
+
+export class ClusterReader {
+  constructor(private readonly sandbox: Sandbox) {}
+
+  private async direct(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+    const state = this.sandbox.state();
+    const running = state.apiservers.find((a) => a.running);
+    if (!running) throw new Error('no apiserver is running');
+    return httpsRequest(
+      `${running.direct}${path}`,
+      { ca: state.ca, ...state.clientCerts.admin },
+      {
+        method,
+        headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        timeoutMs: 30_000,
+      },
+    );
+  }
+
+  /** Creates the namespace and the CRD, and waits until every entry point serves the CRD and lists its group in discovery. */
+  async prepare(entries: Entry[], creds: Credentials): Promise<void> {
+    for (const [path, body] of [
+      ['/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TEST_NAMESPACE } }],
+      ['/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgetCrd()],
+    ] as const) {
+      const res = await this.direct('POST', path, body);
+      if (res.status !== 201) throw new Error(`setup: POST ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+    }
+    const deadline = Date.now() + 60_000;
+    for (const entry of entries) {
+      for (;;) {
+        const tls = { ca: creds.ca, ...creds.cert };
+        const list = await httpsRequest(entry.url + collectionPath('widgets'), tls, { timeoutMs: 5000 }).catch(() => undefined);
+        const apis = await httpsRequest(`${entry.url}/apis`, tls, { headers: { accept: AGGREGATED_ACCEPT }, timeoutMs: 5000 }).catch(() => undefined);
+        if (list?.status === 200 && apis?.status === 200 && discoveryGroups(apis.body)?.includes(CRD_GROUP)) break;
+        if (Date.now() > deadline) throw new Error(`setup: ${entry.name} does not serve ${CRD_GROUP} after 60 s`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
+  /** Every object of each resource and its generation annotation. */
+  async snapshot(resources: readonly ResourceKey[]): Promise<Snapshot> {
+    const snapshot: Snapshot = {};
+    for (const resource of resources) {
+      let res: HttpResult | undefined;
+      for (let attempt = 0; attempt < 20 && res?.status !== 200; attempt++) {
+        if (attempt > 0) await new Promise((r) => setTimeout(r, 500));
+        res = await this.direct('GET', collectionPath(resource)).catch(() => undefined);
+      }
+      if (res?.status !== 200) throw new Error(`check: cannot list ${resource}: ${res?.status} ${res?.body.slice(0, 300)}`);
+      const items = (JSON.parse(res.body) as { items?: Array<{ metadata?: { name?: string; annotations?: Record<string, string> } }> }).items ?? [];
+      const found = new Map<string, number | undefined>();
+      for (const item of items) {
+        const name = item.metadata?.name;
+        const gen = item.metadata?.annotations?.[GEN_ANNOTATION];
+        if (name !== undefined) found.set(name, gen === undefined ? undefined : Number(gen));
+      }
+      snapshot[resource] = found;
+    }
+    return snapshot;
+  }
+}

@@ -1,0 +1,115 @@
+// What the upgrade test sends and what it sees: the resources it exercises
+// and the plain records the load generator writes. Pure data, shared by the
+// I/O edge (load.ts, run.ts) and the pure judges (ledger, timeline, outcomes).
+
+/** The resources under load, one per API surface the issue names. */
+export const RESOURCES = ['configmaps', 'deployments', 'jobs', 'storageversionmigrations', 'widgets'] as const;
+export type ResourceKey = (typeof RESOURCES)[number];
+
+export interface ResourceSpec {
+  key: ResourceKey;
+  /** '' for the core group. */
+  group: string;
+  version: string;
+  namespaced: boolean;
+  kind: string;
+}
+
+/** The CRD the test creates at start: served by every apiserver version from shared storage. */
+export const CRD_GROUP = 'upgradetest.mvproxy.dev';
+
+export const RESOURCE_SPECS: Record<ResourceKey, ResourceSpec> = {
+  configmaps: { key: 'configmaps', group: '', version: 'v1', namespaced: true, kind: 'ConfigMap' },
+  deployments: { key: 'deployments', group: 'apps', version: 'v1', namespaced: true, kind: 'Deployment' },
+  jobs: { key: 'jobs', group: 'batch', version: 'v1', namespaced: true, kind: 'Job' },
+  storageversionmigrations: {
+    key: 'storageversionmigrations',
+    group: 'storagemigration.k8s.io',
+    version: 'v1',
+    namespaced: false,
+    kind: 'StorageVersionMigration',
+  },
+  widgets: { key: 'widgets', group: CRD_GROUP, version: 'v1', namespaced: true, kind: 'Widget' },
+};
+
+/** The namespace every namespaced object of the test lives in. */
+export const TEST_NAMESPACE = 'upgrade-test';
+
+/** Annotation carrying each write's generation number: what "last acknowledged content" is compared on. */
+export const GEN_ANNOTATION = 'upgrade-test.mvproxy.dev/gen';
+
+/** Which resources and API groups (beyond the core group) a release serves: storagemigration.k8s.io/v1 is new in 1.37. */
+export function servedByVersion(version: string): { resources: ResourceKey[]; groups: string[] } {
+  const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1] ?? '0');
+  const base: ResourceKey[] = ['configmaps', 'deployments', 'jobs', 'widgets'];
+  const groups = ['apps', 'batch', CRD_GROUP];
+  return minor >= 37 ? { resources: [...base, 'storageversionmigrations'], groups: [...groups, 'storagemigration.k8s.io'] } : { resources: base, groups };
+}
+
+export type Verb = 'get' | 'list' | 'create' | 'update' | 'delete' | 'watch' | 'discovery';
+export type ClientKind = 'token' | 'cert';
+
+/** One request and its answer. Times are milliseconds since the mode's start. */
+export interface RequestRecord {
+  t0: number;
+  t1: number;
+  /** The entry point (apiserver name; in mode mvproxy its sidecar) the load balancer chose. */
+  entry: string;
+  client: ClientKind;
+  verb: Verb;
+  /** The resource, or for discovery the path (`/api`, `/apis`). */
+  resource: ResourceKey | '/api' | '/apis';
+  name?: string;
+  /** HTTP status; 0 when the request failed in transport (reset, refused, timeout). */
+  status: number;
+  retryAfter: boolean;
+  /** The first bytes of a failure's body or the transport error, for evidence. */
+  detail?: string;
+  /** Discovery only: the API groups the answer listed (aggregated /apis). */
+  groups?: string[];
+}
+
+/** A write as the ledger keeps it. `ambiguous`: no definite answer (transport error, 5xx), it may or may not have happened. */
+export type WriteOutcome = 'ack' | 'rejected' | 'ambiguous';
+
+export interface WriteRecord {
+  resource: ResourceKey;
+  name: string;
+  verb: 'create' | 'update' | 'delete';
+  t0: number;
+  t1: number;
+  outcome: WriteOutcome;
+  /** The content generation written (create, update). */
+  gen?: number;
+  /** The resourceVersion the acknowledgement carried (create, update). */
+  rv?: string;
+}
+
+/** A watch event as a watcher received it. */
+export interface WatchEventRecord {
+  resource: ResourceKey;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  name: string;
+  rv: string;
+  t: number;
+}
+
+/** An operator step: one apiserver taken out of service, replaced by another version, put back. */
+export interface StepRecord {
+  apiserver: string;
+  from: string;
+  to: string;
+  /** Operator begins taking it out (out of service from here). */
+  outAt: number;
+  /** Back in rotation (in service again from here). */
+  inAt: number;
+}
+
+/** An object as read back at a check: its generation annotation. */
+export type Snapshot = Partial<Record<ResourceKey, Map<string, number | undefined>>>;
+
+export function classifyWrite(status: number): WriteOutcome {
+  if (status >= 200 && status < 300) return 'ack';
+  if (status === 0 || status >= 500) return 'ambiguous';
+  return 'rejected';
+}
