@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 
 import type { SandboxState } from '../../src/sandbox/state.js';
 import { MiB, mib, processFootprint } from '../support/portAbuse.js';
-import { apiserverNamed, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
+import { apiserverNamed, eventually, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 
 const NAMESPACE = 'many-watches';
 const WATCHES = 1000;
@@ -150,6 +150,9 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
   }
 
   test('every watch gets every event, a GET stays fast meanwhile, and memory comes back when they close', async (t) => {
+    // A freshly started apiserver may refuse watches (503) while its watch cache
+    // initializes, with or without a proxy: begin once it takes one.
+    await eventually(async () => assert.equal((await call('GET', '/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1')).status, 200), 30_000);
     assert.equal((await call('POST', '/api/v1/namespaces', { metadata: { name: NAMESPACE } })).status, 201);
     const listed = JSON.parse((await call('GET', `/api/v1/namespaces/${NAMESPACE}/configmaps`)).body) as { metadata: { resourceVersion: string } };
     const resourceVersion = listed.metadata.resourceVersion;
