@@ -134,14 +134,13 @@ export async function waitInSync(client: AdminClient, timeoutMs: number): Promis
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await call(client, 'GetStatus', {});
-    // A sidecar streaming from another replica is that replica's to report: with one
-    // replica per node, each serves its own node's sidecar (README, "Replicas").
+    // Sidecars streaming from other replicas count too, as those replicas report them (the sync record).
     const behind = status.sidecars.filter((s) => s.connected && !s.in_sync);
     if (behind.length === 0 && status.sidecars.some((s) => s.connected)) return status;
     if (Date.now() > deadline) {
       const why = behind.map(
         (s) =>
-          `${s.node} (${s.connected ? 'has not ACKed yet' : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
+          `${s.node} (${s.connected ? `has not ACKed yet${s.replica ? `, as ${s.replica} reported at ${s.reported_at}` : ''}` : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
       );
       throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
     }
@@ -166,7 +165,8 @@ function formatStatus(status: Status__Output): string {
     ['SIDECAR', 'CONNECTED', 'IN SYNC', 'TO PEERS', '503', 'LAST NACK'],
     status.sidecars.map((s) => [
       s.node,
-      s.connected ? 'yes' : 'no',
+      // Streaming from another replica: as that replica last reported it.
+      s.connected ? (s.replica ? `via ${s.replica}` : 'yes') : 'no',
       s.in_sync ? 'yes' : 'no',
       String(s.rerouted_routes),
       String(s.unavailable_routes),

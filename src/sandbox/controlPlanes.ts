@@ -90,6 +90,8 @@ export class SandboxControlPlanes {
         },
         admin: { listen: `127.0.0.1:${replica.adminPort}`, socket: this.adminSocket(replica) },
         warmStartFile: this.warmStartFile(replica),
+        // All replicas share one host here: the name tells them apart in the sync record.
+        replicaName: replica.name,
         ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
         departedGraceSeconds: 300,
         localOnlyGraceSeconds: 300,

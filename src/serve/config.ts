@@ -10,6 +10,8 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { isAbsolute, resolve, dirname } from 'node:path';
 import { DEFAULT_DRAIN_RECORD } from '../sources/drainRecord.js';
+import { DEFAULT_SYNC_RECORD } from '../sources/syncRecord.js';
+import { hostname } from 'node:os';
 import { BlockList, isIP } from 'node:net';
 import type { ApiserverEndpoint } from '../model/cluster.js';
 
@@ -55,6 +57,10 @@ export interface ServeConfig {
   };
   /** The ConfigMap every replica reads drains from and writes them to (sources/drainRecord.ts); default kube-system/mvproxy-drains. */
   drainRecord: { namespace: string; name: string };
+  /** The ConfigMap where each replica says which config its sidecars ACKed (sources/syncRecord.ts); default kube-system/mvproxy-sidecars. */
+  syncRecord: { namespace: string; name: string };
+  /** This replica's name in the sync record and in status; default the host name (one replica per node). */
+  replicaName: string;
   /** HTTP CONNECT proxy for sidecar-to-peer connections (never for the local apiserver). */
   peerEgressProxy?: { host: string; port: number };
   /** Where the model behind the last pushed snapshots is kept, to serve them again at once after a restart (warmStart.ts). */
@@ -135,13 +141,19 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     discoveryMaxBodyBytes: r.integer('discoveryMaxBodyBytes', ...LIMITS.discoveryMaxBodyBytes),
     requestTimeoutSeconds: r.integer('requestTimeoutSeconds', ...LIMITS.requestTimeoutSeconds),
     drainRecord: { ...DEFAULT_DRAIN_RECORD },
+    syncRecord: { ...DEFAULT_SYNC_RECORD },
+    replicaName: r.optionalString('replicaName') ?? hostname(),
   };
-  const drainRecord = r.optionalString('drainRecord');
-  if (drainRecord !== undefined) {
-    const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(drainRecord);
-    if (!m || drainRecord.length > 317) problems.push(`drainRecord: ${JSON.stringify(drainRecord)} is not NAMESPACE/NAME of a ConfigMap`);
-    else config.drainRecord = { namespace: m[1] ?? '', name: m[3] ?? '' };
+  for (const field of ['drainRecord', 'syncRecord'] as const) {
+    const value = r.optionalString(field);
+    if (value === undefined) continue;
+    const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(value);
+    if (!m || value.length > 317) problems.push(`${field}: ${JSON.stringify(value)} is not NAMESPACE/NAME of a ConfigMap`);
+    else config[field] = { namespace: m[1] ?? '', name: m[3] ?? '' };
   }
+  if (config.replicaName === '' || config.replicaName.length > 253) problems.push('replicaName: must be 1 to 253 characters');
+  if (config.drainRecord.namespace === config.syncRecord.namespace && config.drainRecord.name === config.syncRecord.name)
+    problems.push('syncRecord: must not be the drainRecord ConfigMap (its keys would read as drains)');
   const unixSocket = xds.optionalString('unixSocket');
   if (unixSocket !== undefined) config.xds.unixSocket = resolve(baseDir, unixSocket);
   const unixSocketMode = xds.optionalString('unixSocketMode');

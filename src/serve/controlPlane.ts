@@ -3,7 +3,7 @@
 // observed model or the drains change, runs the pure reconcile step
 // (reconcile.ts) and hands its results to ADS and the ext_proc responder.
 import type * as grpc from '@grpc/grpc-js';
-import { createServer, type Server as HttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -13,6 +13,8 @@ import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../m
 import type { Metrics } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
+import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
+import { SyncReporter } from './syncReporter.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions } from '../xds/snapshot.js';
@@ -21,6 +23,7 @@ import { AdsServer } from '../servers/ads.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
+import { startAdminHttp, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
 import { HealthImplementation } from 'grpc-health-check';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
@@ -28,28 +31,6 @@ import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
-
-/**
- * The admin HTTP server's limits (/metrics, /status, /healthz: small GETs
- * from a scraper or an operator): a connection that is slow, silent or
- * oversized is cut instead of held, so none can starve the others.
- */
-export const ADMIN_HTTP_LIMITS = {
-  /** The whole request head must arrive within this. */
-  headersTimeoutMs: 10_000,
-  /** The whole request, body included. */
-  requestTimeoutMs: 15_000,
-  /** How often the two above are enforced. */
-  connectionsCheckingIntervalMs: 1000,
-  /** An idle keep-alive connection is closed after this. */
-  keepAliveTimeoutMs: 5000,
-  /** A socket with no traffic at all is closed after this. */
-  idleSocketTimeoutMs: 30_000,
-  maxHeaderBytes: 16 * 1024,
-  maxHeadersCount: 64,
-  /** Connections beyond this are closed at once (each holds a file descriptor the gRPC servers also need). */
-  maxConnections: 256,
-} as const;
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -69,6 +50,10 @@ export class ControlPlane implements AdminBackend {
   /** Made in start(), once the sidecars can connect (the Kubernetes client takes long to load). */
   private observer?: ClusterObserver;
   private drainWatcher?: DrainWatcher;
+  private syncWatcher?: SyncWatcher;
+  private syncReporter?: SyncReporter;
+  /** What the other replicas say of the sidecars streaming from them. */
+  private syncReports: ReadonlyMap<string, SidecarSyncReport> = new Map();
   private readonly grpcServer: grpc.Server;
   private readonly health: HealthImplementation;
   private adminServer?: HttpServer;
@@ -124,12 +109,14 @@ export class ControlPlane implements AdminBackend {
    * starting with its replica should not wait for it (warmStart.ts).
    */
   private async startObserver(): Promise<ClusterObserver> {
-    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { createKubeListWatchClient }] = await Promise.all([
-      import('../sources/clusterObserver.js'),
-      import('@kubernetes/client-node'),
-      import('../sources/drainRecord.js'),
-      import('../sources/listWatch.js'),
-    ]);
+    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { SyncWatcher, kubeSyncWriter }, { createKubeListWatchClient }] =
+      await Promise.all([
+        import('../sources/clusterObserver.js'),
+        import('@kubernetes/client-node'),
+        import('../sources/drainRecord.js'),
+        import('../sources/syncRecord.js'),
+        import('../sources/listWatch.js'),
+      ]);
     let kubeConfig = this.deps.kubeConfig;
     if (!kubeConfig) {
       kubeConfig = new KubeConfig();
@@ -158,6 +145,26 @@ export class ControlPlane implements AdminBackend {
       onChange: (names) => this.drainsObserved(names),
       logger: deps.logger.child({ component: 'drains' }),
     });
+    const reporter = new SyncReporter({
+      replica: config.replicaName,
+      localAcks: () => this.localAcks(),
+      write: kubeSyncWriter(kubeConfig, config.syncRecord),
+      logger: deps.logger.child({ component: 'sync-record' }),
+    });
+    this.syncReporter = reporter;
+    for (const event of ['ack', 'connect'] as const) this.ads.on(event, () => reporter.poke());
+    this.syncWatcher = new SyncWatcher({
+      client: createKubeListWatchClient(kubeConfig),
+      ref: config.syncRecord,
+      onChange: (reports) => {
+        this.syncReports = reports;
+        reporter.observed(reports);
+      },
+      logger: deps.logger.child({ component: 'sync-record' }),
+    });
+    // The sync record only serves --wait and status: serving does not wait for it.
+    void this.syncWatcher.start();
+    reporter.poke();
     await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
   }
@@ -185,7 +192,15 @@ export class ControlPlane implements AdminBackend {
     }
     this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
-    if (this.config.admin?.http) admin = await this.startAdmin(this.config.admin.http.host, this.config.admin.http.port);
+    if (this.config.admin?.http) {
+      const routes: AdminHttpRoutes = {
+        metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
+        status: () => this.statusDump(),
+      };
+      const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
+      this.adminServer = started.server;
+      admin = started.url;
+    }
     let adminSocket: string | undefined;
     if (this.config.admin?.socket) adminSocket = await this.startAdminGrpc(this.config.admin.socket);
     const observer = await this.startObserver();
@@ -278,6 +293,8 @@ export class ControlPlane implements AdminBackend {
       localOnly: this.lastModel?.localOnly ?? [],
       plans: this.plans,
       xds: this.ads.status(),
+      replica: this.config.replicaName,
+      syncRecord: Object.fromEntries(this.syncReports),
     };
   }
 
@@ -289,7 +306,21 @@ export class ControlPlane implements AdminBackend {
       ads: this.ads.status(),
       draining: this.draining,
       departedGraceMs: this.departedGraceMs,
+      replica: this.config.replicaName,
+      reports: this.syncReports,
     });
+  }
+
+  /** The ACKed versions of the sidecars streaming from this replica, for the sync record. */
+  private localAcks(): Map<string, Record<string, string>> {
+    const out = new Map<string, Record<string, string>>();
+    for (const [node, status] of Object.entries(this.ads.status())) {
+      if (status.connected === 0) continue;
+      const acked: Record<string, string> = {};
+      for (const [url, type] of Object.entries(status.types)) if (type?.versionAcked) acked[url] = type.versionAcked;
+      out.set(node, acked);
+    }
+    return out;
   }
 
   /** Admin API: where a request sent to this sidecar goes now, and why. */
@@ -356,60 +387,15 @@ export class ControlPlane implements AdminBackend {
     return address;
   }
 
-  private startAdmin(host: string, port: number): Promise<string> {
-    const limits = ADMIN_HTTP_LIMITS;
-    const server = createServer(
-      {
-        headersTimeout: limits.headersTimeoutMs,
-        requestTimeout: limits.requestTimeoutMs,
-        connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
-        keepAliveTimeout: limits.keepAliveTimeoutMs,
-        maxHeaderSize: limits.maxHeaderBytes,
-      },
-      (req, res) => {
-        const send = (status: number, type: string, body: string): void => {
-          res.writeHead(status, { 'content-type': type });
-          res.end(body);
-        };
-        if (req.url === '/metrics') {
-          this.deps.metrics.registry.metrics().then(
-            (text) => send(200, this.deps.metrics.registry.contentType, text),
-            (err: Error) => send(500, 'text/plain', err.message),
-          );
-        } else if (req.url === '/status') {
-          send(200, 'application/json', `${JSON.stringify(this.statusDump(), null, 2)}\n`);
-        } else if (req.url === '/healthz') {
-          send(200, 'text/plain', 'ok\n');
-        } else {
-          send(404, 'text/plain', 'not found: try /metrics, /status or /healthz\n');
-        }
-      },
-    );
-    server.maxHeadersCount = limits.maxHeadersCount;
-    server.maxConnections = limits.maxConnections;
-    server.setTimeout(limits.idleSocketTimeoutMs, (socket) => socket.destroy());
-    this.adminServer = server;
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        const addr = server.address();
-        resolve(typeof addr === 'object' && addr ? `http://${host}:${addr.port}` : `http://${host}:${port}`);
-      });
-    });
-  }
-
   async stop(): Promise<void> {
     this.health.setStatus('', 'NOT_SERVING');
     this.observer?.stop();
     this.drainWatcher?.stop();
+    this.syncWatcher?.stop();
+    this.syncReporter?.stop();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);
-    await new Promise<void>((resolve) => {
-      if (!this.adminServer) return resolve();
-      this.adminServer.close(() => resolve());
-      // Not even a connection in the middle of a request (or pretending to be) holds the shutdown.
-      this.adminServer.closeAllConnections();
-    });
+    if (this.adminServer) await stopAdminHttp(this.adminServer);
   }
 }

@@ -18,6 +18,7 @@ import type { SidecarPlan } from '../planner/plan.js';
 import type { RequestExplanation } from '../planner/explain.js';
 import { PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
 import type { AdsNodeStatus } from './ads.js';
+import type { SidecarSyncReport } from '../sources/syncRecord.js';
 import { compareStrings } from '../util/order.js';
 
 const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
@@ -153,11 +154,14 @@ export interface StatusInput {
   ads: Record<string, AdsNodeStatus>;
   draining: ReadonlySet<string>;
   departedGraceMs: number;
+  /** This replica's name, and what the others reported of the sidecars streaming from them (sources/syncRecord.ts). */
+  replica: string;
+  reports: ReadonlyMap<string, SidecarSyncReport>;
 }
 
 /** The GetStatus answer, from what the control plane holds. Pure. */
 export function adminStatus(input: StatusInput): Status {
-  const { model, plans, ads, draining, departedGraceMs } = input;
+  const { model, plans, ads, draining, departedGraceMs, replica, reports } = input;
   const apiservers = [...model.apiservers]
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
     .map((a) => ({
@@ -174,17 +178,21 @@ export function adminStatus(input: StatusInput): Status {
     }));
   const sidecars = plans.map((plan) => {
     const node = ads[plan.node];
+    const here = (node?.connected ?? 0) > 0;
+    // A sidecar that streams from another replica: that replica's word on what it ACKed.
+    const report = here ? undefined : reports.get(plan.node);
+    const elsewhere = report && report.replica !== replica ? report : undefined;
     const xds = PUSH_ORDER.map((url: ResourceTypeUrl) => {
       const type = node?.types[url];
       return {
         type_url: url,
         version_desired: node?.snapshot?.[url] ?? '',
-        version_sent: type?.versionSent ?? '',
-        version_acked: type?.versionAcked ?? '',
+        version_sent: elsewhere ? '' : (type?.versionSent ?? ''),
+        version_acked: elsewhere ? (elsewhere.acked[url] ?? '') : (type?.versionAcked ?? ''),
         last_nack: type?.lastNack?.message ?? '',
       };
     });
-    const connected = (node?.connected ?? 0) > 0;
+    const connected = here || elsewhere !== undefined;
     return {
       node: plan.node,
       connected,
@@ -192,6 +200,8 @@ export function adminStatus(input: StatusInput): Status {
       rerouted_routes: plan.routes.filter((r) => r.action.kind === 'peers').length,
       unavailable_routes: plan.routes.filter((r) => r.action.kind === 'unavailable').length,
       xds,
+      replica: elsewhere?.replica ?? '',
+      reported_at: elsewhere?.at ?? '',
     };
   });
   return { apiservers, sidecars };

@@ -67,6 +67,21 @@ describe('three apiservers, three control-plane replicas', () => {
     }
   });
 
+  it('drain --wait asked of one replica returns only once the sidecars of the other replicas have ACKed the drain', async () => {
+    type Dump = { xds: Record<string, { connected: number; snapshot?: Record<string, string>; types: Record<string, { versionAcked?: string }> }> };
+    const kasBOnItsReplica = async () => ((await (await fetch(`${replica('kas-b').admin}/status`)).json()) as Dump).xds['kas-b'];
+    const before = (await kasBOnItsReplica())?.snapshot;
+    // kas-b's sidecar streams from kas-b's replica; the drain is asked of kas-a's.
+    await admin('kas-a', 'drain', 'kas-b', '--wait');
+    const after = await kasBOnItsReplica();
+    assert.notDeepEqual(after?.snapshot, before, "the drain changes kas-b's config");
+    for (const [url, version] of Object.entries(after?.snapshot ?? {})) assert.equal(after?.types[url]?.versionAcked, version, url);
+    assert.match(await admin('kas-a', 'status'), /^kas-b\s+via mvproxy-kas-b\s+yes/m);
+    await admin('kas-a', 'undrain', 'kas-b', '--wait');
+    const undrained = await kasBOnItsReplica();
+    for (const [url, version] of Object.entries(undrained?.snapshot ?? {})) assert.equal(undrained?.types[url]?.versionAcked, version, url);
+  });
+
   it("killing kas-a's replica under load fails no request, and its sidecar fails over and keeps receiving changes", async (t) => {
     const failures: string[] = [];
     let sent = 0;

@@ -11,6 +11,7 @@ import { planSidecars } from '../../src/planner/planner.js';
 import { explainRequest } from '../../src/planner/explain.js';
 import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
+import type { SidecarSyncReport } from '../../src/sources/syncRecord.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {
@@ -23,13 +24,18 @@ function planFor(node: string, m: ClusterModel, draining: string[] = []): Sideca
   return plan;
 }
 
-function status(m: ClusterModel, options: { ads?: Record<string, AdsNodeStatus>; draining?: string[]; plans?: SidecarPlan[] } = {}) {
+function status(
+  m: ClusterModel,
+  options: { ads?: Record<string, AdsNodeStatus>; draining?: string[]; plans?: SidecarPlan[]; reports?: Map<string, SidecarSyncReport> } = {},
+) {
   return adminStatus({
     model: m,
     plans: options.plans ?? plans(m, options.draining),
     ads: options.ads ?? {},
     draining: new Set(options.draining ?? []),
     departedGraceMs: GRACE_MS,
+    replica: 'replica-here',
+    reports: options.reports ?? new Map(),
   });
 }
 
@@ -137,6 +143,31 @@ describe('adminStatus: sidecars', () => {
       a?.xds,
       PUSH_ORDER.map((url) => ({ type_url: url, version_desired: desired[url], version_sent: desired[url], version_acked: desired[url], last_nack: '' })),
     );
+    assert.equal(a?.replica, '');
+  });
+
+  test('a sidecar streaming from another replica is connected via it, in sync when that replica reports the desired versions ACKed', () => {
+    const reports = new Map([['a', { replica: 'replica-there', acked: { ...desired }, at: '2026-11-30T22:00:00.000Z' }]]);
+    const s = status(m, { ads: { a: node(desired, { connected: 0 }) }, reports });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([a?.connected, a?.in_sync, a?.replica, a?.reported_at], [true, true, 'replica-there', '2026-11-30T22:00:00.000Z']);
+  });
+
+  test("another replica's report of older versions leaves the sidecar out of sync", () => {
+    const reports = new Map([['a', { replica: 'replica-there', acked: { ...desired, [TYPE_URL.route]: 'old-3' }, at: '2026-11-30T22:00:00.000Z' }]]);
+    const s = status(m, { ads: { a: node(desired, { connected: 0 }) }, reports });
+    const a = s.sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([a?.connected, a?.in_sync], [true, false]);
+    assert.equal(a?.xds?.find((x) => x.type_url === TYPE_URL.route)?.version_acked, 'old-3');
+  });
+
+  test("this replica's own stream outranks any report, and its own stale report means nothing once the stream closed", () => {
+    const stale = new Map([['a', { replica: 'replica-there', acked: {}, at: '2026-11-30T22:00:00.000Z' }]]);
+    const here = status(m, { ads: { a: node(desired) }, reports: stale }).sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([here?.connected, here?.in_sync, here?.replica], [true, true, '']);
+    const ownReport = new Map([['a', { replica: 'replica-here', acked: { ...desired }, at: '2026-11-30T22:00:00.000Z' }]]);
+    const closed = status(m, { ads: { a: node(desired, { connected: 0 }) }, reports: ownReport }).sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([closed?.connected, closed?.in_sync], [false, false]);
   });
 
   test('a disconnected sidecar is not in sync, even with every type ACKed', () => {

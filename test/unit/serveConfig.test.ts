@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { hostname } from 'node:os';
 import { parseServeConfig, ConfigError, LIMITS, isLoopback } from '../../src/serve/config.js';
 
 const valid = {
@@ -81,6 +82,23 @@ describe('serve configuration', () => {
   it('the warm-start file is optional and resolved against the config folder', () => {
     assert.equal(parseServeConfig(valid, '/etc/mvproxy', false).warmStartFile, undefined);
     assert.equal(parseServeConfig({ ...valid, warmStartFile: 'state/warm.json' }, '/etc/mvproxy', false).warmStartFile, '/etc/mvproxy/state/warm.json');
+  });
+
+  it('the sync record defaults to kube-system/mvproxy-sidecars and the replica name to the host name', () => {
+    const config = parseServeConfig(valid, '/etc/mvproxy', false);
+    assert.deepEqual(config.syncRecord, { namespace: 'kube-system', name: 'mvproxy-sidecars' });
+    assert.equal(config.replicaName, hostname());
+  });
+
+  it('the sync record may not be the drain record, whose keys would read as drains', () => {
+    const problems = problemsOf({ ...valid, drainRecord: 'ops/records', syncRecord: 'ops/records' });
+    assert.ok(problems.some((p) => /syncRecord: must not be the drainRecord/.test(p)));
+  });
+
+  it('a sync record that is not NAMESPACE/NAME and an empty replica name are reported', () => {
+    const problems = problemsOf({ ...valid, syncRecord: 'just-a-name', replicaName: '' });
+    assert.ok(problems.some((p) => /^syncRecord: "just-a-name" is not NAMESPACE\/NAME/.test(p)));
+    assert.ok(problems.some((p) => /^replicaName: must be/.test(p)));
   });
 
   it('an admin section with neither listen nor socket is reported', () => {

@@ -1,0 +1,96 @@
+// Tells the other replicas which config the sidecars streaming from this one
+// have ACKed (sources/syncRecord.ts), so `drain --wait` on any replica can
+// wait for every sidecar. Writes are batched (one merge patch per burst of
+// ACKs) and only for entries that changed or that another replica wrote last;
+// a failed write is retried, and costs nothing but a late answer to --wait.
+import type { Logger } from '../util/log.js';
+import type { SidecarSyncReport, SyncWriter } from '../sources/syncRecord.js';
+
+export interface SyncReporterOptions {
+  /** This replica's name, as written in the record. */
+  replica: string;
+  /** The ACKed version per type URL of every sidecar with an open stream to this replica. */
+  localAcks: () => ReadonlyMap<string, Readonly<Record<string, string>>>;
+  write: SyncWriter;
+  logger: Logger;
+  now?: () => number;
+  /** How long ACKs are gathered before one write. */
+  batchMs?: number;
+  /** Wait before trying again after a failed write. */
+  retryMs?: number;
+}
+
+export class SyncReporter {
+  /** What this replica last wrote per sidecar (its acked versions as JSON); dropped when another replica writes the entry. */
+  private readonly written = new Map<string, string>();
+  private timer?: NodeJS.Timeout;
+  private writing = false;
+  private again = false;
+  private failing = false;
+  private stopped = false;
+
+  constructor(private readonly options: SyncReporterOptions) {}
+
+  /** Something changed (an ACK, a stream): write soon. */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.writing) {
+      this.again = true;
+      return;
+    }
+    this.schedule(this.options.batchMs ?? 100);
+  }
+
+  /** The record as every replica sees it: entries another replica wrote are this replica's to write again when its sidecars stream here. */
+  observed(reports: ReadonlyMap<string, SidecarSyncReport>): void {
+    let claimedElsewhere = false;
+    for (const [sidecar, report] of reports) {
+      if (report.replica === this.options.replica || !this.written.has(sidecar)) continue;
+      this.written.delete(sidecar);
+      claimedElsewhere = true;
+    }
+    if (claimedElsewhere) this.poke();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private async flush(): Promise<void> {
+    const changed: Record<string, SidecarSyncReport> = {};
+    const at = new Date((this.options.now ?? Date.now)()).toISOString();
+    for (const [sidecar, acked] of this.options.localAcks()) {
+      const key = JSON.stringify(acked);
+      if (this.written.get(sidecar) !== key) changed[sidecar] = { replica: this.options.replica, acked: { ...acked }, at };
+    }
+    if (Object.keys(changed).length === 0) return;
+    this.writing = true;
+    try {
+      await this.options.write(changed);
+      for (const [sidecar, report] of Object.entries(changed)) this.written.set(sidecar, JSON.stringify(report.acked));
+      if (this.failing) this.options.logger.info('sync record written again');
+      this.failing = false;
+    } catch (err) {
+      if (!this.failing)
+        this.options.logger.warn({ err: (err as Error).message }, 'could not write the sync record: other replicas cannot see these sidecars; retrying');
+      this.failing = true;
+      this.again = true;
+    } finally {
+      this.writing = false;
+    }
+    if (this.again && !this.stopped) {
+      this.again = false;
+      this.schedule(this.failing ? (this.options.retryMs ?? 2000) : (this.options.batchMs ?? 100));
+    }
+  }
+}
