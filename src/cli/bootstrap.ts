@@ -16,6 +16,7 @@ export function runBootstrap(args: string[]): number {
       'xds-server-name': { type: 'string' },
       'admin-socket': { type: 'string' },
       'admin-port': { type: 'string' },
+      'stats-port': { type: 'string' },
     },
     strict: true,
   });
@@ -54,7 +55,16 @@ export function runBootstrap(args: string[]): number {
     if (!Number.isInteger(adminPort) || adminPort < 0 || adminPort > 65535) problems.push('--admin-port must be a port number');
     admin = { port: adminPort };
   }
+  // Prometheus reads the sidecar's stats on a loopback listener that serves GET /stats/prometheus and nothing else.
+  let stats: { port: number } | undefined;
+  if (values['stats-port'] !== undefined) {
+    const statsPort = Number(values['stats-port']);
+    if (!Number.isInteger(statsPort) || statsPort < 1 || statsPort > 65535) problems.push('--stats-port must be a port number (1 to 65535)');
+    if ('port' in admin && admin.port === 0)
+      problems.push('--stats-port needs the admin interface at a known address: --admin-socket, or a fixed --admin-port');
+    stats = { port: statsPort };
+  }
   if (problems.length > 0 || !controlPlane || !values.node) throw new Error(`cannot make a bootstrap:\n  - ${problems.join('\n  - ')}`);
-  process.stdout.write(`${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin }), null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, admin, ...(stats ? { stats } : {}) }), null, 2)}\n`);
   return 0;
 }

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DEBIAN_PACKAGES, ensureDebianPackages } from '../install/debianPackages.js';
 import { ensureComponents, ensureEnvoyOnly, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 
 /** What `--only` accepts: Envoy alone is what `npm run test:unit` needs (envoy --mode validate). */
@@ -23,7 +24,11 @@ export async function runInstall(args: string[]): Promise<number> {
   const installed =
     values.only === 'envoy'
       ? { envoy: await ensureEnvoyOnly({ log }) }
-      : await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log });
+      : {
+          ...(await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log })),
+          // System tools from Debian's archive: h2load (bench), prometheus (dashboard test).
+          debian: await ensureDebianPackages(DEBIAN_PACKAGES, log),
+        };
   process.stderr.write(`components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   process.stdout.write(`${JSON.stringify(installed, null, 2)}\n`);
   return 0;

@@ -6,7 +6,8 @@
 const USAGE = `usage: mvproxy <command> [options]
 
 commands:
-  install [--kubernetes vX.Y.Z ...]     build/install Envoy, etcd, kube-apiserver and kubectl into the cache
+  install [--kubernetes vX.Y.Z ...]     build/install Envoy, etcd, kube-apiserver and kubectl into the cache,
+                                       and apt-get the Debian packages h2load (nghttp2-client) and prometheus
   install --only envoy                 install only Envoy (what npm run test:unit needs)
   sandbox up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--mode mvproxy|upstream|none] [--detach] [--dir DIR] [--base-port N]
                                        start etcd and kube-apiservers (default v1.36.3 and v1.37.2)
@@ -14,6 +15,7 @@ commands:
                                        run the control plane (xDS for the sidecars, metrics and status)
   bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F)
             [--admin-socket PATH (default /run/mvproxy/envoy-NAME-admin.sock) | --admin-port N]
+            [--stats-port N (127.0.0.1:N serves GET /stats/prometheus only, for Prometheus)]
                                        print the Envoy bootstrap of one apiserver's sidecar
   admin [--socket PATH] [-o json] status | explain SIDECAR PATH | drain NAME [--wait] | undrain NAME [--wait]
                                        ask the running control plane what it sees and why; drain an apiserver

@@ -47,7 +47,7 @@ export class SandboxSidecars {
     const bootstrapPath = join(this.dir, `envoy-${name}.json`);
     writeFileSync(
       bootstrapPath,
-      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: this.sidecarAdminSocket(name) } }), null, 2)}\n`,
+      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: this.sidecarAdminSocket(name) }, stats: { port: run.sidecarStatsPort } }), null, 2)}\n`,
     );
     this.opts.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
     const sidecar = new ManagedProcess({

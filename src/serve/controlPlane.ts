@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
-import type { Metrics } from '../metrics.js';
+import { type Metrics, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
@@ -79,10 +79,7 @@ export class ControlPlane implements AdminBackend {
     this.departedGraceMs = this.settings.departedGraceMs;
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
-      metrics: {
-        responseSent: (node, typeUrl) => deps.metrics.xdsPushes.inc({ node, type_url: typeUrl }),
-        nack: (node, typeUrl) => deps.metrics.xdsNacks.inc({ node, type_url: typeUrl }),
-      },
+      metrics: xdsMetricHooks(deps.metrics),
       ...(deps.clock ? { now: deps.clock } : {}),
     });
     this.grpcServer = createGrpcServer();
