@@ -364,13 +364,7 @@ export class Sandbox {
     const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
       const direct = `https://127.0.0.1:${run.port}`;
       const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
-      const sidecar = this.withSidecars
-        ? {
-            sidecar: `https://127.0.0.1:${run.sidecarPort}`,
-            sidecarAdminSocket: this.sidecars.sidecarAdminSocket(run.spec.name),
-            sidecarStats: `http://127.0.0.1:${run.sidecarStatsPort}/stats/prometheus`,
-          }
-        : {};
+      const sidecar = this.withSidecars ? this.sidecars.sidecarState(run) : {};
       return {
         name: run.spec.name,
         version: run.spec.version,

@@ -4,10 +4,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpsGet } from '../util/https.js';
-import { sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
+import { PROMETHEUS_STATS_PATH, sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
 import type { RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
+import type { SandboxApiserverState } from './state.js';
 
 export interface SandboxSidecarsOptions {
   dir: string;
@@ -67,6 +68,15 @@ export class SandboxSidecars {
       undefined,
       pollMs,
     );
+  }
+
+  /** Where the sidecar of `run` serves clients, its admin socket and its Prometheus stats (the sandbox state file). */
+  sidecarState(run: RunningApiserver): Pick<SandboxApiserverState, 'sidecar' | 'sidecarAdminSocket' | 'sidecarStats'> {
+    return {
+      sidecar: `https://127.0.0.1:${run.sidecarPort}`,
+      sidecarAdminSocket: this.sidecarAdminSocket(run.spec.name),
+      sidecarStats: `http://127.0.0.1:${run.sidecarStatsPort}${PROMETHEUS_STATS_PATH}`,
+    };
   }
 
   /** The Unix socket of a sidecar's Envoy admin interface (owner only, as `mvproxy bootstrap` makes it). */

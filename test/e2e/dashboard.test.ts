@@ -117,8 +117,8 @@ describe('the Grafana dashboard, read by a real Prometheus scraping the sandbox'
       const queries = dashboardQueries(JSON.parse(readFileSync(DASHBOARD, 'utf8')) as JsonValue);
       const counts = await eventually(
         async () => {
-          const results = await Promise.all(queries.map(async (q) => ({ q, count: (await prometheus.query(evaluableExpr(q.expr, WINDOW))).length })));
-          const empty = results.filter((r) => r.count === 0).map((r) => `${r.q.panel} (${r.q.refId}): ${r.q.expr}`);
+          const results = await Promise.all(queries.map(async (q) => ({ q, samples: await prometheus.query(evaluableExpr(q.expr, WINDOW)) })));
+          const empty = results.filter((r) => r.samples.length === 0).map((r) => `${r.q.panel} (${r.q.refId}): ${r.q.expr}`);
           assert.deepEqual(empty, [], `queries without data:\n${empty.join('\n')}`);
           return results;
         },
@@ -126,7 +126,12 @@ describe('the Grafana dashboard, read by a real Prometheus scraping the sandbox'
         1000,
       );
       t.diagnostic(`requests through kas-a's sidecar by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
-      for (const { q, count } of counts) t.diagnostic(`${q.row} / ${q.panel} [${q.refId}]: ${count} series`);
+      for (const { q, samples } of counts) {
+        const first = samples.slice(0, 2).map((x) => JSON.stringify(x.metric));
+        t.diagnostic(`${q.row} / ${q.panel} [${q.refId}]: ${samples.length} series, e.g. ${first.join(' ')}`);
+      }
+      const rerouted = counts.filter((r) => r.q.panel === 'Rerouted requests by resource and code').flatMap((r) => r.samples.map((x) => x.metric['resource']));
+      assert.ok(rerouted.includes('storageversionmigrations'), JSON.stringify(rerouted));
     } finally {
       running = false;
       await load;
