@@ -1,7 +1,7 @@
 // A real Prometheus (Debian's package, installed by `mvproxy install`) for one
 // test file: a generated config, a temporary TSDB, a free loopback port; it
 // dies with the test process (ManagedProcess). Queries go through its HTTP API.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findExecutable } from '../../src/install/debianPackages.js';
@@ -48,6 +48,8 @@ export class TestPrometheus {
   private constructor(
     private readonly process: ManagedProcess,
     readonly url: string,
+    /** Its config, TSDB and log; removed by stop(). */
+    private readonly dir: string,
   ) {}
 
   static async start(targets: ScrapeTargets): Promise<TestPrometheus> {
@@ -64,7 +66,7 @@ export class TestPrometheus {
       args: [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${address}`, '--log.level=warn'],
       logFile: join(dir, 'prometheus.log'),
     });
-    const prometheus = new TestPrometheus(process, `http://${address}`);
+    const prometheus = new TestPrometheus(process, `http://${address}`, dir);
     await process.waitReady('Prometheus', async () => (await fetch(`${prometheus.url}/-/ready`).catch(() => undefined))?.status === 200);
     return prometheus;
   }
@@ -91,5 +93,6 @@ export class TestPrometheus {
 
   async stop(): Promise<void> {
     await this.process.stop(5000);
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
