@@ -35,6 +35,8 @@ export interface Metrics {
   extProcDuration: Histogram;
   /** mvproxy_apiserver_draining{apiserver}: 1 while an operator drains it. */
   apiserverDraining: Gauge<'apiserver'>;
+  /** mvproxy_apiserver_ready{apiserver}: its /readyz as last read (0: drained automatically); absent until read. */
+  apiserverReady: Gauge<'apiserver'>;
 }
 
 export interface MetricsOptions {
@@ -121,7 +123,21 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['apiserver'] as const,
       registers,
     }),
+    apiserverReady: new Gauge({
+      name: 'mvproxy_apiserver_ready',
+      help: "1 while the apiserver's /readyz (read with each discovery poll) passes; 0 while it fails, when traffic moves off it as by a drain.",
+      labelNames: ['apiserver'] as const,
+      registers,
+    }),
   };
+}
+
+/** Sets mvproxy_apiserver_ready from the apiservers' last /readyz; one never read yet has no series. */
+export function recordReadiness(metrics: Pick<Metrics, 'apiserverReady'>, apiservers: ReadonlyArray<{ name: string; ready?: boolean }>): void {
+  for (const a of apiservers) {
+    if (a.ready === undefined) metrics.apiserverReady.remove({ apiserver: a.name });
+    else metrics.apiserverReady.set({ apiserver: a.name }, a.ready ? 1 : 0);
+  }
 }
 
 /** The ADS server's counting hooks (src/servers/ads.ts AdsMetrics), fed into `metrics`. */

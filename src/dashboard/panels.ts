@@ -71,9 +71,12 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
       {
         title: 'Apiservers draining',
         description:
-          '1 while an operator drains the apiserver (mvproxy admin drain, or the drain record ConfigMap): its sidecar sends what a peer also serves to that peer.',
+          '1 while an apiserver is drained: by an operator (mvproxy admin drain, or the drain record ConfigMap), or automatically while its /readyz fails (starting, or in its shutdown delay). Sidecars send what a peer also serves to that peer.',
         unit: 'none',
-        targets: [{ expr: 'max by (apiserver) (mvproxy_apiserver_draining)', legend: '{{apiserver}}' }],
+        targets: [
+          { expr: 'max by (apiserver) (mvproxy_apiserver_draining)', legend: '{{apiserver}} drained by an operator' },
+          { expr: 'max by (apiserver) (1 - mvproxy_apiserver_ready)', legend: '{{apiserver}} not ready (drained automatically)' },
+        ],
       },
       {
         title: 'Discovery sync errors by type',

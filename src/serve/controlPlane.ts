@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
-import { type Metrics, xdsMetricHooks } from '../metrics.js';
+import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
@@ -238,6 +238,10 @@ export class ControlPlane implements AdminBackend {
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.keepForWarmStart();
+    recordReadiness(
+      this.deps.metrics,
+      model.apiservers.map((a) => ({ name: a.endpoint.name, ...(a.ready === undefined ? {} : { ready: a.ready }) })),
+    );
     const next = reconcile(model, this.draining, this.settings);
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);

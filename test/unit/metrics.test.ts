@@ -1,7 +1,7 @@
 // mvproxy's xDS metrics, as the dashboard reads them (deploy/grafana).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createMetrics, xdsMetricHooks } from '../../src/metrics.js';
+import { createMetrics, recordReadiness, xdsMetricHooks } from '../../src/metrics.js';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 
@@ -40,4 +40,20 @@ test('mvproxy_xds_streams counts the ADS streams open from each sidecar, 0 once 
   hooks.streamClosed('kas-a');
   assert.equal(await sample(metrics.registry.metrics(), 'mvproxy_xds_streams{node="kas-a"}'), 0);
   assert.equal(await sample(metrics.registry.metrics(), 'mvproxy_xds_streams{node="kas-b"}'), 1);
+});
+
+test('mvproxy_apiserver_ready is 1 or 0 from the last /readyz, and absent for an apiserver not read yet', async () => {
+  const metrics = createMetrics();
+  recordReadiness(metrics, [{ name: 'kas-a', ready: true }, { name: 'kas-b', ready: false }, { name: 'kas-c' }]);
+  const text = metrics.registry.metrics();
+  assert.equal(await sample(text, 'mvproxy_apiserver_ready{apiserver="kas-a"}'), 1);
+  assert.equal(await sample(text, 'mvproxy_apiserver_ready{apiserver="kas-b"}'), 0);
+  assert.equal(await sample(text, 'mvproxy_apiserver_ready{apiserver="kas-c"}'), undefined);
+});
+
+test('an apiserver whose /readyz is no longer known loses its mvproxy_apiserver_ready series', async () => {
+  const metrics = createMetrics();
+  recordReadiness(metrics, [{ name: 'kas-a', ready: false }]);
+  recordReadiness(metrics, [{ name: 'kas-a' }]);
+  assert.equal(await sample(metrics.registry.metrics(), 'mvproxy_apiserver_ready{apiserver="kas-a"}'), undefined);
 });
