@@ -11,6 +11,11 @@ import { readState } from '../sandbox/state.js';
 import { serveControl, callControl } from '../sandbox/control.js';
 import { tailOfFile } from '../sandbox/processes.js';
 import { processAlive } from '../util/process.js';
+import { nextSteps } from '../sandbox/nextSteps.js';
+
+/** Set in the environment of the background `sandbox up` that --detach starts. */
+const DETACHED_ENV = 'MVPROXY_SANDBOX_DETACHED';
+const detachedChild = (): boolean => process.env[DETACHED_ENV] === '1';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -115,6 +120,8 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   await control;
   progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (mode ${mode}); logs in ${sandbox.logsDir}`);
   process.stdout.write(`${sandbox.statePath}\n`);
+  // A detached child's output goes to its log; its parent prints the next steps.
+  if (!detachedChild()) process.stderr.write(nextSteps(sandbox.state(), { detached: false }));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   return 0;
@@ -128,6 +135,7 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
   const child = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url)), 'sandbox', 'up', ...args.filter((a) => a !== '--detach')], {
     detached: true,
     stdio: ['ignore', fd, fd],
+    env: { ...process.env, [DETACHED_ENV]: '1' },
   });
   closeSync(fd);
   child.unref();
@@ -137,6 +145,7 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
   for (;;) {
     if (existsSync(statePath) && readState(statePath).pid === child.pid) {
       process.stdout.write(`${statePath}\n`);
+      process.stderr.write(nextSteps(readState(statePath), { detached: true }));
       return 0;
     }
     if (exited) throw new Error(`sandbox failed to start:\n${tailOfFile(logFile, 30)}`);
