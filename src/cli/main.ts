@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `admin`, `bench`, `upgrade-test`.
+// mvproxy command line: `install`, `sandbox up|down|stop|start`, `serve`, `bootstrap`, `deploy`, `admin`, `bench`, `upgrade-test`.
 // Each command's module is loaded only when it runs: `serve` must start fast
 // (its sidecars wait for it), and needs none of the others.
 import { asksForHelp, COMMAND_USAGE, USAGE } from './usage.js';
@@ -29,6 +29,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./bench.js')).runBenchCommand(rest);
     case 'bootstrap':
       return (await import('./bootstrap.js')).runBootstrap(rest);
+    case 'deploy':
+      return (await import('./deploy.js')).runDeploy(rest);
     case 'admin':
       return (await import('./admin.js')).runAdmin(rest);
     case 'upgrade-test':

@@ -8,6 +8,7 @@ commands:
   sandbox      run the local mixed-version sandbox: etcd, apiservers at two versions, sidecars, control plane
   serve        run the control plane (xDS for the sidecars, metrics, status, admin API)
   bootstrap    print the Envoy bootstrap of one apiserver's sidecar
+  deploy       write the static pods and files of each kubeadm control-plane node
   admin        ask the running control plane what it sees and why; drain an apiserver; what it pushed
   bench        measure mvproxy vs upstream's proxy vs direct, and convergence, side by side
   upgrade-test upgrade three apiservers and roll them back under load, per mode, and count what went wrong
@@ -46,12 +47,25 @@ file's fields are described in the README ("Configuration").
   --config FILE       the JSON configuration
   --log-level LEVEL   pino level (default warn)
 `,
-  bootstrap: `usage: mvproxy bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT --xds-ca F --xds-cert F --xds-key F [--xds-server-name NAME])
+  bootstrap: `usage: mvproxy bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT) [--failover HOST:PORT ...]
+                        [--xds-ca F --xds-cert F --xds-key F [--xds-server-name NAME]]
                         [--admin-socket PATH | --admin-port N]
 
 Prints the Envoy bootstrap of the sidecar of apiserver NAME: where its control
 plane is, and its admin interface (an owner-only Unix socket, by default
 /run/mvproxy/envoy-NAME-admin.sock; --admin-port N opens loopback TCP instead).
+--failover names other replicas (IP:PORT, mutual TLS with the --xds-* files),
+tried in order when the ones before fail, as each kubeadm node's sidecar does.
+`,
+  deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE]
+
+Writes, for each kubeadm control-plane node (give every one, with its kubeadm
+node name and advertise address), its files under DIR/NAME/ at their paths on
+the node: the static pods of its control-plane replica and Envoy sidecar, the
+replica's config, the sidecar's bootstrap and the kubeadm patch that moves the
+apiserver to 6444 (docs/kubeadm.md). --image defaults to mvproxy:<version>,
+built by the operator (deploy/Dockerfile); --envoy-image to
+docker.io/envoyproxy/envoy:v1.40.0.
 `,
   admin: `usage: mvproxy admin [--socket PATH] [-o json] <verb>    (mvproxy admin <verb> --help for one verb)
 
