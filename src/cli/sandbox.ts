@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
 import { Sandbox, SANDBOX_MODES, type SandboxMode } from '../sandbox/sandbox.js';
+import type { ControlPlaneReplicas } from '../sandbox/controlPlanes.js';
 import { readState } from '../sandbox/state.js';
 import { serveControl, callControl } from '../sandbox/control.js';
 import { tailOfFile } from '../sandbox/processes.js';
@@ -39,6 +40,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       dir: { type: 'string' },
       'base-port': { type: 'string' },
       mode: { type: 'string', default: 'mvproxy' },
+      'control-plane-replicas': { type: 'string', default: 'one' },
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
     },
@@ -52,8 +54,10 @@ export async function runSandbox(args: string[]): Promise<number> {
       const specs = (values.apiserver ?? [...DEFAULT_KUBERNETES_VERSIONS]).map(parseApiserverFlag);
       const basePort = values['base-port'] === undefined ? undefined : parsePort(values['base-port']);
       const mode = parseMode(values.mode);
+      const replicas = values['control-plane-replicas'];
+      if (replicas !== 'one' && replicas !== 'per-apiserver') throw new Error('--control-plane-replicas must be one or per-apiserver');
       if (values.detach) return upDetached(rest, dir, statePath);
-      return upForeground(specs, dir, basePort, mode);
+      return upForeground(specs, dir, basePort, mode, replicas);
     }
     case 'down': {
       if (!existsSync(statePath)) {
@@ -95,7 +99,13 @@ function parsePort(text: string): number {
   return n;
 }
 
-async function upForeground(specs: ApiserverSpec[], dir: string, basePort: number | undefined, mode: SandboxMode): Promise<number> {
+async function upForeground(
+  specs: ApiserverSpec[],
+  dir: string,
+  basePort: number | undefined,
+  mode: SandboxMode,
+  controlPlaneReplicas: ControlPlaneReplicas,
+): Promise<number> {
   if (existsSync(join(dir, 'state.json'))) {
     const state = readState(join(dir, 'state.json'));
     if (processAlive(state.pid)) throw new Error(`a sandbox is already running in ${dir} (pid ${state.pid}); run: npx mvproxy sandbox down`);
@@ -104,7 +114,15 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   const versions = [...new Set(specs.map((s) => s.version))];
   const components = await ensureComponents({ kubernetesVersions: versions, log: progress });
   const started = Date.now();
-  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, progress, mode, ...(basePort !== undefined ? { basePort } : {}) });
+  const sandbox = await Sandbox.up({
+    dir,
+    apiservers: specs,
+    components,
+    progress,
+    mode,
+    controlPlaneReplicas,
+    ...(basePort !== undefined ? { basePort } : {}),
+  });
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;

@@ -28,10 +28,12 @@ kubectl (from Go modules) and the Debian packages the tests use, into
 
 verbs:
   up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--mode mvproxy|upstream|none] [--detach] [--dir DIR] [--base-port N]
+     [--control-plane-replicas one|per-apiserver]
           start etcd and kube-apiservers (default v1.36.3 and v1.37.2), and in mode mvproxy
           one sidecar per apiserver and the control plane; in the foreground until Ctrl-C
           unless --detach. --mode upstream runs kube-apiserver's own Mixed Version Proxy
-          instead; --mode none runs neither.
+          instead; --mode none runs neither. --control-plane-replicas per-apiserver runs
+          one control-plane replica beside each apiserver, as the kubeadm static pods do.
   down [--dir DIR]              stop a detached sandbox
   stop NAME [--dir DIR]         stop one apiserver of a running sandbox
   start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]
