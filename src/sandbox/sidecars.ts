@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpsGet } from '../util/https.js';
 import { PROMETHEUS_STATS_PATH, sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
+import { sidecarEnvoyArgs } from '../deploy/replica.js';
 import type { RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
@@ -54,7 +55,7 @@ export class SandboxSidecars {
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
-      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1'],
+      args: sidecarEnvoyArgs(bootstrapPath, 1),
       logFile: join(this.logsDir, `envoy-${name}.log`),
     });
     this.sidecars.set(name, sidecar);

@@ -17,7 +17,9 @@ import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
 import { SyncReporter } from './syncReporter.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { snapshotVersions } from '../xds/snapshot.js';
+import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
+import { sidecarConfig } from '../servers/adminConfig.js';
+import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -330,6 +332,14 @@ export class ControlPlane implements AdminBackend {
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new NotPlannedYetError();
     return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
+  }
+
+  /** Admin API: what is pushed to the sidecar. */
+  pushedConfig(sidecar: string, only?: ResourceTypeUrl): SidecarConfig {
+    if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
+    const snapshot = this.reconciled?.sidecars.get(sidecar)?.snapshot;
+    if (!snapshot) throw new NotPlannedYetError();
+    return sidecarConfig(sidecar, snapshot, this.ads.status()[sidecar], only);
   }
 
   drain(apiserver: string): Promise<string[]> {
