@@ -43,6 +43,8 @@ export interface DeployNode {
   xdsTcpListen: string;
   /** `host:port` of the replica's /metrics, /status, /healthz (loopback). */
   adminListen: string;
+  /** Loopback port of the sidecar's Prometheus stats listener (GET /stats/prometheus only). */
+  statsPort: number;
   files: NodeFiles;
 }
 
@@ -78,6 +80,7 @@ export const KUBEADM_DEFAULTS = {
   sidecarPort: 6443,
   xdsPort: 18000,
   adminPort: 9464,
+  statsPort: 9465,
   xdsServerName: 'mvproxy-xds',
   envoyImage: 'docker.io/envoyproxy/envoy:v1.40.0',
   logLevel: 'warn',
@@ -114,6 +117,7 @@ export function kubeadmLayout(nodes: KubeadmNode[], opts: { image: string; envoy
       },
       xdsTcpListen: hostPort(n.ip, d.xdsPort),
       adminListen: `127.0.0.1:${d.adminPort}`,
+      statsPort: d.statsPort,
       files: {
         config: conf('mvproxy.json'),
         bootstrap: conf('envoy.json'),
@@ -182,7 +186,7 @@ export function nodeSidecarBootstrap(layout: DeployLayout, name: string): JsonOb
     serverName: layout.xdsServerName,
   });
   if (!controlPlane) throw new Error('internal: no control plane address');
-  return sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: f.envoyAdminSocket } });
+  return sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: f.envoyAdminSocket }, stats: { port: node.statsPort } });
 }
 
 interface Mount {

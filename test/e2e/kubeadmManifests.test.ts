@@ -80,6 +80,7 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
           },
           xdsTcpListen: replica.xdsTcp,
           adminListen: hostPort(replica.admin),
+          statsPort: Number(new URL(a.sidecarStats ?? '').port),
           files: {
             config: replica.config,
             bootstrap: join(state.dir, `envoy-${name}.json`),

@@ -109,6 +109,8 @@ describe('mvproxy deploy kubeadm', () => {
         'mvproxy-xds',
         '--admin-socket',
         '/run/mvproxy/envoy-admin.sock',
+        '--stats-port',
+        '9465',
       ],
       { encoding: 'utf8' },
     );
