@@ -53,7 +53,7 @@ export class SandboxSidecars {
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
-      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1'],
+      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1', '--drain-strategy', 'immediate'],
       logFile: join(this.logsDir, `envoy-${name}.log`),
     });
     this.sidecars.set(name, sidecar);

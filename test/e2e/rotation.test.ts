@@ -16,6 +16,8 @@ const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
 interface Outcome {
   status?: number;
   error?: string;
+  /** When it ended (ms since the epoch): a diagnostic. */
+  at?: number;
 }
 
 function get(url: string, options: RequestOptions): Promise<Outcome> {
@@ -40,7 +42,7 @@ function loadClient(url: string, options: RequestOptions) {
     while (!stopped) {
       const outcome = await get(url, options);
       requests++;
-      if (outcome.status !== 200) failures.push(outcome);
+      if (outcome.status !== 200) failures.push({ ...outcome, at: Date.now() });
     }
   })();
   return {
@@ -118,6 +120,7 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     it(`a serving certificate written ${mode === 'atomic' ? 'atomically' : 'in place'} is served on new connections`, async () => {
       const issued = await newServingCert(clusterCa, 'kas-a');
       const started = Date.now();
+      process.stdout.write(`# writing the serving certificate (${mode}) at ${started}\n`);
       await writePairFiles(tb.sandbox.pkiFiles().serving['kas-a'] ?? assert.fail('no serving pair'), issued, mode);
       await eventually(async () => assert.equal(await servedSerial(port, ca), serialOf(issued.certPem)), 60_000);
       process.stdout.write(`# serving certificate (${mode}) served after ${Date.now() - started} ms\n`);
@@ -128,6 +131,7 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     const pki = tb.sandbox.pkiFiles();
     const issued = await newLeaf(await loadIssued(pki.frontProxyCa), { commonName: pki.frontProxyClientName, usage: 'client' });
     const started = Date.now();
+    process.stdout.write(`# writing the front-proxy certificate at ${started}\n`);
     await writePairFiles(pki.frontProxyClient, issued, 'in-place');
     const adminSocket = apiserverNamed(tb.state(), 'kas-a').sidecarAdminSocket ?? assert.fail('no sidecar admin socket');
     await eventually(async () => assert.ok((await envoySerials(adminSocket)).includes(serialOf(issued.certPem))), 60_000);
@@ -143,6 +147,7 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     const extra = await newCa('rotation-extra-ca');
     const carol = await newLeaf(extra, { commonName: 'carol', organizations: ['system:masters'], usage: 'client' });
     const asCarol = { ca, cert: carol.certPem, key: carol.keyPem };
+    process.stdout.write(`# adding a CA at ${Date.now()}\n`);
     await writeCertFile(pki.ca.cert, `${original.trimEnd()}\n${extra.certPem}`, 'in-place');
     const agent = new Agent({ keepAlive: true, maxSockets: 1, ...asCarol });
     await eventually(async () => assert.equal((await get(`${url}${CONFIGMAPS}`, { ...asCarol, agent: false })).status, 200), 60_000);
@@ -156,6 +161,7 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     const closed = new Promise<void>((resolve) => open.once('close', () => resolve()));
 
     const started = Date.now();
+    process.stdout.write(`# removing the CA at ${started}\n`);
     await writeCertFile(pki.ca.cert, original, 'atomic');
     await eventually(async () => {
       const outcome = await get(`${url}${CONFIGMAPS}`, { ...asCarol, agent: false });
