@@ -71,9 +71,9 @@ export class CertificateFiles {
     let clientCaChanged = false;
     for (const [file, before] of this.digests) {
       const now = fileSha256(file);
-      if (now === before) continue;
+      // Gone for now (mid-rename, or removed): Envoy keeps what it has, and so does this.
+      if (now === undefined || now === before) continue;
       this.digests.set(file, now);
-      if (now === undefined) continue; // gone for now (mid-rename): Envoy keeps what it has
       changedDirs.add(dirname(file));
       if (file === this.opts.clientCa) clientCaChanged = true;
     }
