@@ -173,6 +173,31 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     agent.destroy();
   });
 
+  it('while the control plane is down, a serving certificate and a client CA renamed into place take effect on new connections', async () => {
+    await tb.sandbox.killControlPlane();
+    try {
+      const pki = tb.sandbox.pkiFiles();
+      const issued = await newServingCert(clusterCa, 'kas-a');
+      await writePairFiles(pki.serving['kas-a'] ?? assert.fail('no serving pair'), issued, 'atomic');
+      await eventually(async () => assert.equal(await servedSerial(port, ca), serialOf(issued.certPem)), 60_000);
+      const original = await readFile(pki.ca.cert, 'utf8');
+      const extra = await newCa('rotation-offline-ca');
+      const dave = await newLeaf(extra, { commonName: 'dave', organizations: ['system:masters'], usage: 'client' });
+      await writeCertFile(pki.ca.cert, `${original.trimEnd()}\n${extra.certPem}`, 'atomic');
+      await eventually(
+        async () => assert.equal((await get(`${url}${CONFIGMAPS}`, { ca, cert: dave.certPem, key: dave.keyPem, agent: false })).status, 200),
+        60_000,
+      );
+      await writeCertFile(pki.ca.cert, original, 'atomic');
+      await eventually(
+        async () => assert.notEqual((await get(`${url}${CONFIGMAPS}`, { ca, cert: dave.certPem, key: dave.keyPem, agent: false })).status, 200),
+        60_000,
+      );
+    } finally {
+      await tb.sandbox.restartControlPlane();
+    }
+  });
+
   it('no request of the load failed meanwhile', async () => {
     for (const client of load) await client.stop();
     const [tokens, certs] = load;
