@@ -20,13 +20,14 @@ interface Outcome {
   at?: number;
 }
 
-function get(url: string, options: RequestOptions): Promise<Outcome> {
+function get(url: string, options: RequestOptions, onSocket?: (socket: TLSSocket) => void): Promise<Outcome> {
   return new Promise((resolve) => {
     const req = httpsRequest(url, { ...options, method: 'GET', timeout: 15_000 }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
       res.on('error', (err) => resolve({ error: err.message }));
     });
+    if (onSocket) req.on('socket', (socket) => onSocket(socket as TLSSocket));
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', (err) => resolve({ error: err.message }));
     req.end();
@@ -85,6 +86,19 @@ function envoySerials(adminSocket: string): Promise<string[]> {
   });
 }
 
+/** Envoy's counters whose names match `filter` (a regex), from its admin interface. */
+function envoyStats(adminSocket: string, filter: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ socketPath: adminSocket, path: `/stats?filter=${encodeURIComponent(filter)}` }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve(body.trim().replace(/\n/g, ', ')));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)', () => {
   let tb: TestSandbox;
   let token: string;
@@ -131,11 +145,15 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     const pki = tb.sandbox.pkiFiles();
     const issued = await newLeaf(await loadIssued(pki.frontProxyCa), { commonName: pki.frontProxyClientName, usage: 'client' });
     const started = Date.now();
+    const adminSocket = apiserverNamed(tb.state(), 'kas-a').sidecarAdminSocket ?? assert.fail('no sidecar admin socket');
+    const connections = 'local.*front-proxy\\.upstream_cx_(total|max_duration_reached)$';
+    process.stdout.write(`# front-proxy connections before: ${await envoyStats(adminSocket, connections)}\n`);
     process.stdout.write(`# writing the front-proxy certificate at ${started}\n`);
     await writePairFiles(pki.frontProxyClient, issued, 'in-place');
-    const adminSocket = apiserverNamed(tb.state(), 'kas-a').sidecarAdminSocket ?? assert.fail('no sidecar admin socket');
     await eventually(async () => assert.ok((await envoySerials(adminSocket)).includes(serialOf(issued.certPem))), 60_000);
     process.stdout.write(`# front-proxy certificate loaded after ${Date.now() - started} ms\n`);
+    await new Promise((r) => setTimeout(r, 2000));
+    process.stdout.write(`# front-proxy connections 2 s after: ${await envoyStats(adminSocket, connections)}\n`);
     const admin = tb.state().clientCerts.admin;
     const [cert, key] = await Promise.all([readFile(admin.cert, 'utf8'), readFile(admin.key, 'utf8')]);
     assert.equal((await get(`${url}${CONFIGMAPS}`, { ca, cert, key, agent: false })).status, 200);
@@ -147,21 +165,27 @@ describe('rotating the certificate files of a sidecar under load (kas-a v1.36.3)
     const extra = await newCa('rotation-extra-ca');
     const carol = await newLeaf(extra, { commonName: 'carol', organizations: ['system:masters'], usage: 'client' });
     const asCarol = { ca, cert: carol.certPem, key: carol.keyPem };
+    const adminSocket = apiserverNamed(tb.state(), 'kas-a').sidecarAdminSocket ?? assert.fail('no sidecar admin socket');
+    const inPlaceUpdates = async () => Number((await envoyStats(adminSocket, '^listener_manager\\.listener_in_place_updated$')).split(': ')[1] ?? 'NaN');
+    const updatesBefore = await inPlaceUpdates();
     process.stdout.write(`# adding a CA at ${Date.now()}\n`);
     await writeCertFile(pki.ca.cert, `${original.trimEnd()}\n${extra.certPem}`, 'in-place');
+    // The listener of the new bundle is in place (else the connection below could be one the addition itself drains).
+    await eventually(async () => assert.ok((await inPlaceUpdates()) > updatesBefore), 60_000);
     const agent = new Agent({ keepAlive: true, maxSockets: 1, ...asCarol });
     await eventually(async () => assert.equal((await get(`${url}${CONFIGMAPS}`, { ...asCarol, agent: false })).status, 200), 60_000);
     // An open keep-alive connection with carol's certificate.
     let socket: TLSSocket | undefined;
-    agent.on('free', (s: TLSSocket) => {
+    const onSocket = (s: TLSSocket) => {
       socket = s;
-    });
-    assert.equal((await get(`${url}${CONFIGMAPS}`, { agent })).status, 200);
+    };
+    assert.equal((await get(`${url}${CONFIGMAPS}`, { agent }, onSocket)).status, 200);
     const open = socket ?? assert.fail('no keep-alive socket');
     const closed = new Promise<void>((resolve) => open.once('close', () => resolve()));
 
     const started = Date.now();
     process.stdout.write(`# removing the CA at ${started}\n`);
+    assert.equal(open.destroyed, false, 'the keep-alive connection is open before the CA goes');
     await writeCertFile(pki.ca.cert, original, 'atomic');
     await eventually(async () => {
       const outcome = await get(`${url}${CONFIGMAPS}`, { ...asCarol, agent: false });
