@@ -5,6 +5,7 @@
 // command line (src/cli/deploy.ts) writes them. Configs, bootstraps and
 // command lines come from replica.ts, as the sandbox's do.
 import { posix } from 'node:path';
+import { RELOAD_MARKER } from '../sources/certificateFiles.js';
 import { sidecarBootstrap, type JsonObject, type JsonValue } from '../xds/bootstrap.js';
 import {
   replicaServeConfig,
@@ -237,6 +238,12 @@ function port(hostPort: string): number {
   return Number(/:(\d+)$/.exec(hostPort)?.[1] ?? NaN);
 }
 
+/** The folders of the certificate and CA files the sidecars name. */
+function certificateDirs(layout: DeployLayout): string[] {
+  const files = [...Object.values(layout.tls), ...layout.nodes.flatMap((n) => [n.apiserver.servingCert, n.apiserver.servingKey])];
+  return [...new Set(files.map((file) => posix.dirname(file)))].sort();
+}
+
 /** `mvproxy serve` on the node: one replica per node, no leader. */
 export function controlPlanePod(layout: DeployLayout, name: string): JsonObject {
   const node = nodeOf(layout, name);
@@ -267,7 +274,8 @@ export function controlPlanePod(layout: DeployLayout, name: string): JsonObject 
         failureThreshold: 6,
       },
     },
-    hostMounts(read, [f.xdsSocket, f.adminSocket, f.warmStartFile]),
+    // The replica renames a reload marker beside certificate files rewritten in place (kubeadm certs renew), so Envoy re-reads them.
+    hostMounts(read, [f.xdsSocket, f.adminSocket, f.warmStartFile, ...certificateDirs(layout).map((dir) => posix.join(dir, RELOAD_MARKER))]),
     {},
   );
 }

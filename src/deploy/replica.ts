@@ -113,5 +113,8 @@ export function sidecarControlPlanes(ownXdsSocket: string, others: string[], tls
  * how long a stopping sidecar lets open connections finish.
  */
 export function sidecarEnvoyArgs(bootstrapPath: string, drainSeconds: number): string[] {
-  return ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', String(drainSeconds)];
+  // Immediate: connections of a replaced filter chain (a client CA bundle change) are told to
+  // close at once (GOAWAY, Connection: close after the response in flight); the gradual strategy
+  // cut busy HTTP/1.1 keep-alive connections at the drain's end instead (docs/identity.md, Rotation).
+  return ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', String(drainSeconds), '--drain-strategy', 'immediate'];
 }

@@ -222,14 +222,14 @@ function spkiDer(k: KeyObject): Buffer {
 
 // ---------------------------------------------------------------- generation
 
-interface LeafSpec {
+export interface LeafSpec {
   commonName: string;
   organizations?: string[];
   usage: 'server' | 'client';
   sans?: string[];
 }
 
-async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: LeafSpec): Promise<IssuedCert> {
+export async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: LeafSpec): Promise<IssuedCert> {
   const keys = await newKeyPair();
   // O before CN, the usual DN order; Kubernetes reads groups from every O.
   const subject: X509Types.JsonName = [...(spec.organizations ?? []).map((o) => ({ O: [o] })), { CN: [spec.commonName] }];

@@ -72,6 +72,8 @@ export interface ServeConfig {
   discoveryMaxBodyBytes: number;
   /** The apiservers' --request-timeout: sidecars answer 504 to a request that is not long-running 5 s after it (README, "Limits"). */
   requestTimeoutSeconds: number;
+  /** How often the certificate files are read for in-place rewrites and client CA changes (certificateFiles.ts); default 5000. */
+  certificatePollMillis?: number;
 }
 
 /** The range and default of every number in the file: [min, max, default]. Integers only. */
@@ -81,6 +83,7 @@ export const LIMITS = {
   discoveryPollMillis: [100, 60_000, 1000],
   discoveryMaxBodyBytes: [1024 * 1024, 256 * 1024 * 1024, 32 * 1024 * 1024],
   requestTimeoutSeconds: [1, 86_400, 60],
+  certificatePollMillis: [100, 60_000, 5000],
 } as const satisfies Record<string, readonly [number, number, number]>;
 
 /** Modes the xDS socket may have: owner only, or owner and group (never others: xDS hands out every sidecar's configuration). */
@@ -140,6 +143,7 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     discoveryPollMillis: r.integer('discoveryPollMillis', ...LIMITS.discoveryPollMillis),
     discoveryMaxBodyBytes: r.integer('discoveryMaxBodyBytes', ...LIMITS.discoveryMaxBodyBytes),
     requestTimeoutSeconds: r.integer('requestTimeoutSeconds', ...LIMITS.requestTimeoutSeconds),
+    certificatePollMillis: r.integer('certificatePollMillis', ...LIMITS.certificatePollMillis),
     drainRecord: { ...DEFAULT_DRAIN_RECORD },
     syncRecord: { ...DEFAULT_SYNC_RECORD },
     replicaName: r.optionalString('replicaName') ?? hostname(),

@@ -33,6 +33,7 @@ import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
+import { CertificateFiles } from '../sources/certificateFiles.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -68,8 +69,11 @@ export class ControlPlane implements AdminBackend {
   /** The last reconcile: plans, and each sidecar's snapshot and merged discovery (documents rendered lazily and memoized). */
   private reconciled?: Reconciled;
   private lastModel?: ClusterModel;
-  /** Translator settings per sidecar and the departed grace, from the config: fixed for the run. */
-  private readonly settings: ReconcileSettings;
+  /** Translator settings per sidecar and the departed grace, from the config and the client CA bundle's digest. */
+  private settings: ReconcileSettings;
+  /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
+  private readonly certificateFiles: CertificateFiles;
+  private readonly identityFilterModule: Buffer;
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
 
@@ -77,7 +81,22 @@ export class ControlPlane implements AdminBackend {
     private readonly config: ServeConfig,
     private readonly deps: ControlPlaneDeps,
   ) {
-    this.settings = reconcileSettings(config, deps.identityFilterModule ?? readIdentityFilterModule());
+    this.identityFilterModule = deps.identityFilterModule ?? readIdentityFilterModule();
+    const { tls } = config;
+    this.certificateFiles = new CertificateFiles({
+      files: [
+        tls.clientCa,
+        tls.frontProxyClientCert,
+        tls.frontProxyClientKey,
+        tls.peerCa,
+        ...config.apiservers.flatMap((a) => [a.sidecar.servingCert, a.sidecar.servingKey]),
+      ],
+      clientCa: tls.clientCa,
+      ...(config.certificatePollMillis === undefined ? {} : { intervalMs: config.certificatePollMillis }),
+      onClientCaChange: () => this.clientCaChanged(),
+      logger: deps.logger.child({ component: 'certificates' }),
+    });
+    this.settings = reconcileSettings(config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
     this.departedGraceMs = this.settings.departedGraceMs;
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
@@ -176,6 +195,7 @@ export class ControlPlane implements AdminBackend {
     for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, 0);
     // Before any sidecar can connect: what it gets until this replica has synced.
     this.serveBeforeSync();
+    this.certificateFiles.start();
     const xds: string[] = [];
     if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket, this.config.xds.unixSocketMode));
     if (this.config.xds.tcp) {
@@ -221,8 +241,7 @@ export class ControlPlane implements AdminBackend {
     const kept = this.config.warmStartFile ? readWarmStart(this.config.warmStartFile) : { absent: true as const };
     // The kept drains apply to the startup plans too: a drained apiserver stays drained through a restart.
     if ('model' in kept) this.draining = new Set(kept.draining.filter((n) => this.apiserverNames().includes(n)));
-    const unknown = reconcile(unobservedModel(this.declaredEndpoints(), (this.deps.clock ?? Date.now)()), this.draining, this.settings);
-    for (const [node, sidecar] of unknown.sidecars) this.ads.setStartupSnapshot(node, sidecar.snapshot);
+    this.setStartupSnapshots();
     const file = this.config.warmStartFile;
     if ('unusable' in kept) {
       this.deps.logger.warn({ warmStartFile: file, problem: kept.unusable }, 'warm-start file unusable: starting from nothing known');
@@ -233,6 +252,18 @@ export class ControlPlane implements AdminBackend {
         'serving the last kept state until synced',
       );
     }
+  }
+
+  private setStartupSnapshots(): void {
+    const unknown = reconcile(unobservedModel(this.declaredEndpoints(), (this.deps.clock ?? Date.now)()), this.draining, this.settings);
+    for (const [node, sidecar] of unknown.sidecars) this.ads.setStartupSnapshot(node, sidecar.snapshot);
+  }
+
+  /** A new client CA bundle: new listeners, so connections made under the old one drain (listener.ts). */
+  private clientCaChanged(): void {
+    this.settings = reconcileSettings(this.config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
+    this.setStartupSnapshots();
+    if (this.lastModel) this.update(this.lastModel, { persist: false });
   }
 
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
@@ -401,6 +432,7 @@ export class ControlPlane implements AdminBackend {
   async stop(): Promise<void> {
     this.health.setStatus('', 'NOT_SERVING');
     this.observer?.stop();
+    this.certificateFiles.stop();
     this.drainWatcher?.stop();
     this.syncWatcher?.stop();
     this.syncReporter?.stop();

@@ -58,10 +58,11 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
 export function reconcileSettings(
   config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
   identityFilterModule: Buffer,
+  clientCaSha256?: string,
 ): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
-    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule));
+    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule, clientCaSha256));
   }
   return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
 }
@@ -70,6 +71,7 @@ function sidecarTranslatorSettings(
   config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
   apiserver: ServedApiserver,
   identityFilterModule: Buffer,
+  clientCaSha256: string | undefined,
 ): TranslatorSettings {
   const { tls } = config;
   return {
@@ -79,6 +81,7 @@ function sidecarTranslatorSettings(
       servingCertPath: apiserver.sidecar.servingCert,
       servingKeyPath: apiserver.sidecar.servingKey,
       clientCaPath: tls.clientCa,
+      ...(clientCaSha256 === undefined ? {} : { clientCaSha256 }),
     },
     upstream: {
       frontProxyCertPath: tls.frontProxyClientCert,

@@ -11,6 +11,7 @@ import type { TransportSocket } from '../generated/envoy/config/core/v3/Transpor
 import type { HttpProtocolOptions } from '../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
 import type { PlannedApiserver } from '../planner/plan.js';
 import { flavouredClusterName, UPSTREAM_FLAVOURS, type UpstreamFlavour } from './names.js';
+import { FRONT_PROXY_SECRET, PEER_CA_SECRET, sdsSecret } from './secrets.js';
 import type { TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
 
@@ -140,16 +141,15 @@ function upstreamTransport(tls: UpstreamTlsContext, viaEgressProxy: boolean): Tr
  * client certificate (the apiserver trusts X-Remote-* headers only from it).
  */
 function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): UpstreamTlsContext {
-  const { frontProxyCertPath, frontProxyKeyPath, peerCaPath, serverName } = settings.upstream;
+  const { serverName } = settings.upstream;
   return {
     sni: serverName,
     common_tls_context: {
-      ...(flavour.frontProxy
-        ? { tls_certificates: [{ certificate_chain: { filename: frontProxyCertPath }, private_key: { filename: frontProxyKeyPath } }] }
-        : {}),
-      validation_context: {
-        trusted_ca: { filename: peerCaPath },
-        match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: serverName } }],
+      // Certificate and CA over SDS, as file names Envoy watches (secrets.ts).
+      ...(flavour.frontProxy ? { tls_certificate_sds_secret_configs: [sdsSecret(FRONT_PROXY_SECRET)] } : {}),
+      combined_validation_context: {
+        default_validation_context: { match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: serverName } }] },
+        validation_context_sds_secret_config: sdsSecret(PEER_CA_SECRET),
       },
       // The HTTP/2 flavour negotiates h2 (or http/1.1, should an apiserver refuse h2) by ALPN.
       alpn_protocols: flavour.protocol === 'http1' ? ['http/1.1'] : ['h2', 'http/1.1'],
@@ -164,8 +164,24 @@ function upstreamTls(settings: TranslatorSettings, flavour: UpstreamFlavour): Up
  */
 const UPSTREAM_IDLE_TIMEOUT_SECONDS = 60;
 
+/**
+ * kube-apiserver verifies the front-proxy certificate on every request, and
+ * Envoy presents a rotated one (SDS) on new connections only. So a pooled
+ * front-proxy connection stops taking new requests once it is this old
+ * (requests in flight, watches included, finish on it first): a new front-
+ * proxy certificate is on every new request within this time (plus the
+ * moment Envoy takes to re-read the file), after which the old CA may leave
+ * the apiservers' --requestheader-client-ca-file (docs/identity.md, "Rotation").
+ * kube-aggregator itself re-reads its --proxy-client-cert-file about once a
+ * minute and then dials new connections with it.
+ */
+export const FRONT_PROXY_MAX_CONNECTION_SECONDS = 60;
+
 function protocolOptions(flavour: UpstreamFlavour): HttpProtocolOptions {
-  const common = { idle_timeout: seconds(UPSTREAM_IDLE_TIMEOUT_SECONDS) };
+  const common = {
+    idle_timeout: seconds(UPSTREAM_IDLE_TIMEOUT_SECONDS),
+    ...(flavour.frontProxy ? { max_connection_duration: seconds(FRONT_PROXY_MAX_CONNECTION_SECONDS) } : {}),
+  };
   if (flavour.protocol === 'http1') {
     // Keep-alive connections, one request at a time each; upgrades need exactly this.
     return { common_http_protocol_options: common, explicit_http_config: { http_protocol_options: {} } };

@@ -11,6 +11,7 @@ import { extProcFilter } from './extProc.js';
 import { identityFilter } from './identityFilter.js';
 import { localReplyConfig } from './localReplies.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
+import { CLIENT_CA_SECRET, SERVING_SECRET, sdsSecret } from './secrets.js';
 import { sidecarLimits, type SidecarLimits, type TranslatorSettings } from './settings.js';
 import { seconds, typedConfig } from './typed.js';
 import type { SocketOption } from '../generated/envoy/config/core/v3/SocketOption.js';
@@ -115,6 +116,7 @@ export function apiserverListener(settings: TranslatorSettings, node: string): L
     socket_options: tcpKeepalive(),
     filter_chains: [
       {
+        ...clientCaMetadata(settings),
         // Go's TLS handshake timeout is its ReadHeaderTimeout (net/http tlsHandshakeTimeout).
         transport_socket_connect_timeout: seconds(sidecarLimits(settings).readHeaderTimeoutSeconds),
         filters: [
@@ -200,13 +202,34 @@ function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
   ];
 }
 
-/** Client certificates are optional (bearer tokens), but verified against the cluster client CA when presented. */
-function downstreamTls(settings: TranslatorSettings): DownstreamTlsContext {
-  const { servingCertPath, servingKeyPath, clientCaPath } = settings.listener;
+/**
+ * The digest of the client CA bundle as the control plane last read it, in
+ * the filter chain's metadata: when the bundle changes, so does the filter
+ * chain, and Envoy drains the connections of the old one (HTTP/2 GOAWAY,
+ * `Connection: close`, then closes them after its drain time). A client
+ * whose certificate came from a CA since removed then meets a new handshake,
+ * which SDS already verifies against the new bundle; Envoy itself verifies a
+ * certificate only at the handshake, where kube-apiserver re-verifies it on
+ * every request (docs/identity.md, "Rotation").
+ */
+function clientCaMetadata(settings: TranslatorSettings): {
+  metadata?: { filter_metadata: Record<string, { fields: Record<string, { stringValue: string }> }> };
+} {
+  const digest = settings.listener.clientCaSha256;
+  if (digest === undefined) return {};
+  return { metadata: { filter_metadata: { mvproxy: { fields: { client_ca_sha256: { stringValue: digest } } } } } };
+}
+
+/**
+ * Client certificates are optional (bearer tokens), but verified against the
+ * cluster client CA when presented. Certificate and CA come over SDS as file
+ * names Envoy watches (secrets.ts).
+ */
+function downstreamTls(_settings: TranslatorSettings): DownstreamTlsContext {
   return {
     common_tls_context: {
-      tls_certificates: [{ certificate_chain: { filename: servingCertPath }, private_key: { filename: servingKeyPath } }],
-      validation_context: { trusted_ca: { filename: clientCaPath } },
+      tls_certificate_sds_secret_configs: [sdsSecret(SERVING_SECRET)],
+      validation_context_sds_secret_config: sdsSecret(CLIENT_CA_SECRET),
       alpn_protocols: ['h2', 'http/1.1'],
     },
     require_client_certificate: { value: false },

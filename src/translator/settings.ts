@@ -3,6 +3,7 @@ import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
+import type { Secret } from '../generated/envoy/extensions/transport_sockets/tls/v3/Secret.js';
 import type { IdentityHeaders } from './identityFilter.js';
 
 /** The name every apiserver's serving certificate carries and peers verify (as upstream does). */
@@ -23,6 +24,12 @@ export interface TranslatorSettings {
      * presented must verify against it.
      */
     clientCaPath: string;
+    /**
+     * SHA-256 (hex) of the client CA bundle as the control plane last read
+     * it: a change drains the client connections made under the old bundle
+     * (listener.ts, clientCaMetadata). Unset: not known (never drained).
+     */
+    clientCaSha256?: string;
   };
   /** How the sidecar connects to every apiserver, its own included. */
   upstream: {
@@ -107,4 +114,6 @@ export interface EnvoyResources {
   endpoints: ClusterLoadAssignment[];
   listeners: Listener[];
   routes: RouteConfiguration[];
+  /** The SDS secrets the listener and clusters name (secrets.ts). */
+  secrets: Secret[];
 }

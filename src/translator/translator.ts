@@ -5,6 +5,7 @@ import { clustersFor, type UpstreamSet } from './clusters.js';
 import { apiserverListener } from './listener.js';
 import { LOCAL_CLUSTER, peerClusterName } from './names.js';
 import { routeConfiguration } from './routes.js';
+import { sidecarSecrets } from './secrets.js';
 import type { EnvoyResources, TranslatorSettings } from './settings.js';
 
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
@@ -31,6 +32,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     endpoints,
     listeners: [apiserverListener(settings, plan.node)],
     routes: [routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings)],
+    secrets: sidecarSecrets(settings),
   };
 }
 

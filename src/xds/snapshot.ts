@@ -8,6 +8,7 @@ import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
+import type { Secret } from '../generated/envoy/extensions/transport_sockets/tls/v3/Secret.js';
 import { compareStrings } from '../util/order.js';
 
 /** v3 type URLs of the resources mvproxy serves over ADS. */
@@ -16,15 +17,19 @@ export const TYPE_URL = {
   endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
   route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
 } as const;
 
 export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
 
 /**
  * Order of a push: clusters and their endpoints before the listeners and
- * routes that use them (Envoy's xDS "eventual consistency" rules).
+ * routes that use them (Envoy's xDS "eventual consistency" rules). Secrets
+ * (SDS: certificate files named on the sidecar's host) are asked for by name
+ * once Envoy meets a cluster or listener that names them; each waits (warms)
+ * until its secrets arrive.
  */
-export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route];
+export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.secret, TYPE_URL.listener, TYPE_URL.route];
 
 /** Types whose SotW reply is always the full set, whatever names Envoy asks for. */
 export const WILDCARD_TYPES: ReadonlySet<ResourceTypeUrl> = new Set([TYPE_URL.cluster, TYPE_URL.listener]);
@@ -33,8 +38,9 @@ export type ClusterResource = Cluster & { '@type': typeof TYPE_URL.cluster };
 export type EndpointResource = ClusterLoadAssignment & { '@type': typeof TYPE_URL.endpoint };
 export type ListenerResource = Listener & { '@type': typeof TYPE_URL.listener };
 export type RouteResource = RouteConfiguration & { '@type': typeof TYPE_URL.route };
+export type SecretResource = Secret & { '@type': typeof TYPE_URL.secret };
 /** A resource as a plain object carrying its '@type', ready to be sent as an Any. */
-export type Resource = ClusterResource | EndpointResource | ListenerResource | RouteResource;
+export type Resource = ClusterResource | EndpointResource | ListenerResource | RouteResource | SecretResource;
 
 export interface TypeSnapshot {
   /** Content hash of the resources of this type. */
@@ -52,6 +58,7 @@ export interface SnapshotInput {
   endpoints?: readonly ClusterLoadAssignment[];
   listeners?: readonly Listener[];
   routes?: readonly RouteConfiguration[];
+  secrets?: readonly Secret[];
 }
 
 /**
@@ -158,6 +165,10 @@ export function makeSnapshot(input: SnapshotInput): Snapshot {
         TYPE_URL.route,
         (input.routes ?? []).map((r): RouteResource => ({ ...r, '@type': TYPE_URL.route })),
       ),
+      [TYPE_URL.secret]: typeSnapshot(
+        TYPE_URL.secret,
+        (input.secrets ?? []).map((r): SecretResource => ({ ...r, '@type': TYPE_URL.secret })),
+      ),
     },
   };
 }
@@ -169,6 +180,7 @@ export function snapshotVersions(snapshot: Snapshot): Record<ResourceTypeUrl, st
     [TYPE_URL.endpoint]: snapshot.types[TYPE_URL.endpoint].version,
     [TYPE_URL.listener]: snapshot.types[TYPE_URL.listener].version,
     [TYPE_URL.route]: snapshot.types[TYPE_URL.route].version,
+    [TYPE_URL.secret]: snapshot.types[TYPE_URL.secret].version,
   };
 }
 

@@ -80,8 +80,11 @@ function snapshotFor(backendPort: number, listenPort: number, route: { prefix?: 
   });
 }
 
+/** The types Envoy asks for with these fixtures: no secret is named (plain-text upstreams and listener), so SDS is never subscribed. */
+const FIXTURE_TYPES = PUSH_ORDER.filter((url) => url !== TYPE_URL.secret);
+
 async function waitForAll(ads: AdsServer, node: string, snapshot: Snapshot, timeoutMs: number): Promise<void> {
-  await Promise.all(PUSH_ORDER.map((url) => waitForAck(ads, node, url, snapshot.types[url].version, timeoutMs)));
+  await Promise.all(FIXTURE_TYPES.map((url) => waitForAck(ads, node, url, snapshot.types[url].version, timeoutMs)));
 }
 
 /** Throwaway PKI: a CA, a server cert for mvproxy-xds and a client cert, by the openssl CLI. */
@@ -182,7 +185,7 @@ describe('Envoy over the Unix socket', () => {
     await waitForAll(ads, node, good, 15_000);
     const status = ads.status()[node];
     assert.equal(status?.connected, 1);
-    for (const url of PUSH_ORDER) assert.equal(status?.types[url]?.versionAcked, good.types[url].version);
+    for (const url of FIXTURE_TYPES) assert.equal(status?.types[url]?.versionAcked, good.types[url].version);
   });
 
   it('Envoy config dump shows the pushed cluster and listener', async () => {

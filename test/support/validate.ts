@@ -79,7 +79,20 @@ function staticBootstrap(resources: EnvoyResources): Bootstrap {
     }),
   );
 
-  return { static_resources: { clusters, listeners } };
+  // Secrets become static ones, which a reference without sds_config names.
+  return { static_resources: { clusters: withStaticSecrets(clusters), listeners: withStaticSecrets(listeners), secrets: resources.secrets } };
+}
+
+/** A copy with every SDS reference's config source dropped (the secret is then looked up among the static ones). */
+function withStaticSecrets<T>(value: T): T {
+  const strip = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(strip);
+    if (item === null || typeof item !== 'object' || item instanceof Uint8Array) return item;
+    const out: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(item as Record<string, unknown>)) if (key !== 'sds_config') out[key] = strip(member);
+    return out;
+  };
+  return strip(value) as T;
 }
 
 /**

@@ -91,9 +91,9 @@ describe('translateSidecar', () => {
         assert.equal(c.transport_socket?.name, 'envoy.transport_sockets.tls');
         const tls = unpack<UpstreamTlsContext>(c.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
         assert.equal(tls.sni, 'kubernetes.default.svc', c.name);
-        assert.deepEqual(tls.common_tls_context?.validation_context, {
-          trusted_ca: { filename: settings.upstream.peerCaPath },
-          match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: 'kubernetes.default.svc' } }],
+        assert.deepEqual(tls.common_tls_context?.combined_validation_context, {
+          default_validation_context: { match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: 'kubernetes.default.svc' } }] },
+          validation_context_sds_secret_config: { name: 'peer-ca', sds_config: { ads: {}, resource_api_version: 'V3' } },
         });
       }
     });
@@ -103,9 +103,9 @@ describe('translateSidecar', () => {
       for (const c of clusters) {
         const tls = unpack<UpstreamTlsContext>(c.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
         const expected = (c.name ?? '').endsWith('-front-proxy')
-          ? [{ certificate_chain: { filename: settings.upstream.frontProxyCertPath }, private_key: { filename: settings.upstream.frontProxyKeyPath } }]
+          ? [{ name: 'front-proxy-client', sds_config: { ads: {}, resource_api_version: 'V3' } }]
           : undefined;
-        assert.deepEqual(tls.common_tls_context?.tls_certificates, expected, c.name);
+        assert.deepEqual(tls.common_tls_context?.tls_certificate_sds_secret_configs, expected, c.name);
       }
       assert.equal(clusters.filter((c) => (c.name ?? '').endsWith('-front-proxy')).length * 2, clusters.length);
     });

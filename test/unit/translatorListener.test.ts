@@ -47,10 +47,22 @@ describe('translateSidecar', () => {
       const chain = translateSidecar(NO_PEERS, settings).listeners[0]?.filter_chains?.[0];
       const tls = unpack<DownstreamTlsContext>(chain?.transport_socket?.typed_config, 'envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext');
       assert.deepEqual(tls.require_client_certificate, { value: false });
-      assert.deepEqual(tls.common_tls_context?.validation_context, { trusted_ca: { filename: settings.listener.clientCaPath } });
-      assert.deepEqual(tls.common_tls_context?.tls_certificates, [
-        { certificate_chain: { filename: settings.listener.servingCertPath }, private_key: { filename: settings.listener.servingKeyPath } },
+      assert.deepEqual(tls.common_tls_context?.validation_context_sds_secret_config, {
+        name: 'client-ca',
+        sds_config: { ads: {}, resource_api_version: 'V3' },
+      });
+      assert.deepEqual(tls.common_tls_context?.tls_certificate_sds_secret_configs, [
+        { name: 'apiserver-serving', sds_config: { ads: {}, resource_api_version: 'V3' } },
       ]);
+    });
+
+    test("the filter chain carries the client CA bundle's digest, so a new bundle drains the connections made under the old one", () => {
+      const chain = (digest?: string) =>
+        translateSidecar(NO_PEERS, { ...settings, listener: { ...settings.listener, ...(digest ? { clientCaSha256: digest } : {}) } }).listeners[0]
+          ?.filter_chains?.[0];
+      assert.deepEqual(chain('ab12')?.metadata, { filter_metadata: { mvproxy: { fields: { client_ca_sha256: { stringValue: 'ab12' } } } } });
+      assert.notDeepEqual(chain('ab12'), chain('cd34'));
+      assert.equal(chain()?.metadata, undefined, 'no digest known: no metadata');
     });
 
     test("client connections get kube-apiserver's limits: header timeout, header size and count, idle timeout, HTTP/2 streams and windows", () => {

@@ -21,6 +21,14 @@ describe('snapshot versions', () => {
     assert.deepEqual(snapshotVersions(a), snapshotVersions(b));
   });
 
+  it('secrets are versioned by what they name, never by the content of the files they name', () => {
+    const secret = (path: string) => makeSnapshot({ secrets: [{ name: 'client-ca', validation_context: { trusted_ca: { filename: path } } }] });
+    const url = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+    assert.equal(secret('/pki/ca.crt').types[url].version, secret('/pki/ca.crt').types[url].version);
+    assert.notEqual(secret('/pki/ca.crt').types[url].version, secret('/pki/other.crt').types[url].version);
+    assert.equal(secret('/pki/ca.crt').types[url].resources.size, 1);
+  });
+
   it('changed content gives a new version for that type only', () => {
     const before = config({ port: 8080 });
     const after = config({ port: 8081 });
