@@ -10,6 +10,7 @@ import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
 import { readState } from '../sandbox/state.js';
 import { sandboxDir } from './sandbox.js';
+import { streamEvents } from './adminEvents.js';
 
 const ADMIN_USAGE = `usage: mvproxy admin [--socket PATH] [-o json] <verb>
 
@@ -22,6 +23,8 @@ verbs:
                                   once every sidecar runs the new routes
   undrain NAME [--wait] [--timeout SECONDS]
                                   end the drain
+  events [--follow]               what changed and why (apiservers, served sets, plans, NACKs, drains,
+                                  sidecar streams), one line each; --follow keeps printing new ones
 
 The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
 `;
@@ -36,6 +39,7 @@ export async function runAdmin(args: string[]): Promise<number> {
       output: { type: 'string', short: 'o' },
       'peer-proxied': { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
+      follow: { type: 'boolean', short: 'f', default: false },
       timeout: { type: 'string', default: '60' },
     },
     allowPositionals: true,
@@ -78,6 +82,20 @@ export async function runAdmin(args: string[]): Promise<number> {
         if (elsewhere.length > 0) process.stderr.write(`not connected here (ask the replica they stream from): ${elsewhere.map((s) => s.node).join(', ')}\n`);
         return 0;
       });
+    }
+    case 'events': {
+      expect(0, 'no operands');
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        await withClient(values.socket, (c) =>
+          streamEvents(c, { follow: values.follow, json, signal: stop.signal }, (line) => process.stdout.write(`${line}\n`)),
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+      return 0;
     }
     case undefined:
       process.stdout.write(ADMIN_USAGE);
@@ -150,9 +168,10 @@ export async function waitInSync(client: AdminClient, timeoutMs: number): Promis
 
 function formatStatus(status: Status__Output): string {
   const apiservers = table(
-    ['APISERVER', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
+    ['APISERVER', 'VERSION', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
     status.apiservers.map((a) => [
       a.name,
+      a.version || '-',
       a.standing,
       a.ready || '-',
       a.draining ? 'yes' : 'no',

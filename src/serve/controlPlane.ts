@@ -31,6 +31,8 @@ import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
+import { ControlPlaneJournal, type JournalEntry } from './events.js';
+import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -57,6 +59,8 @@ export class ControlPlane implements AdminBackend {
   private readonly grpcServer: grpc.Server;
   private readonly health: HealthImplementation;
   private adminServer?: HttpServer;
+  /** Recent events (what changed and why), for `admin events` and the status page. */
+  private readonly journal: ControlPlaneJournal;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
   /** Apiservers an operator is draining: the drain record in the Kubernetes API (drainRecord.ts), as last read or written. */
@@ -101,6 +105,8 @@ export class ControlPlane implements AdminBackend {
     // replica serves from the moment its listeners are up, warm or cold.
     this.health = new HealthImplementation({ '': 'NOT_SERVING' });
     this.health.addToServer(this.grpcServer);
+    this.journal = new ControlPlaneJournal(this.departedGraceMs, deps.clock ?? Date.now);
+    this.journal.attach(this.ads);
   }
 
   /**
@@ -196,6 +202,7 @@ export class ControlPlane implements AdminBackend {
       const routes: AdminHttpRoutes = {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
         status: () => this.statusDump(),
+        page: () => this.statusPage(),
       };
       const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
       this.adminServer = started.server;
@@ -250,6 +257,7 @@ export class ControlPlane implements AdminBackend {
       }
     }
     this.reconciled = next;
+    this.journal.reconciled(model, next.plans);
   }
 
   /** Keeps the current model and drains in warmStartFile, when set. */
@@ -300,7 +308,24 @@ export class ControlPlane implements AdminBackend {
 
   /** Admin API: the GetStatus answer. */
   status(): AdminStatus {
-    return adminStatus({
+    return adminStatus(this.statusInput());
+  }
+
+  /** What the status page draws: the same inputs as status(), and the recent events. */
+  statusPage(): StatusPageData {
+    return statusPageData({ ...this.statusInput(), events: this.journal.journal.recent() });
+  }
+
+  recentEvents(limit?: number): JournalEntry[] {
+    return this.journal.journal.recent(limit);
+  }
+
+  followEvents(listener: (entry: JournalEntry) => void): () => void {
+    return this.journal.journal.follow(listener);
+  }
+
+  private statusInput(): Parameters<typeof adminStatus>[0] {
+    return {
       model: this.lastModel ?? { now: 0, apiservers: [], localOnly: [] },
       plans: this.plans,
       ads: this.ads.status(),
@@ -308,7 +333,7 @@ export class ControlPlane implements AdminBackend {
       departedGraceMs: this.departedGraceMs,
       replica: this.config.replicaName,
       reports: this.syncReports,
-    });
+    };
   }
 
   /** The ACKed versions of the sidecars streaming from this replica, for the sync record. */
@@ -351,7 +376,7 @@ export class ControlPlane implements AdminBackend {
     const next = new Set(this.draining);
     if (draining) next.add(apiserver);
     else next.delete(apiserver);
-    this.applyDrains(next);
+    this.applyDrains(next, `asked through mvproxy admin on ${hostname()}`);
     return [...this.draining].sort();
   }
 
@@ -361,14 +386,18 @@ export class ControlPlane implements AdminBackend {
     const unknown = names.filter((n) => !declared.has(n));
     if (unknown.length > 0)
       this.deps.logger.warn({ drainRecord: this.config.drainRecord, unknown }, 'the drain record names apiservers not declared here: ignored');
-    this.applyDrains(new Set(names.filter((n) => declared.has(n))));
+    this.applyDrains(
+      new Set(names.filter((n) => declared.has(n))),
+      `seen in the drain record ${this.config.drainRecord.namespace}/${this.config.drainRecord.name}`,
+    );
   }
 
-  private applyDrains(next: ReadonlySet<string>): void {
+  private applyDrains(next: ReadonlySet<string>, how: string): void {
     const same = next.size === this.draining.size && [...next].every((n) => this.draining.has(n));
     for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, next.has(a.name) ? 1 : 0);
     if (same) return;
     this.deps.logger.info({ draining: [...next].sort() }, 'drains changed');
+    this.journal.drains(this.draining, next, how);
     this.draining = next;
     if (this.lastModel) this.update(this.lastModel, { persist: false });
     this.keepForWarmStart();

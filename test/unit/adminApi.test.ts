@@ -32,6 +32,7 @@ const STATUS: AdminStatus = {
       group_versions: ['batch/v1', 'v1'],
       draining: true,
       ready: 'yes',
+      version: 'v1.37.2',
     },
   ],
   sidecars: [
@@ -42,6 +43,8 @@ const STATUS: AdminStatus = {
       rerouted_routes: 3,
       unavailable_routes: 1,
       xds: PUSH_ORDER.map((url) => ({ type_url: url, version_desired: 'v2', version_sent: 'v2', version_acked: 'v1', last_nack: 'bad' })),
+      replica: '',
+      reported_at: '',
     },
   ],
 };
@@ -74,6 +77,8 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
     explain: () => EXPLANATION,
     drain: async (name) => [name],
     undrain: async () => [],
+    recentEvents: () => [],
+    followEvents: () => () => {},
     ...overrides,
   };
   return {
@@ -94,6 +99,8 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
       calls.push({ method: 'undrain', args });
       return impl.undrain(...args);
     },
+    recentEvents: (...args) => impl.recentEvents(...args),
+    followEvents: (...args) => impl.followEvents(...args),
   };
 }
 
