@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ensureComponents, ensureEnvoyOnly, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
+import { ensureDebianPackage } from '../install/debianPackages.js';
 
 /** What `--only` accepts: Envoy alone is what `npm run test:unit` needs (envoy --mode validate). */
 const ONLY = ['envoy'] as const;
@@ -23,7 +24,11 @@ export async function runInstall(args: string[]): Promise<number> {
   const installed =
     values.only === 'envoy'
       ? { envoy: await ensureEnvoyOnly({ log }) }
-      : await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log });
+      : {
+          ...(await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log })),
+          // The status page test's browser (test/e2e/statusPage.test.ts): Debian's, driven by playwright-core.
+          chromium: await ensureDebianPackage('chromium', 'chromium', log),
+        };
   process.stderr.write(`components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   process.stdout.write(`${JSON.stringify(installed, null, 2)}\n`);
   return 0;
