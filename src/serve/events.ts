@@ -81,7 +81,8 @@ export class ControlPlaneJournal {
 
   reconciled(model: ClusterModel, plans: readonly SidecarPlan[]): void {
     const events = model === this.lastModel ? [] : modelEvents(this.lastModel, model, this.departedGraceMs);
-    events.push(...planEvents(this.lastPlans, plans, model.now));
+    // A plan changes when the model or the drains do: now, not when the model was observed.
+    events.push(...planEvents(this.lastPlans, plans, this.clock()));
     this.lastModel = model;
     this.lastPlans = plans;
     this.journal.record(events);

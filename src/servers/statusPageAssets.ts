@@ -55,6 +55,7 @@ td.cell.unserved .mark { color: #9aa3af; }
 .legend { color: #5b6472; margin: 0 0 0.4em; }
 #filter { width: 24em; padding: 0.2em 0.4em; }
 #counts { color: #5b6472; }
+#events td:nth-child(-n+3) { white-space: nowrap; }
 #events td:nth-child(4) { font-family: ui-monospace, monospace; font-size: 0.92em; }
 `;
 

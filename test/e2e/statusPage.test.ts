@@ -2,7 +2,7 @@
 // real headless browser (Debian's chromium, driven by playwright-core) and
 // `mvproxy admin events`, against a real sandbox of kube-apiserver v1.36.3
 // (kas-a) and v1.37.2 (kas-b) with their sidecars.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +12,10 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startTestSandbox, eventually, type TestSandbox } from '../support/sandbox.js';
+import { CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
+import { planSidecars } from '../../src/planner/planner.js';
+import { statusPageData } from '../../src/servers/statusPage.js';
+import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
 
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -29,6 +33,41 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+const CRDS = 500;
+
+/**
+ * An admin HTTP server whose page data is a synthetic cluster: three
+ * apiservers, 500 CRD group-versions every one serves, one built-in only the
+ * newest serves, and a resource whose name is markup.
+ */
+async function syntheticPage(t: TestContext): Promise<string> {
+  const crds = Array.from({ length: CRDS }, (_, i) => served(`widgets-${i}.example.com`, 'v1', 'widgets'));
+  const evil = served('evil.example.com', 'v1', '<img src=x onerror=alert(1)>');
+  const m = model({
+    'kas-a': { serves: [...CORE, ...crds] },
+    'kas-b': { serves: [...CORE, ...crds] },
+    'kas-c': { serves: [...CORE, ...crds, evil, served('storagemigration.k8s.io', 'v1', 'storageversionmigrations')] },
+  });
+  const draining = new Set<string>();
+  const data = statusPageData({
+    model: m,
+    plans: planSidecars(m, { departedGraceMs: GRACE_MS, draining }),
+    ads: {},
+    draining,
+    departedGraceMs: GRACE_MS,
+    replica: 'synthetic',
+    reports: new Map(),
+    events: [{ sequence: 1, at: NOW, kind: 'nack', subject: 'kas-a', message: '<b>not bold</b>' }],
+  });
+  const { server, url } = await startAdminHttp('127.0.0.1', 0, {
+    metrics: async () => ({ type: 'text/plain', body: '' }),
+    status: () => ({}),
+    page: () => data,
+  });
+  t.after(() => stopAdminHttp(server));
+  return url;
+}
+
 const SVM_ROW = '[data-gvr="storagemigration.k8s.io/v1/storageversionmigrations"]';
 
 describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37.2)', () => {
@@ -114,9 +153,6 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     process.stderr.write(`# the page showed the drain ${shown - asked} ms after admin drain returned (${shown - started} ms after it was run)\n`);
     // The drained apiserver's own sidecar now sends what kas-b also serves there.
     await page.waitForSelector('[data-gvr="v1/configmaps"] td.cell[data-route="kas-b"]', { timeout: 10_000 });
-    mkdirSync(dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    process.stderr.write(`# screenshot: ${SCREENSHOT}\n`);
     assert.deepEqual(consoleErrors, []);
   });
 
@@ -138,5 +174,30 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     }
     const code = await new Promise<number | null>((resolve) => follower.once('exit', (c) => resolve(c)));
     assert.equal(code, 0, 'Ctrl-C ends admin events --follow normally');
+  });
+
+  it('after the undrain, the page shows the whole story in its events (the README screenshot)', async () => {
+    await page.waitForSelector('#events tr[data-kind="undrain"][data-subject="kas-a"]', { timeout: 10_000 });
+    await page.waitForSelector('#apiservers [data-apiserver="kas-a"] td.draining:text-is("no")', { timeout: 10_000 });
+    await page.waitForSelector('#sidecars [data-sidecar="kas-a"] td:nth-child(3):text-is("yes")', { timeout: 30_000 });
+    mkdirSync(dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    process.stderr.write(`# screenshot: ${SCREENSHOT}\n`);
+    assert.deepEqual(consoleErrors, []);
+  });
+
+  it('with 3 apiservers and 500 CRDs the page expands only the differences, filters, and shows cluster strings as text', async (t) => {
+    const url = await syntheticPage(t);
+    await page.goto(`${url}/`);
+    await page.waitForSelector('#matrix [data-gvr]');
+    const drawn = await page.$$eval('#matrix tr[data-gvr]', (rows) => rows.map((r) => r.getAttribute('data-gvr')));
+    process.stderr.write(`# 3 apiservers, ${CRDS + 2} resources: ${drawn.length} rows expanded by default\n`);
+    assert.deepEqual(drawn, ['evil.example.com/v1/<img src=x onerror=alert(1)>', 'storagemigration.k8s.io/v1/storageversionmigrations']);
+    // What a CRD author wrote is text on the page, never markup.
+    assert.equal(await page.$('#matrix img'), null);
+    await page.fill('#filter', 'widgets-42.');
+    await page.waitForFunction(() => document.querySelectorAll('#matrix tr[data-gvr]').length === 1);
+    assert.equal(await page.getAttribute('#matrix tr[data-gvr]', 'data-gvr'), 'widgets-42.example.com/v1/widgets');
+    assert.deepEqual(consoleErrors, []);
   });
 });
