@@ -147,14 +147,14 @@ function signed(n: number): string {
   return n >= 0 ? `+${n}` : String(n);
 }
 
-/** drain/undrain events between two sets of drained apiservers; `how` says who asked, when known. */
-export function drainEvents(before: ReadonlySet<string>, after: ReadonlySet<string>, at: number, how: string): ClusterEvent[] {
+/** drain/undrain events between two sets of drained apiservers; `how` says, per apiserver, who asked, when known. */
+export function drainEvents(before: ReadonlySet<string>, after: ReadonlySet<string>, at: number, how: (apiserver: string) => string): ClusterEvent[] {
   const events: ClusterEvent[] = [];
   for (const name of [...after].sort(compareStrings)) {
-    if (!before.has(name)) events.push({ at, kind: 'drain', subject: name, message: `drained: traffic moves off it (${how})` });
+    if (!before.has(name)) events.push({ at, kind: 'drain', subject: name, message: `drained: traffic moves off it (${how(name)})` });
   }
   for (const name of [...before].sort(compareStrings)) {
-    if (!after.has(name)) events.push({ at, kind: 'undrain', subject: name, message: `drain ended (${how})` });
+    if (!after.has(name)) events.push({ at, kind: 'undrain', subject: name, message: `drain ended (${how(name)})` });
   }
   return events;
 }

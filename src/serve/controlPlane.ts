@@ -148,7 +148,7 @@ export class ControlPlane implements AdminBackend {
     this.drainWatcher = new DrainWatcher({
       client: createKubeListWatchClient(kubeConfig),
       ref: drainRecord,
-      onChange: (names) => this.drainsObserved(names),
+      onChange: (names, notes) => this.drainsObserved(names, notes),
       logger: deps.logger.child({ component: 'drains' }),
     });
     const reporter = new SyncReporter({
@@ -381,7 +381,7 @@ export class ControlPlane implements AdminBackend {
   }
 
   /** The drain record changed (any replica, or kubectl): names not declared here are ignored, with a warning. */
-  private drainsObserved(names: readonly string[]): void {
+  private drainsObserved(names: readonly string[], notes: Readonly<Record<string, string>>): void {
     const declared = new Set(this.apiserverNames());
     const unknown = names.filter((n) => !declared.has(n));
     if (unknown.length > 0)
@@ -389,15 +389,16 @@ export class ControlPlane implements AdminBackend {
     this.applyDrains(
       new Set(names.filter((n) => declared.has(n))),
       `seen in the drain record ${this.config.drainRecord.namespace}/${this.config.drainRecord.name}`,
+      notes,
     );
   }
 
-  private applyDrains(next: ReadonlySet<string>, how: string): void {
+  private applyDrains(next: ReadonlySet<string>, how: string, notes: Readonly<Record<string, string>> = {}): void {
     const same = next.size === this.draining.size && [...next].every((n) => this.draining.has(n));
     for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, next.has(a.name) ? 1 : 0);
     if (same) return;
     this.deps.logger.info({ draining: [...next].sort() }, 'drains changed');
-    this.journal.drains(this.draining, next, how);
+    this.journal.drains(this.draining, next, how, notes);
     this.draining = next;
     if (this.lastModel) this.update(this.lastModel, { persist: false });
     this.keepForWarmStart();

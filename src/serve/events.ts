@@ -88,8 +88,14 @@ export class ControlPlaneJournal {
     this.journal.record(events);
   }
 
-  drains(before: ReadonlySet<string>, after: ReadonlySet<string>, how: string): void {
-    this.journal.record(drainEvents(before, after, this.clock(), how));
+  /** `how` says who asked; `notes`, what the drain record keeps with each drain (preferred when there is one). */
+  drains(before: ReadonlySet<string>, after: ReadonlySet<string>, how: string, notes: Readonly<Record<string, string>> = {}): void {
+    const said = (name: string): string => {
+      const note = Object.hasOwn(notes, name) ? notes[name] : undefined;
+      // Anyone who may write the record wrote this: one short line.
+      return note ? note.replace(/\s+/g, ' ').slice(0, 200) : how;
+    };
+    this.journal.record(drainEvents(before, after, this.clock(), said));
   }
 
   /** Follows the ADS server's connects, disconnects and NACKs (with Envoy's message). */

@@ -94,6 +94,15 @@ describe('ControlPlaneJournal', () => {
     );
   });
 
+  test('a drain seen in the drain record says what the record keeps with it, on one line', () => {
+    const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
+    cp.drains(new Set(['b']), new Set(['a']), 'seen in the drain record', { a: 'drained through mvproxy admin\non cp-2' });
+    assert.deepEqual(
+      cp.journal.recent().map((e) => e.message),
+      ['drained: traffic moves off it (drained through mvproxy admin on cp-2)', 'drain ended (seen in the drain record)'],
+    );
+  });
+
   test('a reconcile with the same model records only plan changes, and drains are recorded with who asked', () => {
     const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
     const m = model({ a: { serves: CORE } });

@@ -117,9 +117,12 @@ describe('planEvents', () => {
 
 describe('drainEvents', () => {
   test('a drain and an undrain name the apiserver and who asked', () => {
-    assert.deepEqual(drainEvents(new Set(['b']), new Set(['a']), NOW, 'asked through mvproxy admin on cp-1'), [
-      { at: NOW, kind: 'drain', subject: 'a', message: 'drained: traffic moves off it (asked through mvproxy admin on cp-1)' },
-      { at: NOW, kind: 'undrain', subject: 'b', message: 'drain ended (asked through mvproxy admin on cp-1)' },
-    ]);
+    assert.deepEqual(
+      drainEvents(new Set(['b']), new Set(['a']), NOW, () => 'asked through mvproxy admin on cp-1'),
+      [
+        { at: NOW, kind: 'drain', subject: 'a', message: 'drained: traffic moves off it (asked through mvproxy admin on cp-1)' },
+        { at: NOW, kind: 'undrain', subject: 'b', message: 'drain ended (asked through mvproxy admin on cp-1)' },
+      ],
+    );
   });
 });
