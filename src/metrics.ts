@@ -25,12 +25,18 @@ export interface Metrics {
   xdsNacks: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_pushes_total{node,type_url}. */
   xdsPushes: Counter<'node' | 'type_url'>;
+  /** mvproxy_xds_acks_total{node,type_url}: xDS responses an Envoy accepted. */
+  xdsAcks: Counter<'node' | 'type_url'>;
+  /** mvproxy_xds_streams{node}: ADS streams open from each sidecar (0: disconnected). */
+  xdsStreams: Gauge<'node'>;
   /** mvproxy_ext_proc_requests_total{result}: merged-document answers (discovery), local ones let through (pass), failures (error). */
   extProcRequests: Counter<'result'>;
   /** mvproxy_ext_proc_duration_seconds: time to answer the response headers of one merged-document request. */
   extProcDuration: Histogram;
   /** mvproxy_apiserver_draining{apiserver}: 1 while an operator drains it. */
   apiserverDraining: Gauge<'apiserver'>;
+  /** mvproxy_apiserver_ready{apiserver}: its /readyz as last read (0: drained automatically); absent until read. */
+  apiserverReady: Gauge<'apiserver'>;
 }
 
 export interface MetricsOptions {
@@ -87,6 +93,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['node', 'type_url'] as const,
       registers,
     }),
+    xdsAcks: new Counter({
+      name: 'mvproxy_xds_acks_total',
+      help: 'Total number of xDS responses an Envoy accepted (ACK).',
+      labelNames: ['node', 'type_url'] as const,
+      registers,
+    }),
+    xdsStreams: new Gauge({
+      name: 'mvproxy_xds_streams',
+      help: 'ADS streams open from each sidecar (0 while it is disconnected).',
+      labelNames: ['node'] as const,
+      registers,
+    }),
     extProcRequests: new Counter({
       name: 'mvproxy_ext_proc_requests_total',
       help: 'Total number of ext_proc requests by decision or error.',
@@ -105,5 +123,48 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['apiserver'] as const,
       registers,
     }),
+    apiserverReady: new Gauge({
+      name: 'mvproxy_apiserver_ready',
+      help: "1 while the apiserver's /readyz (read with each discovery poll) passes; 0 while it fails, when traffic moves off it as by a drain.",
+      labelNames: ['apiserver'] as const,
+      registers,
+    }),
+  };
+}
+
+/** Sets mvproxy_apiserver_ready from the apiservers' last /readyz; one never read yet has no series. */
+export function recordReadiness(metrics: Pick<Metrics, 'apiserverReady'>, apiservers: ReadonlyArray<{ name: string; ready?: boolean }>): void {
+  for (const a of apiservers) {
+    if (a.ready === undefined) metrics.apiserverReady.remove({ apiserver: a.name });
+    else metrics.apiserverReady.set({ apiserver: a.name }, a.ready ? 1 : 0);
+  }
+}
+
+/** The ADS server's counting hooks (src/servers/ads.ts AdsMetrics), fed into `metrics`. */
+export interface XdsMetricHooks {
+  streamOpened(node: string): void;
+  streamClosed(node: string): void;
+  responseSent(node: string, typeUrl: string): void;
+  ack(node: string, typeUrl: string): void;
+  nack(node: string, typeUrl: string): void;
+}
+
+/**
+ * Counts pushes, ACKs and NACKs per sidecar and type. The first push of a type
+ * to a sidecar also makes its ACK and NACK counters exist at 0, so a sidecar
+ * that never rejected anything shows 0 NACKs instead of no series at all.
+ */
+export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 'xdsNacks' | 'xdsStreams'>): XdsMetricHooks {
+  return {
+    streamOpened: (node) => metrics.xdsStreams.inc({ node }),
+    streamClosed: (node) => metrics.xdsStreams.dec({ node }),
+    responseSent: (node, typeUrl) => {
+      const labels = { node, type_url: typeUrl };
+      metrics.xdsPushes.inc(labels);
+      metrics.xdsAcks.inc(labels, 0);
+      metrics.xdsNacks.inc(labels, 0);
+    },
+    ack: (node, typeUrl) => metrics.xdsAcks.inc({ node, type_url: typeUrl }),
+    nack: (node, typeUrl) => metrics.xdsNacks.inc({ node, type_url: typeUrl }),
   };
 }

@@ -8,30 +8,25 @@ import { adminGrpc } from '../servers/admin.js';
 import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
+import type { SidecarConfig__Output } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readState } from '../sandbox/state.js';
+import { ADMIN_VERB_USAGE, asksForHelp, COMMAND_USAGE } from './usage.js';
+import { table } from './table.js';
+import { configTypeUrl, formatConfig } from './adminConfig.js';
+
+const ADMIN_USAGE = COMMAND_USAGE['admin'] ?? '';
 import { sandboxDir } from './sandbox.js';
 import { streamEvents } from './adminEvents.js';
 
-const ADMIN_USAGE = `usage: mvproxy admin [--socket PATH] [-o json] <verb>
-
-verbs:
-  status                          every apiserver as the control plane sees it, every sidecar's xDS state
-  explain SIDECAR PATH [--peer-proxied]
-                                  where a request for PATH sent to SIDECAR goes now, and why
-  drain NAME [--wait] [--timeout SECONDS]
-                                  move traffic off apiserver NAME before taking it down; --wait returns
-                                  once every sidecar runs the new routes
-  undrain NAME [--wait] [--timeout SECONDS]
-                                  end the drain
-  events [--follow]               what changed and why (apiservers, served sets, plans, NACKs, drains,
-                                  sidecar streams), one line each; --follow keeps printing new ones
-
-The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
-`;
-
 const CALL_DEADLINE_MS = 10_000;
 
-export async function runAdmin(args: string[]): Promise<number> {
+/** `invokedAs` names the command in help texts: `mvproxy admin`, or `kubectl mvproxy` for the kubectl plugin. */
+export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Promise<number> {
+  const usage = (verb?: string): string => ((verb && ADMIN_VERB_USAGE[verb]) || ADMIN_USAGE).replaceAll('mvproxy admin', invokedAs);
+  if (asksForHelp(args)) {
+    process.stdout.write(usage(args.find((a) => !a.startsWith('-') && ADMIN_VERB_USAGE[a] !== undefined)));
+    return 0;
+  }
   const { values, positionals } = parseArgs({
     args,
     options: {
@@ -41,18 +36,22 @@ export async function runAdmin(args: string[]): Promise<number> {
       wait: { type: 'boolean', default: false },
       follow: { type: 'boolean', short: 'f', default: false },
       timeout: { type: 'string', default: '60' },
+      type: { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
   });
   const [verb, ...operands] = positionals;
   const json = values.output === 'json';
-  if (values.output !== undefined && !json) throw new Error(`-o: only "json" is supported, got ${JSON.stringify(values.output)}`);
+  const outputs = verb === 'config' ? ['json', 'yaml'] : ['json'];
+  if (values.output !== undefined && !outputs.includes(values.output))
+    throw new Error(`-o: ${outputs.map((o) => JSON.stringify(o)).join(' or ')} for admin ${verb ?? ''}, got ${JSON.stringify(values.output)}`);
+  if (values.type !== undefined && verb !== 'config') throw new Error('--type: only for admin config');
   const timeoutSeconds = Number(values.timeout);
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
     throw new Error(`--timeout: a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
   const expect = (count: number, names: string): string[] => {
-    if (operands.length !== count) throw new Error(`admin ${verb} needs ${names}\n\n${ADMIN_USAGE}`);
+    if (operands.length !== count) throw new Error(`${verb} needs ${names}\n\n${usage(verb)}`);
     return operands;
   };
 
@@ -77,9 +76,10 @@ export async function runAdmin(args: string[]): Promise<number> {
         process.stderr.write(`draining: ${answer.draining.length > 0 ? answer.draining.join(', ') : 'none'}\n`);
         if (!values.wait) return 0;
         const status = await waitInSync(c, timeoutSeconds * 1000);
-        const [here, elsewhere] = [status.sidecars.filter((s) => s.connected), status.sidecars.filter((s) => !s.connected)];
-        process.stderr.write(`every sidecar connected here runs the new routes (${here.map((s) => s.node).join(', ')})\n`);
-        if (elsewhere.length > 0) process.stderr.write(`not connected here (ask the replica they stream from): ${elsewhere.map((s) => s.node).join(', ')}\n`);
+        const [connected, nowhere] = [status.sidecars.filter((s) => s.connected), status.sidecars.filter((s) => !s.connected)];
+        const named = connected.map((s) => (s.replica ? `${s.node} via ${s.replica}` : s.node));
+        process.stderr.write(`every connected sidecar runs the new routes (${named.join(', ')})\n`);
+        if (nowhere.length > 0) process.stderr.write(`connected to no replica: ${nowhere.map((s) => s.node).join(', ')}\n`);
         return 0;
       });
     }
@@ -97,11 +97,18 @@ export async function runAdmin(args: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'config': {
+      const [sidecar] = expect(1, 'the SIDECAR name') as [string];
+      const typeUrl = values.type === undefined ? '' : configTypeUrl(values.type);
+      const config = await withClient(values.socket, (c) => call(c, 'GetConfig', { sidecar, type_url: typeUrl }));
+      process.stdout.write(formatConfig(config, values.output === 'json' ? 'json' : values.output === 'yaml' ? 'yaml' : 'table'));
+      return 0;
+    }
     case undefined:
-      process.stdout.write(ADMIN_USAGE);
+      process.stdout.write(usage());
       return 2;
     default:
-      throw new Error(`admin: unknown verb ${JSON.stringify(verb)}\n\n${ADMIN_USAGE}`);
+      throw new Error(`unknown verb ${JSON.stringify(verb)}\n\n${usage()}`);
   }
 }
 
@@ -132,6 +139,7 @@ interface Calls {
   Explain: [{ sidecar: string; path: string; peer_proxied: boolean }, Explanation__Output];
   Drain: [{ apiserver: string }, { draining: string[] }];
   Undrain: [{ apiserver: string }, { draining: string[] }];
+  GetConfig: [{ sidecar: string; type_url: string }, SidecarConfig__Output];
 }
 
 /** One unary call with a deadline; gRPC errors become plain errors carrying the server's words. */
@@ -202,16 +210,4 @@ function formatExplanation(e: Explanation__Output): string {
     ? `resource ${r.group === '' ? 'core' : r.group}/${r.version} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.namespace ? ` in namespace ${r.namespace}` : ''}${r.name ? ` named ${r.name}` : ''}`
     : `not a resource request${r?.error ? ` (${r.error})` : ''}`;
   return `destination: ${where}\nrule:        ${e.rule}\nreason:      ${e.reason}\nrequest:     ${parsed}\n`;
-}
-
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  return `${[header, ...rows]
-    .map((row) =>
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n')}\n`;
 }

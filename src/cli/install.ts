@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
+import { DEBIAN_PACKAGES, ensureDebianPackages } from '../install/debianPackages.js';
 import { ensureComponents, ensureEnvoyOnly, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
-import { ensureDebianPackage } from '../install/debianPackages.js';
 
 /** What `--only` accepts: Envoy alone is what `npm run test:unit` needs (envoy --mode validate). */
 const ONLY = ['envoy'] as const;
@@ -26,8 +26,8 @@ export async function runInstall(args: string[]): Promise<number> {
       ? { envoy: await ensureEnvoyOnly({ log }) }
       : {
           ...(await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log })),
-          // The status page test's browser (test/e2e/statusPage.test.ts): Debian's, driven by playwright-core.
-          chromium: await ensureDebianPackage('chromium', 'chromium', log),
+          // System tools from Debian's archive: h2load (bench), prometheus (dashboard test), chromium (status page test).
+          debian: await ensureDebianPackages(DEBIAN_PACKAGES, log),
         };
   process.stderr.write(`components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   process.stdout.write(`${JSON.stringify(installed, null, 2)}\n`);

@@ -7,10 +7,16 @@ import { fileURLToPath } from 'node:url';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
 import { Sandbox, SANDBOX_MODES, type SandboxMode } from '../sandbox/sandbox.js';
+import type { ControlPlaneReplicas } from '../sandbox/controlPlanes.js';
 import { readState } from '../sandbox/state.js';
 import { serveControl, callControl } from '../sandbox/control.js';
 import { tailOfFile } from '../sandbox/processes.js';
 import { processAlive } from '../util/process.js';
+import { nextSteps } from '../sandbox/nextSteps.js';
+
+/** Set in the environment of the background `sandbox up` that --detach starts. */
+const DETACHED_ENV = 'MVPROXY_SANDBOX_DETACHED';
+const detachedChild = (): boolean => process.env[DETACHED_ENV] === '1';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -34,6 +40,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       dir: { type: 'string' },
       'base-port': { type: 'string' },
       mode: { type: 'string', default: 'mvproxy' },
+      'control-plane-replicas': { type: 'string', default: 'one' },
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
     },
@@ -47,8 +54,10 @@ export async function runSandbox(args: string[]): Promise<number> {
       const specs = (values.apiserver ?? [...DEFAULT_KUBERNETES_VERSIONS]).map(parseApiserverFlag);
       const basePort = values['base-port'] === undefined ? undefined : parsePort(values['base-port']);
       const mode = parseMode(values.mode);
+      const replicas = values['control-plane-replicas'];
+      if (replicas !== 'one' && replicas !== 'per-apiserver') throw new Error('--control-plane-replicas must be one or per-apiserver');
       if (values.detach) return upDetached(rest, dir, statePath);
-      return upForeground(specs, dir, basePort, mode);
+      return upForeground(specs, dir, basePort, mode, replicas);
     }
     case 'down': {
       if (!existsSync(statePath)) {
@@ -90,7 +99,13 @@ function parsePort(text: string): number {
   return n;
 }
 
-async function upForeground(specs: ApiserverSpec[], dir: string, basePort: number | undefined, mode: SandboxMode): Promise<number> {
+async function upForeground(
+  specs: ApiserverSpec[],
+  dir: string,
+  basePort: number | undefined,
+  mode: SandboxMode,
+  controlPlaneReplicas: ControlPlaneReplicas,
+): Promise<number> {
   if (existsSync(join(dir, 'state.json'))) {
     const state = readState(join(dir, 'state.json'));
     if (processAlive(state.pid)) throw new Error(`a sandbox is already running in ${dir} (pid ${state.pid}); run: npx mvproxy sandbox down`);
@@ -99,7 +114,15 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   const versions = [...new Set(specs.map((s) => s.version))];
   const components = await ensureComponents({ kubernetesVersions: versions, log: progress });
   const started = Date.now();
-  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, progress, mode, ...(basePort !== undefined ? { basePort } : {}) });
+  const sandbox = await Sandbox.up({
+    dir,
+    apiservers: specs,
+    components,
+    progress,
+    mode,
+    controlPlaneReplicas,
+    ...(basePort !== undefined ? { basePort } : {}),
+  });
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
@@ -115,6 +138,8 @@ async function upForeground(specs: ApiserverSpec[], dir: string, basePort: numbe
   await control;
   progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (mode ${mode}); logs in ${sandbox.logsDir}`);
   process.stdout.write(`${sandbox.statePath}\n`);
+  // A detached child's output goes to its log; its parent prints the next steps.
+  if (!detachedChild()) process.stderr.write(nextSteps(sandbox.state(), { detached: false }));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   return 0;
@@ -128,6 +153,7 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
   const child = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url)), 'sandbox', 'up', ...args.filter((a) => a !== '--detach')], {
     detached: true,
     stdio: ['ignore', fd, fd],
+    env: { ...process.env, [DETACHED_ENV]: '1' },
   });
   closeSync(fd);
   child.unref();
@@ -137,6 +163,7 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
   for (;;) {
     if (existsSync(statePath) && readState(statePath).pid === child.pid) {
       process.stdout.write(`${statePath}\n`);
+      process.stderr.write(nextSteps(readState(statePath), { detached: true }));
       return 0;
     }
     if (exited) throw new Error(`sandbox failed to start:\n${tailOfFile(logFile, 30)}`);

@@ -1,5 +1,6 @@
 // System tools some commands need that are not npm packages (h2load for the
-// benchmark): installed from Debian's archive with apt-get when missing.
+// benchmark, Prometheus for the dashboard test): installed from Debian's
+// archive with apt-get when missing, by `mvproxy install` (DEBIAN_PACKAGES).
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -20,9 +21,24 @@ export function findExecutable(binary: string, path: string = process.env['PATH'
   return undefined;
 }
 
-/** Pure: the command that installs `pkg`, run directly as root and through sudo otherwise. */
-export function aptInstallCommand(pkg: string, isRoot: boolean): { cmd: string; args: string[] } {
-  const apt = ['apt-get', 'install', '-y', '--no-install-recommends', pkg];
+/** A Debian package the project needs, found by one of its executables. */
+export interface DebianPackage {
+  binary: string;
+  pkg: string;
+  /** What needs it (for progress lines and errors). */
+  neededBy: string;
+}
+
+/** Every Debian package `mvproxy install` makes sure of. */
+export const DEBIAN_PACKAGES: readonly DebianPackage[] = [
+  { binary: 'h2load', pkg: 'nghttp2-client', neededBy: 'the benchmark (throughput at 8 and 64 in flight)' },
+  { binary: 'prometheus', pkg: 'prometheus', neededBy: 'the dashboard test (a real Prometheus scraping the sandbox)' },
+  { binary: 'chromium', pkg: 'chromium', neededBy: 'the status page test (a real headless browser, driven by playwright-core)' },
+];
+
+/** Pure: the command that installs `pkgs`, run directly as root and through sudo otherwise. */
+export function aptInstallCommand(pkgs: string | readonly string[], isRoot: boolean): { cmd: string; args: string[] } {
+  const apt = ['apt-get', 'install', '-y', '--no-install-recommends', ...(typeof pkgs === 'string' ? [pkgs] : pkgs)];
   return isRoot ? { cmd: apt[0] ?? 'apt-get', args: apt.slice(1) } : { cmd: 'sudo', args: ['-n', ...apt] };
 }
 
@@ -32,22 +48,46 @@ export function aptInstallCommand(pkg: string, isRoot: boolean): { cmd: string; 
  * with what to run by hand when it cannot install.
  */
 export async function ensureDebianPackage(binary: string, pkg: string, log: LogFn): Promise<string> {
-  const found = findExecutable(binary);
-  if (found) return found;
-  const byHand = `install it by hand: sudo apt-get install -y ${pkg}`;
-  if (!findExecutable('apt-get')) throw new Error(`${binary} is missing and this machine has no apt-get: install ${binary} (Debian package ${pkg}) by hand`);
+  const paths = await ensureDebianPackages([{ binary, pkg, neededBy: binary }], log);
+  const path = paths[binary];
+  if (path === undefined) throw new Error(`internal: no path for ${binary}`);
+  return path;
+}
+
+/**
+ * Makes sure every package's binary exists, installing the missing packages
+ * in one apt-get run (as root, or with passwordless sudo), its output passed
+ * on line by line as progress. Returns each binary's path; throws with what
+ * to run by hand when it cannot install.
+ */
+export async function ensureDebianPackages(packages: readonly DebianPackage[], log: LogFn): Promise<Record<string, string>> {
+  const paths: Record<string, string> = {};
+  const missing: DebianPackage[] = [];
+  for (const p of packages) {
+    const found = findExecutable(p.binary);
+    if (found) paths[p.binary] = found;
+    else missing.push(p);
+  }
+  if (missing.length === 0) return paths;
+  const pkgs = missing.map((p) => p.pkg);
+  const what = missing.map((p) => `${p.binary} (Debian package ${p.pkg}, for ${p.neededBy})`).join(', ');
+  const byHand = `install by hand: sudo apt-get install -y ${pkgs.join(' ')}`;
+  if (!findExecutable('apt-get')) throw new Error(`missing: ${what}, and this machine has no apt-get; install them by hand`);
   const isRoot = process.getuid?.() === 0;
-  if (!isRoot && !findExecutable('sudo')) throw new Error(`${binary} is missing, this process is not root and has no sudo; ${byHand}`);
-  log(`${binary} is missing: installing Debian package ${pkg} (apt-get) ...`);
+  if (!isRoot && !findExecutable('sudo')) throw new Error(`missing: ${what}; this process is not root and has no sudo; ${byHand}`);
+  log(`missing: ${what}: installing with apt-get ...`);
   // A stale package index makes install fail to find the package: refresh it first.
-  for (const step of [aptCommand(['update'], isRoot), aptInstallCommand(pkg, isRoot)]) {
+  for (const step of [aptCommand(['update'], isRoot), aptInstallCommand(pkgs, isRoot)]) {
     const code = await runLogged(step.cmd, step.args, log);
     if (code !== 0) throw new Error(`${step.cmd} ${step.args.join(' ')} failed (exit code ${code}); ${byHand}`);
   }
-  const installed = findExecutable(binary);
-  if (!installed) throw new Error(`package ${pkg} installed but ${binary} is still not on PATH`);
-  log(`${binary} installed: ${installed}`);
-  return installed;
+  for (const p of missing) {
+    const installed = findExecutable(p.binary);
+    if (!installed) throw new Error(`package ${p.pkg} installed but ${p.binary} is still not on PATH`);
+    log(`${p.binary} installed: ${installed}`);
+    paths[p.binary] = installed;
+  }
+  return paths;
 }
 
 function aptCommand(args: string[], isRoot: boolean): { cmd: string; args: string[] } {

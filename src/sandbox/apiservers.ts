@@ -24,6 +24,8 @@ export interface RunningApiserver {
   spec: ApiserverSpec;
   port: number;
   sidecarPort: number;
+  /** The sidecar's loopback Prometheus stats listener (GET /stats/prometheus only). */
+  sidecarStatsPort: number;
   process?: ManagedProcess;
 }
 

@@ -8,6 +8,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ControlPlaneAddress } from '../xds/bootstrap.js';
+import { replicaServeConfig, serveArgs, sidecarControlPlanes, type NodeApiserver, type ReplicaTuning } from '../deploy/replica.js';
 import type { RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { freePorts } from './ports.js';
@@ -15,6 +16,12 @@ import { ManagedProcess } from './processes.js';
 import type { SandboxState } from './state.js';
 
 const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+
+/** What the sandbox tunes beyond serve's defaults: it polls discovery twice as often. */
+export const SANDBOX_REPLICA_TUNING: ReplicaTuning = { departedGraceSeconds: 300, localOnlyGraceSeconds: 300, discoveryPollMillis: 500 };
+
+/** The DNS SAN of the sandbox's xDS serving certificate (pki.ts), sent as SNI by failing-over sidecars. */
+export const SANDBOX_XDS_SERVER_NAME = 'localhost';
 
 /** `one`: a single control plane; `per-apiserver`: one replica beside each apiserver, as deploy/kubeadm does. */
 export type ControlPlaneReplicas = 'one' | 'per-apiserver';
@@ -72,31 +79,40 @@ export class SandboxControlPlanes {
         this.replicas.push({ name: `mvproxy-${run.spec.name}`, node: run.spec.name, adminPort: admin, xdsTcpPort: xds });
       });
     }
+    const nodes: NodeApiserver[] = apiservers.map((run) => {
+      const serving = pki.serving[run.spec.name];
+      if (!serving) throw new Error(`internal: no serving certificate for ${run.spec.name}`);
+      return {
+        name: run.spec.name,
+        hostname: run.spec.name,
+        address: `127.0.0.1:${run.port}`,
+        sidecarListen: `127.0.0.1:${run.sidecarPort}`,
+        servingCert: serving.cert,
+        servingKey: serving.key,
+      };
+    });
+    const tls = { clientCa: pki.ca.cert, frontProxyClientCert: pki.frontProxyClient.cert, frontProxyClientKey: pki.frontProxyClient.key, peerCa: pki.peerCa };
     for (const replica of this.replicas) {
-      const config = {
-        kubeconfig,
-        apiservers: apiservers.map((run) => ({
-          name: run.spec.name,
-          hostname: run.spec.name,
-          address: `127.0.0.1:${run.port}`,
-          sidecar: { listen: `127.0.0.1:${run.sidecarPort}`, servingCert: pki.serving[run.spec.name]?.cert, servingKey: pki.serving[run.spec.name]?.key },
-        })),
-        tls: { clientCa: pki.ca.cert, frontProxyClientCert: pki.frontProxyClient.cert, frontProxyClientKey: pki.frontProxyClient.key, peerCa: pki.peerCa },
-        xds: {
-          unixSocket: this.xdsSocket(replica),
+      const config = replicaServeConfig(
+        nodes,
+        tls,
+        {
+          // All replicas share one host here: the name tells them apart in the sync record.
+          replicaName: replica.name,
+          kubeconfig,
+          xdsSocket: this.xdsSocket(replica),
           ...(replica.xdsTcpPort === undefined
             ? {}
-            : { tcp: { listen: `127.0.0.1:${replica.xdsTcpPort}`, cert: pki.xdsServer.cert, key: pki.xdsServer.key, clientCa: pki.ca.cert } }),
+            : { xdsTcp: { listen: `127.0.0.1:${replica.xdsTcpPort}`, cert: pki.xdsServer.cert, key: pki.xdsServer.key, clientCa: pki.ca.cert } }),
+          adminListen: `127.0.0.1:${replica.adminPort}`,
+          adminSocket: this.adminSocket(replica),
+          warmStartFile: this.warmStartFile(replica),
         },
-        admin: { listen: `127.0.0.1:${replica.adminPort}`, socket: this.adminSocket(replica) },
-        warmStartFile: this.warmStartFile(replica),
-        // All replicas share one host here: the name tells them apart in the sync record.
-        replicaName: replica.name,
-        ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
-        departedGraceSeconds: 300,
-        localOnlyGraceSeconds: 300,
-        discoveryPollMillis: 500,
-      };
+        {
+          ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
+          ...SANDBOX_REPLICA_TUNING,
+        },
+      );
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
       // A new sandbox starts with nothing kept (its etcd is new: nothing drained either); restarts keep the file.
       rmSync(this.warmStartFile(replica), { force: true });
@@ -115,25 +131,20 @@ export class SandboxControlPlanes {
     const own = this.replicas.find((r) => r.node === node) ?? this.replicas[0];
     if (!own) throw new Error('internal: no control plane');
     const cert = pki.xdsClients[node];
-    const others = this.replicas.filter((r) => r !== own && r.xdsTcpPort !== undefined);
+    const others = this.replicas.filter((r) => r !== own && r.xdsTcpPort !== undefined).map((r) => `127.0.0.1:${r.xdsTcpPort}`);
     if (others.length > 0 && !cert) throw new Error(`internal: no xDS client certificate for ${node}`);
-    return [
-      { unixSocket: this.xdsSocket(own) },
-      ...others.map(
-        (r): ControlPlaneAddress => ({
-          host: '127.0.0.1',
-          port: r.xdsTcpPort ?? 0,
-          tls: { ca: { filename: pki.ca.cert }, cert: { filename: cert?.cert ?? '' }, key: { filename: cert?.key ?? '' }, serverName: 'localhost' },
-        }),
-      ),
-    ];
+    return sidecarControlPlanes(
+      this.xdsSocket(own),
+      others,
+      cert ? { ca: pki.ca.cert, cert: cert.cert, key: cert.key, serverName: SANDBOX_XDS_SERVER_NAME } : undefined,
+    );
   }
 
   private async launch(replica: Replica): Promise<void> {
     const proc = new ManagedProcess({
       name: replica.name,
       command: process.execPath,
-      args: [cliMain, 'serve', `--config=${this.configPath(replica)}`, '--log-level=info'],
+      args: [cliMain, ...serveArgs(this.configPath(replica), 'info')],
       logFile: join(this.opts.logsDir, `${replica.name}.log`),
     });
     replica.process = proc;

@@ -66,6 +66,7 @@ interface PortLayout {
   controlPlaneAdmin: number;
   apiservers: number[];
   sidecars: number[];
+  sidecarStats: number[];
 }
 
 export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
@@ -138,9 +139,9 @@ export class Sandbox {
     await this.startEtcd(ports.etcdClient, ports.etcdPeer);
     this.opts.apiservers.forEach((spec, i) => {
       const port = ports.apiservers[i];
-      const sidecarPort = ports.sidecars[i];
-      if (port === undefined || sidecarPort === undefined) throw new Error('internal: port allocation mismatch');
-      this.apiservers.set(spec.name, { spec, port, sidecarPort });
+      const [sidecarPort, sidecarStatsPort] = [ports.sidecars[i], ports.sidecarStats[i]];
+      if (port === undefined || sidecarPort === undefined || sidecarStatsPort === undefined) throw new Error('internal: port allocation mismatch');
+      this.apiservers.set(spec.name, { spec, port, sidecarPort, sidecarStatsPort });
     });
     // Start them together (each takes seconds to become ready), then wait for all.
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
@@ -162,7 +163,8 @@ export class Sandbox {
 
   /**
    * With --base-port: etcd at base and base+1, control-plane admin at base+2,
-   * apiservers from base+10, sidecars from base+20 (sidecar admins are Unix sockets).
+   * apiservers from base+10, sidecars from base+20, their stats listeners from
+   * base+30 (sidecar admins are Unix sockets).
    */
   private async allocatePorts(): Promise<PortLayout> {
     const count = this.opts.apiservers.length;
@@ -176,18 +178,20 @@ export class Sandbox {
         controlPlaneAdmin: base + 2,
         apiservers: block(10),
         sidecars: block(20),
+        sidecarStats: block(30),
       };
       await assertPortFree(layout.etcdClient, 'etcd (client)');
       await assertPortFree(layout.etcdPeer, 'etcd (peer)');
       await assertPortFree(layout.controlPlaneAdmin, 'mvproxy admin');
       for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${names[i]}`);
       for (const [i, p] of layout.sidecars.entries()) await assertPortFree(p, `sidecar of ${names[i]}`);
+      for (const [i, p] of layout.sidecarStats.entries()) await assertPortFree(p, `stats of the sidecar of ${names[i]}`);
       return layout;
     }
-    const ports = await freePorts(3 + 2 * count);
+    const ports = await freePorts(3 + 3 * count);
     const take = (n: number): number[] => ports.splice(0, n);
     const [etcdClient, etcdPeer, controlPlaneAdmin] = take(3) as [number, number, number];
-    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count) };
+    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count), sidecarStats: take(count) };
   }
 
   /** A cluster-admin service-account token: what token clients use through the sidecars. */
@@ -360,9 +364,7 @@ export class Sandbox {
     const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
       const direct = `https://127.0.0.1:${run.port}`;
       const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
-      const sidecar = this.withSidecars
-        ? { sidecar: `https://127.0.0.1:${run.sidecarPort}`, sidecarAdminSocket: this.sidecars.sidecarAdminSocket(run.spec.name) }
-        : {};
+      const sidecar = this.withSidecars ? this.sidecars.sidecarState(run) : {};
       return {
         name: run.spec.name,
         version: run.spec.version,

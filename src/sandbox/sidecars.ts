@@ -4,10 +4,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpsGet } from '../util/https.js';
-import { sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
+import { PROMETHEUS_STATS_PATH, sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
+import { sidecarEnvoyArgs } from '../deploy/replica.js';
 import type { RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
+import type { SandboxApiserverState } from './state.js';
 
 export interface SandboxSidecarsOptions {
   dir: string;
@@ -47,13 +49,13 @@ export class SandboxSidecars {
     const bootstrapPath = join(this.dir, `envoy-${name}.json`);
     writeFileSync(
       bootstrapPath,
-      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: this.sidecarAdminSocket(name) } }), null, 2)}\n`,
+      `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: this.sidecarAdminSocket(name) }, stats: { port: run.sidecarStatsPort } }), null, 2)}\n`,
     );
     this.opts.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
-      args: ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '1'],
+      args: sidecarEnvoyArgs(bootstrapPath, 1),
       logFile: join(this.logsDir, `envoy-${name}.log`),
     });
     this.sidecars.set(name, sidecar);
@@ -67,6 +69,15 @@ export class SandboxSidecars {
       undefined,
       pollMs,
     );
+  }
+
+  /** Where the sidecar of `run` serves clients, its admin socket and its Prometheus stats (the sandbox state file). */
+  sidecarState(run: RunningApiserver): Pick<SandboxApiserverState, 'sidecar' | 'sidecarAdminSocket' | 'sidecarStats'> {
+    return {
+      sidecar: `https://127.0.0.1:${run.sidecarPort}`,
+      sidecarAdminSocket: this.sidecarAdminSocket(run.spec.name),
+      sidecarStats: `http://127.0.0.1:${run.sidecarStatsPort}${PROMETHEUS_STATS_PATH}`,
+    };
   }
 
   /** The Unix socket of a sidecar's Envoy admin interface (owner only, as `mvproxy bootstrap` makes it). */

@@ -19,6 +19,8 @@ export interface SandboxApiserverState {
   sidecar?: string;
   /** The Unix socket of the sidecar's Envoy admin interface (it has no TCP port). */
   sidecarAdminSocket?: string;
+  /** The sidecar's Envoy statistics for Prometheus (a loopback listener serving only GET /stats/prometheus). */
+  sidecarStats?: string;
   kubeconfig: { direct: string; sidecar?: string };
   running: boolean;
   logFile: string;

@@ -10,14 +10,16 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
-import type { Metrics } from '../metrics.js';
+import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
 import { SyncReporter } from './syncReporter.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { snapshotVersions } from '../xds/snapshot.js';
+import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
+import { sidecarConfig } from '../servers/adminConfig.js';
+import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -83,10 +85,7 @@ export class ControlPlane implements AdminBackend {
     this.departedGraceMs = this.settings.departedGraceMs;
     this.ads = new AdsServer({
       logger: deps.logger.child({ component: 'ads' }),
-      metrics: {
-        responseSent: (node, typeUrl) => deps.metrics.xdsPushes.inc({ node, type_url: typeUrl }),
-        nack: (node, typeUrl) => deps.metrics.xdsNacks.inc({ node, type_url: typeUrl }),
-      },
+      metrics: xdsMetricHooks(deps.metrics),
       ...(deps.clock ? { now: deps.clock } : {}),
     });
     this.grpcServer = createGrpcServer();
@@ -248,6 +247,10 @@ export class ControlPlane implements AdminBackend {
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.keepForWarmStart();
+    recordReadiness(
+      this.deps.metrics,
+      model.apiservers.map((a) => ({ name: a.endpoint.name, ...(a.ready === undefined ? {} : { ready: a.ready }) })),
+    );
     const next = reconcile(model, this.draining, this.settings);
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
@@ -354,6 +357,14 @@ export class ControlPlane implements AdminBackend {
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new NotPlannedYetError();
     return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
+  }
+
+  /** Admin API: what is pushed to the sidecar. */
+  pushedConfig(sidecar: string, only?: ResourceTypeUrl): SidecarConfig {
+    if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
+    const snapshot = this.reconciled?.sidecars.get(sidecar)?.snapshot;
+    if (!snapshot) throw new NotPlannedYetError();
+    return sidecarConfig(sidecar, snapshot, this.ads.status()[sidecar], only);
   }
 
   drain(apiserver: string): Promise<string[]> {

@@ -16,7 +16,8 @@ import { formatHost, type ClusterModel } from '../model/cluster.js';
 import { peerStanding } from '../model/liveness.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import type { RequestExplanation } from '../planner/explain.js';
-import { PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
+import { isResourceTypeUrl, PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
+import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import type { AdsNodeStatus } from './ads.js';
 import type { SidecarSyncReport } from '../sources/syncRecord.js';
 import { compareStrings } from '../util/order.js';
@@ -46,6 +47,8 @@ export interface AdminBackend {
   recentEvents(limit?: number): JournalEntry[];
   /** Calls `listener` with each new event until the returned function is called. */
   followEvents(listener: (entry: JournalEntry) => void): () => void;
+  /** What is pushed to the sidecar, all types or one; throws as explain does. */
+  pushedConfig(sidecar: string, only?: ResourceTypeUrl): SidecarConfig;
 }
 
 /** The control plane has not observed the cluster yet: nothing to explain. */
@@ -141,6 +144,15 @@ export function addAdminService(server: grpc.Server, backend: AdminBackend, logg
       call.on('cancelled', end);
       call.on('close', end);
       call.on('error', end);
+    },
+    GetConfig: (call, callback) => {
+      const { sidecar = '', type_url: typeUrl = '' } = call.request;
+      if (sidecar === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'sidecar: required'));
+      if (typeUrl !== '' && !isResourceTypeUrl(typeUrl))
+        return callback(
+          fail(grpc.status.INVALID_ARGUMENT, `type_url: one of ${PUSH_ORDER.join(', ')}, or empty for all; got ${JSON.stringify(typeUrl.slice(0, 200))}`),
+        );
+      answer(callback, () => backend.pushedConfig(sidecar, typeUrl === '' ? undefined : typeUrl));
     },
   };
   server.addService(adminGrpc().mvproxy.admin.v1.Admin.service, handlers);

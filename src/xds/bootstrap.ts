@@ -52,7 +52,18 @@ export interface SidecarBootstrapOptions {
   extraClusters?: JsonObject[];
   /** Client connections the sidecar holds at most (all listeners); default DEFAULT_MAX_DOWNSTREAM_CONNECTIONS. */
   maxDownstreamConnections?: number;
+  /**
+   * A loopback listener (127.0.0.1:port) that answers only `GET /stats/prometheus`
+   * from the admin interface, for Prometheus (statsListener). Absent: none.
+   */
+  stats?: { port: number };
 }
+
+/** The static listener of `stats`, and the cluster it reaches the admin interface through. */
+export const STATS_LISTENER = 'mvproxy_stats';
+export const ADMIN_CLUSTER = 'envoy_admin';
+/** The one admin path the stats listener serves. */
+export const PROMETHEUS_STATS_PATH = '/stats/prometheus';
 
 /**
  * Client connections a sidecar accepts at once; past it, a new connection is
@@ -206,6 +217,70 @@ function loadAssignment(address: JsonObject): JsonObject {
   };
 }
 
+/**
+ * Envoy's admin interface has no authentication and can stop the sidecar
+ * (POST /quitquitquit) or drop its listeners, so it stays on a Unix socket.
+ * Prometheus cannot scrape a socket: this loopback listener routes exactly
+ * `GET /stats/prometheus` (any query, e.g. `?usedonly`) to the admin interface
+ * through a static cluster, and answers 404 to everything else (other paths,
+ * other methods, paths that only normalize to it). It is how Istio (15090) and
+ * Envoy Gateway (19001) expose Envoy's stats. It does not count against the
+ * client connection limit, so stats stay readable when the sidecar is full.
+ */
+function statsListener(port: number): JsonObject {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`stats port ${port}: expected 1 to 65535`);
+  return {
+    name: STATS_LISTENER,
+    address: { socket_address: { address: '127.0.0.1', port_value: port } },
+    ignore_global_conn_limit: true,
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+              stat_prefix: STATS_LISTENER,
+              // Matched on the normalized path: `/stats/../quitquitquit` is `/quitquitquit`, a 404.
+              normalize_path: true,
+              merge_slashes: true,
+              path_with_escaped_slashes_action: 'REJECT_REQUEST',
+              route_config: {
+                name: STATS_LISTENER,
+                virtual_hosts: [
+                  {
+                    name: STATS_LISTENER,
+                    domains: ['*'],
+                    routes: [
+                      {
+                        match: { path: PROMETHEUS_STATS_PATH, headers: [{ name: ':method', string_match: { exact: 'GET' } }] },
+                        route: { cluster: ADMIN_CLUSTER, timeout: '10s' },
+                      },
+                      { match: { prefix: '/' }, direct_response: { status: 404 } },
+                    ],
+                  },
+                ],
+              },
+              http_filters: [
+                { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+function adminCluster(adminAddress: JsonObject): JsonObject {
+  return {
+    name: ADMIN_CLUSTER,
+    type: 'STATIC',
+    connect_timeout: '1s',
+    load_assignment: { cluster_name: ADMIN_CLUSTER, endpoints: [{ lb_endpoints: [{ endpoint: { address: adminAddress } }] }] },
+  };
+}
+
 const ADS_SOURCE: JsonObject = { ads: {}, resource_api_version: 'V3' };
 
 /** Envoy bootstrap for a sidecar whose clusters, endpoints, listeners and routes all come over ADS. */
@@ -253,6 +328,15 @@ export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
       clusters: [controlPlaneCluster(opts.controlPlane, opts.failover), ...(opts.extraClusters ?? [])],
     },
   };
+  if (opts.stats !== undefined) {
+    if ('port' in opts.admin && opts.admin.port === 0)
+      throw new Error('a stats listener needs the admin interface at a known address: a Unix socket or a fixed port');
+    const upstream: JsonObject =
+      'unixSocket' in opts.admin ? { pipe: { path: opts.admin.unixSocket } } : { socket_address: { address: '127.0.0.1', port_value: opts.admin.port } };
+    const statics = bootstrap['static_resources'] as { clusters: JsonObject[]; listeners?: JsonObject[] };
+    statics.clusters.push(adminCluster(upstream));
+    statics.listeners = [statsListener(opts.stats.port)];
+  }
   if (opts.runtime !== undefined) {
     bootstrap['layered_runtime'] = {
       layers: [

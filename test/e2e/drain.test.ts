@@ -6,6 +6,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
 import type { Status__Output } from '../../src/generated/mvproxy/admin/v1/Status.js';
@@ -13,6 +17,7 @@ import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/E
 
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const PLUGIN = fileURLToPath(new URL('../../src/cli/kubectl.js', import.meta.url));
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
 const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
 
@@ -107,6 +112,36 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     assert.match(e.reason, /does not serve storagemigration\.k8s\.io\/v1 storageversionmigrations/);
     assert.equal(e.request?.resource, 'storageversionmigrations');
     assert.match(await admin('explain', 'kas-a', MIGRATIONS), /^destination: peers kas-b$/m);
+  });
+
+  it("admin config shows what kas-a's sidecar was pushed: its storageversionmigrations route goes to kas-b, every type ACKed", async () => {
+    const routes = await admin('config', 'kas-a', '--type', 'routes');
+    assert.match(routes, /^# routes version \S+ \(ACKed\)$/m);
+    const svm = routes.split('\n').filter((line) => line.includes('storageversionmigrations'));
+    assert.ok(svm.length > 0 && svm.every((line) => /kas-b/.test(line)), routes);
+    const all = parseYaml(await admin('config', 'kas-a', '-o', 'yaml')) as {
+      types: { type_url: string; version: string; version_acked: string; resources: unknown[] }[];
+    };
+    assert.deepEqual(
+      all.types.map((t) => t.type_url.split('.').at(-1)),
+      ['Cluster', 'ClusterLoadAssignment', 'Listener', 'RouteConfiguration'],
+    );
+    for (const t of all.types) assert.equal(t.version_acked, t.version, t.type_url);
+  });
+
+  it("kubectl mvproxy status works through kubectl's plugin mechanism, as mvproxy admin status", async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'kubectl-plugins-'));
+    const plugin = join(bin, 'kubectl-mvproxy');
+    // What npm does for the package's bin entry: an executable link on PATH.
+    chmodSync(PLUGIN, 0o755);
+    symlinkSync(PLUGIN, plugin);
+    const socket = tb.state().controlPlane?.adminSocket ?? '';
+    const { stdout } = await execFileAsync(tb.state().kubectl, ['mvproxy', 'status', '--socket', socket], {
+      env: { ...process.env, PATH: `${bin}:${process.env['PATH'] ?? ''}` },
+      timeout: 30_000,
+    });
+    rmSync(bin, { recursive: true, force: true });
+    assert.equal(stdout, await admin('status'));
   });
 
   it('a drain never causes a 503: with kas-b drained, what only it serves still goes to it, and metrics show the drain', async () => {

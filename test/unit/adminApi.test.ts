@@ -1,6 +1,8 @@
 // The admin gRPC service against a real grpc-js client over a Unix socket, with
 // a fake control plane: input checks, the mapping of answers and errors to
 // gRPC, robustness, and server reflection.
+import type { SidecarConfig__Output } from '../../src/generated/mvproxy/admin/v1/SidecarConfig.js';
+import { TYPE_URL } from '../../src/xds/snapshot.js';
 import { KubeApiError } from '../../src/sources/kubeRequest.js';
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,6 +81,7 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
     undrain: async () => [],
     recentEvents: () => [],
     followEvents: () => () => {},
+    pushedConfig: (sidecar) => ({ sidecar, types: [] }),
     ...overrides,
   };
   return {
@@ -101,6 +104,10 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
     },
     recentEvents: (...args) => impl.recentEvents(...args),
     followEvents: (...args) => impl.followEvents(...args),
+    pushedConfig: (...args) => {
+      calls.push({ method: 'pushedConfig', args });
+      return impl.pushedConfig(...args);
+    },
   };
 }
 
@@ -369,6 +376,38 @@ describe('admin API', () => {
       grpc.status.UNAVAILABLE,
       'the control plane has no plan yet (it is still reading the cluster); retry shortly',
     );
+  });
+
+  it('GetConfig passes the sidecar and the one type asked for to the backend, and answers with its config', async (t) => {
+    const config = { sidecar: 'a', types: [{ type_url: TYPE_URL.route, version: 'v1', version_acked: 'v1', resources_json: ['{"name":"r"}'] }] };
+    const backend = fakeBackend({ pushedConfig: () => config });
+    const h = await harness(t, backend);
+    const answer = await unary<SidecarConfig__Output>((cb) => h.client.GetConfig({ sidecar: 'a', type_url: TYPE_URL.route }, deadline(), cb));
+    assert.deepEqual(answer, config);
+    assert.deepEqual(backend.calls, [{ method: 'pushedConfig', args: ['a', TYPE_URL.route] }]);
+  });
+
+  it('GetConfig with no type asks the backend for every type', async (t) => {
+    const backend = fakeBackend();
+    const h = await harness(t, backend);
+    await unary((cb) => h.client.GetConfig({ sidecar: 'a' }, deadline(), cb));
+    assert.deepEqual(backend.calls, [{ method: 'pushedConfig', args: ['a', undefined] }]);
+  });
+
+  it('GetConfig refuses an unknown type URL and a missing sidecar with INVALID_ARGUMENT, before the backend', async (t) => {
+    const backend = fakeBackend();
+    const h = await harness(t, backend);
+    await assertFails(
+      unary((cb) => h.client.GetConfig({ sidecar: 'a', type_url: 'type.googleapis.com/nope' }, deadline(), cb)),
+      grpc.status.INVALID_ARGUMENT,
+      /^type_url: one of /,
+    );
+    await assertFails(
+      unary((cb) => h.client.GetConfig({}, deadline(), cb)),
+      grpc.status.INVALID_ARGUMENT,
+      'sidecar: required',
+    );
+    assert.deepEqual(backend.calls, []);
   });
 
   it('any other backend error fails with INTERNAL, and the server answers the next call', async (t) => {

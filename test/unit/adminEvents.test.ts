@@ -28,6 +28,9 @@ async function serve(t: TestContext, journal: EventJournal): Promise<AdminClient
     },
     drain: async () => [],
     undrain: async () => [],
+    pushedConfig: () => {
+      throw new Error('not used');
+    },
     recentEvents: (limit) => journal.recent(limit),
     followEvents: (listener) => journal.follow(listener),
   };

@@ -32,3 +32,26 @@ describe('mvproxy bootstrap: where Envoy admin listens', () => {
     assert.throws(() => bootstrap('--admin-port', '9901', '--admin-socket', '/x.sock'), /at most one of --admin-socket PATH or --admin-port N/);
   });
 });
+
+interface StaticListeners {
+  static_resources: { listeners?: Array<{ name: string; address: { socket_address: { address: string; port_value: number } } }> };
+}
+
+describe('mvproxy bootstrap --stats-port: a loopback listener for Prometheus', () => {
+  const statics = (...flags: string[]): StaticListeners => bootstrap(...flags) as unknown as StaticListeners;
+
+  it('listens on 127.0.0.1 at the port given', () => {
+    assert.deepEqual(
+      statics('--stats-port', '9902').static_resources.listeners?.map((l) => [l.name, l.address.socket_address]),
+      [['mvproxy_stats', { address: '127.0.0.1', port_value: 9902 }]],
+    );
+  });
+
+  it('is absent unless asked for', () => {
+    assert.equal(statics().static_resources.listeners, undefined);
+  });
+
+  it('refuses an admin interface on a port chosen at random', () => {
+    assert.throws(() => bootstrap('--admin-port', '0', '--stats-port', '9902'), /--stats-port needs the admin interface at a known address/);
+  });
+});

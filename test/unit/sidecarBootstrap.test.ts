@@ -55,4 +55,35 @@ describe('sidecar bootstrap', () => {
       lds_config: { ads: {}, resource_api_version: 'V3' },
     });
   });
+
+  it('a stats listener on 127.0.0.1 routes only GET /stats/prometheus to the admin socket, everything else to a 404', () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { unixSocket: '/a.sock' }, stats: { port: 9901 } });
+    const statics = bootstrap['static_resources'] as { clusters: Array<Record<string, unknown>>; listeners: Array<Record<string, unknown>> };
+    const admin = statics.clusters.find((c) => c['name'] === 'envoy_admin');
+    assert.deepEqual(admin?.['load_assignment'], {
+      cluster_name: 'envoy_admin',
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: '/a.sock' } } } }] }],
+    });
+    const [listener] = statics.listeners;
+    assert.deepEqual(listener?.['address'], { socket_address: { address: '127.0.0.1', port_value: 9901 } });
+    const text = JSON.stringify(listener);
+    const hcm = JSON.parse(text).filter_chains[0].filters[0].typed_config as {
+      normalize_path: boolean;
+      route_config: { virtual_hosts: Array<{ routes: unknown[] }> };
+    };
+    assert.equal(hcm.normalize_path, true);
+    assert.deepEqual(hcm.route_config.virtual_hosts[0]?.routes, [
+      {
+        match: { path: '/stats/prometheus', headers: [{ name: ':method', string_match: { exact: 'GET' } }] },
+        route: { cluster: 'envoy_admin', timeout: '10s' },
+      },
+      { match: { prefix: '/' }, direct_response: { status: 404 } },
+    ]);
+  });
+
+  it('has no stats listener unless asked, and refuses one when the admin interface has no fixed address', () => {
+    const bootstrap = sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { unixSocket: '/a.sock' } });
+    assert.equal((bootstrap['static_resources'] as Record<string, unknown>)['listeners'], undefined);
+    assert.throws(() => sidecarBootstrap({ nodeId: 'n', controlPlane: { unixSocket: '/s' }, admin: { port: 0 }, stats: { port: 9901 } }), /known address/);
+  });
 });

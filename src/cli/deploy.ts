@@ -1,0 +1,58 @@
+// `mvproxy deploy kubeadm`: writes, per control-plane node, the files that
+// node needs (static pods, replica config, sidecar bootstrap, kubeadm patch)
+// under OUT/NODE/ at their paths on the node (docs/kubeadm.md).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { isIP } from 'node:net';
+import { kubeadmLayout, renderKubeadmNode, type KubeadmNode, type RenderedFile } from '../deploy/kubeadm.js';
+import { repoFile } from '../util/protoRoot.js';
+
+const HEADER = '# Rendered by `mvproxy deploy kubeadm` (docs/kubeadm.md): render again rather than edit.\n';
+
+/** `NAME=IP` or `NAME=IP,HOSTNAME`. */
+export function parseNodeFlag(value: string): KubeadmNode {
+  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=([^,]+)(?:,(.+))?$/.exec(value);
+  if (!m || isIP(m[3] ?? '') === 0) throw new Error(`--node ${JSON.stringify(value)} is not NAME=IP[,HOSTNAME] (NAME a DNS label, IP an address)`);
+  return { name: m[1] ?? '', ip: m[3] ?? '', ...(m[4] ? { hostname: m[4] } : {}) };
+}
+
+/** The mvproxy image this checkout builds (deploy/Dockerfile): `mvproxy:<package version>`. */
+export function defaultImage(): string {
+  const pkg = JSON.parse(readFileSync(repoFile('package.json'), 'utf8')) as { version: string };
+  return `mvproxy:${pkg.version}`;
+}
+
+export async function fileText(file: RenderedFile): Promise<string> {
+  if (file.format === 'json') return `${JSON.stringify(file.content, null, 2)}\n`;
+  const { dumpYaml } = await import('@kubernetes/client-node');
+  return HEADER + dumpYaml(file.content, { noRefs: true, lineWidth: -1 });
+}
+
+export async function runDeploy(args: string[]): Promise<number> {
+  const [target, ...rest] = args;
+  if (target !== 'kubeadm') throw new Error('usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE]');
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      node: { type: 'string', multiple: true },
+      out: { type: 'string' },
+      image: { type: 'string' },
+      'envoy-image': { type: 'string' },
+    },
+    strict: true,
+  });
+  const nodes = (values.node ?? []).map(parseNodeFlag);
+  if (nodes.length === 0) throw new Error('give every control-plane node: --node NAME=IP[,HOSTNAME] (once per node)');
+  if (!values.out) throw new Error('--out DIR is required');
+  const layout = kubeadmLayout(nodes, { image: values.image ?? defaultImage(), ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}) });
+  for (const node of nodes) {
+    for (const file of renderKubeadmNode(layout, node.name)) {
+      const target = join(values.out, node.name, file.path);
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, await fileText(file));
+    }
+  }
+  process.stdout.write(`wrote the files of ${nodes.map((n) => n.name).join(', ')} under ${values.out}/NODE/ (each at its path on that node)\n`);
+  return 0;
+}

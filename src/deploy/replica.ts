@@ -1,0 +1,117 @@
+// What runs on one control-plane node, whoever starts it (the sandbox, or
+// kubelet from the static pods of deploy/kubeadm): the `mvproxy serve` config
+// of the node's replica, its command line, the sidecar's control-plane
+// addresses (own replica first, the others as failover) and Envoy's command
+// line. Pure: the sandbox and `mvproxy deploy kubeadm` both build from here,
+// so what the tests run is what the manifests run.
+import type { ControlPlaneAddress, JsonObject } from '../xds/bootstrap.js';
+
+/** One apiserver with its sidecar, as every replica's config lists it. */
+export interface NodeApiserver {
+  /** The apiserver's name in the config: the xDS node id of its sidecar. */
+  name: string;
+  /** Its identity lease's `kubernetes.io/hostname`. */
+  hostname: string;
+  /** `host:port` where the apiserver itself listens (sidecars dial it there). */
+  address: string;
+  /** `host:port` the sidecar takes over. */
+  sidecarListen: string;
+  servingCert: string;
+  servingKey: string;
+}
+
+/** The files every replica's config names (same paths on every node). */
+export interface ClusterTlsFiles {
+  clientCa: string;
+  frontProxyClientCert: string;
+  frontProxyClientKey: string;
+  peerCa: string;
+}
+
+/** One replica: where it serves its own node's sidecar, the other nodes' sidecars and its operator. */
+export interface ReplicaSetting {
+  replicaName: string;
+  kubeconfig: string;
+  xdsSocket: string;
+  /** Mutual-TLS xDS for the other nodes' sidecars (absent: a single replica). */
+  xdsTcp?: { listen: string; cert: string; key: string; clientCa: string };
+  adminListen: string;
+  adminSocket: string;
+  warmStartFile: string;
+}
+
+/** Numbers an operator may tune (the sandbox polls faster); absent ones keep serve's defaults. */
+export interface ReplicaTuning {
+  departedGraceSeconds?: number;
+  localOnlyGraceSeconds?: number;
+  discoveryPollMillis?: number;
+  peerEgressProxy?: string;
+}
+
+/** The JSON file `mvproxy serve --config` reads (src/serve/config.ts validates it). */
+export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsFiles, replica: ReplicaSetting, tuning: ReplicaTuning = {}): JsonObject {
+  const config: JsonObject = {
+    kubeconfig: replica.kubeconfig,
+    apiservers: apiservers.map((a) => ({
+      name: a.name,
+      hostname: a.hostname,
+      address: a.address,
+      sidecar: { listen: a.sidecarListen, servingCert: a.servingCert, servingKey: a.servingKey },
+    })),
+    tls: { clientCa: tls.clientCa, frontProxyClientCert: tls.frontProxyClientCert, frontProxyClientKey: tls.frontProxyClientKey, peerCa: tls.peerCa },
+    xds: { unixSocket: replica.xdsSocket, ...(replica.xdsTcp ? { tcp: { ...replica.xdsTcp } } : {}) },
+    admin: { listen: replica.adminListen, socket: replica.adminSocket },
+    warmStartFile: replica.warmStartFile,
+    replicaName: replica.replicaName,
+  };
+  if (tuning.peerEgressProxy !== undefined) config['peerEgressProxy'] = tuning.peerEgressProxy;
+  for (const key of ['departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis'] as const) {
+    const value = tuning[key];
+    if (value !== undefined) config[key] = value;
+  }
+  return config;
+}
+
+/** `mvproxy serve`'s arguments (after the program). */
+export function serveArgs(configPath: string, logLevel: string): string[] {
+  return ['serve', `--config=${configPath}`, `--log-level=${logLevel}`];
+}
+
+/** The sidecar's mutual-TLS client files for the other nodes' replicas. */
+export interface SidecarXdsTls {
+  ca: string;
+  cert: string;
+  key: string;
+  /** SNI sent to every replica, a DNS SAN of each replica's serving certificate. */
+  serverName: string;
+}
+
+/**
+ * Where a sidecar finds the control plane: its own node's replica on the
+ * Unix socket first, then every other replica (`host:port`, IP addresses)
+ * over mutual TLS with the sidecar's own client certificate.
+ */
+export function sidecarControlPlanes(ownXdsSocket: string, others: string[], tls: SidecarXdsTls | undefined): ControlPlaneAddress[] {
+  if (others.length > 0 && !tls) throw new Error('failover replicas need the sidecar xDS client certificate');
+  return [
+    { unixSocket: ownXdsSocket },
+    ...others.map((hostPort): ControlPlaneAddress => {
+      const m = /^(.+):(\d+)$/.exec(hostPort);
+      if (!m || !tls) throw new Error(`control-plane replica ${JSON.stringify(hostPort)} is not host:port`);
+      return {
+        host: (m[1] ?? '').replace(/^\[|\]$/g, ''),
+        port: Number(m[2]),
+        tls: { ca: { filename: tls.ca }, cert: { filename: tls.cert }, key: { filename: tls.key }, serverName: tls.serverName },
+      };
+    }),
+  ];
+}
+
+/**
+ * Envoy's arguments (after the program). `--use-dynamic-base-id`: several
+ * Envoys may share a host (the sandbox) or an IPC namespace; `--drain-time-s`:
+ * how long a stopping sidecar lets open connections finish.
+ */
+export function sidecarEnvoyArgs(bootstrapPath: string, drainSeconds: number): string[] {
+  return ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', String(drainSeconds)];
+}

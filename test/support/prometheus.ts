@@ -1,0 +1,98 @@
+// A real Prometheus (Debian's package, installed by `mvproxy install`) for one
+// test file: a generated config, a temporary TSDB, a free loopback port; it
+// dies with the test process (ManagedProcess). Queries go through its HTTP API.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findExecutable } from '../../src/install/debianPackages.js';
+import { freePorts } from '../../src/sandbox/ports.js';
+import { ManagedProcess } from '../../src/sandbox/processes.js';
+import type { SandboxState } from '../../src/sandbox/state.js';
+
+export interface ScrapeTargets {
+  /** host:port of each control-plane replica's admin HTTP address (/metrics). */
+  controlPlanes: string[];
+  /** Each sidecar's stats URL (http://127.0.0.1:PORT/stats/prometheus), by apiserver name. */
+  sidecars: Record<string, string>;
+}
+
+/** What a sandbox exposes to Prometheus. */
+export function sandboxScrapeTargets(state: SandboxState): ScrapeTargets {
+  const controlPlanes = (state.controlPlanes ?? (state.controlPlane ? [state.controlPlane] : [])).map((c) => new URL(c.admin).host);
+  const sidecars: Record<string, string> = {};
+  for (const a of state.apiservers) if (a.sidecarStats) sidecars[a.name] = a.sidecarStats;
+  return { controlPlanes, sidecars };
+}
+
+/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as the README shows. */
+export function prometheusConfig(targets: ScrapeTargets, interval = '1s'): object {
+  return {
+    global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
+    scrape_configs: [
+      { job_name: 'mvproxy', static_configs: [{ targets: targets.controlPlanes }] },
+      {
+        job_name: 'mvproxy-sidecars',
+        metrics_path: '/stats/prometheus',
+        static_configs: Object.entries(targets.sidecars).map(([name, url]) => ({ targets: [new URL(url).host], labels: { sidecar: name } })),
+      },
+    ],
+  };
+}
+
+export interface VectorSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+export class TestPrometheus {
+  private constructor(
+    private readonly process: ManagedProcess,
+    readonly url: string,
+    /** Its config, TSDB and log; removed by stop(). */
+    private readonly dir: string,
+  ) {}
+
+  static async start(targets: ScrapeTargets): Promise<TestPrometheus> {
+    const binary = findExecutable('prometheus');
+    if (!binary) throw new Error('prometheus is missing: run `node dist/src/cli/main.js install` (it apt-gets Debian package prometheus)');
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-prometheus-'));
+    const config = join(dir, 'prometheus.yml');
+    writeFileSync(config, `${JSON.stringify(prometheusConfig(targets), null, 2)}\n`);
+    const [port] = await freePorts(1);
+    const address = `127.0.0.1:${port}`;
+    const process = new ManagedProcess({
+      name: 'prometheus',
+      command: binary,
+      args: [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${address}`, '--log.level=warn'],
+      logFile: join(dir, 'prometheus.log'),
+    });
+    const prometheus = new TestPrometheus(process, `http://${address}`, dir);
+    await process.waitReady('Prometheus', async () => (await fetch(`${prometheus.url}/-/ready`).catch(() => undefined))?.status === 200);
+    return prometheus;
+  }
+
+  /** Health of every scrape target, by its scrape URL. */
+  async targetHealth(): Promise<Record<string, string>> {
+    const body = (await this.api('/api/v1/targets?state=active')) as { activeTargets: Array<{ scrapeUrl: string; health: string }> };
+    return Object.fromEntries(body.activeTargets.map((t) => [t.scrapeUrl, t.health]));
+  }
+
+  /** An instant query (/api/v1/query) now; throws on a query Prometheus refuses. */
+  async query(expr: string): Promise<VectorSample[]> {
+    const body = (await this.api(`/api/v1/query?query=${encodeURIComponent(expr)}`)) as { resultType: string; result: VectorSample[] };
+    if (body.resultType !== 'vector') throw new Error(`${expr}: expected a vector, got ${body.resultType}`);
+    return body.result;
+  }
+
+  private async api(path: string): Promise<unknown> {
+    const res = await fetch(`${this.url}${path}`);
+    const body = (await res.json()) as { status: string; data?: unknown; error?: string };
+    if (body.status !== 'success') throw new Error(`Prometheus ${path}: ${body.error ?? res.status}`);
+    return body.data;
+  }
+
+  async stop(): Promise<void> {
+    await this.process.stop(5000);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
