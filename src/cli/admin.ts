@@ -16,6 +16,7 @@ import { configTypeUrl, formatConfig } from './adminConfig.js';
 
 const ADMIN_USAGE = COMMAND_USAGE['admin'] ?? '';
 import { sandboxDir } from './sandbox.js';
+import { streamEvents } from './adminEvents.js';
 
 const CALL_DEADLINE_MS = 10_000;
 
@@ -33,6 +34,7 @@ export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Pro
       output: { type: 'string', short: 'o' },
       'peer-proxied': { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
+      follow: { type: 'boolean', short: 'f', default: false },
       timeout: { type: 'string', default: '60' },
       type: { type: 'string' },
     },
@@ -80,6 +82,20 @@ export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Pro
         if (nowhere.length > 0) process.stderr.write(`connected to no replica: ${nowhere.map((s) => s.node).join(', ')}\n`);
         return 0;
       });
+    }
+    case 'events': {
+      expect(0, 'no operands');
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        await withClient(values.socket, (c) =>
+          streamEvents(c, { follow: values.follow, json, signal: stop.signal }, (line) => process.stdout.write(`${line}\n`)),
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+      return 0;
     }
     case 'config': {
       const [sidecar] = expect(1, 'the SIDECAR name') as [string];
@@ -160,9 +176,10 @@ export async function waitInSync(client: AdminClient, timeoutMs: number): Promis
 
 function formatStatus(status: Status__Output): string {
   const apiservers = table(
-    ['APISERVER', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
+    ['APISERVER', 'VERSION', 'STANDING', 'READY', 'DRAINING', 'RESOURCES', 'ADDRESS', 'LEASE HOLDER'],
     status.apiservers.map((a) => [
       a.name,
+      a.version || '-',
       a.standing,
       a.ready || '-',
       a.draining ? 'yes' : 'no',

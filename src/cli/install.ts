@@ -26,7 +26,7 @@ export async function runInstall(args: string[]): Promise<number> {
       ? { envoy: await ensureEnvoyOnly({ log }) }
       : {
           ...(await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log })),
-          // System tools from Debian's archive: h2load (bench), prometheus (dashboard test).
+          // System tools from Debian's archive: h2load (bench), prometheus (dashboard test), chromium (status page test).
           debian: await ensureDebianPackages(DEBIAN_PACKAGES, log),
         };
   process.stderr.write(`components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

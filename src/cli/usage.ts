@@ -81,6 +81,7 @@ verbs:
   drain NAME [--wait]             move traffic off apiserver NAME before taking it down
   undrain NAME [--wait]           end the drain
   config SIDECAR [--type T]       what the control plane pushed to SIDECAR (listeners, routes, clusters, endpoints)
+  events [--follow]               what changed and why, one line each; --follow keeps printing new ones
 
 The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
 `,
@@ -107,8 +108,8 @@ const ADMIN_SOCKET_NOTE = "\nThe socket is --socket, else $MVPROXY_ADMIN_SOCKET,
 export const ADMIN_VERB_USAGE: Readonly<Record<string, string>> = {
   status: `usage: mvproxy admin [--socket PATH] status [-o json]
 
-Every apiserver as the control plane sees it (standing, ready, draining,
-resources, lease holder) and every sidecar's xDS state: connected (here, or via
+Every apiserver as the control plane sees it (version, standing, ready,
+draining, resources, lease holder) and every sidecar's xDS state: connected (here, or via
 another replica), in sync, routes sent to peers or answered 503, last NACK.
 ${ADMIN_SOCKET_NOTE}`,
   explain: `usage: mvproxy admin [--socket PATH] explain SIDECAR PATH [--peer-proxied] [-o json]
@@ -134,6 +135,15 @@ ${ADMIN_SOCKET_NOTE}`,
 What the control plane pushed to SIDECAR, with the version the sidecar ACKed
 per type: a summary table, or every resource in full with -o json or -o yaml
 (Envoy's own field names, as in its config dump).
+${ADMIN_SOCKET_NOTE}`,
+  events: `usage: mvproxy admin [--socket PATH] events [--follow|-f] [-o json]
+
+What changed and why, oldest first, one line each (as kubectl get events
+prints them): apiservers arriving, leaving or restarting (with their version),
+readiness and served-set changes, each sidecar's plan changes, NACKs with
+Envoy's message, drains (and who asked), sidecar streams opening and closing.
+The control plane keeps the last 1000. --follow keeps printing new ones until
+Ctrl-C; -o json prints one JSON object per line.
 ${ADMIN_SOCKET_NOTE}`,
 };
 

@@ -70,6 +70,8 @@ export interface ApiserverObservation {
    * still serves, but is on its way out, so traffic is moved off it as by a drain.
    */
   ready?: boolean;
+  /** Its /version gitVersion (e.g. v1.37.2), as last read; kept while it is away. */
+  version?: string;
 }
 
 /** A group-version that every apiserver serves from shared state (CRD or APIService). */

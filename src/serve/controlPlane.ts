@@ -13,8 +13,7 @@ import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../m
 import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
-import type { SidecarSyncReport, SyncWatcher } from '../sources/syncRecord.js';
-import { SyncReporter } from './syncReporter.js';
+import { ReplicaSyncRecord } from './syncReporter.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
@@ -34,6 +33,8 @@ import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
+import { ControlPlaneJournal, type JournalEntry } from './events.js';
+import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -53,13 +54,13 @@ export class ControlPlane implements AdminBackend {
   /** Made in start(), once the sidecars can connect (the Kubernetes client takes long to load). */
   private observer?: ClusterObserver;
   private drainWatcher?: DrainWatcher;
-  private syncWatcher?: SyncWatcher;
-  private syncReporter?: SyncReporter;
-  /** What the other replicas say of the sidecars streaming from them. */
-  private syncReports: ReadonlyMap<string, SidecarSyncReport> = new Map();
+  /** What this replica's sidecars ACKed, for the others, and what theirs did (syncReporter.ts). */
+  private syncRecord?: ReplicaSyncRecord;
   private readonly grpcServer: grpc.Server;
   private readonly health: HealthImplementation;
   private adminServer?: HttpServer;
+  /** Recent events (what changed and why), for `admin events` and the status page. */
+  private readonly journal: ControlPlaneJournal;
   /** The operator API, on its own socket: being able to reach xDS must not mean being able to drain. */
   private adminGrpcServer?: grpc.Server;
   /** Apiservers an operator is draining: the drain record in the Kubernetes API (drainRecord.ts), as last read or written. */
@@ -119,6 +120,8 @@ export class ControlPlane implements AdminBackend {
     // replica serves from the moment its listeners are up, warm or cold.
     this.health = new HealthImplementation({ '': 'NOT_SERVING' });
     this.health.addToServer(this.grpcServer);
+    this.journal = new ControlPlaneJournal(this.departedGraceMs, deps.clock ?? Date.now);
+    this.journal.attach(this.ads);
   }
 
   /**
@@ -127,14 +130,13 @@ export class ControlPlane implements AdminBackend {
    * starting with its replica should not wait for it (warmStart.ts).
    */
   private async startObserver(): Promise<ClusterObserver> {
-    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { SyncWatcher, kubeSyncWriter }, { createKubeListWatchClient }] =
-      await Promise.all([
-        import('../sources/clusterObserver.js'),
-        import('@kubernetes/client-node'),
-        import('../sources/drainRecord.js'),
-        import('../sources/syncRecord.js'),
-        import('../sources/listWatch.js'),
-      ]);
+    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { kubeSyncWriter }, { createKubeListWatchClient }] = await Promise.all([
+      import('../sources/clusterObserver.js'),
+      import('@kubernetes/client-node'),
+      import('../sources/drainRecord.js'),
+      import('../sources/syncRecord.js'),
+      import('../sources/listWatch.js'),
+    ]);
     let kubeConfig = this.deps.kubeConfig;
     if (!kubeConfig) {
       kubeConfig = new KubeConfig();
@@ -160,29 +162,18 @@ export class ControlPlane implements AdminBackend {
     this.drainWatcher = new DrainWatcher({
       client: createKubeListWatchClient(kubeConfig),
       ref: drainRecord,
-      onChange: (names) => this.drainsObserved(names),
+      onChange: (names, notes) => this.drainsObserved(names, notes),
       logger: deps.logger.child({ component: 'drains' }),
     });
-    const reporter = new SyncReporter({
+    this.syncRecord = new ReplicaSyncRecord({
       replica: config.replicaName,
-      localAcks: () => this.localAcks(),
+      ads: this.ads,
+      client: createKubeListWatchClient(kubeConfig),
+      ref: config.syncRecord,
       write: kubeSyncWriter(kubeConfig, config.syncRecord),
       logger: deps.logger.child({ component: 'sync-record' }),
     });
-    this.syncReporter = reporter;
-    for (const event of ['ack', 'connect'] as const) this.ads.on(event, () => reporter.poke());
-    this.syncWatcher = new SyncWatcher({
-      client: createKubeListWatchClient(kubeConfig),
-      ref: config.syncRecord,
-      onChange: (reports) => {
-        this.syncReports = reports;
-        reporter.observed(reports);
-      },
-      logger: deps.logger.child({ component: 'sync-record' }),
-    });
-    // The sync record only serves --wait and status: serving does not wait for it.
-    void this.syncWatcher.start();
-    reporter.poke();
+    this.syncRecord.start();
     await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
   }
@@ -215,6 +206,7 @@ export class ControlPlane implements AdminBackend {
       const routes: AdminHttpRoutes = {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
         status: () => this.statusDump(),
+        page: () => this.statusPage(),
       };
       const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
       this.adminServer = started.server;
@@ -284,6 +276,7 @@ export class ControlPlane implements AdminBackend {
       }
     }
     this.reconciled = next;
+    this.journal.reconciled(model, next.plans);
   }
 
   /** Keeps the current model and drains in warmStartFile, when set. */
@@ -328,33 +321,38 @@ export class ControlPlane implements AdminBackend {
       plans: this.plans,
       xds: this.ads.status(),
       replica: this.config.replicaName,
-      syncRecord: Object.fromEntries(this.syncReports),
+      syncRecord: Object.fromEntries(this.syncRecord?.reports ?? []),
     };
   }
 
   /** Admin API: the GetStatus answer. */
   status(): AdminStatus {
-    return adminStatus({
+    return adminStatus(this.statusInput());
+  }
+
+  /** What the status page draws: the same inputs as status(), and the recent events. */
+  statusPage(): StatusPageData {
+    return statusPageData({ ...this.statusInput(), events: this.journal.journal.recent() });
+  }
+
+  recentEvents(limit?: number): JournalEntry[] {
+    return this.journal.journal.recent(limit);
+  }
+
+  followEvents(listener: (entry: JournalEntry) => void): () => void {
+    return this.journal.journal.follow(listener);
+  }
+
+  private statusInput(): Parameters<typeof adminStatus>[0] {
+    return {
       model: this.lastModel ?? { now: 0, apiservers: [], localOnly: [] },
       plans: this.plans,
       ads: this.ads.status(),
       draining: this.draining,
       departedGraceMs: this.departedGraceMs,
       replica: this.config.replicaName,
-      reports: this.syncReports,
-    });
-  }
-
-  /** The ACKed versions of the sidecars streaming from this replica, for the sync record. */
-  private localAcks(): Map<string, Record<string, string>> {
-    const out = new Map<string, Record<string, string>>();
-    for (const [node, status] of Object.entries(this.ads.status())) {
-      if (status.connected === 0) continue;
-      const acked: Record<string, string> = {};
-      for (const [url, type] of Object.entries(status.types)) if (type?.versionAcked) acked[url] = type.versionAcked;
-      out.set(node, acked);
-    }
-    return out;
+      reports: this.syncRecord?.reports ?? new Map(),
+    };
   }
 
   /** Admin API: where a request sent to this sidecar goes now, and why. */
@@ -393,24 +391,29 @@ export class ControlPlane implements AdminBackend {
     const next = new Set(this.draining);
     if (draining) next.add(apiserver);
     else next.delete(apiserver);
-    this.applyDrains(next);
+    this.applyDrains(next, `asked through mvproxy admin on ${hostname()}`);
     return [...this.draining].sort();
   }
 
   /** The drain record changed (any replica, or kubectl): names not declared here are ignored, with a warning. */
-  private drainsObserved(names: readonly string[]): void {
+  private drainsObserved(names: readonly string[], notes: Readonly<Record<string, string>>): void {
     const declared = new Set(this.apiserverNames());
     const unknown = names.filter((n) => !declared.has(n));
     if (unknown.length > 0)
       this.deps.logger.warn({ drainRecord: this.config.drainRecord, unknown }, 'the drain record names apiservers not declared here: ignored');
-    this.applyDrains(new Set(names.filter((n) => declared.has(n))));
+    this.applyDrains(
+      new Set(names.filter((n) => declared.has(n))),
+      `seen in the drain record ${this.config.drainRecord.namespace}/${this.config.drainRecord.name}`,
+      notes,
+    );
   }
 
-  private applyDrains(next: ReadonlySet<string>): void {
+  private applyDrains(next: ReadonlySet<string>, how: string, notes: Readonly<Record<string, string>> = {}): void {
     const same = next.size === this.draining.size && [...next].every((n) => this.draining.has(n));
     for (const a of this.config.apiservers) this.deps.metrics.apiserverDraining.set({ apiserver: a.name }, next.has(a.name) ? 1 : 0);
     if (same) return;
     this.deps.logger.info({ draining: [...next].sort() }, 'drains changed');
+    this.journal.drains(this.draining, next, how, notes);
     this.draining = next;
     if (this.lastModel) this.update(this.lastModel, { persist: false });
     this.keepForWarmStart();
@@ -434,8 +437,7 @@ export class ControlPlane implements AdminBackend {
     this.observer?.stop();
     this.certificateFiles.stop();
     this.drainWatcher?.stop();
-    this.syncWatcher?.stop();
-    this.syncReporter?.stop();
+    this.syncRecord?.stop();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);

@@ -4,7 +4,10 @@
 // ACKs) and only for entries that changed or that another replica wrote last;
 // a failed write is retried, and costs nothing but a late answer to --wait.
 import type { Logger } from '../util/log.js';
-import type { SidecarSyncReport, SyncWriter } from '../sources/syncRecord.js';
+import { SyncWatcher, type SidecarSyncReport, type SyncWriter } from '../sources/syncRecord.js';
+import type { ConfigMapRef } from '../sources/configMapRecord.js';
+import type { ListWatchClient } from '../sources/listWatch.js';
+import type { AdsNodeStatus, AdsServer } from '../servers/ads.js';
 
 export interface SyncReporterOptions {
   /** This replica's name, as written in the record. */
@@ -92,5 +95,60 @@ export class SyncReporter {
       this.again = false;
       this.schedule(this.failing ? (this.options.retryMs ?? 2000) : (this.options.batchMs ?? 100));
     }
+  }
+}
+
+/** The ACKed version per type URL of every sidecar with an open stream, from the ADS server's status. */
+export function localAcks(status: Readonly<Record<string, AdsNodeStatus>>): Map<string, Record<string, string>> {
+  const out = new Map<string, Record<string, string>>();
+  for (const [node, s] of Object.entries(status)) {
+    if (s.connected === 0) continue;
+    const acked: Record<string, string> = {};
+    for (const [url, type] of Object.entries(s.types)) if (type?.versionAcked) acked[url] = type.versionAcked;
+    out.set(node, acked);
+  }
+  return out;
+}
+
+export interface ReplicaSyncRecordOptions {
+  replica: string;
+  ads: AdsServer;
+  client: ListWatchClient;
+  ref: ConfigMapRef;
+  write: SyncWriter;
+  logger: Logger;
+}
+
+/** This replica's part in the sync record: it writes what its sidecars ACKed and reads what the others wrote. */
+export class ReplicaSyncRecord {
+  /** What the other replicas say of the sidecars streaming from them. */
+  reports: ReadonlyMap<string, SidecarSyncReport> = new Map();
+  private readonly reporter: SyncReporter;
+  private readonly watcher: SyncWatcher;
+
+  constructor(opts: ReplicaSyncRecordOptions) {
+    const reporter = new SyncReporter({ replica: opts.replica, localAcks: () => localAcks(opts.ads.status()), write: opts.write, logger: opts.logger });
+    for (const event of ['ack', 'connect'] as const) opts.ads.on(event, () => reporter.poke());
+    this.reporter = reporter;
+    this.watcher = new SyncWatcher({
+      client: opts.client,
+      ref: opts.ref,
+      onChange: (reports) => {
+        this.reports = reports;
+        reporter.observed(reports);
+      },
+      logger: opts.logger,
+    });
+  }
+
+  /** Serving does not wait for it: the record only serves --wait and status. */
+  start(): void {
+    void this.watcher.start();
+    this.reporter.poke();
+  }
+
+  stop(): void {
+    this.watcher.stop();
+    this.reporter.stop();
   }
 }

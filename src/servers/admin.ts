@@ -21,6 +21,8 @@ import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.
 import type { AdsNodeStatus } from './ads.js';
 import type { SidecarSyncReport } from '../sources/syncRecord.js';
 import { compareStrings } from '../util/order.js';
+import type { Event } from '../generated/mvproxy/admin/v1/Event.js';
+import type { JournalEntry } from '../serve/events.js';
 
 const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
 /** Longer paths are not requests an apiserver would accept either. */
@@ -41,6 +43,10 @@ export interface AdminBackend {
    */
   drain(apiserver: string): Promise<string[]>;
   undrain(apiserver: string): Promise<string[]>;
+  /** The kept events, oldest first (the newest `limit` of them when given). */
+  recentEvents(limit?: number): JournalEntry[];
+  /** Calls `listener` with each new event until the returned function is called. */
+  followEvents(listener: (entry: JournalEntry) => void): () => void;
   /** What is pushed to the sidecar, all types or one; throws as explain does. */
   pushedConfig(sidecar: string, only?: ResourceTypeUrl): SidecarConfig;
 }
@@ -118,6 +124,27 @@ export function addAdminService(server: grpc.Server, backend: AdminBackend, logg
     },
     Drain: drainCall('drain'),
     Undrain: drainCall('undrain'),
+    WatchEvents: (call) => {
+      const { follow = false, limit = 0 } = call.request;
+      // Followed from before the recent ones are read, so none falls between; sent in order, each once.
+      const pending: JournalEntry[] = [];
+      let replayed = false;
+      let last = 0;
+      const send = (entry: JournalEntry): void => {
+        if (entry.sequence <= last) return;
+        last = entry.sequence;
+        call.write(eventMessage(entry));
+      };
+      const stop = follow ? backend.followEvents((entry) => (replayed ? send(entry) : pending.push(entry))) : undefined;
+      for (const entry of backend.recentEvents(limit > 0 ? limit : undefined)) send(entry);
+      for (const entry of pending) send(entry);
+      replayed = true;
+      if (!stop) return call.end();
+      const end = (): void => stop();
+      call.on('cancelled', end);
+      call.on('close', end);
+      call.on('error', end);
+    },
     GetConfig: (call, callback) => {
       const { sidecar = '', type_url: typeUrl = '' } = call.request;
       if (sidecar === '') return callback(fail(grpc.status.INVALID_ARGUMENT, 'sidecar: required'));
@@ -138,6 +165,10 @@ function explainPathProblem(path: string): string | undefined {
   // Control characters cannot appear in a request line; Envoy would reject the request.
   if ([...path].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)) return 'path: contains whitespace or control characters';
   return undefined;
+}
+
+export function eventMessage(e: JournalEntry): Event {
+  return { sequence: String(e.sequence), time: new Date(e.at).toISOString(), kind: e.kind, subject: e.subject, message: e.message };
 }
 
 function explanationMessage(e: RequestExplanation): Explanation {
@@ -187,6 +218,7 @@ export function adminStatus(input: StatusInput): Status {
       group_versions: [...new Set(a.servedSet.map((s) => (s.group === '' ? s.version : `${s.group}/${s.version}`)))].sort(compareStrings),
       draining: draining.has(a.endpoint.name),
       ready: a.ready === undefined ? '' : a.ready ? 'yes' : 'no',
+      version: a.version ?? '',
     }));
   const sidecars = plans.map((plan) => {
     const node = ads[plan.node];

@@ -1,14 +1,32 @@
-// The control plane's operator HTTP endpoint (loopback by default): Prometheus
-// metrics, the status dump and a health check. No authentication, so it serves
-// only reads, and every connection is bounded so none can starve the others.
+// The control plane's operator HTTP endpoint (loopback by default): the status
+// page, Prometheus metrics, the status dump and a health check. No
+// authentication, so it serves only reads, and every connection is bounded so
+// none can starve the others.
 import { createServer, type Server } from 'node:http';
+import { STATUS_PAGE_CSS, STATUS_PAGE_HTML, STATUS_PAGE_JS } from './statusPageAssets.js';
 
 /** What the endpoint serves, from the running control plane. */
 export interface AdminHttpRoutes {
   metrics: () => Promise<{ type: string; body: string }>;
   /** /status: everything the control plane believes and has pushed, as one JSON value. */
   status: () => unknown;
+  /** /status-page.json: what the status page (/) draws (statusPage.ts). */
+  page: () => unknown;
 }
+
+/** The page's own files only: no inline script, nothing from elsewhere, no framing. */
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'no-store',
+} as const;
+
+const PAGE_FILES = new Map([
+  ['/', { type: 'text/html; charset=utf-8', body: STATUS_PAGE_HTML }],
+  ['/status-page.css', { type: 'text/css; charset=utf-8', body: STATUS_PAGE_CSS }],
+  ['/status-page.js', { type: 'text/javascript; charset=utf-8', body: STATUS_PAGE_JS }],
+]);
 
 /**
  * The admin HTTP server's limits (/metrics, /status, /healthz: small GETs
@@ -44,11 +62,16 @@ export function startAdminHttp(host: string, port: number, routes: AdminHttpRout
       maxHeaderSize: limits.maxHeaderBytes,
     },
     (req, res) => {
-      const send = (status: number, type: string, body: string): void => {
-        res.writeHead(status, { 'content-type': type });
+      const send = (status: number, type: string, body: string, headers: Record<string, string> = {}): void => {
+        res.writeHead(status, { 'content-type': type, ...headers });
         res.end(body);
       };
-      if (req.url === '/metrics') {
+      const file = PAGE_FILES.get(req.url ?? '');
+      if (file) {
+        send(200, file.type, file.body, PAGE_HEADERS);
+      } else if (req.url === '/status-page.json') {
+        send(200, 'application/json', JSON.stringify(routes.page()), PAGE_HEADERS);
+      } else if (req.url === '/metrics') {
         routes.metrics().then(
           ({ type, body }) => send(200, type, body),
           (err: Error) => send(500, 'text/plain', err.message),
@@ -58,7 +81,7 @@ export function startAdminHttp(host: string, port: number, routes: AdminHttpRout
       } else if (req.url === '/healthz') {
         send(200, 'text/plain', 'ok\n');
       } else {
-        send(404, 'text/plain', 'not found: try /metrics, /status or /healthz\n');
+        send(404, 'text/plain', 'not found: try / (the status page), /metrics, /status or /healthz\n');
       }
     },
   );

@@ -170,6 +170,7 @@ export class ClusterObserver {
       if (s.discovery) observation.discovery = s.discovery;
       if (s.discoveryEtag !== undefined) observation.discoveryEtag = s.discoveryEtag;
       if (s.ready !== undefined) observation.ready = s.ready;
+      if (s.version !== undefined) observation.version = s.version;
       return observation;
     });
     const localOnly = this.localOnly.filter((gv) => gv.excludedUntil === undefined || gv.excludedUntil > now).map((gv) => ({ ...gv }));
@@ -188,6 +189,7 @@ export class ClusterObserver {
     state.reachable = update.reachable;
     if (update.ready !== undefined) state.ready = update.ready;
     else delete state.ready;
+    if (update.version !== undefined) state.version = update.version;
     this.notify();
   }
 

@@ -54,6 +54,8 @@ export interface DiscoveryUpdate {
   reachable: boolean;
   /** Whether /readyz answered 200 in the latest attempt; absent until a reachable poll read it. */
   ready?: boolean;
+  /** /version's gitVersion as last read (read again whenever anything else changed); absent until read. */
+  version?: string;
 }
 
 export interface DiscoveryFetcherOptions {
@@ -69,6 +71,9 @@ export interface DiscoveryFetcherOptions {
 
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const satisfies Record<string, DiscoveryDocument>;
 const READYZ_PATH = '/readyz';
+const VERSION_PATH = '/version';
+/** A /version body is a few hundred bytes; anything much larger is not one. */
+const MAX_VERSION_LENGTH = 64;
 const NOT_READY_MIN_INTERVAL_MS = 100;
 
 export class DiscoveryFetcher {
@@ -84,6 +89,7 @@ export class DiscoveryFetcher {
   private groups: DiscoveryDocumentState | undefined;
   private openapi: OpenApiIndexState | undefined;
   private ready: boolean | undefined;
+  private version: string | undefined;
   /** Whether the last /readyz read was refused as too large (reported once until it reads well). */
   private readyzTooLarge = false;
   /** Same object until a document changes, so consumers can compare by identity. */
@@ -218,11 +224,19 @@ export class DiscoveryFetcher {
       };
     }
     const wasReachable = this.reachable;
+    // A restart (at another version, maybe) always changes something above: read /version again then only.
+    let versionChanged = false;
+    if (changed || readinessChanged || wasReachable !== true || this.version === undefined) {
+      const version = await this.fetchVersion(controller.signal);
+      if (this.stopped) return;
+      versionChanged = version !== undefined && version !== this.version;
+      if (version !== undefined) this.version = version;
+    }
     this.reachable = true;
     if (wasReachable === false) this.logger.info('discovery fetch recovered: apiserver reachable again');
     else if (wasReachable === undefined) this.logger.debug('discovery fetched');
     if (readinessChanged) this.logger.info({ ready }, ready ? 'apiserver ready' : 'apiserver not ready (starting, or in its shutdown delay)');
-    if (changed || readinessChanged || wasReachable !== true) this.emit();
+    if (changed || readinessChanged || versionChanged || wasReachable !== true) this.emit();
   }
 
   /**
@@ -282,6 +296,19 @@ export class DiscoveryFetcher {
     return status === 200;
   }
 
+  /** /version's gitVersion, or undefined when it could not be read (the version is only shown, never routed on). */
+  private async fetchVersion(signal: AbortSignal): Promise<string | undefined> {
+    try {
+      const response = await this.transport.get(VERSION_PATH, { Accept: 'application/json' }, signal);
+      if (response.status !== 200) return undefined;
+      const parsed: unknown = JSON.parse(response.body);
+      const version = typeof parsed === 'object' && parsed !== null && 'gitVersion' in parsed ? parsed.gitVersion : undefined;
+      return typeof version === 'string' && version.length <= MAX_VERSION_LENGTH ? version : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A connection, TLS or timeout failure: the apiserver is unreachable (its last good discovery is kept). */
   private recordUnreachable(err: unknown): void {
     const type = this.problems.countSyncError(err);
@@ -299,6 +326,7 @@ export class DiscoveryFetcher {
   private update(): DiscoveryUpdate {
     const update: DiscoveryUpdate = { reachable: this.reachable === true };
     if (this.ready !== undefined) update.ready = this.ready;
+    if (this.version !== undefined) update.version = this.version;
     if (this.discovery && this.core && this.groups) {
       update.discovery = this.discovery;
       update.etag = `${this.core.etag},${this.groups.etag}`;

@@ -23,15 +23,27 @@ export function drainedNames(configMap: unknown): string[] | undefined {
 export interface DrainWatcherOptions {
   client: ListWatchClient;
   ref: DrainRecordRef;
-  /** Every apiserver drained now, sorted; first called once the record has been read (or found absent). */
-  onChange: (draining: string[]) => void;
+  /**
+   * Every apiserver drained now, sorted, and the note kept with each drain
+   * (who asked, when: anyone who may write the record may write it); first
+   * called once the record has been read (or found absent).
+   */
+  onChange: (draining: string[], notes: Readonly<Record<string, string>>) => void;
   logger: Logger;
 }
 
 /** Watches the drain record. */
-export class DrainWatcher extends ConfigMapWatcher<string[]> {
+export class DrainWatcher extends ConfigMapWatcher<{ names: string[]; notes: Record<string, string>; toJSON: () => string[] }> {
   constructor(options: DrainWatcherOptions) {
-    super({ ...options, decode: (data) => Object.keys(data).sort() });
+    super({
+      ...options,
+      // Only the names are the record's meaning (a changed note is no change: toJSON is what the watcher compares).
+      decode: (data) => {
+        const names = Object.keys(data).sort();
+        return { names, notes: { ...data }, toJSON: () => names };
+      },
+      onChange: ({ names, notes }) => options.onChange(names, notes),
+    });
   }
 }
 

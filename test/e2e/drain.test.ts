@@ -96,8 +96,10 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
       ],
     );
     const table = await admin('status');
-    assert.match(table, /^APISERVER +STANDING +READY +DRAINING/m);
-    assert.match(table, /^kas-a +available +yes +no /m);
+    assert.match(table, /^APISERVER +VERSION +STANDING +READY +DRAINING/m);
+    // The version is what the apiserver's /version says.
+    assert.match(table, /^kas-a +v1\.36\.3 +available +yes +no /m);
+    assert.match(table, /^kas-b +v1\.37\.2 +available /m);
     assert.match(table, /^kas-b +yes +yes /m, 'sidecar kas-b connected and in sync');
     assert.ok(status.apiservers.find((a) => a.name === 'kas-b')?.group_versions.includes('storagemigration.k8s.io/v1'));
     assert.ok(!status.apiservers.find((a) => a.name === 'kas-a')?.group_versions.includes('storagemigration.k8s.io/v1'));

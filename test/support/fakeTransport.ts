@@ -5,18 +5,26 @@ import { OPENAPI_INDEX } from './discoveryBodies.js';
 
 export type Responder = (path: string, headers: Record<string, string>) => HttpResponse | Error;
 
-/** Discovery calls go to `respond` (and are recorded); `/openapi/v3` and `/readyz` have their own responders. */
+/** Discovery calls go to `respond` (and are recorded); `/openapi/v3`, `/readyz` and `/version` have their own responders. */
 export class FakeTransport implements HttpTransport {
   readonly calls: Array<{ path: string; headers: Record<string, string> }> = [];
   readonly responses: Array<{ path: string; etag: string | undefined }> = [];
   openApiCalls = 0;
   respondOpenApi: () => HttpResponse | Error = () => ({ status: 200, body: JSON.stringify(OPENAPI_INDEX) });
   respondReadyz: () => HttpResponse | Error = () => ({ status: 200, body: 'ok' });
+  versionCalls = 0;
+  respondVersion: () => HttpResponse | Error = () => ({ status: 200, body: JSON.stringify({ major: '1', minor: '37', gitVersion: 'v1.37.2' }) });
   closed = false;
   constructor(public respond: Responder) {}
   async get(path: string, headers: Record<string, string>): Promise<HttpResponse> {
     if (path === '/readyz') {
       const answer = this.respondReadyz();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    }
+    if (path === '/version') {
+      this.versionCalls++;
+      const answer = this.respondVersion();
       if (answer instanceof Error) throw answer;
       return answer;
     }

@@ -34,6 +34,7 @@ const STATUS: AdminStatus = {
       group_versions: ['batch/v1', 'v1'],
       draining: true,
       ready: 'yes',
+      version: 'v1.37.2',
     },
   ],
   sidecars: [
@@ -78,6 +79,8 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
     explain: () => EXPLANATION,
     drain: async (name) => [name],
     undrain: async () => [],
+    recentEvents: () => [],
+    followEvents: () => () => {},
     pushedConfig: (sidecar) => ({ sidecar, types: [] }),
     ...overrides,
   };
@@ -99,6 +102,8 @@ function fakeBackend(overrides: Partial<AdminBackend> = {}): AdminBackend & { ca
       calls.push({ method: 'undrain', args });
       return impl.undrain(...args);
     },
+    recentEvents: (...args) => impl.recentEvents(...args),
+    followEvents: (...args) => impl.followEvents(...args),
     pushedConfig: (...args) => {
       calls.push({ method: 'pushedConfig', args });
       return impl.pushedConfig(...args);

@@ -91,6 +91,33 @@ describe('DiscoveryFetcher', () => {
     assert.equal(updates[1]?.etag, lastGood?.etag);
   });
 
+  test('/version is read with the first poll and again only when something else changed; the update carries its gitVersion', async () => {
+    const time = new FakeTime();
+    const docs = { core: CORE_BODY, apis: APIS_BODY };
+    const transport = new FakeTransport(apiserverResponder(docs));
+    const { fetcher } = newFetcher(transport, time);
+    await fetcher.start();
+    assert.equal(fetcher.current().version, 'v1.37.2');
+    await time.advance(3000);
+    assert.equal(transport.versionCalls, 1, 'unchanged polls do not read it');
+    transport.respondVersion = () => ({ status: 200, body: JSON.stringify({ gitVersion: 'v1.38.0' }) });
+    docs.apis = discoveryBody([{ name: 'apps', resource: 'deployments' }]);
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(transport.versionCalls, 2);
+    assert.equal(fetcher.current().version, 'v1.38.0');
+  });
+
+  test('a /version that cannot be read leaves the version unknown and changes nothing else', async () => {
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    transport.respondVersion = () => ({ status: 403, body: 'forbidden' });
+    const { fetcher } = newFetcher(transport, new FakeTime());
+    await fetcher.start();
+    fetcher.stop();
+    assert.equal(fetcher.current().version, undefined);
+    assert.equal(fetcher.current().reachable, true);
+  });
+
   test('each poll reads /readyz: a failing one is emitted as not ready, its recovery as ready', async () => {
     const time = new FakeTime();
     const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));

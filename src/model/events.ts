@@ -1,0 +1,165 @@
+// What changed and why, as events an operator reads (`mvproxy admin events`,
+// the status page): derived here, purely, from two successive cluster models
+// and two successive sets of plans. The control plane adds the events it
+// witnesses itself (drains, NACKs, sidecar streams) with the helpers below.
+import type { ApiserverObservation, ClusterModel, ServedResource } from './cluster.js';
+import { peerStanding, type PeerStanding } from './liveness.js';
+import type { ResourceRoute, SidecarPlan } from '../planner/plan.js';
+import { compareStrings } from '../util/order.js';
+
+export type ClusterEventKind =
+  | 'apiserver-arrived'
+  | 'apiserver-left'
+  | 'apiserver-restarted'
+  | 'apiserver-readiness'
+  | 'served-set-changed'
+  | 'plan-changed'
+  | 'nack'
+  | 'drain'
+  | 'undrain'
+  | 'sidecar-connected'
+  | 'sidecar-disconnected';
+
+export interface ClusterEvent {
+  /** Epoch milliseconds. */
+  at: number;
+  kind: ClusterEventKind;
+  /** The apiserver or sidecar (node) it is about. */
+  subject: string;
+  /** One line, for a person. */
+  message: string;
+}
+
+/** How many names a message lists before it says "and N more". */
+const LISTED = 3;
+
+/** Apiserver events between two models; `previous` undefined means nothing was known before. */
+export function modelEvents(previous: ClusterModel | undefined, next: ClusterModel, departedGraceMs: number): ClusterEvent[] {
+  const at = next.now;
+  const before = new Map((previous?.apiservers ?? []).map((a) => [a.endpoint.name, a]));
+  const events: ClusterEvent[] = [];
+  for (const a of [...next.apiservers].sort((x, y) => compareStrings(x.endpoint.name, y.endpoint.name))) {
+    const name = a.endpoint.name;
+    const old = before.get(name);
+    const was: PeerStanding = old && previous ? peerStanding(old, previous.now, departedGraceMs) : 'gone';
+    const now = peerStanding(a, next.now, departedGraceMs);
+    const event = (kind: ClusterEventKind, message: string): void => {
+      events.push({ at, kind, subject: name, message });
+    };
+    if (was !== 'available' && now === 'available') {
+      const change = old?.version && a.version && old.version !== a.version ? ` (was ${old.version})` : '';
+      event('apiserver-arrived', `available${a.version ? ` at ${a.version}` : ''}${change}, serving ${countResources(a.servedSet)}`);
+    } else if (was === 'available' && now !== 'available') {
+      event('apiserver-left', leftReason(a, now));
+    } else if (was === 'available' && old) {
+      const newHolder = old.lease && a.lease && old.lease.holderIdentity !== a.lease.holderIdentity;
+      const newVersion = old.version !== undefined && a.version !== undefined && old.version !== a.version;
+      if (newHolder || newVersion) {
+        const version = newVersion ? ` at ${a.version} (was ${old.version})` : a.version ? ` at ${a.version}, same version` : '';
+        event('apiserver-restarted', `restarted${version}${newHolder ? '' : ' (same lease holder)'}`);
+      }
+    }
+    if (old && old.ready !== undefined && a.ready !== undefined && old.ready !== a.ready) {
+      event('apiserver-readiness', a.ready ? 'ready (/readyz passes)' : 'not ready (starting, or in its shutdown delay): traffic moves off it as by a drain');
+    }
+    if (old && old.servedSet.length > 0 && a.servedSet.length > 0) {
+      const change = servedSetChange(old.servedSet, a.servedSet);
+      if (change) event('served-set-changed', change);
+    }
+  }
+  return events;
+}
+
+function leftReason(a: ApiserverObservation, standing: PeerStanding): string {
+  if (a.lease === undefined && a.leaseGoneAt !== undefined) {
+    return standing === 'gone' ? 'gone (its lease left, grace period over)' : 'left: identity lease gone (shutdown); what only it serves answers 503 meanwhile';
+  }
+  return 'unreachable: what only it serves answers 503';
+}
+
+function countResources(set: readonly ServedResource[]): string {
+  return `${set.length} resource${set.length === 1 ? '' : 's'}`;
+}
+
+function gvOf(r: { group: string; version: string }): string {
+  return r.group === '' ? r.version : `${r.group}/${r.version}`;
+}
+
+/** "added storagemigration.k8s.io/v1 (storageversionmigrations); removed batch/v1 (cronjobs, jobs)", or undefined when equal. */
+export function servedSetChange(before: readonly ServedResource[], after: readonly ServedResource[]): string | undefined {
+  const key = (r: ServedResource): string => `${gvOf(r)}\u0000${r.resource}`;
+  const oldKeys = new Set(before.map(key));
+  const newKeys = new Set(after.map(key));
+  const added = after.filter((r) => !oldKeys.has(key(r)));
+  const removed = before.filter((r) => !newKeys.has(key(r)));
+  if (added.length === 0 && removed.length === 0) return undefined;
+  const parts: string[] = [];
+  if (added.length > 0) parts.push(`added ${byGroupVersion(added)}`);
+  if (removed.length > 0) parts.push(`removed ${byGroupVersion(removed)}`);
+  return parts.join('; ');
+}
+
+function byGroupVersion(resources: readonly ServedResource[]): string {
+  const groups = new Map<string, string[]>();
+  for (const r of resources) groups.set(gvOf(r), [...(groups.get(gvOf(r)) ?? []), r.resource]);
+  const names = [...groups.keys()].sort(compareStrings);
+  const shown = names.slice(0, LISTED).map((gv) => `${gv} (${listed((groups.get(gv) ?? []).sort(compareStrings))})`);
+  return `${shown.join(', ')}${names.length > LISTED ? ` and ${names.length - LISTED} more group-versions` : ''}`;
+}
+
+function listed(names: readonly string[]): string {
+  return `${names.slice(0, LISTED).join(', ')}${names.length > LISTED ? ` and ${names.length - LISTED} more` : ''}`;
+}
+
+/** One event per sidecar whose resource routes changed. */
+export function planEvents(previous: readonly SidecarPlan[], next: readonly SidecarPlan[], at: number): ClusterEvent[] {
+  const before = new Map(previous.map((p) => [p.node, p]));
+  const events: ClusterEvent[] = [];
+  for (const plan of next) {
+    const old = before.get(plan.node);
+    if (!old) continue;
+    const oldRoutes = new Map(old.routes.map((r) => [routeKey(r), r]));
+    const newRoutes = new Map(plan.routes.map((r) => [routeKey(r), r]));
+    const changed: string[] = [];
+    for (const [key, route] of newRoutes) {
+      const was = oldRoutes.get(key);
+      if (!was || JSON.stringify(was.action) !== JSON.stringify(route.action)) changed.push(`${key} → ${target(route)}`);
+    }
+    for (const [key] of oldRoutes) if (!newRoutes.has(key)) changed.push(`${key} → local`);
+    if (changed.length === 0) continue;
+    const rerouted = plan.routes.filter((r) => r.action.kind === 'peers').length;
+    const unavailable = plan.routes.filter((r) => r.action.kind === 'unavailable').length;
+    const counts = `now ${rerouted} rerouted (${signed(rerouted - old.routes.filter((r) => r.action.kind === 'peers').length)}), ${unavailable} unavailable (${signed(unavailable - old.routes.filter((r) => r.action.kind === 'unavailable').length)})`;
+    events.push({ at, kind: 'plan-changed', subject: plan.node, message: `${counts}: ${listed(changed.sort(compareStrings))}` });
+  }
+  return events;
+}
+
+function routeKey(r: ResourceRoute): string {
+  return `${gvOf(r)} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`;
+}
+
+function target(r: ResourceRoute): string {
+  return r.action.kind === 'peers' ? r.action.peers.join('|') : '503';
+}
+
+function signed(n: number): string {
+  return n >= 0 ? `+${n}` : String(n);
+}
+
+/** drain/undrain events between two sets of drained apiservers; `how` says, per apiserver, who asked, when known. */
+export function drainEvents(before: ReadonlySet<string>, after: ReadonlySet<string>, at: number, how: (apiserver: string) => string): ClusterEvent[] {
+  const events: ClusterEvent[] = [];
+  for (const name of [...after].sort(compareStrings)) {
+    if (!before.has(name)) events.push({ at, kind: 'drain', subject: name, message: `drained: traffic moves off it (${how(name)})` });
+  }
+  for (const name of [...before].sort(compareStrings)) {
+    if (!after.has(name)) events.push({ at, kind: 'undrain', subject: name, message: `drain ended (${how(name)})` });
+  }
+  return events;
+}
+
+/** The short name of an xDS type URL: "type.googleapis.com/envoy.config.route.v3.RouteConfiguration" -> "RouteConfiguration". */
+export function shortTypeName(typeUrl: string): string {
+  return typeUrl.slice(typeUrl.lastIndexOf('.') + 1);
+}

@@ -1,0 +1,136 @@
+// The data behind the status page (the admin HTTP address's `/`), built purely
+// from what GetStatus and explain read: the model, the plans (which already
+// say, per resource, where each sidecar sends it), the ADS state, the drains,
+// the sync record and the recent events. The page itself
+// (statusPageAssets.ts) only draws this JSON, as text, never as markup.
+import { peerStanding } from '../model/liveness.js';
+import type { ResourceRouteAction } from '../planner/plan.js';
+import { compareStrings } from '../util/order.js';
+import { adminStatus, type StatusInput } from './admin.js';
+import type { JournalEntry } from '../serve/events.js';
+
+export interface StatusPageInput extends StatusInput {
+  /** Recent events, oldest first. */
+  events: readonly JournalEntry[];
+}
+
+export interface StatusPageApiserver {
+  name: string;
+  version: string;
+  standing: string;
+  ready: string;
+  draining: boolean;
+  leaseHolder: string;
+  address: string;
+  resources: number;
+}
+
+export interface StatusPageSidecar {
+  node: string;
+  /** "yes", "no" or "via REPLICA" (streaming from another replica, as the sync record says). */
+  connected: string;
+  inSync: boolean;
+  rerouted: number;
+  unavailable: number;
+  /** Envoy's message of the last NACK, "" when none. */
+  lastNack: string;
+}
+
+/** One group-version-resource some live apiserver serves: per column (apiserver), whether it serves it and where its sidecar sends it. */
+export interface MatrixRow {
+  /** "core" for the core group. */
+  group: string;
+  version: string;
+  resource: string;
+  served: boolean[];
+  /** "local", the peers it goes to ("kas-b", "kas-b kas-c"), "503", or "" when that sidecar has no plan. */
+  routes: string[];
+  /** Not served by every column, or sent somewhere other than local by some sidecar: shown expanded. */
+  notable: boolean;
+}
+
+export interface StatusPageData {
+  generatedAt: string;
+  replica: string;
+  apiservers: StatusPageApiserver[];
+  sidecars: StatusPageSidecar[];
+  matrix: { columns: string[]; rows: MatrixRow[] };
+  /** Newest first. */
+  events: Array<{ sequence: number; time: string; kind: string; subject: string; message: string }>;
+}
+
+/** How many events the page shows. */
+export const PAGE_EVENTS = 200;
+
+export function statusPageData(input: StatusPageInput): StatusPageData {
+  const { model, plans, departedGraceMs } = input;
+  const status = adminStatus(input);
+  const statusApiservers = status.apiservers ?? [];
+  const columns = statusApiservers.map((a) => a.name ?? '');
+  const live = model.apiservers.filter((a) => peerStanding(a, model.now, departedGraceMs) !== 'gone');
+  const servedBy = new Map<string, Set<string>>();
+  const names = new Map<string, { group: string; version: string; resource: string }>();
+  for (const a of live) {
+    for (const r of a.servedSet) {
+      const key = resourceKey(r.group, r.version, r.resource);
+      names.set(key, { group: r.group, version: r.version, resource: r.resource });
+      servedBy.set(key, (servedBy.get(key) ?? new Set()).add(a.endpoint.name));
+    }
+  }
+  const routeOf = new Map<string, Map<string, ResourceRouteAction>>();
+  for (const plan of plans) {
+    const routes = new Map<string, ResourceRouteAction>();
+    for (const r of plan.routes) if (r.subresource === undefined) routes.set(resourceKey(r.group, r.version, r.resource), r.action);
+    routeOf.set(plan.node, routes);
+  }
+  const rows = [...names.entries()]
+    .sort(([, a], [, b]) => compareStrings(a.group, b.group) || compareStrings(a.version, b.version) || compareStrings(a.resource, b.resource))
+    .map(([key, r]): MatrixRow => {
+      const served = columns.map((c) => servedBy.get(key)?.has(c) ?? false);
+      const routes = columns.map((c) => {
+        const plan = routeOf.get(c);
+        if (!plan) return '';
+        const action = plan.get(key);
+        return action === undefined ? 'local' : action.kind === 'peers' ? action.peers.join(' ') : '503';
+      });
+      return {
+        group: r.group === '' ? 'core' : r.group,
+        version: r.version,
+        resource: r.resource,
+        served,
+        routes,
+        notable: served.some((s) => !s) || routes.some((to) => to !== 'local' && to !== ''),
+      };
+    });
+  return {
+    generatedAt: new Date(model.now || Date.now()).toISOString(),
+    replica: input.replica,
+    apiservers: statusApiservers.map((a) => ({
+      name: a.name ?? '',
+      version: a.version ?? '',
+      standing: a.standing ?? '',
+      ready: a.ready ?? '',
+      draining: a.draining ?? false,
+      leaseHolder: a.lease_holder_identity ?? '',
+      address: a.address ?? '',
+      resources: a.served_resources ?? 0,
+    })),
+    sidecars: (status.sidecars ?? []).map((s) => ({
+      node: s.node ?? '',
+      connected: s.connected ? (s.replica ? `via ${s.replica}` : 'yes') : 'no',
+      inSync: s.in_sync ?? false,
+      rerouted: s.rerouted_routes ?? 0,
+      unavailable: s.unavailable_routes ?? 0,
+      lastNack: (s.xds ?? []).map((t) => t.last_nack ?? '').find((m) => m !== '') ?? '',
+    })),
+    matrix: { columns, rows },
+    events: input.events
+      .slice(-PAGE_EVENTS)
+      .reverse()
+      .map((e) => ({ sequence: e.sequence, time: new Date(e.at).toISOString(), kind: e.kind, subject: e.subject, message: e.message })),
+  };
+}
+
+function resourceKey(group: string, version: string, resource: string): string {
+  return JSON.stringify([group, version, resource]);
+}
