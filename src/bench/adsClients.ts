@@ -1,0 +1,112 @@
+// Simulated Envoy ADS clients, for fan-out figures (bench/fanout.ts) and the
+// fan-out test: each opens one state-of-the-world ADS stream as Envoy does,
+// names its node on the first request, subscribes to every type mvproxy
+// serves (all names), and ACKs each response at once with its version and
+// nonce. No Envoy behind it: it applies nothing, it only answers and keeps,
+// per type, the last version it ACKed and when (performance.now()).
+import * as grpc from '@grpc/grpc-js';
+import type { DiscoveryRequest } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
+import type { DiscoveryResponse__Output } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+import { envoyGrpc } from '../xds/protos.js';
+import { PUSH_ORDER, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
+
+export interface AckRecord {
+  version: string;
+  /** performance.now() when the ACK was written. */
+  at: number;
+}
+
+/** One simulated Envoy: one channel, one ADS stream. */
+export class SimulatedEnvoy {
+  /** Per type, the last version ACKed. */
+  readonly acked = new Map<ResourceTypeUrl, AckRecord>();
+  /** Responses received (each was ACKed). */
+  responses = 0;
+  error: grpc.ServiceError | undefined;
+  private readonly client: grpc.Client;
+  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse__Output>;
+  private readonly listeners = new Set<() => void>();
+
+  /** `address`: a grpc-js target, e.g. `unix:///run/mvproxy/xds.sock`. */
+  constructor(
+    address: string,
+    readonly node: string,
+    credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  ) {
+    const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
+    const client = new Client(address, credentials);
+    this.client = client;
+    this.call = client.StreamAggregatedResources();
+    this.call.on('data', (response: DiscoveryResponse__Output) => this.onResponse(response));
+    this.call.on('error', (err: grpc.ServiceError) => {
+      this.error = err;
+      this.notify();
+    });
+    // Like Envoy with set_node_on_first_message_only: the node goes on the first request only.
+    PUSH_ORDER.forEach((url, i) => {
+      this.call.write({ type_url: url, resource_names: [], ...(i === 0 ? { node: { id: node } } : {}) });
+    });
+  }
+
+  /** Calls `listener` after every response (and on a stream error); returns a function that removes it. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    this.call.cancel();
+    this.client.close();
+  }
+
+  private onResponse(response: DiscoveryResponse__Output): void {
+    const url = response.type_url ?? '';
+    const version = response.version_info ?? '';
+    this.call.write({ type_url: url, version_info: version, response_nonce: response.nonce ?? '', resource_names: [] });
+    this.responses++;
+    if (isResourceTypeUrl(url)) this.acked.set(url, { version, at: performance.now() });
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/** Opens `nodes.length` simulated Envoys against one address. */
+export function connectSimulatedEnvoys(address: string, nodes: readonly string[]): SimulatedEnvoy[] {
+  return nodes.map((node) => new SimulatedEnvoy(address, node));
+}
+
+/**
+ * Resolves once `done()` holds for every client, checked after each of its
+ * responses; rejects when a stream fails, or after `timeoutMs` with the nodes
+ * still waiting (a bound on a hung test, not a figure).
+ */
+export function waitForEvery(clients: readonly SimulatedEnvoy[], done: (client: SimulatedEnvoy) => boolean, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const waiting = new Set(clients.filter((c) => !done(c)));
+    const removers: Array<() => void> = [];
+    const finish = (err?: Error): void => {
+      clearTimeout(timer);
+      for (const remove of removers) remove();
+      if (err) reject(err);
+      else resolve();
+    };
+    const timer = setTimeout(() => {
+      const names = [...waiting].map((c) => c.node);
+      finish(new Error(`${names.length} simulated nodes still waiting after ${timeoutMs} ms: ${names.slice(0, 10).join(', ')}`));
+    }, timeoutMs);
+    if (waiting.size === 0) return finish();
+    for (const client of waiting) {
+      removers.push(
+        client.onChange(() => {
+          if (client.error) return finish(new Error(`simulated node ${client.node}: ADS stream failed: ${client.error.message}`));
+          if (!done(client)) return;
+          waiting.delete(client);
+          if (waiting.size === 0) finish();
+        }),
+      );
+    }
+  });
+}
