@@ -19,8 +19,10 @@ commands:
                                        ask the running control plane what it sees and why; drain an apiserver
   bench [--rounds N --round-ms MS --concurrency N --in-flight 8,64 --protocol h2|http/1.1
          --convergence-samples N --convergence-cap-ms MS --out FILE]
+        [--only fanout --fanout-nodes 200 --fanout-changes 6 --fanout-crds 500]
                                        measure mvproxy vs upstream's proxy vs direct (latency, throughput with h2load)
-                                       and convergence, in two sandboxes side by side
+                                       and convergence, in two sandboxes side by side; then one replica's ADS
+                                       fan-out to many simulated nodes and its peak memory (--only fanout: that alone)
   upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]
                                        upgrade three apiservers and roll them back under load, per mode;
                                        count spurious 404s, lost writes, missed watch events, 5xx, incomplete discovery
