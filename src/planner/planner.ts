@@ -160,6 +160,21 @@ export class ServedIndex {
   }
 }
 
+/**
+ * The index of a served set, made once per set however many sidecars' deciders
+ * ask (every sidecar rates every peer). Weak: gone with the model.
+ */
+const servedIndexes = new WeakMap<readonly ServedResource[], ServedIndex>();
+
+function servedIndexOf(servedSet: readonly ServedResource[]): ServedIndex {
+  let index = servedIndexes.get(servedSet);
+  if (!index) {
+    index = new ServedIndex(servedSet);
+    servedIndexes.set(servedSet, index);
+  }
+  return index;
+}
+
 interface ResourceId {
   group: string;
   version: string;
@@ -201,7 +216,7 @@ export class SidecarDecider {
   ) {
     this.local = local;
     this.localOnly = localOnly;
-    this.localServed = new ServedIndex(local.servedSet);
+    this.localServed = servedIndexOf(local.servedSet);
     this.localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
     this.localDraining = opts.draining.has(local.endpoint.name);
     this.doubts = new LocalDoubts(local);
@@ -211,7 +226,7 @@ export class SidecarDecider {
       const standing = peerStanding(peer, model.now, opts.departedGraceMs);
       if (standing === 'gone') continue;
       const name = peer.endpoint.name;
-      this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
+      this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: servedIndexOf(peer.servedSet) });
     }
   }
 

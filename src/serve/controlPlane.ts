@@ -81,6 +81,8 @@ export class ControlPlane implements AdminBackend {
   /** The last reconcile: plans, and each sidecar's snapshot and merged discovery (documents rendered lazily and memoized). */
   private reconciled?: Reconciled;
   private lastModel?: ClusterModel;
+  /** The newest model the observer reported that updateSoon has not reconciled yet. */
+  private pendingModel?: ClusterModel;
   /** Translator settings per sidecar and the departed grace, from the config: fixed for the run. */
   private readonly settings: ReconcileSettings;
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
@@ -149,7 +151,7 @@ export class ControlPlane implements AdminBackend {
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.observer = observer;
-    observer.onChange((model) => this.update(model));
+    observer.onChange((model) => this.updateSoon(model));
     const drainRecord = this.config.drainRecord;
     this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
     this.drainWatcher = new DrainWatcher({
@@ -221,19 +223,42 @@ export class ControlPlane implements AdminBackend {
     }
   }
 
+  /**
+   * A model the observer reported: reconciled on the next turn of the event
+   * loop, once for a burst (a restarting apiserver changes its lease, its
+   * reachability and its readiness in quick succession; with many sidecars a
+   * reconcile per change would queue them one behind the other).
+   */
+  private updateSoon(model: ClusterModel): void {
+    const scheduled = this.pendingModel !== undefined;
+    this.pendingModel = model;
+    if (scheduled) return;
+    setImmediate(() => {
+      const latest = this.pendingModel;
+      this.pendingModel = undefined;
+      if (latest) this.update(latest);
+    });
+  }
+
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel, { persist } = { persist: true }): void {
+    // A model waiting for updateSoon is older than this one.
+    this.pendingModel = undefined;
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.keepForWarmStart();
     const next = reconcile(model, this.draining, this.settings);
+    const planChanged: string[] = [];
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
       const previous = this.reconciled?.sidecars.get(node)?.plan;
       if (JSON.stringify(previous?.routes) !== JSON.stringify(sidecar.plan.routes)) {
-        this.deps.logger.info({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
+        planChanged.push(node);
+        this.deps.logger.debug({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
       }
     }
+    // One line per change, however many sidecars (the first few named).
+    if (planChanged.length > 0) this.deps.logger.info({ nodes: planChanged.length, first: planChanged.slice(0, 5) }, 'plans changed');
     this.reconciled = next;
   }
 

@@ -9,7 +9,7 @@ import type { ServeConfig, ServedApiserver } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import { planSidecars } from '../planner/planner.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
+import { translateSidecar, translationCache, type TranslatorSettings } from '../translator/translator.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
@@ -42,12 +42,14 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   const { departedGraceMs } = settings;
   const plans = planSidecars(model, { departedGraceMs, draining });
   const sidecars = new Map<string, ReconciledSidecar>();
+  // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
+  const cache = translationCache();
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
     sidecars.set(plan.node, {
       plan,
-      snapshot: makeSnapshot(translateSidecar(plan, translatorSettings)),
+      snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)),
       discovery: mergeDiscovery(plan.node, model, model.now, { departedGraceMs }),
     });
   }

@@ -116,9 +116,31 @@ function canonicalize(value: unknown): Canonical {
   return out;
 }
 
-/** A stable short hash of some content (64 bits of SHA-256 over its canonical JSON). */
-function contentVersion(content: unknown): string {
-  return createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 16);
+/**
+ * Each resource's hash, and its '@type'-tagged copy, by the object it was
+ * made from: sidecars share many resources (the translator hands the same
+ * cluster objects to every sidecar of a reconcile), so each is copied and
+ * hashed once however many snapshots hold it. Weak: gone with the objects.
+ */
+const digests = new WeakMap<Resource, string>();
+const taggedCopies = new WeakMap<object, Resource>();
+
+/** SHA-256 (hex) of a resource's canonical JSON; a type's version is 64 bits of SHA-256 over its resources' digests in name order. */
+function resourceDigest(resource: Resource): string {
+  let digest = digests.get(resource);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(canonicalJson(resource)).digest('hex');
+    digests.set(resource, digest);
+  }
+  return digest;
+}
+
+function tagged<R extends Resource>(input: object, make: () => R): R {
+  const known = taggedCopies.get(input);
+  if (known) return known as R;
+  const copy = make();
+  taggedCopies.set(input, copy);
+  return copy;
 }
 
 function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly T[]): TypeSnapshot {
@@ -132,11 +154,14 @@ function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly 
   }
   const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
   // Resources are a set for Envoy: hash them in name order, not input order.
-  return { version: contentVersion([...sorted.values()]), resources: sorted };
+  const hash = createHash('sha256');
+  for (const resource of sorted.values()) hash.update(resourceDigest(resource));
+  return { version: hash.digest('hex').slice(0, 16), resources: sorted };
 }
 
 /**
- * Builds a snapshot. Inputs are copied shallowly and tagged with '@type';
+ * Builds a snapshot. Inputs are copied shallowly and tagged with '@type'
+ * (once per input object, whatever the number of snapshots it goes into);
  * callers must not mutate them afterwards (the versions would go stale).
  */
 export function makeSnapshot(input: SnapshotInput): Snapshot {
@@ -144,19 +169,19 @@ export function makeSnapshot(input: SnapshotInput): Snapshot {
     types: {
       [TYPE_URL.cluster]: typeSnapshot(
         TYPE_URL.cluster,
-        (input.clusters ?? []).map((r): ClusterResource => ({ ...r, '@type': TYPE_URL.cluster })),
+        (input.clusters ?? []).map((r) => tagged(r, (): ClusterResource => ({ ...r, '@type': TYPE_URL.cluster }))),
       ),
       [TYPE_URL.endpoint]: typeSnapshot(
         TYPE_URL.endpoint,
-        (input.endpoints ?? []).map((r): EndpointResource => ({ ...r, '@type': TYPE_URL.endpoint })),
+        (input.endpoints ?? []).map((r) => tagged(r, (): EndpointResource => ({ ...r, '@type': TYPE_URL.endpoint }))),
       ),
       [TYPE_URL.listener]: typeSnapshot(
         TYPE_URL.listener,
-        (input.listeners ?? []).map((r): ListenerResource => ({ ...r, '@type': TYPE_URL.listener })),
+        (input.listeners ?? []).map((r) => tagged(r, (): ListenerResource => ({ ...r, '@type': TYPE_URL.listener }))),
       ),
       [TYPE_URL.route]: typeSnapshot(
         TYPE_URL.route,
-        (input.routes ?? []).map((r): RouteResource => ({ ...r, '@type': TYPE_URL.route })),
+        (input.routes ?? []).map((r) => tagged(r, (): RouteResource => ({ ...r, '@type': TYPE_URL.route }))),
       ),
     },
   };
