@@ -7,8 +7,35 @@
 import * as grpc from '@grpc/grpc-js';
 import type { DiscoveryRequest } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse__Output } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
-import { envoyGrpc } from '../xds/protos.js';
+import { envoyRoot } from '../xds/protos.js';
 import { PUSH_ORDER, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
+
+const STREAM_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+
+/** What a simulated Envoy reads of a response: not its resources. */
+type ResponseHead = Pick<DiscoveryResponse__Output, 'version_info' | 'nonce' | 'type_url'>;
+
+/**
+ * The wire codecs. A response's resources stay undecoded bytes (protobufjs
+ * decodes an Any to its type URL and value): decoding hundreds of clusters
+ * into objects per response would make the simulated nodes, not the control
+ * plane, the bottleneck (a real Envoy decodes in C++).
+ */
+function codecs(): { serialize: (r: DiscoveryRequest) => Buffer; deserialize: (b: Buffer) => ResponseHead } {
+  const request = envoyRoot().lookupType('envoy.service.discovery.v3.DiscoveryRequest');
+  const response = envoyRoot().lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+  return {
+    serialize: (r) => Buffer.from(request.encode(request.fromObject(r)).finish()),
+    deserialize: (bytes) => {
+      const head: Record<string, unknown> = response.toObject(response.decode(bytes));
+      const text = (key: string): string => {
+        const value = head[key];
+        return typeof value === 'string' ? value : '';
+      };
+      return { version_info: text('version_info'), nonce: text('nonce'), type_url: text('type_url') };
+    },
+  };
+}
 
 export interface AckRecord {
   version: string;
@@ -24,7 +51,7 @@ export class SimulatedEnvoy {
   responses = 0;
   error: grpc.ServiceError | undefined;
   private readonly client: grpc.Client;
-  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse__Output>;
+  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, ResponseHead>;
   private readonly listeners = new Set<() => void>();
 
   /** `address`: a grpc-js target, e.g. `unix:///run/mvproxy/xds.sock`. */
@@ -33,11 +60,11 @@ export class SimulatedEnvoy {
     readonly node: string,
     credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   ) {
-    const Client = envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService;
-    const client = new Client(address, credentials);
-    this.client = client;
-    this.call = client.StreamAggregatedResources();
-    this.call.on('data', (response: DiscoveryResponse__Output) => this.onResponse(response));
+    // Its own connection, as each Envoy has (grpc-js would otherwise share one among all clients of a target).
+    this.client = new grpc.Client(address, credentials, { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': -1 });
+    const { serialize, deserialize } = codecs();
+    this.call = this.client.makeBidiStreamRequest(STREAM_PATH, serialize, deserialize);
+    this.call.on('data', (response: ResponseHead) => this.onResponse(response));
     this.call.on('error', (err: grpc.ServiceError) => {
       this.error = err;
       this.notify();
@@ -59,7 +86,7 @@ export class SimulatedEnvoy {
     this.client.close();
   }
 
-  private onResponse(response: DiscoveryResponse__Output): void {
+  private onResponse(response: ResponseHead): void {
     const url = response.type_url ?? '';
     const version = response.version_info ?? '';
     this.call.write({ type_url: url, version_info: version, response_nonce: response.nonce ?? '', resource_names: [] });
