@@ -43,36 +43,71 @@ export interface AckRecord {
   at: number;
 }
 
-/** One simulated Envoy: one channel, one ADS stream. */
+export interface SimulatedEnvoyOptions {
+  credentials?: grpc.ChannelCredentials;
+  /**
+   * On a failed stream, open a new one 0.1 s later (as the sandbox's sidecars
+   * do), naming the versions it runs, and count it in `reconnects`; by
+   * default a failure is final and kept in `error`.
+   */
+  reconnect?: boolean;
+}
+
+/** One simulated Envoy: one channel, one ADS stream at a time. */
 export class SimulatedEnvoy {
   /** Per type, the last version ACKed. */
   readonly acked = new Map<ResourceTypeUrl, AckRecord>();
   /** Responses received (each was ACKed). */
   responses = 0;
+  /** Streams that failed and were opened again (with `reconnect`). */
+  reconnects = 0;
+  /** Why the stream failed (without `reconnect`), or why it last failed (with it). */
   error: grpc.ServiceError | undefined;
   private readonly client: grpc.Client;
-  private readonly call: grpc.ClientDuplexStream<DiscoveryRequest, ResponseHead>;
+  private call: grpc.ClientDuplexStream<DiscoveryRequest, ResponseHead>;
   private readonly listeners = new Set<() => void>();
+  private readonly codecs = codecs();
+  private closed = false;
 
   /** `address`: a grpc-js target, e.g. `unix:///run/mvproxy/xds.sock`. */
   constructor(
     address: string,
     readonly node: string,
-    credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+    private readonly options: SimulatedEnvoyOptions = {},
   ) {
     // Its own connection, as each Envoy has (grpc-js would otherwise share one among all clients of a target).
-    this.client = new grpc.Client(address, credentials, { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': -1 });
-    const { serialize, deserialize } = codecs();
-    this.call = this.client.makeBidiStreamRequest(STREAM_PATH, serialize, deserialize);
-    this.call.on('data', (response: ResponseHead) => this.onResponse(response));
-    this.call.on('error', (err: grpc.ServiceError) => {
+    this.client = new grpc.Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
+      'grpc.use_local_subchannel_pool': 1,
+      'grpc.max_receive_message_length': -1,
+    });
+    this.call = this.open();
+  }
+
+  /** True while the stream has failed and will not be opened again. */
+  get failed(): boolean {
+    return this.error !== undefined && !this.options.reconnect;
+  }
+
+  private open(): grpc.ClientDuplexStream<DiscoveryRequest, ResponseHead> {
+    const call = this.client.makeBidiStreamRequest(STREAM_PATH, this.codecs.serialize, this.codecs.deserialize);
+    call.on('data', (response: ResponseHead) => this.onResponse(call, response));
+    call.on('error', (err: grpc.ServiceError) => {
       this.error = err;
+      if (this.options.reconnect && !this.closed) {
+        setTimeout(() => {
+          if (this.closed) return;
+          this.reconnects++;
+          this.call = this.open();
+        }, 100);
+      }
       this.notify();
     });
-    // Like Envoy with set_node_on_first_message_only: the node goes on the first request only.
+    // Like Envoy with set_node_on_first_message_only: the node goes on the first request only;
+    // a new stream names the versions this node runs.
     PUSH_ORDER.forEach((url, i) => {
-      this.call.write({ type_url: url, resource_names: [], ...(i === 0 ? { node: { id: node } } : {}) });
+      call.write({ type_url: url, resource_names: [], version_info: this.acked.get(url)?.version ?? '', ...(i === 0 ? { node: { id: this.node } } : {}) });
     });
+    return call;
   }
 
   /** Calls `listener` after every response (and on a stream error); returns a function that removes it. */
@@ -82,14 +117,15 @@ export class SimulatedEnvoy {
   }
 
   close(): void {
+    this.closed = true;
     this.call.cancel();
     this.client.close();
   }
 
-  private onResponse(response: ResponseHead): void {
+  private onResponse(call: grpc.ClientDuplexStream<DiscoveryRequest, ResponseHead>, response: ResponseHead): void {
     const url = response.type_url ?? '';
     const version = response.version_info ?? '';
-    this.call.write({ type_url: url, version_info: version, response_nonce: response.nonce ?? '', resource_names: [] });
+    call.write({ type_url: url, version_info: version, response_nonce: response.nonce ?? '', resource_names: [] });
     this.responses++;
     if (isResourceTypeUrl(url)) this.acked.set(url, { version, at: performance.now() });
     this.notify();
@@ -101,8 +137,8 @@ export class SimulatedEnvoy {
 }
 
 /** Opens `nodes.length` simulated Envoys against one address. */
-export function connectSimulatedEnvoys(address: string, nodes: readonly string[]): SimulatedEnvoy[] {
-  return nodes.map((node) => new SimulatedEnvoy(address, node));
+export function connectSimulatedEnvoys(address: string, nodes: readonly string[], options: SimulatedEnvoyOptions = {}): SimulatedEnvoy[] {
+  return nodes.map((node) => new SimulatedEnvoy(address, node, options));
 }
 
 /**
@@ -128,7 +164,7 @@ export function waitForEvery(clients: readonly SimulatedEnvoy[], done: (client: 
     for (const client of waiting) {
       removers.push(
         client.onChange(() => {
-          if (client.error) return finish(new Error(`simulated node ${client.node}: ADS stream failed: ${client.error.message}`));
+          if (client.failed) return finish(new Error(`simulated node ${client.node}: ADS stream failed: ${client.error?.message}`));
           if (!done(client)) return;
           waiting.delete(client);
           if (waiting.size === 0) finish();

@@ -56,6 +56,8 @@ export interface FanoutSample {
   spreadMs: number;
   /** Simulated nodes whose final ACK came before the clock started (the replica saw the change before the bench did). */
   early: number;
+  /** Simulated streams that failed and were opened again meanwhile (as Envoy would). */
+  reconnects: number;
   /** CPU the replica spent from the restart to the settled state. */
   controlPlaneCpuMs: number;
   loadAverage: number[];
@@ -94,7 +96,7 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
     const { nodes, controlPlanePid } = sandbox.simulatedFanout();
     const socket = state.controlPlane?.xdsSocket;
     if (!socket || controlPlanePid === undefined) throw new Error('internal: the sandbox has no control plane');
-    clients = connectSimulatedEnvoys(`unix://${socket}`, nodes);
+    clients = connectSimulatedEnvoys(`unix://${socket}`, nodes, { reconnect: true });
     await waitForEvery(clients, (c) => PUSH_ORDER.every((url) => c.acked.has(url)), SETTLE_CAP_MS);
     await quiet(clients);
     opts.progress(`${nodes.length} simulated nodes connected and ACKed their first config`);
@@ -173,7 +175,8 @@ export function fanoutSummary(f: FanoutFigures): Record<string, number> {
 
 function describe(s: FanoutSample): string {
   return (
-    `${s.ms} ms to every ACK (push spread ${s.spreadMs} ms${s.early ? `, ${s.early} nodes ahead of the clock` : ''}), ` +
+    `${s.ms} ms to every ACK (push spread ${s.spreadMs} ms${s.early ? `, ${s.early} nodes ahead of the clock` : ''}` +
+    `${s.reconnects ? `, ${s.reconnects} streams reconnected` : ''}), ` +
     `control plane CPU ${s.controlPlaneCpuMs} ms, load average ${s.loadAverage.join(' ')}`
   );
 }
@@ -190,6 +193,8 @@ async function timeChange(
   const kasC = state.apiservers.find((a) => a.name === RESTARTED);
   if (!kasC) throw new Error(`internal: no ${RESTARTED}`);
   const cpuBefore = cpuMs(pid);
+  const reconnects = (): number => clients.reduce((n, c) => n + c.reconnects, 0);
+  const reconnectsBefore = reconnects();
   await sandbox.stopApiserver(RESTARTED);
   const starting = sandbox.startApiserver(RESTARTED, { runtimeConfig: resourceOff ? `${GROUP}/v1=false` : '' });
   const startFailed = starting.then(
@@ -227,6 +232,7 @@ async function timeChange(
     ms: Math.round(Math.max(...all) - t0),
     spreadMs: Math.round(Math.max(...finals) - Math.min(...finals)),
     early: finals.filter((at) => at < t0).length,
+    reconnects: reconnects() - reconnectsBefore,
     controlPlaneCpuMs: cpuMs(pid) - cpuBefore,
     loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
   };
@@ -240,8 +246,6 @@ async function quiet(clients: SimulatedEnvoy[]): Promise<void> {
     const now = clients.reduce((n, c) => n + c.responses, 0);
     if (now === count) return;
     if (performance.now() > deadline) throw new Error('the simulated nodes never went quiet');
-    const failed = clients.find((c) => c.error);
-    if (failed) throw new Error(`simulated node ${failed.node}: ${failed.error?.message}`);
     count = now;
     await sleep(QUIET_MS);
   }

@@ -204,6 +204,13 @@ export class SidecarDecider {
   readonly doubts: LocalDoubts;
   /** Peers whose lease is long gone contribute nothing; the rest, sorted by name. */
   private readonly ratedPeers: RatedPeer[] = [];
+  /**
+   * The rated peers that serve anything: the only ones a route can name (an
+   * empty served set serves nothing; such a peer counts for fallback() only).
+   * With many declared apiservers not yet observed, this keeps every decision
+   * proportional to the peers that serve, not to all of them.
+   */
+  private readonly servingPeers: RatedPeer[];
   private readonly localServed: ServedIndex;
   private readonly localOnly: ReadonlySet<string>;
   private readonly localSubresources: Map<string, string[]>;
@@ -228,12 +235,13 @@ export class SidecarDecider {
       const name = peer.endpoint.name;
       this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: servedIndexOf(peer.servedSet) });
     }
+    this.servingPeers = this.ratedPeers.filter((p) => p.servedSet.length > 0);
   }
 
   /** Every (sub)resource served anywhere that counts and is not local-only: what may need a route. */
   candidates(): ResourceId[] {
     const candidates = new Map<string, ResourceId>();
-    for (const served of [this.local.servedSet, ...this.ratedPeers.map((p) => p.servedSet)].flat()) {
+    for (const served of [this.local.servedSet, ...this.servingPeers.map((p) => p.servedSet)].flat()) {
       if (this.isLocalOnly(served)) continue;
       const { group, version, resource } = served;
       candidates.set(resourceKey(group, version, resource), { group, version, resource });
@@ -259,7 +267,7 @@ export class SidecarDecider {
     // decides, as without mvproxy (even while drained: a drain never moves
     // what it may serve on a guess).
     if (this.localAvailable && this.doubts.covers(id)) return { destination: local, rule: 'doubt-stays-local' };
-    const servingPeers = this.ratedPeers.filter((p) => p.served.serves(key));
+    const servingPeers = this.servingPeers.filter((p) => p.served.serves(key));
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
     if (available.length > 0) return { destination: { kind: 'peers', peers: available.map((p) => p.name) }, rule: 'reroute-to-peers' };
     const servedBy = [...(servedLocally ? [this.local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
@@ -278,7 +286,7 @@ export class SidecarDecider {
    * does.
    */
   groupDocuments(): GroupDocumentRoute[] {
-    const { local, ratedPeers, localOnly } = this;
+    const { local, servingPeers: ratedPeers, localOnly } = this;
     const doubts = this.localAvailable ? this.doubts : undefined;
     const localGroups = new Set(local.servedSet.map((s) => s.group));
     const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
@@ -352,7 +360,7 @@ export class SidecarDecider {
   private successorsOf(id: ResourceId): string[] {
     const resource = resourceKey(id.group, id.version, id.resource);
     const subresources = this.localSubresources.get(resource) ?? [];
-    return this.ratedPeers
+    return this.servingPeers
       .filter((p) => p.standing === 'available' && !p.draining && p.served.serves(resource))
       .filter((p) => subresources.every((sub) => p.served.serves(resourceKey(id.group, id.version, id.resource, sub))))
       .map((p) => p.name);

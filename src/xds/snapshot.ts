@@ -87,6 +87,18 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalize(value));
 }
 
+/** Base64 of byte fields, by buffer: every listener carries the same identity filter module. Weak: gone with the buffers. */
+const base64s = new WeakMap<Uint8Array, string>();
+
+function base64Of(bytes: Uint8Array): string {
+  let text = base64s.get(bytes);
+  if (text === undefined) {
+    text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    base64s.set(bytes, text);
+  }
+  return text;
+}
+
 type Canonical = null | boolean | number | string | Canonical[] | { [key: string]: Canonical };
 
 function canonicalize(value: unknown): Canonical {
@@ -104,7 +116,7 @@ function canonicalize(value: unknown): Canonical {
     default:
       return null; // functions, symbols: not content
   }
-  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') };
+  if (value instanceof Uint8Array) return { $bytes: base64Of(value) };
   if (Array.isArray(value)) return value.map((item: unknown) => canonicalize(item));
   const out: { [key: string]: Canonical } = {};
   const record = value as Record<string, unknown>;
@@ -152,7 +164,10 @@ function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly 
     if (byName.has(name)) throw new Error(`snapshot: duplicate ${messageName(url)} "${name}"`);
     byName.set(name, item);
   }
-  const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
+  // The translator hands most types over sorted already: check before sorting (hundreds of clusters per node).
+  const names = [...byName.keys()];
+  const inOrder = names.every((name, i) => i === 0 || compareStrings(names[i - 1] ?? '', name) < 0);
+  const sorted: ReadonlyMap<string, Resource> = inOrder ? byName : new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
   // Resources are a set for Envoy: hash them in name order, not input order.
   const hash = createHash('sha256');
   for (const resource of sorted.values()) hash.update(resourceDigest(resource));
