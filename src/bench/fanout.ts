@@ -8,9 +8,9 @@
 // spoken for by a simulated Envoy ADS client (adsClients.ts) on the replica's
 // Unix socket, where the socket's file mode admits any node id.
 //
-// The change: kas-c restarted with storagemigration.k8s.io/v1 off (then on
-// again), which changes the plan of every simulated node and of kas-a and
-// kas-c. The clock starts when kas-c is ready and its own discovery shows the
+// The change: kas-c restarted with storagemigration.k8s.io/v1 back on (after
+// an untimed restart with it off), which changes the plan of every simulated
+// node and of kas-a and kas-c once kas-c is ready. The clock starts when kas-c is ready and its own discovery shows the
 // change (as convergence.ts) and stops at the last ACK of the new config by
 // any node: the simulated ones' own ACK times, the real sidecars' xDS
 // update_time stats (read once everything is quiet). Then N CRDs, one more
@@ -52,7 +52,7 @@ export interface FanoutSample {
   withCrds: boolean;
   /** From the change (kas-c ready, its discovery showing it) to the last node's ACK of the new config. */
   ms: number;
-  /** From the first to the last node's final ACK: the push itself. */
+  /** From the first to the last final ACK after the clock started: the push itself. */
   spreadMs: number;
   /** Simulated nodes whose final ACK came before the clock started (the replica saw the change before the bench did). */
   early: number;
@@ -103,17 +103,21 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
     const token = sandbox.adminBearerToken();
     const samples: FanoutSample[] = [];
     for (let i = 0; i < opts.changes; i++) {
-      const s = await timeChange(sandbox, state, token, clients, controlPlanePid, i % 2 === 0, false);
+      // Only turning it on changes every node after the clock starts: turning it
+      // off, the nodes' final plans are reached while kas-c is down already.
+      await timeChange(sandbox, state, token, clients, controlPlanePid, true, false);
+      const s = await timeChange(sandbox, state, token, clients, controlPlanePid, false, false);
       samples.push(s);
-      opts.progress(`  change ${i + 1} (${GROUP} ${s.resourceOff ? 'off' : 'on'}): ${describe(s)}`);
+      opts.progress(`  change ${i + 1} (${GROUP} back on): ${describe(s)}`);
     }
     let withCrds: FanoutSample | undefined;
     if (opts.crds > 0) {
       opts.progress(`creating ${opts.crds} CRDs ...`);
       await createCrds(state, token, opts.crds);
       await quiet(clients);
-      withCrds = await timeChange(sandbox, state, token, clients, controlPlanePid, opts.changes % 2 === 0, true);
-      opts.progress(`  change with ${opts.crds} CRDs (${GROUP} ${withCrds.resourceOff ? 'off' : 'on'}): ${describe(withCrds)}`);
+      await timeChange(sandbox, state, token, clients, controlPlanePid, true, true);
+      withCrds = await timeChange(sandbox, state, token, clients, controlPlanePid, false, true);
+      opts.progress(`  change with ${opts.crds} CRDs (${GROUP} back on): ${describe(withCrds)}`);
     }
     const memory = procStatus(controlPlanePid);
     return {
@@ -126,7 +130,7 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       peakRssMb: memory.VmHWM,
       rssMb: memory.VmRSS,
       method:
-        `kas-c restarted with ${GROUP}/v1 off, then on; clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
+        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: every node's plan changes); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
         `until the last ACK of the settled config by every node (simulated: their ACK times; real sidecars: Envoy's xDS update_time stats); ` +
         `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs`,
     };
@@ -230,7 +234,7 @@ async function timeChange(
     resourceOff,
     withCrds,
     ms: Math.round(Math.max(...all) - t0),
-    spreadMs: Math.round(Math.max(...finals) - Math.min(...finals)),
+    spreadMs: Math.round(Math.max(...all) - Math.min(...all.filter((at) => at >= t0), Math.max(...all))),
     early: finals.filter((at) => at < t0).length,
     reconnects: reconnects() - reconnectsBefore,
     controlPlaneCpuMs: cpuMs(pid) - cpuBefore,

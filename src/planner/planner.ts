@@ -399,7 +399,7 @@ function planSidecar(local: ApiserverObservation, model: ClusterModel, localOnly
     node: local.endpoint.name,
     local: plannedApiserver(local),
     peers: model.apiservers
-      .filter((a) => a !== local)
+      .filter((a) => a !== local && observed(a))
       .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
       .map(plannedApiserver),
     routes,
@@ -408,6 +408,16 @@ function planSidecar(local: ApiserverObservation, model: ClusterModel, localOnly
   const fallback = decider.fallback();
   if (fallback) plan.fallback = fallback;
   return plan;
+}
+
+/**
+ * Whether anything was ever seen of a declared apiserver: it holds (or held)
+ * an identity lease, answered, or served something. One never seen can be in
+ * no route, so it is no planned peer (each planned peer costs every sidecar
+ * its clusters); it becomes one, clusters first, once it shows up.
+ */
+function observed(a: ApiserverObservation): boolean {
+  return a.lease !== undefined || a.leaseGoneAt !== undefined || a.reachable || a.servedSet.length > 0;
 }
 
 /** The peers not being drained if there are any, else all of them: a drain never causes a 503. */

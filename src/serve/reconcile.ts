@@ -44,14 +44,19 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   const sidecars = new Map<string, ReconciledSidecar>();
   // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
   const cache = translationCache();
+  // A sidecar whose apiserver's discovery is unknown (down, starting) merges its
+  // peers' documents only, the same whichever sidecar it is: merged once for all of them.
+  let unknownLocal: MergedDiscovery | undefined;
+  const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
-    sidecars.set(plan.node, {
-      plan,
-      snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)),
-      discovery: mergeDiscovery(plan.node, model, model.now, { departedGraceMs }),
-    });
+    let discovery = known.has(plan.node) ? undefined : unknownLocal;
+    if (!discovery) {
+      discovery = mergeDiscovery(plan.node, model, model.now, { departedGraceMs });
+      if (!known.has(plan.node)) unknownLocal = discovery;
+    }
+    sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
   }
   return { plans, sidecars };
 }
