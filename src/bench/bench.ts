@@ -15,6 +15,7 @@ import { startBareEnvoy } from './bareEnvoy.js';
 import { type ConvergenceTarget, measureConvergence } from './convergence.js';
 import { loadExtProc } from './extProcLoad.js';
 import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
+import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
 import { compareAlternately, type LoadTarget, type Side } from './load.js';
 import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
 import { summarize } from './summary.js';
@@ -29,6 +30,8 @@ export interface BenchOptions {
   protocol: H2loadProtocol;
   convergenceSamples: number;
   convergenceCapMs: number;
+  /** The fan-out part (fanout.ts), run after the side-by-side sandboxes are down. */
+  fanout: Omit<FanoutOptions, 'progress'>;
   progress: (line: string) => void;
 }
 
@@ -57,6 +60,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
   const components = await ensureComponents({ kubernetesVersions: Object.values(VERSIONS), log: opts.progress });
   const h2load = await ensureDebianPackage('h2load', 'nghttp2-client', opts.progress);
   const beds: Bed[] = [];
+  let figures: Awaited<ReturnType<typeof measureAll>>;
   try {
     // One after the other: two sets of apiservers starting at once on a small machine time out.
     for (const mode of ['mvproxy', 'upstream'] as const) {
@@ -74,10 +78,13 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     }
     const [mv, up] = beds as [Bed, Bed];
     for (const bed of beds) await seed(bed);
-    return await measureAll(opts, components.envoy, h2load, mv, up);
+    figures = await measureAll(opts, components.envoy, h2load, mv, up);
   } finally {
     for (const bed of beds) await bed.sandbox.down();
   }
+  // Its own sandbox (three apiservers, simulated nodes), once the others are down.
+  const fanout = await runFanoutBench({ ...opts.fanout, progress: opts.progress });
+  return { ...figures, summary: { ...figures.summary, ...fanoutSummary(fanout) }, fanout };
 }
 
 function api(bed: Bed, base: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
@@ -98,7 +105,13 @@ async function seed(bed: Bed): Promise<void> {
   await api(bed, bed.b.direct, 'POST', SVM_LIST, {}, { metadata: { name: 'bench' }, spec: { resource: { group: 'apps', resource: 'deployments' } } });
 }
 
-async function measureAll(opts: BenchOptions, envoy: string, h2load: string, mv: Bed, up: Bed): Promise<Record<string, unknown>> {
+async function measureAll(
+  opts: BenchOptions,
+  envoy: string,
+  h2load: string,
+  mv: Bed,
+  up: Bed,
+): Promise<{ summary: Record<string, number> } & Record<string, unknown>> {
   const target = (bed: Bed, base: string, path: string, accept = 'application/json'): LoadTarget => ({
     url: base + path,
     ca: readFileSync(bed.state.ca),

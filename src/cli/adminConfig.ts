@@ -7,7 +7,7 @@ import { isRecord } from '../util/json.js';
 import { TYPE_URL, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { table } from './table.js';
 
-/** `--type` values: the plural of each type's short name (clusters, endpoints, listeners, routes). */
+/** `--type` values: the plural of each type's short name (clusters, endpoints, listeners, routes, secrets). */
 export const CONFIG_TYPES: Readonly<Record<string, ResourceTypeUrl>> = Object.fromEntries(Object.entries(TYPE_URL).map(([short, url]) => [`${short}s`, url]));
 
 export function configTypeUrl(name: string): ResourceTypeUrl {
@@ -76,6 +76,18 @@ function summary(url: string, resources: Record<string, unknown>[]): string {
         ['CLUSTER', 'ENDPOINTS'],
         resources.map((e) => [str(e['cluster_name']), endpoints(e).join(', ') || '-']),
       );
+    case TYPE_URL.secret:
+      // File names only: secrets name files on the sidecar's host, never their content.
+      return table(
+        ['NAME', 'KIND', 'FILES'],
+        resources.map((r) => {
+          const cert = r['tls_certificate'];
+          const ca = r['validation_context'];
+          if (isRecord(cert)) return [str(r['name']), 'certificate', [fileName(cert['certificate_chain']), fileName(cert['private_key'])].join(', ')];
+          if (isRecord(ca)) return [str(r['name']), 'CA bundle', fileName(ca['trusted_ca'])];
+          return [str(r['name']), '-', '-'];
+        }),
+      );
     default:
       return table(
         ['NAME'],
@@ -86,6 +98,10 @@ function summary(url: string, resources: Record<string, unknown>[]): string {
 
 function str(v: unknown): string {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '';
+}
+
+function fileName(source: unknown): string {
+  return isRecord(source) && typeof source['filename'] === 'string' ? source['filename'] : '-';
 }
 
 function list(v: unknown): Record<string, unknown>[] {

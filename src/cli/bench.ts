@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runBench } from '../bench/bench.js';
+import { fanoutSummary, runFanoutBench } from '../bench/fanout.js';
 
 export async function runBenchCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -13,6 +14,10 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       protocol: { type: 'string', default: 'h2' },
       'convergence-samples': { type: 'string', default: '6' },
       'convergence-cap-ms': { type: 'string', default: '60000' },
+      only: { type: 'string' },
+      'fanout-nodes': { type: 'string', default: '200' },
+      'fanout-changes': { type: 'string', default: '6' },
+      'fanout-crds': { type: 'string', default: '500' },
       out: { type: 'string' },
     },
     strict: true,
@@ -25,16 +30,30 @@ export async function runBenchCommand(args: string[]): Promise<number> {
   const protocol = values.protocol;
   if (protocol !== 'h2' && protocol !== 'http/1.1') throw new Error('--protocol must be h2 or http/1.1');
   const inFlight = (values['in-flight'] ?? '').split(',').map((n) => int('in-flight', n));
-  const figures = await runBench({
-    rounds: int('rounds', values.rounds),
-    roundMs: int('round-ms', values['round-ms']),
-    concurrency: int('concurrency', values.concurrency),
-    inFlight,
-    protocol,
-    convergenceSamples: int('convergence-samples', values['convergence-samples']),
-    convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
-    progress: (line) => process.stderr.write(`[bench] ${line}\n`),
-  });
+  const progress = (line: string): void => {
+    process.stderr.write(`[bench] ${line}\n`);
+  };
+  const fanout = {
+    nodes: int('fanout-nodes', values['fanout-nodes']),
+    changes: int('fanout-changes', values['fanout-changes']),
+    crds: Number(values['fanout-crds']),
+  };
+  if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
+  if (values.only !== undefined && values.only !== 'fanout') throw new Error('--only takes one part: fanout');
+  const figures =
+    values.only === 'fanout'
+      ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
+      : await runBench({
+          rounds: int('rounds', values.rounds),
+          roundMs: int('round-ms', values['round-ms']),
+          concurrency: int('concurrency', values.concurrency),
+          inFlight,
+          protocol,
+          convergenceSamples: int('convergence-samples', values['convergence-samples']),
+          convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
+          fanout,
+          progress,
+        });
   const text = `${JSON.stringify(figures, null, 2)}\n`;
   if (values.out !== undefined) writeFileSync(values.out, text);
   process.stdout.write(text);

@@ -80,18 +80,20 @@ verbs:
   explain SIDECAR PATH            where a request for PATH sent to SIDECAR goes now, and why
   drain NAME [--wait]             move traffic off apiserver NAME before taking it down
   undrain NAME [--wait]           end the drain
-  config SIDECAR [--type T]       what the control plane pushed to SIDECAR (listeners, routes, clusters, endpoints)
+  config SIDECAR [--type T]       what the control plane pushed to SIDECAR (listeners, routes, clusters, endpoints, secrets)
   events [--follow]               what changed and why, one line each; --follow keeps printing new ones
 
 The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
 `,
   bench: `usage: mvproxy bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                     [--convergence-samples N] [--convergence-cap-ms MS] [--out FILE]
+                    [--only fanout] [--fanout-nodes 200] [--fanout-changes 6] [--fanout-crds 500]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
 latency (direct, minimal Envoy, sidecar, upstream's proxy), throughput with
-h2load, merged discovery, and convergence; prints the figures and a flat
-summary, and writes them all to --out as JSON.
+h2load, merged discovery, and convergence; then one replica's ADS fan-out to
+many simulated nodes and its peak memory (--only fanout: that part alone).
+Prints the figures and a flat summary, and writes them all to --out as JSON.
 `,
   'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]
 
@@ -130,7 +132,7 @@ ${ADMIN_SOCKET_NOTE}`,
 
 Ends the drain of apiserver NAME; --wait as for drain.
 ${ADMIN_SOCKET_NOTE}`,
-  config: `usage: mvproxy admin [--socket PATH] config SIDECAR [--type listeners|routes|clusters|endpoints] [-o json|yaml]
+  config: `usage: mvproxy admin [--socket PATH] config SIDECAR [--type listeners|routes|clusters|endpoints|secrets] [-o json|yaml]
 
 What the control plane pushed to SIDECAR, with the version the sidecar ACKed
 per type: a summary table, or every resource in full with -o json or -o yaml

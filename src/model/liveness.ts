@@ -28,9 +28,9 @@ export function departedGraceEndsAt(leaseGoneAt: number, departedGraceMs: number
   return leaseGoneAt + departedGraceMs;
 }
 
-/** Key of a group-version in the sets below. */
+/** Key of a group-version in the sets below: one per pair (the group's length keeps it so), cheap to make (planners make it per resource, per sidecar). */
 export function groupVersionKey(group: string, version: string): string {
-  return JSON.stringify([group, version]);
+  return `${group.length}:${group}/${version}`;
 }
 
 /**

@@ -82,7 +82,11 @@ export interface SidecarPlan {
   /** xDS node id of the sidecar: the local apiserver's endpoint name. */
   node: string;
   local: PlannedApiserver;
-  /** Every other declared apiserver, sorted by name, whether or not a route uses it. */
+  /**
+   * Every other declared apiserver ever seen (a lease, an answer, a served
+   * set), sorted by name, whether or not a route uses it: each gets a stable
+   * cluster. One never seen can be in no route and is left out.
+   */
   peers: PlannedApiserver[];
   /** Sorted by group, version, resource, then subresource (whole resource first). */
   routes: ResourceRoute[];

@@ -160,6 +160,21 @@ export class ServedIndex {
   }
 }
 
+/**
+ * The index of a served set, made once per set however many sidecars' deciders
+ * ask (every sidecar rates every peer). Weak: gone with the model.
+ */
+const servedIndexes = new WeakMap<readonly ServedResource[], ServedIndex>();
+
+function servedIndexOf(servedSet: readonly ServedResource[]): ServedIndex {
+  let index = servedIndexes.get(servedSet);
+  if (!index) {
+    index = new ServedIndex(servedSet);
+    servedIndexes.set(servedSet, index);
+  }
+  return index;
+}
+
 interface ResourceId {
   group: string;
   version: string;
@@ -189,6 +204,13 @@ export class SidecarDecider {
   readonly doubts: LocalDoubts;
   /** Peers whose lease is long gone contribute nothing; the rest, sorted by name. */
   private readonly ratedPeers: RatedPeer[] = [];
+  /**
+   * The rated peers that serve anything: the only ones a route can name (an
+   * empty served set serves nothing; such a peer counts for fallback() only).
+   * With many declared apiservers not yet observed, this keeps every decision
+   * proportional to the peers that serve, not to all of them.
+   */
+  private readonly servingPeers: RatedPeer[];
   private readonly localServed: ServedIndex;
   private readonly localOnly: ReadonlySet<string>;
   private readonly localSubresources: Map<string, string[]>;
@@ -201,7 +223,7 @@ export class SidecarDecider {
   ) {
     this.local = local;
     this.localOnly = localOnly;
-    this.localServed = new ServedIndex(local.servedSet);
+    this.localServed = servedIndexOf(local.servedSet);
     this.localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
     this.localDraining = opts.draining.has(local.endpoint.name);
     this.doubts = new LocalDoubts(local);
@@ -211,14 +233,15 @@ export class SidecarDecider {
       const standing = peerStanding(peer, model.now, opts.departedGraceMs);
       if (standing === 'gone') continue;
       const name = peer.endpoint.name;
-      this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: new ServedIndex(peer.servedSet) });
+      this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: servedIndexOf(peer.servedSet) });
     }
+    this.servingPeers = this.ratedPeers.filter((p) => p.servedSet.length > 0);
   }
 
   /** Every (sub)resource served anywhere that counts and is not local-only: what may need a route. */
   candidates(): ResourceId[] {
     const candidates = new Map<string, ResourceId>();
-    for (const served of [this.local.servedSet, ...this.ratedPeers.map((p) => p.servedSet)].flat()) {
+    for (const served of [this.local.servedSet, ...this.servingPeers.map((p) => p.servedSet)].flat()) {
       if (this.isLocalOnly(served)) continue;
       const { group, version, resource } = served;
       candidates.set(resourceKey(group, version, resource), { group, version, resource });
@@ -244,7 +267,7 @@ export class SidecarDecider {
     // decides, as without mvproxy (even while drained: a drain never moves
     // what it may serve on a guess).
     if (this.localAvailable && this.doubts.covers(id)) return { destination: local, rule: 'doubt-stays-local' };
-    const servingPeers = this.ratedPeers.filter((p) => p.served.serves(key));
+    const servingPeers = this.servingPeers.filter((p) => p.served.serves(key));
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
     if (available.length > 0) return { destination: { kind: 'peers', peers: available.map((p) => p.name) }, rule: 'reroute-to-peers' };
     const servedBy = [...(servedLocally ? [this.local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
@@ -263,7 +286,7 @@ export class SidecarDecider {
    * does.
    */
   groupDocuments(): GroupDocumentRoute[] {
-    const { local, ratedPeers, localOnly } = this;
+    const { local, servingPeers: ratedPeers, localOnly } = this;
     const doubts = this.localAvailable ? this.doubts : undefined;
     const localGroups = new Set(local.servedSet.map((s) => s.group));
     const localGroupVersions = new Set(local.servedSet.map((s) => groupVersionKey(s.group, s.version)));
@@ -337,7 +360,7 @@ export class SidecarDecider {
   private successorsOf(id: ResourceId): string[] {
     const resource = resourceKey(id.group, id.version, id.resource);
     const subresources = this.localSubresources.get(resource) ?? [];
-    return this.ratedPeers
+    return this.servingPeers
       .filter((p) => p.standing === 'available' && !p.draining && p.served.serves(resource))
       .filter((p) => subresources.every((sub) => p.served.serves(resourceKey(id.group, id.version, id.resource, sub))))
       .map((p) => p.name);
@@ -376,7 +399,7 @@ function planSidecar(local: ApiserverObservation, model: ClusterModel, localOnly
     node: local.endpoint.name,
     local: plannedApiserver(local),
     peers: model.apiservers
-      .filter((a) => a !== local)
+      .filter((a) => a !== local && observed(a))
       .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
       .map(plannedApiserver),
     routes,
@@ -385,6 +408,16 @@ function planSidecar(local: ApiserverObservation, model: ClusterModel, localOnly
   const fallback = decider.fallback();
   if (fallback) plan.fallback = fallback;
   return plan;
+}
+
+/**
+ * Whether anything was ever seen of a declared apiserver: it holds (or held)
+ * an identity lease, answered, or served something. One never seen can be in
+ * no route, so it is no planned peer (each planned peer costs every sidecar
+ * its clusters); it becomes one, clusters first, once it shows up.
+ */
+function observed(a: ApiserverObservation): boolean {
+  return a.lease !== undefined || a.leaseGoneAt !== undefined || a.reachable || a.servedSet.length > 0;
 }
 
 /** The peers not being drained if there are any, else all of them: a drain never causes a 503. */

@@ -35,6 +35,7 @@ import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings }
 import { CertificateFiles } from '../sources/certificateFiles.js';
 import { ControlPlaneJournal, type JournalEntry } from './events.js';
 import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
+import { statusDump } from '../servers/adminHttp.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -75,6 +76,8 @@ export class ControlPlane implements AdminBackend {
   /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
   private readonly certificateFiles: CertificateFiles;
   private readonly identityFilterModule: Buffer;
+  /** The newest model the observer reported that updateSoon has not reconciled yet. */
+  private pendingModel?: ClusterModel;
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
 
@@ -156,7 +159,7 @@ export class ControlPlane implements AdminBackend {
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.observer = observer;
-    observer.onChange((model) => this.update(model));
+    observer.onChange((model) => this.updateSoon(model));
     const drainRecord = this.config.drainRecord;
     this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
     this.drainWatcher = new DrainWatcher({
@@ -205,7 +208,7 @@ export class ControlPlane implements AdminBackend {
     if (this.config.admin?.http) {
       const routes: AdminHttpRoutes = {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
-        status: () => this.statusDump(),
+        status: () => statusDump(this.statusInput()),
         page: () => this.statusPage(),
       };
       const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
@@ -213,7 +216,12 @@ export class ControlPlane implements AdminBackend {
       admin = started.url;
     }
     let adminSocket: string | undefined;
-    if (this.config.admin?.socket) adminSocket = await this.startAdminGrpc(this.config.admin.socket);
+    if (this.config.admin?.socket) {
+      this.adminGrpcServer = createGrpcServer();
+      addAdminService(this.adminGrpcServer, this, this.deps.logger.child({ component: 'admin' }));
+      // Whoever can open the socket can drain apiservers: owner only, from the moment it exists.
+      adminSocket = await listenUnix(this.adminGrpcServer, this.config.admin.socket, 0o600);
+    }
     const observer = await this.startObserver();
     this.update(observer.snapshot());
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
@@ -258,8 +266,27 @@ export class ControlPlane implements AdminBackend {
     if (this.lastModel) this.update(this.lastModel, { persist: false });
   }
 
+  /**
+   * A model the observer reported: reconciled on the next turn of the event
+   * loop, once for a burst (a restarting apiserver changes its lease, its
+   * reachability and its readiness in quick succession; with many sidecars a
+   * reconcile per change would queue them one behind the other).
+   */
+  private updateSoon(model: ClusterModel): void {
+    const scheduled = this.pendingModel !== undefined;
+    this.pendingModel = model;
+    if (scheduled) return;
+    setImmediate(() => {
+      const latest = this.pendingModel;
+      this.pendingModel = undefined;
+      if (latest) this.update(latest);
+    });
+  }
+
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel, { persist } = { persist: true }): void {
+    // A model waiting for updateSoon is older than this one.
+    this.pendingModel = undefined;
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.keepForWarmStart();
@@ -268,13 +295,17 @@ export class ControlPlane implements AdminBackend {
       model.apiservers.map((a) => ({ name: a.endpoint.name, ...(a.ready === undefined ? {} : { ready: a.ready }) })),
     );
     const next = reconcile(model, this.draining, this.settings);
+    const planChanged: string[] = [];
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
       const previous = this.reconciled?.sidecars.get(node)?.plan;
       if (JSON.stringify(previous?.routes) !== JSON.stringify(sidecar.plan.routes)) {
-        this.deps.logger.info({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
+        planChanged.push(node);
+        this.deps.logger.debug({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
       }
     }
+    // One line per change, however many sidecars (the first few named).
+    if (planChanged.length > 0) this.deps.logger.info({ nodes: planChanged.length, first: planChanged.slice(0, 5) }, 'plans changed');
     this.reconciled = next;
     this.journal.reconciled(model, next.plans);
   }
@@ -303,26 +334,6 @@ export class ControlPlane implements AdminBackend {
       else this.deps.metrics.peerAggregatedCacheMisses.inc();
     }
     return answer;
-  }
-
-  /** HTTP /status: everything the control plane believes and has pushed, plans included, as one JSON dump. */
-  statusDump(): unknown {
-    return {
-      draining: [...this.draining].sort(),
-      apiservers: (this.lastModel?.apiservers ?? []).map((a) => ({
-        name: a.endpoint.name,
-        hostname: a.endpoint.hostname,
-        lease: a.lease ? { name: a.lease.name, holderIdentity: a.lease.holderIdentity } : null,
-        leaseGoneAt: a.leaseGoneAt ?? null,
-        reachable: a.reachable,
-        servedResources: a.servedSet.length,
-      })),
-      localOnly: this.lastModel?.localOnly ?? [],
-      plans: this.plans,
-      xds: this.ads.status(),
-      replica: this.config.replicaName,
-      syncRecord: Object.fromEntries(this.syncRecord?.reports ?? []),
-    };
   }
 
   /** Admin API: the GetStatus answer. */
@@ -421,15 +432,6 @@ export class ControlPlane implements AdminBackend {
 
   private apiserverNames(): string[] {
     return this.config.apiservers.map((a) => a.name);
-  }
-
-  private async startAdminGrpc(socketPath: string): Promise<string> {
-    const server = createGrpcServer();
-    addAdminService(server, this, this.deps.logger.child({ component: 'admin' }));
-    // Whoever can open the socket can drain apiservers: owner only, from the moment it exists.
-    const address = await listenUnix(server, socketPath, 0o600);
-    this.adminGrpcServer = server;
-    return address;
   }
 
   async stop(): Promise<void> {

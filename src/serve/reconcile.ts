@@ -9,7 +9,7 @@ import type { ServeConfig, ServedApiserver } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import { planSidecars } from '../planner/planner.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { translateSidecar, type TranslatorSettings } from '../translator/translator.js';
+import { translateSidecar, translationCache, type TranslatorSettings } from '../translator/translator.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
@@ -42,14 +42,21 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   const { departedGraceMs } = settings;
   const plans = planSidecars(model, { departedGraceMs, draining });
   const sidecars = new Map<string, ReconciledSidecar>();
+  // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
+  const cache = translationCache();
+  // A sidecar whose apiserver's discovery is unknown (down, starting) merges its
+  // peers' documents only, the same whichever sidecar it is: merged once for all of them.
+  let unknownLocal: MergedDiscovery | undefined;
+  const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
-    sidecars.set(plan.node, {
-      plan,
-      snapshot: makeSnapshot(translateSidecar(plan, translatorSettings)),
-      discovery: mergeDiscovery(plan.node, model, model.now, { departedGraceMs }),
-    });
+    let discovery = known.has(plan.node) ? undefined : unknownLocal;
+    if (!discovery) {
+      discovery = mergeDiscovery(plan.node, model, model.now, { departedGraceMs });
+      if (!known.has(plan.node)) unknownLocal = discovery;
+    }
+    sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
   }
   return { plans, sidecars };
 }

@@ -3,6 +3,7 @@
 // authentication, so it serves only reads, and every connection is bounded so
 // none can starve the others.
 import { createServer, type Server } from 'node:http';
+import type { StatusInput } from './admin.js';
 import { STATUS_PAGE_CSS, STATUS_PAGE_HTML, STATUS_PAGE_JS } from './statusPageAssets.js';
 
 /** What the endpoint serves, from the running control plane. */
@@ -103,4 +104,25 @@ export function stopAdminHttp(server: Server): Promise<void> {
     // Not even a connection in the middle of a request (or pretending to be) holds the shutdown.
     server.closeAllConnections();
   });
+}
+
+/** /status: everything the control plane believes and has pushed, plans included, as one JSON value. Pure. */
+export function statusDump(input: StatusInput): unknown {
+  const { model, draining, plans, ads, replica, reports } = input;
+  return {
+    draining: [...draining].sort(),
+    apiservers: model.apiservers.map((a) => ({
+      name: a.endpoint.name,
+      hostname: a.endpoint.hostname,
+      lease: a.lease ? { name: a.lease.name, holderIdentity: a.lease.holderIdentity } : null,
+      leaseGoneAt: a.leaseGoneAt ?? null,
+      reachable: a.reachable,
+      servedResources: a.servedSet.length,
+    })),
+    localOnly: model.localOnly,
+    plans,
+    xds: ads,
+    replica,
+    syncRecord: Object.fromEntries(reports),
+  };
 }

@@ -9,6 +9,7 @@ import {
   resourceName,
   selectResources,
   snapshotVersions,
+  type Resource,
   type ResourceTypeUrl,
   type Snapshot,
 } from '../xds/snapshot.js';
@@ -29,6 +30,13 @@ export interface EncodedSnapshot {
 }
 
 /**
+ * Each resource's encoding, by resource object: snapshots share resources
+ * (xds/snapshot.ts), so each is encoded once however many nodes have it.
+ * Weak: gone with the objects.
+ */
+const encodings = new WeakMap<Resource, AnyBytes>();
+
+/**
  * Encodes every resource of a snapshot. Throws if one cannot be encoded (a
  * translator bug).
  */
@@ -39,9 +47,13 @@ export function encodeSnapshot(snapshot: Snapshot): EncodedSnapshot {
     const type = root.lookupType(messageName(url));
     const byName = new Map<string, AnyBytes>();
     for (const resource of snapshot.types[url].resources.values()) {
-      // fromObject resolves nested '@type' Anys (typed_config) through the same root.
-      const value = Buffer.from(type.encode(type.fromObject(resource)).finish());
-      byName.set(resourceName(resource), { type_url: url, value });
+      let any = encodings.get(resource);
+      if (!any) {
+        // fromObject resolves nested '@type' Anys (typed_config) through the same root.
+        any = { type_url: url, value: Buffer.from(type.encode(type.fromObject(resource)).finish()) };
+        encodings.set(resource, any);
+      }
+      byName.set(resourceName(resource), any);
     }
     anys.set(url, byName);
   }

@@ -7,6 +7,10 @@ import { LOCAL_CLUSTER, peerClusterName } from './names.js';
 import { routeConfiguration } from './routes.js';
 import { sidecarSecrets } from './secrets.js';
 import type { EnvoyResources, TranslatorSettings } from './settings.js';
+import { sidecarLimits } from './settings.js';
+import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
+import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
+import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
 export { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME } from './settings.js';
@@ -14,9 +18,46 @@ export { PEER_PROXIED_HEADER } from './routes.js';
 export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';
 
-export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings): EnvoyResources {
+/**
+ * What the sidecars of one reconcile share, translated once: the clusters of
+ * an upstream set (every sidecar has one per peer) and a route configuration
+ * (sidecars with the same routes). Keyed by content, so a hit is exactly what
+ * translating again would give, and the same objects go into every snapshot
+ * (which then hashes and encodes each once: xds/snapshot.ts, snapshotStore.ts).
+ * Make one per reconcile: it holds everything it ever translated.
+ */
+export interface TranslationCache {
+  readonly clusters: Map<string, { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] }>;
+  readonly routes: Map<string, RouteConfiguration>;
+}
+
+export function translationCache(): TranslationCache {
+  return { clusters: new Map(), routes: new Map() };
+}
+
+function memo<T>(cache: Map<string, T> | undefined, key: () => string, make: () => T): T {
+  if (!cache) return make();
+  const k = key();
+  let value = cache.get(k);
+  if (value === undefined) {
+    value = make();
+    cache.set(k, value);
+  }
+  return value;
+}
+
+export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings, cache?: TranslationCache): EnvoyResources {
   const sets = upstreamSets(plan);
-  const built = sets.map((set) => clustersFor(set, settings, set.name !== LOCAL_CLUSTER));
+  // clustersFor reads the set and settings.upstream only.
+  const upstreamKey = cache ? JSON.stringify(settings.upstream) : '';
+  const built = sets.map((set) => {
+    const peers = set.name !== LOCAL_CLUSTER;
+    return memo(
+      cache?.clusters,
+      () => `${peers}\n${set.name}\n${set.members.map((m) => `${m.name}@${m.address.host}:${m.address.port}`).join('\n')}\n${upstreamKey}`,
+      () => clustersFor(set, settings, peers),
+    );
+  });
   const clusters = built.flatMap((b) => b.clusters).sort(byName((c) => c.name ?? ''));
   const endpoints = built.flatMap((b) => b.endpoints).sort(byName((e) => e.cluster_name ?? ''));
 
@@ -31,7 +72,14 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     clusters,
     endpoints,
     listeners: [apiserverListener(settings, plan.node)],
-    routes: [routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings)],
+    // routeConfiguration reads the limits of the settings only.
+    routes: [
+      memo(
+        cache?.routes,
+        () => JSON.stringify([plan.routes, plan.groupDocuments, plan.fallback, sidecarLimits(settings)]),
+        () => routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings),
+      ),
+    ],
     secrets: sidecarSecrets(settings),
   };
 }

@@ -94,6 +94,18 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalize(value));
 }
 
+/** Base64 of byte fields, by buffer: every listener carries the same identity filter module. Weak: gone with the buffers. */
+const base64s = new WeakMap<Uint8Array, string>();
+
+function base64Of(bytes: Uint8Array): string {
+  let text = base64s.get(bytes);
+  if (text === undefined) {
+    text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    base64s.set(bytes, text);
+  }
+  return text;
+}
+
 type Canonical = null | boolean | number | string | Canonical[] | { [key: string]: Canonical };
 
 function canonicalize(value: unknown): Canonical {
@@ -111,7 +123,7 @@ function canonicalize(value: unknown): Canonical {
     default:
       return null; // functions, symbols: not content
   }
-  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') };
+  if (value instanceof Uint8Array) return { $bytes: base64Of(value) };
   if (Array.isArray(value)) return value.map((item: unknown) => canonicalize(item));
   const out: { [key: string]: Canonical } = {};
   const record = value as Record<string, unknown>;
@@ -123,9 +135,31 @@ function canonicalize(value: unknown): Canonical {
   return out;
 }
 
-/** A stable short hash of some content (64 bits of SHA-256 over its canonical JSON). */
-function contentVersion(content: unknown): string {
-  return createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 16);
+/**
+ * Each resource's hash, and its '@type'-tagged copy, by the object it was
+ * made from: sidecars share many resources (the translator hands the same
+ * cluster objects to every sidecar of a reconcile), so each is copied and
+ * hashed once however many snapshots hold it. Weak: gone with the objects.
+ */
+const digests = new WeakMap<Resource, string>();
+const taggedCopies = new WeakMap<object, Resource>();
+
+/** SHA-256 (hex) of a resource's canonical JSON; a type's version is 64 bits of SHA-256 over its resources' digests in name order. */
+function resourceDigest(resource: Resource): string {
+  let digest = digests.get(resource);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(canonicalJson(resource)).digest('hex');
+    digests.set(resource, digest);
+  }
+  return digest;
+}
+
+function tagged<R extends Resource>(input: object, make: () => R): R {
+  const known = taggedCopies.get(input);
+  if (known) return known as R;
+  const copy = make();
+  taggedCopies.set(input, copy);
+  return copy;
 }
 
 function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly T[]): TypeSnapshot {
@@ -137,13 +171,19 @@ function typeSnapshot<T extends Resource>(url: ResourceTypeUrl, items: readonly 
     if (byName.has(name)) throw new Error(`snapshot: duplicate ${messageName(url)} "${name}"`);
     byName.set(name, item);
   }
-  const sorted = new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
+  // The translator hands most types over sorted already: check before sorting (hundreds of clusters per node).
+  const names = [...byName.keys()];
+  const inOrder = names.every((name, i) => i === 0 || compareStrings(names[i - 1] ?? '', name) < 0);
+  const sorted: ReadonlyMap<string, Resource> = inOrder ? byName : new Map<string, Resource>([...byName.entries()].sort(([a], [b]) => compareStrings(a, b)));
   // Resources are a set for Envoy: hash them in name order, not input order.
-  return { version: contentVersion([...sorted.values()]), resources: sorted };
+  const hash = createHash('sha256');
+  for (const resource of sorted.values()) hash.update(resourceDigest(resource));
+  return { version: hash.digest('hex').slice(0, 16), resources: sorted };
 }
 
 /**
- * Builds a snapshot. Inputs are copied shallowly and tagged with '@type';
+ * Builds a snapshot. Inputs are copied shallowly and tagged with '@type'
+ * (once per input object, whatever the number of snapshots it goes into);
  * callers must not mutate them afterwards (the versions would go stale).
  */
 export function makeSnapshot(input: SnapshotInput): Snapshot {
@@ -151,19 +191,19 @@ export function makeSnapshot(input: SnapshotInput): Snapshot {
     types: {
       [TYPE_URL.cluster]: typeSnapshot(
         TYPE_URL.cluster,
-        (input.clusters ?? []).map((r): ClusterResource => ({ ...r, '@type': TYPE_URL.cluster })),
+        (input.clusters ?? []).map((r) => tagged(r, (): ClusterResource => ({ ...r, '@type': TYPE_URL.cluster }))),
       ),
       [TYPE_URL.endpoint]: typeSnapshot(
         TYPE_URL.endpoint,
-        (input.endpoints ?? []).map((r): EndpointResource => ({ ...r, '@type': TYPE_URL.endpoint })),
+        (input.endpoints ?? []).map((r) => tagged(r, (): EndpointResource => ({ ...r, '@type': TYPE_URL.endpoint }))),
       ),
       [TYPE_URL.listener]: typeSnapshot(
         TYPE_URL.listener,
-        (input.listeners ?? []).map((r): ListenerResource => ({ ...r, '@type': TYPE_URL.listener })),
+        (input.listeners ?? []).map((r) => tagged(r, (): ListenerResource => ({ ...r, '@type': TYPE_URL.listener }))),
       ),
       [TYPE_URL.route]: typeSnapshot(
         TYPE_URL.route,
-        (input.routes ?? []).map((r): RouteResource => ({ ...r, '@type': TYPE_URL.route })),
+        (input.routes ?? []).map((r) => tagged(r, (): RouteResource => ({ ...r, '@type': TYPE_URL.route }))),
       ),
       [TYPE_URL.secret]: typeSnapshot(
         TYPE_URL.secret,

@@ -71,7 +71,8 @@ describe('mvproxy admin config output', () => {
   it('--type takes the plural short names and refuses others, listing them', () => {
     assert.equal(configTypeUrl('routes'), TYPE_URL.route);
     assert.equal(configTypeUrl('clusters'), TYPE_URL.cluster);
-    assert.throws(() => configTypeUrl('secret'), /--type: one of clusters, endpoints, listeners, routes; got "secret"/);
+    assert.equal(configTypeUrl('secrets'), TYPE_URL.secret);
+    assert.throws(() => configTypeUrl('secret'), /--type: one of clusters, endpoints, listeners, routes, secrets; got "secret"/);
   });
 
   it('the routes table shows each route with what it matches and the cluster it goes to', () => {
@@ -84,6 +85,13 @@ describe('mvproxy admin config output', () => {
 
   it('the listeners table shows the listening address', () => {
     assert.match(formatConfig(config(TYPE_URL.listener), 'table'), /127\.0\.0\.1:6443|0\.0\.0\.0:6443|:6443/);
+  });
+
+  it('the secrets table names the files each secret reads, never their content', () => {
+    const text = formatConfig(config(TYPE_URL.secret), 'table');
+    assert.match(text, /^client-ca\s+CA bundle\s+\S+/m);
+    assert.match(text, /^apiserver-serving\s+certificate\s+\S+, \S+/m);
+    assert.doesNotMatch(text, /BEGIN/);
   });
 
   it('-o json and -o yaml give the same document, every resource in full', () => {

@@ -127,16 +127,18 @@ describe('mvproxy deploy kubeadm', () => {
       'warning',
       '--drain-time-s',
       '10',
+      '--drain-strategy',
+      'immediate',
     ]);
   });
 
-  it('the control-plane pod runs `mvproxy serve` with the node config, and may write only its sockets and warm start', () => {
+  it('the control-plane pod runs `mvproxy serve` with the node config, and may write only its sockets, warm start and the reload marker beside the certificates', () => {
     const c = containerOf(controlPlanePod(layout, 'cp-1'));
     assert.deepEqual(c.command, ['mvproxy', 'serve', '--config=/etc/mvproxy/mvproxy.json', '--log-level=warn']);
     assert.deepEqual(
       c.volumeMounts.map((m) => [m.mountPath, m.readOnly]),
       [
-        ['/etc/kubernetes/pki', true],
+        ['/etc/kubernetes/pki', false],
         ['/etc/mvproxy', true],
         ['/run/mvproxy', false],
         ['/var/lib/mvproxy', false],

@@ -22,6 +22,16 @@ describe('planSidecars', () => {
     assert.deepEqual(plans[0]?.local.address, { host: '10.0.0.2', port: 6443 });
   });
 
+  test('a declared apiserver never seen (no lease, never answered, nothing served) is no peer until it shows up', () => {
+    const m = model({ a: { serves: CORE }, b: { serves: CORE }, ghost: { serves: [], reachable: false } });
+    const withoutLease = ({ lease: _, ...rest }: ClusterModel['apiservers'][number]) => rest;
+    const unseen: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (a.endpoint.name === 'ghost' ? withoutLease(a) : a)) };
+    const peersOf = (mm: ClusterModel, node: string) => planFor(node, mm).peers.map((p) => p.name);
+    assert.deepEqual(peersOf(unseen, 'a'), ['b']);
+    assert.deepEqual(peersOf(unseen, 'ghost'), ['a', 'b'], 'its own sidecar still plans, over the peers');
+    assert.deepEqual(peersOf(m, 'a'), ['b', 'ghost'], 'its lease is enough to be a peer');
+  });
+
   test('while the local apiserver is unreachable, what it served goes to the peers that serve it', () => {
     const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods'), { kind: 'peers', peers: ['b'] });

@@ -11,7 +11,8 @@ import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import type { ServeConfig, ServedApiserver } from '../../src/serve/config.js';
 import { reconcile, reconcileSettings, type Reconciled } from '../../src/serve/reconcile.js';
 import { encodeSnapshot } from '../../src/servers/snapshotStore.js';
-import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName } from '../../src/translator/translator.js';
+import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName, translateSidecar, translationCache } from '../../src/translator/translator.js';
+import { mergeDiscovery } from '../../src/discovery/index.js';
 import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
 const NOW = 1_700_000_000_000;
@@ -234,5 +235,30 @@ describe('reconcile', () => {
       return value;
     });
     assert.deepEqual(inline, [WASM.toJSON()], 'the module travels inline in the listener');
+  });
+  it('gives each sidecar whose apiserver has no known discovery the merge of its peers, as merged for it alone', () => {
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE, 'kas-d': CORE });
+    const unknown = (a: ApiserverObservation): ApiserverObservation => {
+      const { discovery: _, ...rest } = a;
+      return { ...rest, servedSet: [], reachable: false };
+    };
+    const blind: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (['kas-c', 'kas-d'].includes(a.endpoint.name) ? unknown(a) : a)) };
+    const result = run(blind);
+    for (const node of ['kas-c', 'kas-d']) {
+      assert.deepEqual(sidecar(result, node).discovery, mergeDiscovery(node, blind, NOW, { departedGraceMs: GRACE_SECONDS * 1000 }), node);
+      assert.deepEqual(sidecar(result, node).discovery.sources, ['kas-a', 'kas-b'], node);
+    }
+  });
+
+  it('translates every sidecar the same with the translation cache its sidecars share as without it', () => {
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': [...CORE, ...MIGRATION] });
+    const settings = reconcileSettings(config(['kas-a', 'kas-b', 'kas-c']), WASM);
+    const result = reconcile(m, new Set(), settings);
+    const cache = translationCache();
+    for (const plan of result.plans) {
+      const own = settings.sidecars.get(plan.node);
+      assert.ok(own);
+      assert.deepEqual(translateSidecar(plan, own, cache), translateSidecar(plan, own), plan.node);
+    }
   });
 });

@@ -32,7 +32,17 @@ describe('a replica and its sidecar, wherever they run', () => {
 
   it('serve and Envoy get their files and levels as flags', () => {
     assert.deepEqual(serveArgs('/etc/m.json', 'warn'), ['serve', '--config=/etc/m.json', '--log-level=warn']);
-    assert.deepEqual(sidecarEnvoyArgs('/etc/e.json', 3), ['-c', '/etc/e.json', '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', '3']);
+    assert.deepEqual(sidecarEnvoyArgs('/etc/e.json', 3), [
+      '-c',
+      '/etc/e.json',
+      '--use-dynamic-base-id',
+      '-l',
+      'warning',
+      '--drain-time-s',
+      '3',
+      '--drain-strategy',
+      'immediate',
+    ]);
   });
 
   it('a sidecar with failover replicas needs its xDS client certificate', () => {

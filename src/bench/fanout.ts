@@ -1,0 +1,336 @@
+// `mvproxy bench --only fanout`: one control-plane replica serving many
+// sidecars (issue 12, "Many sidecars"). A sandbox of three apiservers
+// (v1.36.3, v1.37.2, v1.37.2) with their real Envoy sidecars, plus N
+// simulated nodes: extra apiserver entries in the replica's config at an
+// address nothing listens on (never reachable, no lease, so they serve
+// nothing and no real sidecar routes to them; each still gets a full plan:
+// its local apiserver is down, so it sends everything to the real ones), each
+// spoken for by a simulated Envoy ADS client (adsClients.ts) on the replica's
+// Unix socket, where the socket's file mode admits any node id.
+//
+// The change: kas-c restarted with storagemigration.k8s.io/v1 back on (after
+// an untimed restart with it off), which changes the plan of every simulated
+// node and of kas-a and kas-c once kas-c is ready. The clock starts when kas-c is ready and its own discovery shows the
+// change (as convergence.ts) and stops at the last ACK of the new config by
+// any node: the simulated ones' own ACK times, the real sidecars' xDS
+// update_time stats (read once everything is quiet). Then N CRDs, one more
+// change with them, and the replica's peak RSS (VmHWM).
+import { readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureComponents } from '../install/index.js';
+import { Sandbox } from '../sandbox/sandbox.js';
+import type { SandboxState } from '../sandbox/state.js';
+import { envoyAdminGet } from '../util/envoyAdmin.js';
+import { httpsRequest } from '../util/https.js';
+import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './adsClients.js';
+import { percentile } from './load.js';
+import { PUSH_ORDER } from '../xds/snapshot.js';
+
+export interface FanoutOptions {
+  nodes: number;
+  /** Served-set changes timed before the CRDs are created. */
+  changes: number;
+  crds: number;
+  progress: (line: string) => void;
+}
+
+const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2', 'kas-c': 'v1.37.2' } as const;
+const RESTARTED = 'kas-c';
+const GROUP = 'storagemigration.k8s.io';
+const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
+const MERGED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+/** Nothing received for this long after the last response: the change has settled. */
+const QUIET_MS = 3000;
+/** Bounds on waits that would otherwise hang a broken run (not figures). */
+const SETTLE_CAP_MS = 120_000;
+
+/** One timed change. */
+export interface FanoutSample {
+  resourceOff: boolean;
+  withCrds: boolean;
+  /**
+   * From the change (kas-c ready, its discovery showing it, as the bench saw it;
+   * or the first simulated node's final ACK if that came first) to the last
+   * node's ACK of the new config.
+   */
+  ms: number;
+  /** From the first to the last final ACK after the clock started: the push itself. */
+  spreadMs: number;
+  /** Simulated nodes whose final ACK came before the bench saw the change (the replica saw it first). */
+  early: number;
+  /** Simulated streams that failed and were opened again meanwhile (as Envoy would). */
+  reconnects: number;
+  /** CPU the replica spent from the restart to the settled state. */
+  controlPlaneCpuMs: number;
+  loadAverage: number[];
+}
+
+export interface FanoutFigures {
+  nodes: number;
+  realSidecars: string[];
+  crds: number;
+  samples: FanoutSample[];
+  p50Ms: number;
+  p99Ms: number;
+  spreadP99Ms: number;
+  withCrdsMs?: number;
+  /** VmHWM of the replica at the end, MB (2^20 bytes). */
+  peakRssMb: number;
+  /** VmRSS at the end, MB. */
+  rssMb: number;
+  method: string;
+}
+
+export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures> {
+  const components = await ensureComponents({ kubernetesVersions: [...new Set(Object.values(VERSIONS))], log: opts.progress });
+  opts.progress(`starting a sandbox of ${Object.keys(VERSIONS).length} apiservers with ${opts.nodes} simulated nodes ...`);
+  const sandbox = await Sandbox.up({
+    dir: mkdtempSync(join(tmpdir(), 'mvproxy-bench-fanout-')),
+    apiservers: Object.entries(VERSIONS).map(([name, version]) => ({ name, version })),
+    components,
+    mode: 'mvproxy',
+    simulatedNodes: opts.nodes,
+    progress: opts.progress,
+  });
+  let clients: SimulatedEnvoy[] = [];
+  try {
+    const state = sandbox.state();
+    const { nodes, controlPlanePid } = sandbox.simulatedFanout();
+    const socket = state.controlPlane?.xdsSocket;
+    if (!socket || controlPlanePid === undefined) throw new Error('internal: the sandbox has no control plane');
+    clients = connectSimulatedEnvoys(`unix://${socket}`, nodes, { reconnect: true });
+    await waitForEvery(clients, (c) => PUSH_ORDER.every((url) => c.acked.has(url)), SETTLE_CAP_MS);
+    await quiet(clients);
+    opts.progress(`${nodes.length} simulated nodes connected and ACKed their first config`);
+    const token = sandbox.adminBearerToken();
+    const samples: FanoutSample[] = [];
+    for (let i = 0; i < opts.changes; i++) {
+      // Only turning it on changes every node after the clock starts: turning it
+      // off, the nodes' final plans are reached while kas-c is down already.
+      await timeChange(sandbox, state, token, clients, controlPlanePid, true, false);
+      const s = await timeChange(sandbox, state, token, clients, controlPlanePid, false, false);
+      samples.push(s);
+      opts.progress(`  change ${i + 1} (${GROUP} back on): ${describe(s)}`);
+    }
+    let withCrds: FanoutSample | undefined;
+    if (opts.crds > 0) {
+      opts.progress(`creating ${opts.crds} CRDs ...`);
+      await createCrds(state, token, opts.crds);
+      await quiet(clients);
+      await timeChange(sandbox, state, token, clients, controlPlanePid, true, true);
+      withCrds = await timeChange(sandbox, state, token, clients, controlPlanePid, false, true);
+      opts.progress(`  change with ${opts.crds} CRDs (${GROUP} back on): ${describe(withCrds)}`);
+    }
+    const memory = procStatus(controlPlanePid);
+    return {
+      ...fanoutFigures(samples),
+      nodes: nodes.length,
+      realSidecars: state.apiservers.map((a) => a.name),
+      crds: opts.crds,
+      samples: withCrds ? [...samples, withCrds] : samples,
+      ...(withCrds ? { withCrdsMs: withCrds.ms } : {}),
+      peakRssMb: memory.VmHWM,
+      rssMb: memory.VmRSS,
+      method:
+        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: every node's plan changes); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
+        `(or from the first simulated node's final ACK, when the replica saw the change first) until the last ACK of the settled config by every node ` +
+        `(simulated: their ACK times; real sidecars: Envoy's xDS update_time stats); spread: first to last simulated node's final ACK; ` +
+        `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs`,
+    };
+  } finally {
+    for (const c of clients) c.close();
+    await sandbox.down();
+  }
+}
+
+/** Pure: percentiles of the samples taken without CRDs. */
+export function fanoutFigures(samples: readonly FanoutSample[]): Pick<FanoutFigures, 'p50Ms' | 'p99Ms' | 'spreadP99Ms'> {
+  const sorted = (f: (s: FanoutSample) => number): number[] => samples.map(f).sort((a, b) => a - b);
+  return {
+    p50Ms: Math.round(
+      percentile(
+        sorted((s) => s.ms),
+        50,
+      ),
+    ),
+    p99Ms: Math.round(
+      percentile(
+        sorted((s) => s.ms),
+        99,
+      ),
+    ),
+    spreadP99Ms: Math.round(
+      percentile(
+        sorted((s) => s.spreadMs),
+        99,
+      ),
+    ),
+  };
+}
+
+/** The bench summary's figures (absent ones left out). */
+export function fanoutSummary(f: FanoutFigures): Record<string, number> {
+  const out: Record<string, number | undefined> = {
+    [`fanout_${f.nodes}_nodes_ms`]: f.p99Ms,
+    [`fanout_${f.nodes}_nodes_p50_ms`]: f.p50Ms,
+    [`fanout_${f.nodes}_nodes_spread_p99_ms`]: f.spreadP99Ms,
+    [`fanout_${f.nodes}_nodes_${f.crds}_crds_ms`]: f.withCrdsMs,
+    control_plane_peak_rss_mb: f.peakRssMb,
+  };
+  return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
+}
+
+function describe(s: FanoutSample): string {
+  return (
+    `${s.ms} ms to every ACK (push spread ${s.spreadMs} ms${s.early ? `, ${s.early} nodes ahead of the clock` : ''}` +
+    `${s.reconnects ? `, ${s.reconnects} streams reconnected` : ''}), ` +
+    `control plane CPU ${s.controlPlaneCpuMs} ms, load average ${s.loadAverage.join(' ')}`
+  );
+}
+
+async function timeChange(
+  sandbox: Sandbox,
+  state: SandboxState,
+  token: string,
+  clients: SimulatedEnvoy[],
+  pid: number,
+  resourceOff: boolean,
+  withCrds: boolean,
+): Promise<FanoutSample> {
+  const kasC = state.apiservers.find((a) => a.name === RESTARTED);
+  if (!kasC) throw new Error(`internal: no ${RESTARTED}`);
+  const cpuBefore = cpuMs(pid);
+  const reconnects = (): number => clients.reduce((n, c) => n + c.reconnects, 0);
+  const reconnectsBefore = reconnects();
+  await sandbox.stopApiserver(RESTARTED);
+  const starting = sandbox.startApiserver(RESTARTED, { runtimeConfig: resourceOff ? `${GROUP}/v1=false` : '' });
+  const startFailed = starting.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  const get = (path: string, accept: string) =>
+    httpsRequest(kasC.direct + path, { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept }, timeoutMs: 2000 });
+  let t0 = 0;
+  let t0Wall = 0;
+  const deadline = performance.now() + SETTLE_CAP_MS;
+  while (t0 === 0) {
+    if (performance.now() > deadline) throw new Error(`${RESTARTED} did not come back with the change`);
+    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', NOPEER_ACCEPT)]).catch(() => [undefined, undefined]);
+    if (ready?.status === 200 && discovery?.status === 200) {
+      const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === GROUP);
+      if (serves !== resourceOff) {
+        t0 = performance.now();
+        t0Wall = Date.now();
+      }
+    }
+    if (t0 === 0) await sleep(10);
+  }
+  const err = await startFailed;
+  if (err !== undefined) throw err;
+  await quiet(clients);
+  const finals = clients.map((c) => Math.max(...PUSH_ORDER.map((url) => c.acked.get(url)?.at ?? 0)));
+  const real = await Promise.all(state.apiservers.map((a) => (a.sidecarAdminSocket ? lastXdsUpdate(a.sidecarAdminSocket) : Promise.resolve(0))));
+  // A real sidecar whose config did not change (kas-b) last updated before the clock started.
+  const realFinals = real.filter((wall) => wall >= t0Wall).map((wall) => t0 + (wall - t0Wall));
+  const all = [...finals, ...realFinals];
+  return {
+    resourceOff,
+    withCrds,
+    // The replica may see kas-c ready before the bench does (its poll is slower on a
+    // busy machine): the clock then starts at the first simulated node's final ACK.
+    ms: Math.round(Math.max(...all) - Math.min(t0, ...finals)),
+    // Every simulated node's plan changed: a node left on an older config shows here.
+    spreadMs: Math.round(Math.max(...finals) - Math.min(...finals)),
+    early: finals.filter((at) => at < t0).length,
+    reconnects: reconnects() - reconnectsBefore,
+    controlPlaneCpuMs: cpuMs(pid) - cpuBefore,
+    loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
+  };
+}
+
+/** Resolves once no simulated node has received anything for QUIET_MS. */
+async function quiet(clients: SimulatedEnvoy[]): Promise<void> {
+  const deadline = performance.now() + SETTLE_CAP_MS;
+  let count = -1;
+  for (;;) {
+    const now = clients.reduce((n, c) => n + c.responses, 0);
+    if (now === count) return;
+    if (performance.now() > deadline) throw new Error('the simulated nodes never went quiet');
+    count = now;
+    await sleep(QUIET_MS);
+  }
+}
+
+/** The newest xDS update_time (epoch ms) an Envoy reports, over CDS, EDS, LDS and RDS. */
+async function lastXdsUpdate(adminSocket: string): Promise<number> {
+  const text = await envoyAdminGet(adminSocket, '/stats?filter=update_time$');
+  let newest = 0;
+  for (const line of text.split('\n')) {
+    const value = Number(line.split(': ')[1]);
+    if (Number.isFinite(value) && value > newest) newest = value;
+  }
+  return newest;
+}
+
+/** Creates `count` CRDs (one group each) through kas-a and waits until kas-a's sidecar lists the last in its merged /apis. */
+async function createCrds(state: SandboxState, token: string, count: number): Promise<void> {
+  const a = state.apiservers[0];
+  if (!a?.sidecar) throw new Error('internal: no sidecar');
+  const request = (base: string, method: string, path: string, accept: string, body?: unknown) =>
+    httpsRequest(
+      base + path,
+      { ca: state.ca },
+      {
+        method,
+        headers: { authorization: `Bearer ${token}`, accept, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        timeoutMs: 30_000,
+      },
+    );
+  const group = (i: number): string => `g${i}.fanout.mvproxy.example`;
+  for (let i = 0; i < count; i++) {
+    const res = await request(a.direct, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', 'application/json', crd(group(i), i));
+    if (res.status !== 201 && res.status !== 409) throw new Error(`creating CRD ${i}: ${res.status} ${res.body.slice(0, 300)}`);
+  }
+  const deadline = performance.now() + SETTLE_CAP_MS;
+  for (;;) {
+    const res = await request(a.sidecar, 'GET', '/apis', MERGED_ACCEPT).catch(() => undefined);
+    if (res?.status === 200 && res.body.includes(`"${group(count - 1)}"`)) return;
+    if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${group(count - 1)}`);
+    await sleep(500);
+  }
+}
+
+function crd(group: string, i: number): unknown {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `things${i}.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: `things${i}`, singular: `thing${i}`, kind: `Thing${i}`, listKind: `Thing${i}List` },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  };
+}
+
+/** User plus system CPU time of a process, ms. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are fields 14 and 15 of /proc/PID/stat, in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** VmHWM and VmRSS of a process, MB. */
+function procStatus(pid: number): { VmHWM: number; VmRSS: number } {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+  return { VmHWM: Math.round(kb('VmHWM') / 1024), VmRSS: Math.round(kb('VmRSS') / 1024) };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

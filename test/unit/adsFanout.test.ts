@@ -1,0 +1,98 @@
+// ADS fan-out: 200 simulated Envoys (src/bench/adsClients.ts, the bench's
+// own clients) on one in-process ADS server over a Unix socket. It fails only
+// when a change set for every node does not reach, and get ACKed by, every
+// node. Times are printed as diagnostics, never asserted (the benchmark,
+// `mvproxy bench --only fanout`, holds the targets).
+import { describe, it, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { AdsServer } from '../../src/servers/ads.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
+import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from '../../src/bench/adsClients.js';
+import { PUSH_ORDER, snapshotVersions, type Snapshot } from '../../src/xds/snapshot.js';
+import { config } from '../support/snapshotFixtures.js';
+
+const NODES = Array.from({ length: 200 }, (_, i) => `sim-${String(i + 1).padStart(3, '0')}`);
+/** Bounds a hung run; not a figure. */
+const WAIT_MS = 60_000;
+
+async function fleet(t: TestContext): Promise<{ ads: AdsServer; clients: SimulatedEnvoy[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-fanout-'));
+  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
+  const server = createGrpcServer();
+  ads.addToServer(server);
+  const address = await listenUnix(server, join(dir, 'xds.sock'));
+  const clients = connectSimulatedEnvoys(address, NODES);
+  t.after(async () => {
+    for (const c of clients) c.close();
+    await shutdownGrpcServer(server, 100);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { ads, clients };
+}
+
+/** True when the client ACKed every type at the snapshot's versions. */
+function ackedAll(client: SimulatedEnvoy, snapshot: Snapshot): boolean {
+  const want = snapshotVersions(snapshot);
+  return PUSH_ORDER.every((url) => client.acked.get(url)?.version === want[url]);
+}
+
+function setEverywhere(ads: AdsServer, snapshot: Snapshot): void {
+  for (const node of NODES) ads.setSnapshot(node, snapshot);
+}
+
+describe('ADS fan-out to 200 simulated nodes', () => {
+  it('every node ACKs a change set for all of them, and the server records each ACK', async (t) => {
+    const { ads, clients } = await fleet(t);
+    const before = config({ port: 8080 });
+    setEverywhere(ads, before);
+    await waitForEvery(clients, (c) => ackedAll(c, before), WAIT_MS);
+
+    // New endpoints, a new cluster, and routes moved to it: CDS, EDS and RDS all change.
+    const after = config({ port: 8081, extraCluster: true, routeCluster: 'other' });
+    const started = performance.now();
+    setEverywhere(ads, after);
+    const set = performance.now();
+    await waitForEvery(clients, (c) => ackedAll(c, after), WAIT_MS);
+    const done = performance.now();
+
+    // The server reads the last ACKs a moment after the clients wrote them.
+    const want = snapshotVersions(after);
+    const serverAckedAll = (): boolean => NODES.every((node) => PUSH_ORDER.every((url) => ads.status()[node]?.types[url]?.versionAcked === want[url]));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the server did not record every ACK')), WAIT_MS);
+      const check = (): void => {
+        if (!serverAckedAll()) return;
+        clearTimeout(timer);
+        ads.off('ack', check);
+        resolve();
+      };
+      ads.on('ack', check);
+      check();
+    });
+    const status = ads.status();
+    for (const node of NODES) {
+      const types = status[node]?.types;
+      assert.equal(status[node]?.connected, 1, `${node} has one open stream`);
+      for (const url of PUSH_ORDER) assert.equal(types?.[url]?.versionAcked, want[url], `${node} ACKed ${url}`);
+    }
+    t.diagnostic(
+      `200 nodes: snapshots set in ${Math.round(set - started)} ms, every node ACKed after ${Math.round(done - started)} ms ` +
+        `(load average ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')})`,
+    );
+  });
+
+  it('every node that connected before it had a snapshot gets its first one and ACKs it', async (t) => {
+    const { ads, clients } = await fleet(t);
+    const current = config({ port: 9090 });
+    setEverywhere(ads, current);
+    await waitForEvery(clients, (c) => ackedAll(c, current), WAIT_MS);
+    assert.ok(clients.every((c) => c.error === undefined));
+    assert.equal(Object.values(ads.status()).filter((s) => s.connected === 1).length, NODES.length);
+  });
+});
