@@ -20,7 +20,11 @@ import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 /** Into the repository (the README shows it), from dist/test/e2e. */
-const SCREENSHOT = fileURLToPath(new URL('../../../docs/status-page.png', import.meta.url));
+/** The README's picture is replaced only when asked (MVPROXY_UPDATE_SCREENSHOT=1), so a test run leaves the tree clean. */
+const SCREENSHOT =
+  process.env['MVPROXY_UPDATE_SCREENSHOT'] === '1'
+    ? fileURLToPath(new URL('../../../docs/status-page.png', import.meta.url))
+    : join(tmpdir(), 'mvproxy-status-page.png');
 /** Debian's package, installed by `mvproxy install`; never a browser Playwright downloads. */
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
