@@ -124,7 +124,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     };
     assert.deepEqual(
       all.types.map((t) => t.type_url.split('.').at(-1)),
-      ['Cluster', 'ClusterLoadAssignment', 'Listener', 'RouteConfiguration'],
+      ['Cluster', 'ClusterLoadAssignment', 'Secret', 'Listener', 'RouteConfiguration'],
     );
     for (const t of all.types) assert.equal(t.version_acked, t.version, t.type_url);
   });
