@@ -6,18 +6,13 @@
 // and 503s while kas-b is stopped, every query of every panel returns data.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { dashboardQueries, evaluableExpr } from '../../src/dashboard/grafana.js';
 import type { JsonValue } from '../../src/xds/bootstrap.js';
-import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
+import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { sandboxScrapeTargets, TestPrometheus } from '../support/prometheus.js';
 
-const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const DASHBOARD = new URL('../../../deploy/grafana/mvproxy-dashboard.json', import.meta.url);
 const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
 const MERGED_DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -42,12 +37,7 @@ describe('the Grafana dashboard, read by a real Prometheus scraping the sandbox'
   let prometheus: TestPrometheus;
   let token: string;
 
-  const admin = async (...args: string[]): Promise<string> => {
-    const socket = tb.state().controlPlane?.adminSocket;
-    if (!socket) throw new Error('sandbox has no control plane');
-    const { stdout } = await execFileAsync(process.execPath, [CLI, 'admin', '--socket', socket, ...args], { timeout: 60_000 });
-    return stdout;
-  };
+  const admin = (...args: string[]): Promise<string> => adminCli(tb, ...args);
   const throughKasA = () => {
     const s = tb.state();
     const sidecar = apiserverNamed(s, 'kas-a').sidecar;

@@ -11,7 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { fileURLToPath } from 'node:url';
-import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, freshKubectlCacheDir, type TestSandbox } from '../support/sandbox.js';
+import {
+  startTestSandbox,
+  eventually,
+  serviceAccountToken,
+  tokenClient,
+  apiserverNamed,
+  freshKubectlCacheDir,
+  adminCli,
+  type TestSandbox,
+} from '../support/sandbox.js';
 import type { Status__Output } from '../../src/generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../../src/generated/mvproxy/admin/v1/Explanation.js';
 
@@ -25,12 +34,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
   let tb: TestSandbox;
   let token: string;
 
-  const admin = async (...args: string[]): Promise<string> => {
-    const socket = tb.state().controlPlane?.adminSocket;
-    if (!socket) throw new Error('sandbox has no control plane');
-    const { stdout } = await execFileAsync(process.execPath, [CLI, 'admin', '--socket', socket, ...args], { timeout: 60_000 });
-    return stdout;
-  };
+  const admin = (...args: string[]): Promise<string> => adminCli(tb, ...args);
   const explain = async (sidecar: string, path: string): Promise<Explanation__Output> =>
     JSON.parse(await admin('explain', sidecar, path, '-o', 'json')) as Explanation__Output;
   const through = (name: string) => {

@@ -4,20 +4,18 @@
 // (kas-a) and v1.37.2 (kas-b) with their sidecars.
 import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startTestSandbox, eventually, type TestSandbox } from '../support/sandbox.js';
+import { startTestSandbox, eventually, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { statusPageData } from '../../src/servers/statusPage.js';
 import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
 
-const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 /** Into the repository (the README shows it), from dist/test/e2e. */
 /** The README's picture is replaced only when asked (MVPROXY_UPDATE_SCREENSHOT=1), so a test run leaves the tree clean. */
@@ -86,8 +84,7 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     if (!path) throw new Error('sandbox has no control plane');
     return path;
   };
-  const admin = async (...args: string[]): Promise<string> =>
-    (await execFileAsync(process.execPath, [CLI, 'admin', '--socket', socket(), ...args], { timeout: 60_000 })).stdout;
+  const admin = (...args: string[]): Promise<string> => adminCli(tb, ...args);
 
   before(async () => {
     tb = await startTestSandbox([

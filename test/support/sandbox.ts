@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { ensureComponents } from '../../src/install/index.js';
 import type { ApiserverSpec } from '../../src/sandbox/apiservers.js';
 import { Sandbox, type SandboxMode } from '../../src/sandbox/sandbox.js';
@@ -15,6 +16,9 @@ import { httpsRequest } from '../../src/util/https.js';
 import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
 
 const execFileAsync = promisify(execFile);
+
+/** The built `mvproxy` command line (dist/src/cli/main.js). */
+export const MVPROXY_CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 export interface TestSandbox {
   sandbox: Sandbox;
@@ -104,4 +108,11 @@ export function apiserverNamed(state: SandboxState, name: string): SandboxState[
   const a = state.apiservers.find((x) => x.name === name);
   if (!a) throw new Error(`no apiserver ${name}`);
   return a;
+}
+
+/** `mvproxy admin ARGS` against the sandbox's control plane (its first replica), as an operator runs it; resolves with what it prints. */
+export async function adminCli(tb: TestSandbox, ...args: string[]): Promise<string> {
+  const socket = tb.state().controlPlane?.adminSocket;
+  if (!socket) throw new Error('sandbox has no control plane');
+  return (await execFileAsync(process.execPath, [MVPROXY_CLI, 'admin', '--socket', socket, ...args], { timeout: 60_000 })).stdout;
 }
