@@ -238,25 +238,18 @@ function port(hostPort: string): number {
   return Number(/:(\d+)$/.exec(hostPort)?.[1] ?? NaN);
 }
 
-/** The folders of the certificate and CA files the sidecars name. */
-function certificateDirs(layout: DeployLayout): string[] {
-  const files = [...Object.values(layout.tls), ...layout.nodes.flatMap((n) => [n.apiserver.servingCert, n.apiserver.servingKey])];
-  return [...new Set(files.map((file) => posix.dirname(file)))].sort();
+/** Every certificate, key and CA file the replicas' config names for the sidecars (the replica reads them all). */
+function sidecarCertificateFiles(layout: DeployLayout): string[] {
+  return [...Object.values(layout.tls), ...layout.nodes.flatMap((n) => [n.apiserver.servingCert, n.apiserver.servingKey])];
 }
 
 /** `mvproxy serve` on the node: one replica per node, no leader. */
 export function controlPlanePod(layout: DeployLayout, name: string): JsonObject {
   const node = nodeOf(layout, name);
   const f = node.files;
-  const read = [
-    f.config,
-    f.kubeconfig,
-    f.xdsServerCert,
-    f.xdsServerKey,
-    f.xdsCa,
-    ...Object.values(layout.tls),
-    ...layout.nodes.flatMap((n) => [n.apiserver.servingCert, n.apiserver.servingKey]),
-  ];
+  const certificates = sidecarCertificateFiles(layout);
+  const read = [f.config, f.kubeconfig, f.xdsServerCert, f.xdsServerKey, f.xdsCa, ...certificates];
+  const reloadMarkers = [...new Set(certificates.map((file) => posix.join(posix.dirname(file), RELOAD_MARKER)))].sort();
   const host = /^(.*):\d+$/.exec(node.adminListen)?.[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1';
   return staticPod(
     'mvproxy-control-plane',
@@ -275,7 +268,7 @@ export function controlPlanePod(layout: DeployLayout, name: string): JsonObject 
       },
     },
     // The replica renames a reload marker beside certificate files rewritten in place (kubeadm certs renew), so Envoy re-reads them.
-    hostMounts(read, [f.xdsSocket, f.adminSocket, f.warmStartFile, ...certificateDirs(layout).map((dir) => posix.join(dir, RELOAD_MARKER))]),
+    hostMounts(read, [f.xdsSocket, f.adminSocket, f.warmStartFile, ...reloadMarkers]),
     {},
   );
 }
