@@ -7,7 +7,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { DiscoveryRequest } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse__Output } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+import type { Node } from '../generated/envoy/config/core/v3/Node.js';
 import { envoyRoot } from '../xds/protos.js';
+import { NODE_APISERVER_KEY } from '../xds/bootstrap.js';
 import { PUSH_ORDER, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
 
 const STREAM_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
@@ -45,6 +47,8 @@ export interface AckRecord {
 
 export interface SimulatedEnvoyOptions {
   credentials?: grpc.ChannelCredentials;
+  /** The apiserver whose sidecar config it runs (node.metadata `apiserver`); by default the one its node id names. */
+  sidecar?: string;
   /**
    * On a failed stream, open a new one 0.1 s later (as the sandbox's sidecars
    * do), naming the versions it runs, and count it in `reconnects`; by
@@ -69,12 +73,16 @@ export class SimulatedEnvoy {
   private readonly codecs = codecs();
   private closed = false;
 
+  /** The apiserver whose sidecar config it runs, when not the one its node id names. */
+  readonly sidecar: string | undefined;
+
   /** `address`: a grpc-js target, e.g. `unix:///run/mvproxy/xds.sock`. */
   constructor(
     address: string,
     readonly node: string,
     private readonly options: SimulatedEnvoyOptions = {},
   ) {
+    this.sidecar = options.sidecar;
     // Its own connection, as each Envoy has (grpc-js would otherwise share one among all clients of a target).
     this.client = new grpc.Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.use_local_subchannel_pool': 1,
@@ -105,9 +113,14 @@ export class SimulatedEnvoy {
     // Like Envoy with set_node_on_first_message_only: the node goes on the first request only;
     // a new stream names the versions this node runs.
     PUSH_ORDER.forEach((url, i) => {
-      call.write({ type_url: url, resource_names: [], version_info: this.acked.get(url)?.version ?? '', ...(i === 0 ? { node: { id: this.node } } : {}) });
+      call.write({ type_url: url, resource_names: [], version_info: this.acked.get(url)?.version ?? '', ...(i === 0 ? { node: this.nodeMessage() } : {}) });
     });
     return call;
+  }
+
+  private nodeMessage(): Node {
+    const { sidecar } = this;
+    return { id: this.node, ...(sidecar === undefined ? {} : { metadata: { fields: { [NODE_APISERVER_KEY]: { stringValue: sidecar } } } }) };
   }
 
   /** Calls `listener` after every response (and on a stream error); returns a function that removes it. */
@@ -136,9 +149,20 @@ export class SimulatedEnvoy {
   }
 }
 
-/** Opens `nodes.length` simulated Envoys against one address. */
-export function connectSimulatedEnvoys(address: string, nodes: readonly string[], options: SimulatedEnvoyOptions = {}): SimulatedEnvoy[] {
-  return nodes.map((node) => new SimulatedEnvoy(address, node, options));
+/**
+ * Opens `nodes.length` simulated Envoys against one address; with `sidecars`,
+ * they run those sidecars' configs in turn (node i runs sidecars[i % n]).
+ */
+export function connectSimulatedEnvoys(
+  address: string,
+  nodes: readonly string[],
+  options: Omit<SimulatedEnvoyOptions, 'sidecar'> & { sidecars?: readonly string[] } = {},
+): SimulatedEnvoy[] {
+  const { sidecars, ...common } = options;
+  return nodes.map((node, i) => {
+    const sidecar = sidecars?.length ? sidecars[i % sidecars.length] : undefined;
+    return new SimulatedEnvoy(address, node, { ...common, ...(sidecar === undefined ? {} : { sidecar }) });
+  });
 }
 
 /**

@@ -1,16 +1,15 @@
 // `mvproxy bench --only fanout`: one control-plane replica serving many
 // sidecars (issue 12, "Many sidecars"). A sandbox of three apiservers
 // (v1.36.3, v1.37.2, v1.37.2) with their real Envoy sidecars, plus N
-// simulated nodes: extra apiserver entries in the replica's config at an
-// address nothing listens on (never reachable, no lease, so they serve
-// nothing and no real sidecar routes to them; each still gets a full plan:
-// its local apiserver is down, so it sends everything to the real ones), each
-// spoken for by a simulated Envoy ADS client (adsClients.ts) on the replica's
-// Unix socket, where the socket's file mode admits any node id.
+// simulated nodes (adsClients.ts), each a simulated Envoy ADS client on the
+// replica's Unix socket with a node id of its own (sim-001, ...) running the
+// config of one of the three sidecars in turn (node.metadata `apiserver`),
+// as Envoys beside the real ones would.
 //
 // The change: kas-c restarted with storagemigration.k8s.io/v1 back on (after
-// an untimed restart with it off), which changes the plan of every simulated
-// node and of kas-a and kas-c once kas-c is ready. The clock starts when kas-c is ready and its own discovery shows the
+// an untimed restart with it off), which changes the plans of kas-a's and
+// kas-c's sidecars, and so the config of the two thirds of the nodes that run
+// theirs. The clock starts when kas-c is ready and its own discovery shows the
 // change (as convergence.ts) and stops at the last ACK of the new config by
 // any node: the simulated ones' own ACK times, the real sidecars' xDS
 // update_time stats (read once everything is quiet). Then N CRDs, one more
@@ -58,7 +57,9 @@ export interface FanoutSample {
   ms: number;
   /** From the first to the last final ACK after the clock started: the push itself. */
   spreadMs: number;
-  /** Simulated nodes whose final ACK came before the bench saw the change (the replica saw it first). */
+  /** Simulated nodes whose config the change altered (those of the sidecars whose plan changed). */
+  nodesChanged: number;
+  /** Of those, the ones whose final ACK came before the bench saw the change (the replica saw it first). */
   early: number;
   /** Simulated streams that failed and were opened again meanwhile (as Envoy would). */
   reconnects: number;
@@ -91,16 +92,17 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
     apiservers: Object.entries(VERSIONS).map(([name, version]) => ({ name, version })),
     components,
     mode: 'mvproxy',
-    simulatedNodes: opts.nodes,
     progress: opts.progress,
   });
   let clients: SimulatedEnvoy[] = [];
   try {
     const state = sandbox.state();
-    const { nodes, controlPlanePid } = sandbox.simulatedFanout();
+    const controlPlanePid = sandbox.controlPlanePid();
     const socket = state.controlPlane?.xdsSocket;
     if (!socket || controlPlanePid === undefined) throw new Error('internal: the sandbox has no control plane');
-    clients = connectSimulatedEnvoys(`unix://${socket}`, nodes, { reconnect: true });
+    const nodes = Array.from({ length: opts.nodes }, (_, i) => `sim-${String(i + 1).padStart(3, '0')}`);
+    const sidecars = state.apiservers.map((a) => a.name);
+    clients = connectSimulatedEnvoys(`unix://${socket}`, nodes, { reconnect: true, sidecars });
     await waitForEvery(clients, (c) => PUSH_ORDER.every((url) => c.acked.has(url)), SETTLE_CAP_MS);
     await quiet(clients);
     opts.progress(`${nodes.length} simulated nodes connected and ACKed their first config`);
@@ -134,9 +136,10 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       peakRssMb: memory.VmHWM,
       rssMb: memory.VmRSS,
       method:
-        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: every node's plan changes); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
+        `${nodes.length} simulated nodes running the configs of ${sidecars.join(', ')} in turn (node.metadata apiserver), beside the real sidecars; ` +
+        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: kas-a's and kas-c's plans change, kas-b's does not); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
         `(or from the first simulated node's final ACK, when the replica saw the change first) until the last ACK of the settled config by every node ` +
-        `(simulated: their ACK times; real sidecars: Envoy's xDS update_time stats); spread: first to last simulated node's final ACK; ` +
+        `(simulated nodes whose ACKed versions changed: their ACK times; real sidecars: Envoy's xDS update_time stats; every node of a sidecar checked to end on the same versions); spread: first to last changed simulated node's final ACK; ` +
         `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs`,
     };
   } finally {
@@ -184,7 +187,7 @@ export function fanoutSummary(f: FanoutFigures): Record<string, number> {
 
 function describe(s: FanoutSample): string {
   return (
-    `${s.ms} ms to every ACK (push spread ${s.spreadMs} ms${s.early ? `, ${s.early} nodes ahead of the clock` : ''}` +
+    `${s.ms} ms to every ACK of the ${s.nodesChanged} nodes whose config changed (push spread ${s.spreadMs} ms${s.early ? `, ${s.early} nodes ahead of the clock` : ''}` +
     `${s.reconnects ? `, ${s.reconnects} streams reconnected` : ''}), ` +
     `control plane CPU ${s.controlPlaneCpuMs} ms, load average ${s.loadAverage.join(' ')}`
   );
@@ -204,6 +207,7 @@ async function timeChange(
   const cpuBefore = cpuMs(pid);
   const reconnects = (): number => clients.reduce((n, c) => n + c.reconnects, 0);
   const reconnectsBefore = reconnects();
+  const versionsBefore = new Map(clients.map((c) => [c, ackedVersions(c)]));
   await sandbox.stopApiserver(RESTARTED);
   const starting = sandbox.startApiserver(RESTARTED, { runtimeConfig: resourceOff ? `${GROUP}/v1=false` : '' });
   const startFailed = starting.then(
@@ -230,7 +234,11 @@ async function timeChange(
   const err = await startFailed;
   if (err !== undefined) throw err;
   await quiet(clients);
-  const finals = clients.map((c) => Math.max(...PUSH_ORDER.map((url) => c.acked.get(url)?.at ?? 0)));
+  assertSidecarsAgree(clients);
+  // The nodes of a sidecar whose plan the change left alone (kas-b's) have nothing new to ACK.
+  const changed = clients.filter((c) => ackedVersions(c) !== versionsBefore.get(c));
+  if (changed.length === 0) throw new Error(`restarting ${RESTARTED} changed no simulated node's config`);
+  const finals = changed.map((c) => Math.max(...PUSH_ORDER.map((url) => c.acked.get(url)?.at ?? 0)));
   const real = await Promise.all(state.apiservers.map((a) => (a.sidecarAdminSocket ? lastXdsUpdate(a.sidecarAdminSocket) : Promise.resolve(0))));
   // A real sidecar whose config did not change (kas-b) last updated before the clock started.
   const realFinals = real.filter((wall) => wall >= t0Wall).map((wall) => t0 + (wall - t0Wall));
@@ -241,13 +249,31 @@ async function timeChange(
     // The replica may see kas-c ready before the bench does (its poll is slower on a
     // busy machine): the clock then starts at the first simulated node's final ACK.
     ms: Math.round(Math.max(...all) - Math.min(t0, ...finals)),
-    // Every simulated node's plan changed: a node left on an older config shows here.
     spreadMs: Math.round(Math.max(...finals) - Math.min(...finals)),
+    nodesChanged: changed.length,
     early: finals.filter((at) => at < t0).length,
     reconnects: reconnects() - reconnectsBefore,
     controlPlaneCpuMs: cpuMs(pid) - cpuBefore,
     loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
   };
+}
+
+/** A simulated node's ACKed versions, in push order, as one string. */
+function ackedVersions(client: SimulatedEnvoy): string {
+  return PUSH_ORDER.map((url) => client.acked.get(url)?.version ?? '').join(' ');
+}
+
+/** Every node of a sidecar ended on the same versions (one left behind would show as a stale config). */
+function assertSidecarsAgree(clients: readonly SimulatedEnvoy[]): void {
+  const bySidecar = new Map<string, string>();
+  for (const c of clients) {
+    const sidecar = c.sidecar ?? c.node;
+    const versions = ackedVersions(c);
+    const first = bySidecar.get(sidecar);
+    if (first === undefined) bySidecar.set(sidecar, versions);
+    else if (first !== versions)
+      throw new Error(`simulated node ${c.node} runs other versions of ${sidecar}'s config than its other nodes: ${versions} vs ${first}`);
+  }
 }
 
 /** Resolves once no simulated node has received anything for QUIET_MS. */

@@ -4,7 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { adminGrpc } from '../servers/admin.js';
+import { adminGrpc, connectionText } from '../servers/admin.js';
 import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
@@ -166,12 +166,19 @@ export async function waitInSync(client: AdminClient, timeoutMs: number): Promis
     if (Date.now() > deadline) {
       const why = behind.map(
         (s) =>
-          `${s.node} (${s.connected ? `has not ACKed yet${s.replica ? `, as ${s.replica} reported at ${s.reported_at}` : ''}` : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
+          `${s.node} (${s.connected ? `has not ACKed yet${s.replica ? `, as ${s.replica} reported at ${s.reported_at}` : ''}${behindText(s.envoys_behind)}` : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
       );
       throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** The Envoys of a sidecar that lag, named (the first few) when there are any. */
+function behindText(behind: readonly string[]): string {
+  if (behind.length === 0) return '';
+  const named = behind.slice(0, 5).join(', ');
+  return `: Envoys ${named}${behind.length > 5 ? ` and ${behind.length - 5} more` : ''}`;
 }
 
 function formatStatus(status: Status__Output): string {
@@ -192,8 +199,7 @@ function formatStatus(status: Status__Output): string {
     ['SIDECAR', 'CONNECTED', 'IN SYNC', 'TO PEERS', '503', 'LAST NACK'],
     status.sidecars.map((s) => [
       s.node,
-      // Streaming from another replica: as that replica last reported it.
-      s.connected ? (s.replica ? `via ${s.replica}` : 'yes') : 'no',
+      connectionText(s),
       s.in_sync ? 'yes' : 'no',
       String(s.rerouted_routes),
       String(s.unavailable_routes),

@@ -8,6 +8,7 @@ export function runBootstrap(args: string[]): number {
     args,
     options: {
       node: { type: 'string' },
+      apiserver: { type: 'string' },
       'xds-socket': { type: 'string' },
       'xds-address': { type: 'string' },
       'xds-ca': { type: 'string' },
@@ -69,7 +70,7 @@ export function runBootstrap(args: string[]): number {
   }
   if (problems.length > 0 || !controlPlane || !values.node) throw new Error(`cannot make a bootstrap:\n  - ${problems.join('\n  - ')}`);
   process.stdout.write(
-    `${JSON.stringify(sidecarBootstrap({ nodeId: values.node, controlPlane, ...(failover.length > 0 ? { failover } : {}), admin, ...(stats ? { stats } : {}) }), null, 2)}\n`,
+    `${JSON.stringify(sidecarBootstrap({ nodeId: values.node, ...(values.apiserver ? { apiserver: values.apiserver } : {}), controlPlane, ...(failover.length > 0 ? { failover } : {}), admin, ...(stats ? { stats } : {}) }), null, 2)}\n`,
   );
   return 0;
 }

@@ -51,7 +51,7 @@ file's fields are described in the README ("Configuration").
   --config FILE       the JSON configuration
   --log-level LEVEL   pino level (default warn)
 `,
-  bootstrap: `usage: mvproxy bootstrap --node NAME (--xds-socket PATH | --xds-address HOST:PORT) [--failover HOST:PORT ...]
+  bootstrap: `usage: mvproxy bootstrap --node NAME [--apiserver NAME] (--xds-socket PATH | --xds-address HOST:PORT) [--failover HOST:PORT ...]
                         [--xds-ca F --xds-cert F --xds-key F [--xds-server-name NAME]]
                         [--admin-socket PATH | --admin-port N] [--stats-port N]
 
@@ -62,6 +62,10 @@ plane is, and its admin interface (an owner-only Unix socket, by default
 tried in order when the ones before fail, as each kubeadm node's sidecar does.
 --stats-port N adds a listener on 127.0.0.1:N that serves GET /stats/prometheus
 from the admin interface and nothing else, for Prometheus (see the README).
+--apiserver NAME makes --node the id of this Envoy alone and runs the config of
+apiserver NAME's sidecar (node.metadata apiserver): several Envoys may run one
+sidecar's config, computed once for all of them; over mutual TLS the client
+certificate must name both.
 `,
   deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE]
 

@@ -32,13 +32,6 @@ export interface SandboxControlPlanesOptions {
   replicas: ControlPlaneReplicas;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
-  /**
-   * Extra declared apiservers at an address nothing listens on, whose xDS
-   * nodes (`sim-001`, ...) no Envoy runs: the benchmark's simulated ADS
-   * clients (src/bench/adsClients.ts) speak for them. Never reachable and
-   * holding no lease, they serve nothing, so no real sidecar routes to them.
-   */
-  simulatedNodes?: number;
   progress: (line: string) => void;
 }
 
@@ -98,7 +91,7 @@ export class SandboxControlPlanes {
         servingKey: serving.key,
       };
     });
-    const nodes = [...real, ...(await this.simulatedEntries(apiservers, pki))];
+    const nodes = real;
     const tls = { clientCa: pki.ca.cert, frontProxyClientCert: pki.frontProxyClient.cert, frontProxyClientKey: pki.frontProxyClient.key, peerCa: pki.peerCa };
     for (const replica of this.replicas) {
       const config = replicaServeConfig(
@@ -129,32 +122,6 @@ export class SandboxControlPlanes {
       `starting the mvproxy control plane (${this.replicas.length === 1 ? '' : `${this.replicas.length} replicas, `}admin http://127.0.0.1:${adminPort})`,
     );
     await Promise.all(this.replicas.map((r) => this.launch(r)));
-  }
-
-  /** The xDS node ids of the simulated nodes (SandboxControlPlanesOptions.simulatedNodes). */
-  simulatedNodeNames(): string[] {
-    return Array.from({ length: this.opts.simulatedNodes ?? 0 }, (_, i) => `sim-${String(i + 1).padStart(3, '0')}`);
-  }
-
-  /**
-   * The simulated nodes' config entries: one address the kernel just gave as
-   * free and nobody listens on (connections are refused at once), sidecar
-   * listen addresses no Envoy binds, the first apiserver's serving files.
-   */
-  private async simulatedEntries(apiservers: RunningApiserver[], pki: SandboxPki): Promise<NodeApiserver[]> {
-    const names = this.simulatedNodeNames();
-    if (names.length === 0) return [];
-    const [dead] = await freePorts(1);
-    const serving = pki.serving[apiservers[0]?.spec.name ?? ''];
-    if (dead === undefined || !serving) throw new Error('internal: no port or serving certificate for the simulated nodes');
-    return names.map((name, i) => ({
-      name,
-      hostname: name,
-      address: `127.0.0.1:${dead}`,
-      sidecarListen: `127.0.0.1:${30000 + i}`,
-      servingCert: serving.cert,
-      servingKey: serving.key,
-    }));
   }
 
   /** The process id of a replica (default: the first), for its memory figures. */

@@ -52,8 +52,6 @@ export interface SandboxOptions {
   controlPlaneReplicas?: ControlPlaneReplicas;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
-  /** In mode mvproxy: this many extra declared apiservers no Envoy runs for, for simulated ADS clients (controlPlanes.ts). */
-  simulatedNodes?: number;
   /**
    * Give every apiserver an audit log (Metadata level, written before each
    * request returns) in the logs folder: `auditLogPath(name)`. Off by default.
@@ -99,7 +97,6 @@ export class Sandbox {
       logsDir: this.logsDir,
       replicas: opts.controlPlaneReplicas ?? 'one',
       ...(opts.peerEgressProxy ? { peerEgressProxy: opts.peerEgressProxy } : {}),
-      ...(opts.simulatedNodes ? { simulatedNodes: opts.simulatedNodes } : {}),
       progress: this.progress,
     });
   }
@@ -256,9 +253,9 @@ export class Sandbox {
     return this.adminToken;
   }
 
-  /** The simulated nodes' xDS ids (SandboxOptions.simulatedNodes) and the process id of the (first) replica. */
-  simulatedFanout(): { nodes: string[]; controlPlanePid: number | undefined } {
-    return { nodes: this.controlPlanes.simulatedNodeNames(), controlPlanePid: this.controlPlanes.pid() };
+  /** The process id of a control-plane replica (default: the first), for its CPU and memory figures. */
+  controlPlanePid(replica?: string): number | undefined {
+    return this.controlPlanes.pid(replica);
   }
 
   /** Stops a control-plane replica (default: the first) in its tracks (SIGSTOP): its sockets stay open and answer nothing, as a hung process would. */

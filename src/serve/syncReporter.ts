@@ -98,11 +98,17 @@ export class SyncReporter {
   }
 }
 
-/** The ACKed version per type URL of every sidecar with an open stream, from the ADS server's status. */
+/**
+ * The ACKed version per type URL of every sidecar with an open stream, from
+ * the ADS server's status. Only the Envoy named after its apiserver is the
+ * sidecar here: other Envoys running a sidecar's config are counted by the
+ * replica they stream from, in its status and its `drain --wait`, not in the
+ * shared record.
+ */
 export function localAcks(status: Readonly<Record<string, AdsNodeStatus>>): Map<string, Record<string, string>> {
   const out = new Map<string, Record<string, string>>();
   for (const [node, s] of Object.entries(status)) {
-    if (s.connected === 0) continue;
+    if (s.connected === 0 || s.sidecar !== node) continue;
     const acked: Record<string, string> = {};
     for (const [url, type] of Object.entries(s.types)) if (type?.versionAcked) acked[url] = type.versionAcked;
     out.set(node, acked);

@@ -221,8 +221,12 @@ export function adminStatus(input: StatusInput): Status {
       version: a.version ?? '',
     }));
   const sidecars = plans.map((plan) => {
-    const node = ads[plan.node];
-    const here = (node?.connected ?? 0) > 0;
+    // The Envoys here that run this sidecar's config, the one named after it first.
+    const envoys = Object.entries(ads)
+      .filter(([, s]) => s.sidecar === plan.node && s.connected > 0)
+      .sort(([a], [b]) => (a === plan.node ? -1 : b === plan.node ? 1 : compareStrings(a, b)));
+    const node = envoys[0]?.[1] ?? ads[plan.node];
+    const here = envoys.length > 0;
     // A sidecar that streams from another replica: that replica's word on what it ACKed.
     const report = here ? undefined : reports.get(plan.node);
     const elsewhere = report && report.replica !== replica ? report : undefined;
@@ -237,16 +241,32 @@ export function adminStatus(input: StatusInput): Status {
       };
     });
     const connected = here || elsewhere !== undefined;
+    const behind = envoys.filter(([, s]) => !ackedSnapshot(s)).map(([id]) => id);
     return {
       node: plan.node,
       connected,
-      in_sync: connected && xds.every((t) => t.version_desired !== '' && t.version_acked === t.version_desired),
+      in_sync: connected && behind.length === 0 && xds.every((t) => t.version_desired !== '' && t.version_acked === t.version_desired),
       rerouted_routes: plan.routes.filter((r) => r.action.kind === 'peers').length,
       unavailable_routes: plan.routes.filter((r) => r.action.kind === 'unavailable').length,
       xds,
       replica: elsewhere?.replica ?? '',
       reported_at: elsewhere?.at ?? '',
+      envoys: envoys.length,
+      envoys_behind: behind,
     };
   });
   return { apiservers, sidecars };
+}
+
+/** How a sidecar is connected, for people: "no", "yes", "yes (3 Envoys)" or "via <replica>". */
+export function connectionText(s: { connected?: boolean; replica?: string; envoys?: number }): string {
+  if (!s.connected) return 'no';
+  // Streaming from another replica: as that replica last reported it.
+  if (s.replica) return `via ${s.replica}`;
+  return (s.envoys ?? 0) > 1 ? `yes (${s.envoys} Envoys)` : 'yes';
+}
+
+/** The node has ACKed every type of its sidecar's current snapshot. */
+function ackedSnapshot(node: AdsNodeStatus): boolean {
+  return PUSH_ORDER.every((url) => node.snapshot?.[url] !== undefined && node.types[url]?.versionAcked === node.snapshot[url]);
 }

@@ -1,9 +1,11 @@
 // The ADS server, state of the world: one gRPC stream per Envoy carries CDS,
 // EDS, LDS and RDS. The protocol of one stream (names, nonces, versions sent
 // and ACKed, NACKs, ordering) is adsStream.ts; what each node should have is
-// the snapshot store (snapshotStore.ts). This module hosts the streams: it
-// knows which streams belong to which node, keeps each node's last NACK per
-// type, and reports ACKs, NACKs and connections as events, metrics and status.
+// the snapshot store (snapshotStore.ts), one snapshot per sidecar, shared by
+// every node (Envoy) that runs that sidecar's config (peerIdentity.ts says
+// which). This module hosts the streams: it knows which streams belong to
+// which node and sidecar, keeps each node's last NACK per type, and reports
+// ACKs, NACKs and connections as events, metrics and status.
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -79,15 +81,18 @@ export interface AdsTypeStatus {
 }
 
 export interface AdsNodeStatus {
+  /** Whose sidecar config the node runs (its newest stream's claim). */
+  sidecar: string;
   /** Open streams of this node (normally 0 or 1). */
   connected: number;
-  /** Versions of the node's snapshot, when it has one. */
+  /** Versions of its sidecar's snapshot, when it has one. */
   snapshot?: Record<ResourceTypeUrl, string>;
   /** From the newest open stream, else from the last one that closed. */
   types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>>;
 }
 
 interface NodeRecord {
+  sidecar: string;
   streams: Set<AdsStream>;
   /** Type state of the last stream that closed, for status() while none is open. */
   lastClosed?: Map<ResourceTypeUrl, StreamTypeState>;
@@ -106,6 +111,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   /** What a node that runs nothing yet gets until it has a snapshot (setStartupSnapshot). */
   private readonly startupSnapshots = new SnapshotStore();
   private readonly nodes = new Map<string, NodeRecord>();
+  /** The open streams of each sidecar's nodes: whom a new snapshot goes to. */
+  private readonly sidecarStreams = new Map<string, Set<AdsStream>>();
   /** Streams whose first request (with the node id) has not arrived yet. */
   private readonly anonymous = new Set<AdsStream>();
   private readonly noncePrefix = randomBytes(4).toString('hex');
@@ -113,7 +120,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private streamCounter = 0;
   /** What the streams report to. */
   private readonly host: AdsStreamHost = {
-    snapshot: (node, startedEmpty) => this.snapshots.get(node) ?? (startedEmpty ? this.startupSnapshots.get(node) : undefined),
+    snapshot: (sidecar, startedEmpty) => this.snapshots.get(sidecar) ?? (startedEmpty ? this.startupSnapshots.get(sidecar) : undefined),
     nextNonce: () => `${this.noncePrefix}-${++this.nonceCounter}`,
     identified: (stream) => this.onIdentified(stream),
     acked: (stream, url, version, nonce) => {
@@ -148,24 +155,24 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   }
 
   /**
-   * Sets what a node should have and pushes the changed types to its open
-   * streams, CDS then EDS then LDS then RDS. Throws if a resource cannot be
-   * encoded (a translator bug), leaving the previous snapshot in place.
+   * Sets what a sidecar's nodes should have and pushes the changed types to
+   * their open streams, CDS then EDS then LDS then RDS. Throws if a resource
+   * cannot be encoded (a translator bug), leaving the previous snapshot in place.
    */
-  setSnapshot(node: string, snapshot: Snapshot): void {
-    this.snapshots.set(node, snapshot);
-    for (const stream of this.record(node).streams) stream.flush();
+  setSnapshot(sidecar: string, snapshot: Snapshot): void {
+    this.snapshots.set(sidecar, snapshot);
+    for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
   }
 
   /**
-   * What a node gets before it has a snapshot, but only on a stream whose
-   * Envoy runs nothing yet (its first request carried no version): an Envoy
-   * that already runs a config keeps it until setSnapshot gives the node one.
+   * What a sidecar's nodes get before it has a snapshot, but only on a stream
+   * whose Envoy runs nothing yet (its first request carried no version): an
+   * Envoy that already runs a config keeps it until setSnapshot gives one.
    */
-  setStartupSnapshot(node: string, snapshot: Snapshot): void {
-    this.startupSnapshots.set(node, snapshot);
-    if (this.snapshots.get(node)) return;
-    for (const stream of this.record(node).streams) stream.flush();
+  setStartupSnapshot(sidecar: string, snapshot: Snapshot): void {
+    this.startupSnapshots.set(sidecar, snapshot);
+    if (this.snapshots.get(sidecar)) return;
+    for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
   }
 
   /** Per node and type: what was sent, ACKed, the last nonce and the last NACK. */
@@ -185,8 +192,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
         if (lastNack) entry.lastNack = { ...lastNack };
         types[url] = entry;
       }
-      const status: AdsNodeStatus = { connected: record.streams.size, types };
-      const encoded = this.snapshots.get(node);
+      const status: AdsNodeStatus = { sidecar: record.sidecar, connected: record.streams.size, types };
+      const encoded = this.snapshots.get(record.sidecar);
       if (encoded) status.snapshot = { ...encoded.versions };
       out[node] = status;
     }
@@ -205,7 +212,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private record(node: string): NodeRecord {
     let record = this.nodes.get(node);
     if (!record) {
-      record = { streams: new Set(), lastNack: new Map(), nackLogged: new Map() };
+      record = { sidecar: node, streams: new Set(), lastNack: new Map(), nackLogged: new Map() };
       this.nodes.set(node, record);
     }
     return record;
@@ -227,8 +234,14 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private onIdentified(stream: AdsStream): void {
     const id = stream.node ?? '';
+    const sidecar = stream.sidecar ?? id;
     this.anonymous.delete(stream);
-    this.record(id).streams.add(stream);
+    const record = this.record(id);
+    record.sidecar = sidecar;
+    record.streams.add(stream);
+    const streams = this.sidecarStreams.get(sidecar) ?? new Set<AdsStream>();
+    this.sidecarStreams.set(sidecar, streams);
+    streams.add(stream);
     stream.log.debug('ADS stream identified');
     this.safe(() => this.metrics.streamOpened?.(id));
     this.emit('connect', { node: id, streamId: stream.id });
@@ -240,6 +253,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     if (node === undefined) return;
     const record = this.nodes.get(node);
     if (record?.streams.delete(stream)) record.lastClosed = stream.types;
+    if (stream.sidecar !== undefined) this.sidecarStreams.get(stream.sidecar)?.delete(stream);
     stream.log.debug('ADS stream closed');
     this.safe(() => this.metrics.streamClosed?.(node));
     this.emit('disconnect', { node, streamId: stream.id });

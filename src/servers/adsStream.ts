@@ -16,7 +16,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { encodedResources, type AnyBytes, type EncodedSnapshot } from './snapshotStore.js';
-import { nodeClaimRefusal } from './peerIdentity.js';
+import { nodeClaimRefusal, nodeSidecar } from './peerIdentity.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
@@ -83,6 +83,8 @@ export class AdsStream {
   readonly id: number;
   /** The node id, from the first request; undefined until then. */
   node: string | undefined;
+  /** Whose sidecar config the node runs (peerIdentity.ts), from the first request; undefined until then. */
+  sidecar: string | undefined;
   /** The first request carried no version: this Envoy runs no config from any control plane yet. */
   startedEmpty = false;
   readonly types = new Map<ResourceTypeUrl, StreamTypeState>();
@@ -145,8 +147,8 @@ export class AdsStream {
 
   /** Sends, in push order, every type whose content or names changed and that may go now. */
   flush(): void {
-    if (this.closed || this.node === undefined) return;
-    const encoded = this.host.snapshot(this.node, this.startedEmpty);
+    if (this.closed || this.sidecar === undefined) return;
+    const encoded = this.host.snapshot(this.sidecar, this.startedEmpty);
     if (!encoded) return; // no snapshot yet: the node waits until one arrives
     let routesHeld = false;
     for (const url of PUSH_ORDER) {
@@ -187,15 +189,17 @@ export class AdsStream {
         this.fail(grpc.status.INVALID_ARGUMENT, 'the first DiscoveryRequest on an ADS stream must carry node.id');
         return;
       }
-      const refusal = nodeClaimRefusal(this.call.getAuthContext(), id);
+      const sidecar = nodeSidecar(id, request.node?.metadata);
+      const refusal = nodeClaimRefusal(this.call.getAuthContext(), id, sidecar);
       if (refusal !== undefined) {
-        this.log.warn({ claimed: id, peer: this.call.getPeer() }, 'refused an ADS stream claiming a node its client certificate does not name');
+        this.log.warn({ claimed: id, sidecar, peer: this.call.getPeer() }, 'refused an ADS stream claiming a node its client certificate does not name');
         this.fail(grpc.status.PERMISSION_DENIED, refusal);
         return;
       }
       this.node = id;
+      this.sidecar = sidecar;
       this.startedEmpty = (request.version_info ?? '') === '';
-      this.log = this.log.child({ node: id });
+      this.log = this.log.child(sidecar === id ? { node: id } : { node: id, sidecar });
       this.host.identified(this);
     }
     const url = request.type_url ?? '';

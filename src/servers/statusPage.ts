@@ -6,7 +6,7 @@
 import { peerStanding } from '../model/liveness.js';
 import type { ResourceRouteAction } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
-import { adminStatus, type StatusInput } from './admin.js';
+import { adminStatus, connectionText, type StatusInput } from './admin.js';
 import type { JournalEntry } from '../serve/events.js';
 
 export interface StatusPageInput extends StatusInput {
@@ -117,7 +117,7 @@ export function statusPageData(input: StatusPageInput): StatusPageData {
     })),
     sidecars: (status.sidecars ?? []).map((s) => ({
       node: s.node ?? '',
-      connected: s.connected ? (s.replica ? `via ${s.replica}` : 'yes') : 'no',
+      connected: connectionText(s),
       inSync: s.in_sync ?? false,
       rerouted: s.rerouted_routes ?? 0,
       unavailable: s.unavailable_routes ?? 0,

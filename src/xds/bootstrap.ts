@@ -31,9 +31,17 @@ export type ControlPlaneAddress =
       };
     };
 
+/**
+ * The node.metadata key naming the apiserver whose sidecar config an Envoy
+ * runs, when its node id is not that name (servers/peerIdentity.ts reads it).
+ */
+export const NODE_APISERVER_KEY = 'apiserver';
+
 export interface SidecarBootstrapOptions {
-  /** xDS node id: the name of the apiserver this sidecar fronts. */
+  /** xDS node id: the name of the apiserver this sidecar fronts, or of this Envoy when `apiserver` names that. */
   nodeId: string;
+  /** The apiserver whose sidecar config this Envoy runs, when not its node id (node.metadata `apiserver`). */
+  apiserver?: string;
   /** node.cluster; defaults to "mvproxy". */
   nodeCluster?: string;
   controlPlane: ControlPlaneAddress;
@@ -290,7 +298,11 @@ export function sidecarBootstrap(opts: SidecarBootstrapOptions): JsonObject {
       ? { pipe: { path: opts.admin.unixSocket, mode: 0o600 } }
       : { socket_address: { address: '127.0.0.1', port_value: opts.admin.port } };
   const bootstrap: JsonObject = {
-    node: { id: opts.nodeId, cluster: opts.nodeCluster ?? 'mvproxy' },
+    node: {
+      id: opts.nodeId,
+      cluster: opts.nodeCluster ?? 'mvproxy',
+      ...(opts.apiserver === undefined || opts.apiserver === opts.nodeId ? {} : { metadata: { [NODE_APISERVER_KEY]: opts.apiserver } }),
+    },
     // The admin interface still answers with the connection limit reached.
     admin: { address: adminAddress, ignore_global_conn_limit: true },
     overload_manager: {

@@ -17,7 +17,7 @@ const snapshot = makeSnapshot(translateSidecar(REROUTES, settings));
 function acked(versions: Partial<Record<ResourceTypeUrl, string>>, connected = 1): AdsNodeStatus {
   const types: AdsNodeStatus['types'] = {};
   for (const [url, version] of Object.entries(versions)) types[url as ResourceTypeUrl] = { versionAcked: version, subscribed: [] };
-  return { connected, types };
+  return { sidecar: 'a', connected, types };
 }
 
 describe('GetConfig answer', () => {

@@ -31,7 +31,8 @@ function status(
   return adminStatus({
     model: m,
     plans: options.plans ?? plans(m, options.draining),
-    ads: options.ads ?? {},
+    // A node's sidecar is its own name unless the test says otherwise.
+    ads: Object.fromEntries(Object.entries(options.ads ?? {}).map(([id, n]) => [id, { ...n, sidecar: n.sidecar || id }])),
     draining: new Set(options.draining ?? []),
     departedGraceMs: GRACE_MS,
     replica: 'replica-here',
@@ -47,11 +48,11 @@ function versions(tag: string): Record<ResourceTypeUrl, string> {
 /** A node that has ACKed every type of `snapshot`; `types` overrides single types. */
 function node(
   snapshot: Record<ResourceTypeUrl, string>,
-  opts: { connected?: number; types?: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> } = {},
+  opts: { connected?: number; sidecar?: string; types?: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> } = {},
 ): AdsNodeStatus {
   const types: Partial<Record<ResourceTypeUrl, AdsTypeStatus>> = {};
   for (const url of PUSH_ORDER) types[url] = { versionSent: snapshot[url], versionAcked: snapshot[url], subscribed: [] };
-  return { connected: opts.connected ?? 1, snapshot, types: { ...types, ...opts.types } };
+  return { sidecar: opts.sidecar ?? '', connected: opts.connected ?? 1, snapshot, types: { ...types, ...opts.types } };
 }
 
 describe('adminStatus: apiservers', () => {
@@ -170,6 +171,25 @@ describe('adminStatus: sidecars', () => {
     assert.deepEqual([closed?.connected, closed?.in_sync], [false, false]);
   });
 
+  test('a sidecar is in sync only when every Envoy running its config has ACKed, and names those behind', () => {
+    const lagging = { versionSent: desired[TYPE_URL.route], versionAcked: 'old-3', subscribed: [] };
+    const ads = {
+      a: node(desired),
+      'edge-2': node(desired, { sidecar: 'a', types: { [TYPE_URL.route]: lagging } }),
+      'edge-1': node(desired, { sidecar: 'a' }),
+    };
+    const a = status(m, { ads }).sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([a?.connected, a?.in_sync, a?.envoys, a?.envoys_behind], [true, false, 3, ['edge-2']]);
+    // The versions shown are those of the Envoy named after the sidecar.
+    assert.equal(a?.xds?.find((x) => x.type_url === TYPE_URL.route)?.version_acked, desired[TYPE_URL.route]);
+  });
+
+  test("a sidecar's other Envoys keep it connected while the one named after it is away", () => {
+    const ads = { a: node(desired, { connected: 0 }), 'edge-1': node(desired, { sidecar: 'a' }) };
+    const a = status(m, { ads }).sidecars?.find((x) => x.node === 'a');
+    assert.deepEqual([a?.connected, a?.in_sync, a?.envoys, a?.envoys_behind], [true, true, 1, []]);
+  });
+
   test('a disconnected sidecar is not in sync, even with every type ACKed', () => {
     const s = status(m, { ads: { a: node(desired, { connected: 0 }) } });
     const a = s.sidecars?.find((x) => x.node === 'a');
@@ -198,7 +218,7 @@ describe('adminStatus: sidecars', () => {
   });
 
   test('a connected sidecar without a snapshot is not in sync', () => {
-    const s = status(m, { ads: { a: { connected: 1, types: {} } } });
+    const s = status(m, { ads: { a: { sidecar: 'a', connected: 1, types: {} } } });
     assert.equal(s.sidecars?.find((x) => x.node === 'a')?.in_sync, false);
   });
 

@@ -1,6 +1,7 @@
 // ADS fan-out: 200 simulated Envoys (src/bench/adsClients.ts, the bench's
-// own clients) on one in-process ADS server over a Unix socket. It fails only
-// when a change set for every node does not reach, and get ACKed by, every
+// own clients) running the configs of three sidecars (node.metadata
+// `apiserver`) on one in-process ADS server over a Unix socket. It fails only
+// when a change set for every sidecar does not reach, and get ACKed by, every
 // node. Times are printed as diagnostics, never asserted (the benchmark,
 // `mvproxy bench --only fanout`, holds the targets).
 import { describe, it, type TestContext } from 'node:test';
@@ -16,6 +17,7 @@ import { PUSH_ORDER, snapshotVersions, type Snapshot } from '../../src/xds/snaps
 import { config } from '../support/snapshotFixtures.js';
 
 const NODES = Array.from({ length: 200 }, (_, i) => `sim-${String(i + 1).padStart(3, '0')}`);
+const SIDECARS = ['kas-a', 'kas-b', 'kas-c'];
 /** Bounds a hung run; not a figure. */
 const WAIT_MS = 60_000;
 
@@ -25,7 +27,7 @@ async function fleet(t: TestContext): Promise<{ ads: AdsServer; clients: Simulat
   const server = createGrpcServer();
   ads.addToServer(server);
   const address = await listenUnix(server, join(dir, 'xds.sock'));
-  const clients = connectSimulatedEnvoys(address, NODES);
+  const clients = connectSimulatedEnvoys(address, NODES, { sidecars: SIDECARS });
   t.after(async () => {
     for (const c of clients) c.close();
     await shutdownGrpcServer(server, 100);
@@ -41,7 +43,7 @@ function ackedAll(client: SimulatedEnvoy, snapshot: Snapshot): boolean {
 }
 
 function setEverywhere(ads: AdsServer, snapshot: Snapshot): void {
-  for (const node of NODES) ads.setSnapshot(node, snapshot);
+  for (const sidecar of SIDECARS) ads.setSnapshot(sidecar, snapshot);
 }
 
 describe('ADS fan-out to 200 simulated nodes', () => {
@@ -74,11 +76,12 @@ describe('ADS fan-out to 200 simulated nodes', () => {
       check();
     });
     const status = ads.status();
-    for (const node of NODES) {
+    NODES.forEach((node, i) => {
       const types = status[node]?.types;
       assert.equal(status[node]?.connected, 1, `${node} has one open stream`);
+      assert.equal(status[node]?.sidecar, SIDECARS[i % SIDECARS.length], `${node} runs the sidecar its metadata names`);
       for (const url of PUSH_ORDER) assert.equal(types?.[url]?.versionAcked, want[url], `${node} ACKed ${url}`);
-    }
+    });
     t.diagnostic(
       `200 nodes: snapshots set in ${Math.round(set - started)} ms, every node ACKed after ${Math.round(done - started)} ms ` +
         `(load average ${loadavg()
@@ -94,5 +97,30 @@ describe('ADS fan-out to 200 simulated nodes', () => {
     await waitForEvery(clients, (c) => ackedAll(c, current), WAIT_MS);
     assert.ok(clients.every((c) => c.error === undefined));
     assert.equal(Object.values(ads.status()).filter((s) => s.connected === 1).length, NODES.length);
+  });
+});
+
+describe("Envoys that run one sidecar's config", () => {
+  it("a node whose metadata names an apiserver gets that sidecar's snapshot and its changes, and another sidecar's change leaves it alone", async (t) => {
+    const { ads, clients } = await fleet(t);
+    const a = config({ port: 7001 });
+    const others = config({ port: 7002 });
+    ads.setSnapshot('kas-a', a);
+    ads.setSnapshot('kas-b', others);
+    ads.setSnapshot('kas-c', others);
+    const ofA = clients.filter((_, i) => SIDECARS[i % SIDECARS.length] === 'kas-a');
+    const rest = clients.filter((c) => !ofA.includes(c));
+    await waitForEvery(ofA, (c) => ackedAll(c, a), WAIT_MS);
+    await waitForEvery(rest, (c) => ackedAll(c, others), WAIT_MS);
+    const responsesBefore = rest.map((c) => c.responses);
+
+    const changed = config({ port: 7003, extraCluster: true, routeCluster: 'other' });
+    ads.setSnapshot('kas-a', changed);
+    await waitForEvery(ofA, (c) => ackedAll(c, changed), WAIT_MS);
+    assert.deepEqual(
+      rest.map((c) => c.responses),
+      responsesBefore,
+      'no response went to the nodes of kas-b and kas-c',
+    );
   });
 });

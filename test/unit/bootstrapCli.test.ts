@@ -55,3 +55,15 @@ describe('mvproxy bootstrap --stats-port: a loopback listener for Prometheus', (
     assert.throws(() => bootstrap('--admin-port', '0', '--stats-port', '9902'), /--stats-port needs the admin interface at a known address/);
   });
 });
+
+describe('mvproxy bootstrap: which sidecar config the Envoy runs', () => {
+  const node = (...flags: string[]) => (bootstrap(...flags) as unknown as { node: { id: string; metadata?: Record<string, string> } }).node;
+
+  it('by default the one its node id names, with no metadata', () => {
+    assert.deepEqual(node(), { id: 'kas-a', cluster: 'mvproxy' });
+  });
+
+  it("with --apiserver, that apiserver's, named in node.metadata", () => {
+    assert.deepEqual(node('--apiserver', 'kas-b'), { id: 'kas-a', cluster: 'mvproxy', metadata: { apiserver: 'kas-b' } });
+  });
+});

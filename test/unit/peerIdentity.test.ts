@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PeerCertificate } from 'node:tls';
-import { certificateNodeNames, nodeClaimRefusal, type PeerAuth } from '../../src/servers/peerIdentity.js';
+import { certificateNodeNames, nodeClaimRefusal, nodeSidecar, type PeerAuth } from '../../src/servers/peerIdentity.js';
 
 // Only the fields the rule reads, shaped as Node reports them.
 const cert = (subject: Record<string, string | string[]>, subjectaltname?: string): PeerCertificate =>
@@ -43,5 +43,32 @@ describe('nodeClaimRefusal', () => {
 
   it('refuses a TLS connection without a client certificate', () => {
     assert.match(nodeClaimRefusal(tls(undefined), 'kas-a') ?? '', /presented no client certificate/);
+  });
+
+  it("lets a certificate naming both the node and the apiserver claim that apiserver's sidecar", () => {
+    assert.equal(nodeClaimRefusal(tls(cert({ CN: 'edge-1' }, 'DNS:kas-a')), 'edge-1', 'kas-a'), undefined);
+  });
+
+  it("refuses a node its certificate names when it asks for another apiserver's sidecar", () => {
+    assert.equal(
+      nodeClaimRefusal(tls(cert({ CN: 'edge-1' })), 'edge-1', 'kas-a'),
+      'node "edge-1" asks for the sidecar of "kas-a": the client certificate names "edge-1", not that apiserver',
+    );
+  });
+});
+
+describe('nodeSidecar', () => {
+  it('is the node id when the metadata names no apiserver', () => {
+    assert.equal(nodeSidecar('kas-a', undefined), 'kas-a');
+    assert.equal(nodeSidecar('kas-a', { fields: { other: { kind: 'stringValue', stringValue: 'x' } } }), 'kas-a');
+  });
+
+  it('is the apiserver node.metadata names', () => {
+    assert.equal(nodeSidecar('edge-1', { fields: { apiserver: { kind: 'stringValue', stringValue: 'kas-b' } } }), 'kas-b');
+  });
+
+  it('ignores an empty or non-string apiserver in the metadata', () => {
+    assert.equal(nodeSidecar('edge-1', { fields: { apiserver: { kind: 'stringValue', stringValue: '' } } }), 'edge-1');
+    assert.equal(nodeSidecar('edge-1', { fields: { apiserver: { kind: 'numberValue', numberValue: 3 } } }), 'edge-1');
   });
 });

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
+import { TYPE_URL } from '../../src/xds/snapshot.js';
 import { decodeSyncReport, encodeSyncReport, syncReports, type SidecarSyncReport } from '../../src/sources/syncRecord.js';
-import { SyncReporter } from '../../src/serve/syncReporter.js';
+import { SyncReporter, localAcks } from '../../src/serve/syncReporter.js';
 
 const silent = pino({ level: 'silent' });
 const report: SidecarSyncReport = { replica: 'mvproxy-kas-b', acked: { lds: 'v1', rds: 'v2' }, at: '2026-11-30T22:00:00.000Z' };
@@ -23,6 +24,18 @@ describe('sync record entries', () => {
   it('the record gives every readable entry by sidecar and skips the others', () => {
     const reports = syncReports({ 'kas-b': encodeSyncReport(report), 'kas-a': 'garbage' });
     assert.deepEqual([...reports.keys()], ['kas-b']);
+  });
+});
+
+describe('localAcks', () => {
+  const acked = (version: string) => ({ versionAcked: version, subscribed: [] });
+  it('gives the ACKed versions of each connected sidecar, not those of other Envoys running its config or of closed streams', () => {
+    const acks = localAcks({
+      'kas-a': { sidecar: 'kas-a', connected: 1, types: { [TYPE_URL.route]: acked('r1') } },
+      'edge-1': { sidecar: 'kas-a', connected: 1, types: { [TYPE_URL.route]: acked('r0') } },
+      'kas-b': { sidecar: 'kas-b', connected: 0, types: { [TYPE_URL.route]: acked('r1') } },
+    });
+    assert.deepEqual([...acks.entries()], [['kas-a', { [TYPE_URL.route]: 'r1' }]]);
   });
 });
 
