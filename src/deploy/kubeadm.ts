@@ -10,6 +10,9 @@ import { sidecarBootstrap, type JsonObject, type JsonValue } from '../xds/bootst
 import {
   replicaServeConfig,
   serveArgs,
+  IMAGE_PROGRAM,
+  REPLICA_ENV,
+  REPLICA_NODE_FLAGS,
   sidecarControlPlanes,
   sidecarEnvoyArgs,
   type ClusterTlsFiles,
@@ -256,7 +259,8 @@ export function controlPlanePod(layout: DeployLayout, name: string): JsonObject 
     {
       name: 'mvproxy',
       image: layout.image,
-      command: ['mvproxy', ...serveArgs(f.config, layout.logLevel)],
+      command: ['node', ...REPLICA_NODE_FLAGS, IMAGE_PROGRAM, ...serveArgs(f.config, layout.logLevel)],
+      env: Object.entries(REPLICA_ENV).map(([name, value]) => ({ name, value })),
       resources: { requests: { cpu: '100m', memory: '128Mi' } },
       // A hung replica is restarted; its sidecar streams from another replica meanwhile.
       livenessProbe: {

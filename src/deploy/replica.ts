@@ -72,6 +72,24 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
   return config;
 }
 
+/**
+ * The Node and V8 flags a replica runs with (before the program). V8's
+ * defaults size the heap for throughput: a young generation of up to
+ * 3 x 16 MiB, and an old generation that may grow to several times what is
+ * live before a full collection. A replica's live data is small (about
+ * 70 MiB with 500 CRDs, most of it the libraries' code) but a CRD storm makes
+ * it allocate fast: with the defaults its peak RSS reached 300 to 390 MiB in
+ * the fan-out bench, with these about 150 MiB, at no cost to the fan-out
+ * time (README, Benchmark).
+ */
+export const REPLICA_NODE_FLAGS: readonly string[] = ['--optimize-for-size', '--max-semi-space-size=1'];
+
+/** The environment a replica runs with: glibc's malloc keeps one arena per thread by default, and Node runs several. */
+export const REPLICA_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+
+/** Where the Dockerfile installs the program (deploy/Dockerfile). */
+export const IMAGE_PROGRAM = '/opt/mvproxy/dist/src/cli/main.js';
+
 /** `mvproxy serve`'s arguments (after the program). */
 export function serveArgs(configPath: string, logLevel: string): string[] {
   return ['serve', `--config=${configPath}`, `--log-level=${logLevel}`];

@@ -8,7 +8,15 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ControlPlaneAddress } from '../xds/bootstrap.js';
-import { replicaServeConfig, serveArgs, sidecarControlPlanes, type NodeApiserver, type ReplicaTuning } from '../deploy/replica.js';
+import {
+  REPLICA_ENV,
+  REPLICA_NODE_FLAGS,
+  replicaServeConfig,
+  serveArgs,
+  sidecarControlPlanes,
+  type NodeApiserver,
+  type ReplicaTuning,
+} from '../deploy/replica.js';
 import type { RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { freePorts } from './ports.js';
@@ -150,7 +158,8 @@ export class SandboxControlPlanes {
     const proc = new ManagedProcess({
       name: replica.name,
       command: process.execPath,
-      args: [cliMain, ...serveArgs(this.configPath(replica), 'info')],
+      args: [...REPLICA_NODE_FLAGS, cliMain, ...serveArgs(this.configPath(replica), 'info')],
+      env: { ...process.env, ...REPLICA_ENV },
       logFile: join(this.opts.logsDir, `${replica.name}.log`),
     });
     replica.process = proc;

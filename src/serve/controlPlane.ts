@@ -29,10 +29,11 @@ import { HealthImplementation } from 'grpc-health-check';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import type { DrainWriter } from '../sources/drainRecord.js';
-import { alignWarmModel, readWarmStart, writeWarmStart } from './warmStart.js';
+import { alignWarmModel, readWarmStart, WarmStartKeeper } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
+import { LatestThrottle } from './throttle.js';
 import { ControlPlaneJournal, type JournalEntry } from './events.js';
 import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
 import { statusDump } from '../servers/adminHttp.js';
@@ -76,10 +77,12 @@ export class ControlPlane implements AdminBackend {
   /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
   private readonly certificateFiles: CertificateFiles;
   private readonly identityFilterModule: Buffer;
-  /** The newest model the observer reported that updateSoon has not reconciled yet. */
-  private pendingModel?: ClusterModel;
+  /** Reconciles the models the observer reports, at most every 100 ms (throttle.ts). */
+  private readonly reconciles = new LatestThrottle<ClusterModel>((model) => this.update(model), 100);
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
   private readonly departedGraceMs: number;
+  /** Writes warmStartFile, when set. */
+  private readonly warmStartKeeper?: WarmStartKeeper;
 
   constructor(
     private readonly config: ServeConfig,
@@ -124,6 +127,10 @@ export class ControlPlane implements AdminBackend {
     this.health = new HealthImplementation({ '': 'NOT_SERVING' });
     this.health.addToServer(this.grpcServer);
     this.journal = new ControlPlaneJournal(this.departedGraceMs, deps.clock ?? Date.now);
+    if (config.warmStartFile) {
+      const current = () => (this.lastModel ? { model: this.lastModel, draining: [...this.draining].sort() } : undefined);
+      this.warmStartKeeper = new WarmStartKeeper({ file: config.warmStartFile, current, logger: deps.logger });
+    }
     this.journal.attach(this.ads);
   }
 
@@ -159,7 +166,7 @@ export class ControlPlane implements AdminBackend {
       ...(deps.clock ? { clock: deps.clock } : {}),
     });
     this.observer = observer;
-    observer.onChange((model) => this.updateSoon(model));
+    observer.onChange((model) => this.reconciles.offer(model));
     const drainRecord = this.config.drainRecord;
     this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
     this.drainWatcher = new DrainWatcher({
@@ -266,27 +273,10 @@ export class ControlPlane implements AdminBackend {
     if (this.lastModel) this.update(this.lastModel, { persist: false });
   }
 
-  /**
-   * A model the observer reported: reconciled on the next turn of the event
-   * loop, once for a burst (a restarting apiserver changes its lease, its
-   * reachability and its readiness in quick succession; with many sidecars a
-   * reconcile per change would queue them one behind the other).
-   */
-  private updateSoon(model: ClusterModel): void {
-    const scheduled = this.pendingModel !== undefined;
-    this.pendingModel = model;
-    if (scheduled) return;
-    setImmediate(() => {
-      const latest = this.pendingModel;
-      this.pendingModel = undefined;
-      if (latest) this.update(latest);
-    });
-  }
-
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel, { persist } = { persist: true }): void {
-    // A model waiting for updateSoon is older than this one.
-    this.pendingModel = undefined;
+    // A model waiting to be reconciled is older than this one.
+    this.reconciles.supersede();
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.keepForWarmStart();
@@ -294,7 +284,7 @@ export class ControlPlane implements AdminBackend {
       this.deps.metrics,
       model.apiservers.map((a) => ({ name: a.endpoint.name, ...(a.ready === undefined ? {} : { ready: a.ready }) })),
     );
-    const next = reconcile(model, this.draining, this.settings);
+    const next = reconcile(model, this.draining, this.settings, this.reconciled);
     const planChanged: string[] = [];
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
@@ -310,21 +300,14 @@ export class ControlPlane implements AdminBackend {
     this.journal.reconciled(model, next.plans);
   }
 
-  /** Keeps the current model and drains in warmStartFile, when set. */
+  /** Keeps the current model and drains in warmStartFile, when set (at most once a second). */
   private keepForWarmStart(): void {
-    const file = this.config.warmStartFile;
-    if (!file || !this.lastModel) return;
-    try {
-      writeWarmStart(file, { model: this.lastModel, draining: [...this.draining].sort() }, Date.now());
-    } catch (err) {
-      // Serving goes on; only the next restart starts colder.
-      this.deps.logger.warn({ warmStartFile: file, err: (err as Error).message }, 'could not keep the model for a warm start');
-    }
+    this.warmStartKeeper?.keep();
   }
 
   /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
   private answerDiscovery(node: string, request: DiscoveryRequest): DiscoveryAnswer | undefined {
-    const merged = this.reconciled?.sidecars.get(node)?.discovery;
+    const merged = this.reconciled?.sidecars.get(node)?.discovery();
     if (!merged) return undefined;
     const answer = discoveryResponse(request, merged);
     if ('passThrough' in answer) return undefined;
@@ -440,6 +423,7 @@ export class ControlPlane implements AdminBackend {
     this.certificateFiles.stop();
     this.drainWatcher?.stop();
     this.syncRecord?.stop();
+    this.warmStartKeeper?.flush();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);
     if (this.adminGrpcServer) await shutdownGrpcServer(this.adminGrpcServer, 1000);

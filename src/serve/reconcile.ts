@@ -9,7 +9,7 @@ import type { ServeConfig, ServedApiserver } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import { planSidecars } from '../planner/planner.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { translateSidecar, translationCache, type TranslatorSettings } from '../translator/translator.js';
+import { translateSidecar, translationCache, type TranslationCache, type TranslatorSettings } from '../translator/translator.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
@@ -26,8 +26,14 @@ export interface ReconciledSidecar {
   plan: SidecarPlan;
   /** Its Envoy resources, versioned by content. */
   snapshot: Snapshot;
-  /** What its ext_proc responder answers `/api`, `/apis` and `/openapi/v3` with (documents rendered lazily). */
-  discovery: MergedDiscovery;
+  /**
+   * What its ext_proc responder answers `/api`, `/apis` and `/openapi/v3`
+   * with: merged on the first call and kept (documents rendered lazily too).
+   * Those requests are rare and models change often (a CRD storm changes
+   * every apiserver's discovery at each poll): merging at every reconcile
+   * was most of the control plane's allocations.
+   */
+  discovery: () => MergedDiscovery;
 }
 
 export interface Reconciled {
@@ -35,30 +41,43 @@ export interface Reconciled {
   plans: SidecarPlan[];
   /** Every declared sidecar the model plans for, in plan order. */
   sidecars: Map<string, ReconciledSidecar>;
+  /** What was translated, for the next reconcile to reuse (translator.ts). */
+  translations: TranslationCache;
 }
 
-/** model + drains + settings -> plans -> per-node snapshots and merged discovery. */
-export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, settings: ReconcileSettings): Reconciled {
+/**
+ * model + drains + settings -> plans -> per-node snapshots and merged
+ * discovery. `previous`, the last result, only saves work: what it translated
+ * is reused when translated again (the outputs are the same without it).
+ */
+export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, settings: ReconcileSettings, previous?: Reconciled): Reconciled {
   const { departedGraceMs } = settings;
   const plans = planSidecars(model, { departedGraceMs, draining });
   const sidecars = new Map<string, ReconciledSidecar>();
   // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
-  const cache = translationCache();
+  const cache = translationCache(previous?.translations);
   // A sidecar whose apiserver's discovery is unknown (down, starting) merges its
   // peers' documents only, the same whichever sidecar it is: merged once for all of them.
-  let unknownLocal: MergedDiscovery | undefined;
+  let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
-    let discovery = known.has(plan.node) ? undefined : unknownLocal;
-    if (!discovery) {
-      discovery = mergeDiscovery(plan.node, model, model.now, { departedGraceMs });
-      if (!known.has(plan.node)) unknownLocal = discovery;
-    }
+    const merge = memoized(() => mergeDiscovery(plan.node, model, model.now, { departedGraceMs }));
+    if (!known.has(plan.node)) unknownLocal ??= merge;
+    const discovery = known.has(plan.node) ? merge : (unknownLocal ?? merge);
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
   }
-  return { plans, sidecars };
+  return { plans, sidecars, translations: cache };
+}
+
+/** `make()`, called once, on first use. */
+function memoized<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => {
+    made ??= { value: make() };
+    return made.value;
+  };
 }
 
 /** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */

@@ -18,6 +18,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
 import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import { isRecord } from '../util/json.js';
+import type { Logger } from '../util/log.js';
 
 /** Bumped whenever ClusterModel changes shape: an older file is ignored, not misread. */
 export const WARM_START_FORMAT = 1;
@@ -58,6 +59,55 @@ export function readWarmStart(path: string): WarmStartRead {
 export function writeWarmStart(path: string, state: WarmState, savedAt: number): void {
   const file: WarmStartFile = { format: WARM_START_FORMAT, savedAt, ...state };
   writeFileAtomicSync(path, JSON.stringify(file), { mode: 0o600 });
+}
+
+export interface WarmStartKeeperOptions {
+  file: string;
+  /** What to keep, read when the write happens. */
+  current: () => WarmState | undefined;
+  logger: Logger;
+  /** At most one write per this many ms (default 1000). */
+  intervalMs?: number;
+}
+
+/**
+ * Keeps the warm-start file up to date, writing at most once per interval
+ * with the newest state: a CRD storm changes the model many times a second,
+ * and each write serializes the whole model. The newest state is always
+ * written, within the interval; a failed write is logged and serving goes on.
+ */
+export class WarmStartKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private lastWrite = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly opts: WarmStartKeeperOptions) {}
+
+  /** The state changed: write it now, or at the end of the interval. */
+  keep(): void {
+    if (this.timer) return;
+    const wait = Math.max(0, this.lastWrite + (this.opts.intervalMs ?? 1000) - performance.now());
+    this.timer = setTimeout(() => this.write(), wait);
+    this.timer.unref();
+  }
+
+  /** Writes a pending change at once (on stop). */
+  flush(): void {
+    if (this.timer) this.write();
+  }
+
+  private write(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.lastWrite = performance.now();
+    const state = this.opts.current();
+    if (!state) return;
+    try {
+      writeWarmStart(this.opts.file, state, Date.now());
+    } catch (err) {
+      // Serving goes on; only the next restart starts colder.
+      this.opts.logger.warn({ warmStartFile: this.opts.file, err: (err as Error).message }, 'could not keep the model for a warm start');
+    }
+  }
 }
 
 /**

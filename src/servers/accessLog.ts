@@ -21,7 +21,7 @@ import type { StreamAccessLogsResponse } from '../generated/envoy/service/access
 import type { Metrics } from '../metrics.js';
 import { parseRequestPath } from '../model/requestInfo.js';
 import type { LoggedRouteKind } from '../translator/accessLog.js';
-import { envoyGrpc } from '../xds/protos.js';
+import { envoyService } from '../xds/protos.js';
 
 export interface AccessLogServerOptions {
   logger: Logger;
@@ -67,7 +67,7 @@ export class AccessLogServer {
     const handlers: AccessLogServiceHandlers = {
       StreamAccessLogs: (call, callback) => this.openStream(call, callback),
     };
-    server.addService(envoyGrpc().envoy.service.accesslog.v3.AccessLogService.service, handlers);
+    server.addService(envoyService('envoy.service.accesslog.v3.AccessLogService'), handlers);
   }
 
   private openStream(

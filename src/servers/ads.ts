@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
-import { envoyGrpc } from '../xds/protos.js';
+import { envoyService } from '../xds/protos.js';
 import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { AdsStream, grpcError, type AdsCall, type AdsStreamHost, type StreamNack, type StreamTypeState } from './adsStream.js';
@@ -151,7 +151,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
         call.emit('error', grpcError(grpc.status.UNIMPLEMENTED, 'mvproxy serves state-of-the-world ADS only'));
       },
     };
-    server.addService(envoyGrpc().envoy.service.discovery.v3.AggregatedDiscoveryService.service, handlers);
+    server.addService(envoyService('envoy.service.discovery.v3.AggregatedDiscoveryService'), handlers);
   }
 
   /**

@@ -29,7 +29,7 @@ import { isMergedDocument, type DiscoveryReply, type DiscoveryRequest } from '..
 import type { Metrics } from '../metrics.js';
 import { nodeClaimRefusal } from './peerIdentity.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
-import { envoyGrpc } from '../xds/protos.js';
+import { envoyService } from '../xds/protos.js';
 
 export type { DiscoveryRequest } from '../discovery/index.js';
 
@@ -108,7 +108,7 @@ export class ExtProcServer {
     const handlers: ExternalProcessorHandlers = {
       Process: (call) => this.openStream(call),
     };
-    server.addService(envoyGrpc().envoy.service.ext_proc.v3.ExternalProcessor.service, handlers);
+    server.addService(envoyService('envoy.service.ext_proc.v3.ExternalProcessor'), handlers);
   }
 
   private openStream(call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>): void {

@@ -18,32 +18,48 @@ export { PEER_PROXIED_HEADER } from './routes.js';
 export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';
 
-/**
- * What the sidecars of one reconcile share, translated once: the clusters of
- * an upstream set (every sidecar has one per peer) and a route configuration
- * (sidecars with the same routes). Keyed by content, so a hit is exactly what
- * translating again would give, and the same objects go into every snapshot
- * (which then hashes and encodes each once: xds/snapshot.ts, snapshotStore.ts).
- * Make one per reconcile: it holds everything it ever translated.
- */
-export interface TranslationCache {
+interface TranslatedParts {
   readonly clusters: Map<string, { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] }>;
   readonly routes: Map<string, RouteConfiguration>;
 }
 
-export function translationCache(): TranslationCache {
-  return { clusters: new Map(), routes: new Map() };
+/**
+ * What sidecars share, translated once: the clusters of an upstream set
+ * (every sidecar has one per peer) and a route configuration (sidecars with
+ * the same routes). Keyed by content, so a hit is exactly what translating
+ * again would give, and the same objects go into every snapshot (which then
+ * hashes and encodes each once: xds/snapshot.ts, snapshotStore.ts). Make one
+ * per reconcile from the last one: what the last reconcile translated and
+ * this one translates again is taken from it, so a change re-hashes and
+ * re-encodes only what it changed (a CRD storm reconciles many times a
+ * second). It holds what this reconcile and the last one translated, no more.
+ */
+export interface TranslationCache extends TranslatedParts {
+  readonly previous: TranslatedParts | undefined;
 }
 
-function memo<T>(cache: Map<string, T> | undefined, key: () => string, make: () => T): T {
+export function translationCache(previous?: TranslationCache): TranslationCache {
+  return { clusters: new Map(), routes: new Map(), previous: previous ? { clusters: previous.clusters, routes: previous.routes } : undefined };
+}
+
+function memo<T>(cache: Map<string, T> | undefined, previous: Map<string, T> | undefined, key: () => string, make: () => T): T {
   if (!cache) return make();
   const k = key();
-  let value = cache.get(k);
-  if (value === undefined) {
-    value = make();
-    cache.set(k, value);
-  }
+  let value = cache.get(k) ?? previous?.get(k);
+  if (value === undefined) value = make();
+  cache.set(k, value);
   return value;
+}
+
+/** The listener and secrets of a sidecar's settings (they depend on nothing else), made once per settings object. */
+const bySettings = new WeakMap<TranslatorSettings, Map<string, Pick<EnvoyResources, 'listeners' | 'secrets'>>>();
+
+function listenerAndSecrets(settings: TranslatorSettings, node: string): Pick<EnvoyResources, 'listeners' | 'secrets'> {
+  const forSettings = bySettings.get(settings) ?? new Map<string, Pick<EnvoyResources, 'listeners' | 'secrets'>>();
+  bySettings.set(settings, forSettings);
+  const made = forSettings.get(node) ?? { listeners: [apiserverListener(settings, node)], secrets: sidecarSecrets(settings) };
+  forSettings.set(node, made);
+  return made;
 }
 
 export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings, cache?: TranslationCache): EnvoyResources {
@@ -54,6 +70,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     const peers = set.name !== LOCAL_CLUSTER;
     return memo(
       cache?.clusters,
+      cache?.previous?.clusters,
       () => `${peers}\n${set.name}\n${set.members.map((m) => `${m.name}@${m.address.host}:${m.address.port}`).join('\n')}\n${upstreamKey}`,
       () => clustersFor(set, settings, peers),
     );
@@ -71,16 +88,16 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
   return {
     clusters,
     endpoints,
-    listeners: [apiserverListener(settings, plan.node)],
+    ...listenerAndSecrets(settings, plan.node),
     // routeConfiguration reads the limits of the settings only.
     routes: [
       memo(
         cache?.routes,
+        cache?.previous?.routes,
         () => JSON.stringify([plan.routes, plan.groupDocuments, plan.fallback, sidecarLimits(settings)]),
         () => routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings),
       ),
     ],
-    secrets: sidecarSecrets(settings),
   };
 }
 

@@ -1,5 +1,6 @@
-// Loads the Envoy API (proto/envoy_api.proto and what it imports) once, both
-// as gRPC service definitions and as a protobufjs root for encoding resources.
+// Loads the Envoy API (proto/envoy_api.proto and what it imports) once, as a
+// protobufjs root for encoding resources and serving Envoy's gRPC services,
+// and, for gRPC clients (tests, benches), through proto-loader.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type protobuf from 'protobufjs';
@@ -26,7 +27,7 @@ const PROTO_INCLUDE_DIRS: readonly string[] = [
 let grpcApi: ProtoGrpcType | undefined;
 let root: protobuf.Root | undefined;
 
-/** gRPC services and message constructors, keepCase (snake_case as in Envoy's docs). */
+/** gRPC services and client constructors, keepCase (snake_case as in Envoy's docs); loaded on first use. */
 export function envoyGrpc(): ProtoGrpcType {
   if (!grpcApi) {
     const definition = protoLoader.loadSync(ENTRY, {
@@ -41,6 +42,38 @@ export function envoyGrpc(): ProtoGrpcType {
     grpcApi = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
   }
   return grpcApi;
+}
+
+/** How messages read from the wire look: as proto-loader gives them with envoyGrpc()'s options. */
+const READ_OPTIONS: protobuf.IConversionOptions = { longs: String, enums: String, defaults: false, oneofs: true, json: true };
+
+/**
+ * The server side of an Envoy gRPC service (e.g.
+ * `envoy.service.discovery.v3.AggregatedDiscoveryService`), from envoyRoot():
+ * the same messages envoyGrpc() gives, without loading the Envoy API a second
+ * time through proto-loader (which keeps a descriptor of every message, about
+ * 5 MiB of the replica's memory).
+ */
+export function envoyService(fullName: string): grpc.ServiceDefinition {
+  const service = envoyRoot().lookupService(fullName);
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of service.methodsArray) {
+    method.resolve();
+    const request = method.resolvedRequestType;
+    const response = method.resolvedResponseType;
+    if (!request || !response) throw new Error(`internal: ${fullName}.${method.name} has unresolved types`);
+    definition[method.name] = {
+      path: `/${fullName}/${method.name}`,
+      requestStream: method.requestStream === true,
+      responseStream: method.responseStream === true,
+      requestSerialize: (value: object) => Buffer.from(request.encode(request.fromObject(value)).finish()),
+      requestDeserialize: (bytes: Buffer) => request.toObject(request.decode(bytes), READ_OPTIONS),
+      responseSerialize: (value: object) => Buffer.from(response.encode(response.fromObject(value)).finish()),
+      responseDeserialize: (bytes: Buffer) => response.toObject(response.decode(bytes), READ_OPTIONS),
+      originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
+    };
+  }
+  return definition;
 }
 
 /** A protobufjs root with every Envoy type mvproxy uses, for encoding and JSON. */

@@ -32,7 +32,7 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
-type Container = { command: string[]; volumeMounts: Array<{ mountPath: string; readOnly: boolean }> };
+type Container = { command: string[]; env?: Array<{ name: string; value: string }>; volumeMounts: Array<{ mountPath: string; readOnly: boolean }> };
 const containerOf = (pod: JsonObject): Container => (pod['spec'] as { containers: Container[] }).containers[0] ?? { command: [], volumeMounts: [] };
 type ControlPlaneCluster = { load_assignment: { endpoints: Array<{ priority: number; lb_endpoints: Array<{ endpoint: { address: JsonObject } }> }> } };
 
@@ -134,7 +134,16 @@ describe('mvproxy deploy kubeadm', () => {
 
   it('the control-plane pod runs `mvproxy serve` with the node config, and may write only its sockets, warm start and the reload marker beside the certificates', () => {
     const c = containerOf(controlPlanePod(layout, 'cp-1'));
-    assert.deepEqual(c.command, ['mvproxy', 'serve', '--config=/etc/mvproxy/mvproxy.json', '--log-level=warn']);
+    assert.deepEqual(c.command, [
+      'node',
+      '--optimize-for-size',
+      '--max-semi-space-size=1',
+      '/opt/mvproxy/dist/src/cli/main.js',
+      'serve',
+      '--config=/etc/mvproxy/mvproxy.json',
+      '--log-level=warn',
+    ]);
+    assert.deepEqual(c.env, [{ name: 'MALLOC_ARENA_MAX', value: '2' }]);
     assert.deepEqual(
       c.volumeMounts.map((m) => [m.mountPath, m.readOnly]),
       [

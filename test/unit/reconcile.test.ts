@@ -213,7 +213,7 @@ describe('reconcile', () => {
   it("merges every live apiserver's discovery into each sidecar's ext_proc document", () => {
     const result = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] }));
     for (const node of ['kas-a', 'kas-b']) {
-      const { discovery } = sidecar(result, node);
+      const discovery = sidecar(result, node).discovery();
       assert.deepEqual(discovery.sources.slice().sort(), ['kas-a', 'kas-b'], node);
       assert.deepEqual(
         discovery.groups.items.map((g) => g.metadata.name),
@@ -245,9 +245,37 @@ describe('reconcile', () => {
     const blind: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (['kas-c', 'kas-d'].includes(a.endpoint.name) ? unknown(a) : a)) };
     const result = run(blind);
     for (const node of ['kas-c', 'kas-d']) {
-      assert.deepEqual(sidecar(result, node).discovery, mergeDiscovery(node, blind, NOW, { departedGraceMs: GRACE_SECONDS * 1000 }), node);
-      assert.deepEqual(sidecar(result, node).discovery.sources, ['kas-a', 'kas-b'], node);
+      assert.deepEqual(sidecar(result, node).discovery(), mergeDiscovery(node, blind, NOW, { departedGraceMs: GRACE_SECONDS * 1000 }), node);
+      assert.deepEqual(sidecar(result, node).discovery().sources, ['kas-a', 'kas-b'], node);
     }
+  });
+
+  it("merges a sidecar's discovery once, on first use, and gives the same document after", () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] }));
+    const first = sidecar(result, 'kas-a').discovery();
+    assert.equal(sidecar(result, 'kas-a').discovery(), first);
+  });
+
+  it('gives the same snapshots when it reuses the last reconcile as when it starts from nothing', () => {
+    const settings = reconcileSettings(config(['kas-a', 'kas-b', 'kas-c']), WASM);
+    const before = reconcile(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE }), new Set(), settings);
+    const m = model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': [...CORE, ...MIGRATION] });
+    const reused = reconcile(m, new Set(), settings, before);
+    const fresh = reconcile(m, new Set(), settings);
+    for (const node of ['kas-a', 'kas-b', 'kas-c']) assert.deepEqual(sidecar(reused, node).snapshot, sidecar(fresh, node).snapshot, node);
+  });
+
+  it('keeps the very resource objects a change leaves alone, so they are hashed and encoded once', () => {
+    const settings = reconcileSettings(config(['kas-a', 'kas-b', 'kas-c']), WASM);
+    const before = reconcile(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE }), new Set(), settings);
+    // kas-c starts serving batch, which kas-b serves itself: kas-b's routes and every single-peer cluster stay as they were.
+    const after = reconcile(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': [...CORE, ...BATCH] }), new Set(), settings, before);
+    const route = (r: Reconciled, node: string) => sidecar(r, node).snapshot.types[TYPE_URL.route].resources.get(ROUTE_CONFIG_NAME);
+    const cluster = (r: Reconciled, node: string) => sidecar(r, node).snapshot.types[TYPE_URL.cluster].resources.get(peerClusterName(['kas-b']));
+    assert.ok(route(before, 'kas-b'));
+    assert.equal(route(after, 'kas-b'), route(before, 'kas-b'));
+    assert.ok(cluster(before, 'kas-a'));
+    assert.equal(cluster(after, 'kas-a'), cluster(before, 'kas-a'));
   });
 
   it('translates every sidecar the same with the translation cache its sidecars share as without it', () => {

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alignWarmModel, readWarmStart, writeWarmStart, WARM_START_FORMAT } from '../../src/serve/warmStart.js';
+import { alignWarmModel, readWarmStart, writeWarmStart, WarmStartKeeper, WARM_START_FORMAT, type WarmState } from '../../src/serve/warmStart.js';
+import { pino } from 'pino';
 import { BATCH, CORE, model } from '../support/clusterModel.js';
 
 const kept = model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } });
@@ -77,5 +78,49 @@ describe('alignWarmModel', () => {
     const c = alignWarmModel(kept, added).apiservers.find((a) => a.endpoint.name === 'c');
     assert.deepEqual(c?.servedSet, []);
     assert.equal(c?.reachable, false);
+  });
+});
+
+describe('WarmStartKeeper', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const keeper = (path: string, current: () => WarmState, intervalMs: number) =>
+    new WarmStartKeeper({ file: path, current, logger: pino({ level: 'silent' }), intervalMs });
+  const drains = (path: string) => {
+    const read = readWarmStart(path);
+    return 'draining' in read ? read.draining : undefined;
+  };
+
+  it('writes a burst of changes once per interval, and the newest state last', async () => {
+    const path = file();
+    let state: WarmState = { model: kept, draining: ['first'] };
+    let reads = 0;
+    const k = keeper(
+      path,
+      () => {
+        reads++;
+        return state;
+      },
+      200,
+    );
+    k.keep();
+    await sleep(20);
+    assert.deepEqual(drains(path), ['first'], 'the first change is written at once');
+    for (const name of ['second', 'third', 'fourth']) {
+      state = { model: kept, draining: [name] };
+      k.keep();
+    }
+    await sleep(20);
+    assert.deepEqual(drains(path), ['first'], 'changes within the interval wait for its end');
+    await sleep(300);
+    assert.deepEqual(drains(path), ['fourth']);
+    assert.equal(reads, 2);
+  });
+
+  it('flush writes a pending change at once', () => {
+    const path = file();
+    const k = keeper(path, () => ({ model: kept, draining: ['pending'] }), 60_000);
+    k.keep();
+    k.flush();
+    assert.deepEqual(drains(path), ['pending']);
   });
 });
