@@ -25,6 +25,7 @@ import { envoyAdminGet } from '../util/envoyAdmin.js';
 import { httpsRequest } from '../util/https.js';
 import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './adsClients.js';
 import { percentile } from './load.js';
+import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
 
 export interface FanoutOptions {
@@ -81,6 +82,8 @@ export interface FanoutFigures {
   peakRssMb: number;
   /** VmRSS at the end, MB. */
   rssMb: number;
+  /** VmHWM of the same program, flags and environment loaded and idle, with no cluster and no streams (memoryFloor.ts), MB. */
+  floorRssMb: number;
   method: string;
 }
 
@@ -126,6 +129,7 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       opts.progress(`  change with ${opts.crds} CRDs (${GROUP} back on): ${describe(withCrds)}`);
     }
     const memory = procStatus(controlPlanePid);
+    const floorRssMb = await replicaMemoryFloorMb();
     return {
       ...fanoutFigures(samples),
       nodes: nodes.length,
@@ -135,12 +139,13 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       ...(withCrds ? { withCrdsMs: withCrds.ms } : {}),
       peakRssMb: memory.VmHWM,
       rssMb: memory.VmRSS,
+      floorRssMb,
       method:
         `${nodes.length} simulated nodes running the configs of ${sidecars.join(', ')} in turn (node.metadata apiserver), beside the real sidecars; ` +
         `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: kas-a's and kas-c's plans change, kas-b's does not); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
         `(or from the first simulated node's final ACK, when the replica saw the change first) until the last ACK of the settled config by every node ` +
         `(simulated nodes whose ACKed versions changed: their ACK times; real sidecars: Envoy's xDS update_time stats; every node of a sidecar checked to end on the same versions); spread: first to last changed simulated node's final ACK; ` +
-        `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs`,
+        `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs; floor = VmHWM of a process with the replica's flags and environment that loads its program and libraries and stays idle`,
     };
   } finally {
     for (const c of clients) c.close();
@@ -181,6 +186,7 @@ export function fanoutSummary(f: FanoutFigures): Record<string, number> {
     [`fanout_${f.nodes}_nodes_spread_p99_ms`]: f.spreadP99Ms,
     [`fanout_${f.nodes}_nodes_${f.crds}_crds_ms`]: f.withCrdsMs,
     control_plane_peak_rss_mb: f.peakRssMb,
+    control_plane_floor_rss_mb: f.floorRssMb,
   };
   return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
 }

@@ -84,8 +84,14 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
  */
 export const REPLICA_NODE_FLAGS: readonly string[] = ['--optimize-for-size', '--max-semi-space-size=1'];
 
-/** The environment a replica runs with: glibc's malloc keeps one arena per thread by default, and Node runs several. */
-export const REPLICA_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+/**
+ * The environment a replica runs with, for glibc's malloc: two arenas, not
+ * one per thread (Node runs several), and blocks of 128 KiB or more always
+ * mapped on their own, so the memory of a large push goes back to the system
+ * when the push is done (by default glibc raises that threshold as large
+ * blocks are freed, and keeps them).
+ */
+export const REPLICA_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /** Where the Dockerfile installs the program (deploy/Dockerfile). */
 export const IMAGE_PROGRAM = '/opt/mvproxy/dist/src/cli/main.js';

@@ -39,6 +39,14 @@ export interface AdsServerOptions {
   orderingTimeoutMs?: number;
   /** Clock for NACK timestamps (epoch ms). */
   now?: () => number;
+  /**
+   * Bytes of responses sent and not yet answered, over all streams, past
+   * which further responses wait for answers (default 4 MiB; one response
+   * always goes when none is in flight). A change pushed to many Envoys at
+   * once would otherwise hold a copy per stream until each was read: with
+   * 200 Envoys, tens of MiB. (Istio's PILOT_PUSH_THROTTLE bounds the same.)
+   */
+  maxBytesInFlight?: number;
 }
 
 export interface AckEvent {
@@ -118,6 +126,10 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private readonly noncePrefix = randomBytes(4).toString('hex');
   private nonceCounter = 0;
   private streamCounter = 0;
+  private readonly maxBytesInFlight: number;
+  private bytesInFlight = 0;
+  /** Streams holding a response back for room in the budget, oldest first. */
+  private readonly waitingForRoom = new Set<AdsStream>();
   /** What the streams report to. */
   private readonly host: AdsStreamHost = {
     snapshot: (sidecar, startedEmpty) => this.snapshots.get(sidecar) ?? (startedEmpty ? this.startupSnapshots.get(sidecar) : undefined),
@@ -132,6 +144,23 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     staleRequest: (stream, url) => this.safe(() => this.metrics.staleRequest?.(stream.node ?? '', url)),
     sent: (stream, url, version, resources) => this.safe(() => this.metrics.responseSent?.(stream.node ?? '', url, version, resources)),
     closed: (stream) => this.onClosed(stream),
+    reserve: (stream, bytes) => {
+      if (this.bytesInFlight > 0 && this.bytesInFlight + bytes > this.maxBytesInFlight) {
+        this.waitingForRoom.add(stream);
+        return false;
+      }
+      this.bytesInFlight += bytes;
+      return true;
+    },
+    release: (bytes) => {
+      this.bytesInFlight -= bytes;
+      // Streams that flush get their room, or queue again at the end: one pass over those waiting now.
+      for (const stream of [...this.waitingForRoom]) {
+        if (this.bytesInFlight >= this.maxBytesInFlight) break;
+        this.waitingForRoom.delete(stream);
+        stream.flush();
+      }
+    },
   };
 
   constructor(opts: AdsServerOptions) {
@@ -141,6 +170,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.identifier = opts.identifier ?? 'mvproxy';
     this.orderingTimeoutMs = opts.orderingTimeoutMs ?? 2000;
     this.now = opts.now ?? Date.now;
+    this.maxBytesInFlight = opts.maxBytesInFlight ?? 4 * 1024 * 1024;
   }
 
   /** Registers the ADS service on a gRPC server (which may host other services too). */
@@ -249,6 +279,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private onClosed(stream: AdsStream): void {
     this.anonymous.delete(stream);
+    this.waitingForRoom.delete(stream);
     const node = stream.node;
     if (node === undefined) return;
     const record = this.nodes.get(node);

@@ -15,12 +15,13 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
-import { encodedResources, type AnyBytes, type EncodedSnapshot } from './snapshotStore.js';
+import { encodeDiscoveryResponse, encodedResources, type AnyBytes, type EncodedSnapshot, type SharedResponse } from './snapshotStore.js';
 import { nodeClaimRefusal, nodeSidecar } from './peerIdentity.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
-export type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest__Output, DiscoveryResponse>;
+/** An ADS call; responses are written already encoded (xds/protos.ts sends a Buffer as is). */
+export type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest__Output, DiscoveryResponse | Buffer>;
 
 /** What a stream knows of one type URL. */
 export interface StreamTypeState {
@@ -29,6 +30,9 @@ export interface StreamTypeState {
   nonce?: string;
   /** A response was sent and neither ACKed nor NACKed yet. */
   inFlight: boolean;
+  /** Its size, counted against the server's budget until it is answered, or for BUDGET_HOLD_MS at most. */
+  bytesInFlight?: number;
+  budgetTimer?: NodeJS.Timeout;
   versionSent?: string;
   namesSent?: string;
   versionAcked?: string;
@@ -55,6 +59,13 @@ export interface AdsStreamHost {
   acked(stream: AdsStream, url: ResourceTypeUrl, version: string, nonce: string): void;
   nacked(stream: AdsStream, url: ResourceTypeUrl, nack: StreamNack): void;
   staleRequest(stream: AdsStream, url: ResourceTypeUrl): void;
+  /**
+   * May a response of `bytes` go now? When not, the server flushes the stream
+   * again once answers have freed room (ads.ts: the bytes in flight budget).
+   */
+  reserve(stream: AdsStream, bytes: number): boolean;
+  /** A response's bytes are no longer in flight (answered, or its stream closed). */
+  release(bytes: number): void;
   sent(stream: AdsStream, url: ResourceTypeUrl, version: string, resources: number): void;
   /** The stream ended (called once). */
   closed(stream: AdsStream): void;
@@ -70,6 +81,13 @@ export interface AdsStreamOptions {
   /** How long LDS/RDS may wait for CDS/EDS of the same change before they are sent anyway. */
   orderingTimeoutMs: number;
 }
+
+/**
+ * How long an unanswered response counts against the server's budget: an
+ * Envoy that stops answering (hung, or its connection stalled) must not hold
+ * back every other Envoy's config.
+ */
+export const BUDGET_HOLD_MS = 2000;
 
 export function grpcError(code: grpc.status, details: string): grpc.ServerErrorResponse {
   return { name: 'AdsError', message: details, code, details };
@@ -142,6 +160,7 @@ export class AdsStream {
     if (this.closed) return;
     this.closed = true;
     if (this.orderingTimer) clearTimeout(this.orderingTimer);
+    for (const st of this.types.values()) this.answered(st);
     this.host.closed(this);
   }
 
@@ -158,7 +177,8 @@ export class AdsStream {
         routesHeld = true;
         continue;
       }
-      this.send(encoded, url, st);
+      // Over the server's budget: the server flushes this stream again when there is room.
+      if (!this.send(encoded, url, st)) return;
       if (this.closed) return;
     }
     if (routesHeld && !this.orderingTimer) {
@@ -240,6 +260,8 @@ export class AdsStream {
           this.host.acked(this, url, st.versionAcked, st.nonce);
         }
       }
+      // Room in the budget only once the answer is reported (other streams may take it at once).
+      this.answered(st);
     } else if (!st) {
       // First request for this type on this stream; a version_info from a
       // previous connection is ignored: a new stream always gets the current set.
@@ -304,29 +326,70 @@ export class AdsStream {
     return { version: `${version}+keeping:${names.join(',')}`, kept: dropped };
   }
 
-  private send(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): void {
+  /** The type's response is no longer in flight. */
+  private answered(st: StreamTypeState): void {
+    st.inFlight = false;
+    this.releaseBudget(st);
+  }
+
+  private releaseBudget(st: StreamTypeState): void {
+    clearTimeout(st.budgetTimer);
+    st.budgetTimer = undefined;
+    if (st.bytesInFlight === undefined) return;
+    const bytes = st.bytesInFlight;
+    st.bytesInFlight = undefined;
+    this.host.release(bytes);
+  }
+
+  /** Sends the type's response; false when the server's budget has no room for it now. */
+  private send(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): boolean {
     const target = url === TYPE_URL.cluster ? this.cdsTarget(encoded) : { version: encoded.versions[url], kept: [] };
     const version = target.version;
-    const resources = [...encodedResources(encoded, url, st.names), ...target.kept.map(([, any]) => any)];
-    const nonce = this.host.nextNonce();
-    const response: DiscoveryResponse = {
-      version_info: version,
-      resources,
-      type_url: url,
-      nonce,
-      control_plane: { identifier: this.identifier },
-    };
     if (this.call.cancelled || this.call.writableEnded || this.call.destroyed) {
       this.close();
-      return;
+      return true;
     }
-    st.nonce = nonce;
+    const names = namesKey(url, st.names);
+    // Clusters kept for this stream alone make a response of its own.
+    const shared = target.kept.length === 0 ? this.sharedResponse(encoded, url, st.names, names) : undefined;
+    const response = shared ?? this.ownResponse(encoded, url, st.names, target);
+    if (!this.host.reserve(this, response.bytes.length)) return false;
+    shared?.recipients.add(this);
+    st.nonce = response.nonce;
     st.inFlight = true;
+    st.bytesInFlight = response.bytes.length;
+    st.budgetTimer = setTimeout(() => this.releaseBudget(st), BUDGET_HOLD_MS);
+    st.budgetTimer.unref();
     st.versionSent = version;
-    st.namesSent = namesKey(url, st.names);
+    st.namesSent = names;
     if (url === TYPE_URL.cluster) this.clustersSent = new Map([...(encoded.anys.get(url) ?? new Map<string, AnyBytes>()), ...target.kept]);
-    this.call.write(response);
-    this.log.debug({ typeUrl: url, version, nonce, resources: resources.length }, 'sent');
-    this.host.sent(this, url, version, resources.length);
+    this.call.write(response.bytes);
+    this.log.debug({ typeUrl: url, version, nonce: response.nonce, resources: response.resources }, 'sent');
+    this.host.sent(this, url, version, response.resources);
+    return true;
+  }
+
+  /** The response every stream of this snapshot gets for these names, encoded once; undefined when this stream had it already. */
+  private sharedResponse(encoded: EncodedSnapshot, url: ResourceTypeUrl, names: readonly string[], key: string): SharedResponse | undefined {
+    const cacheKey = `${url}\n${key}`;
+    let shared = encoded.responses.get(cacheKey);
+    if (shared?.recipients.has(this)) return undefined;
+    if (!shared) {
+      shared = { ...this.ownResponse(encoded, url, names, { version: encoded.versions[url], kept: [] }), recipients: new WeakSet() };
+      encoded.responses.set(cacheKey, shared);
+    }
+    return shared;
+  }
+
+  private ownResponse(
+    encoded: EncodedSnapshot,
+    url: ResourceTypeUrl,
+    names: readonly string[],
+    target: { version: string; kept: Array<[string, AnyBytes]> },
+  ): Omit<SharedResponse, 'recipients'> {
+    const resources = [...encodedResources(encoded, url, names), ...target.kept.map(([, any]) => any)];
+    const nonce = this.host.nextNonce();
+    const bytes = encodeDiscoveryResponse({ version_info: target.version, resources, type_url: url, nonce, control_plane: { identifier: this.identifier } });
+    return { nonce, bytes, resources: resources.length };
   }
 }

@@ -2,6 +2,7 @@
 // with every resource encoded to protobuf once when the snapshot is set, not
 // once per stream or per response. The ADS streams read from it.
 import { envoyRoot } from '../xds/protos.js';
+import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import {
   PUSH_ORDER,
   expectedEdsNames,
@@ -20,6 +21,15 @@ export interface AnyBytes {
   value: Buffer;
 }
 
+/** A whole DiscoveryResponse, encoded once for every stream it goes to. */
+export interface SharedResponse {
+  readonly nonce: string;
+  readonly bytes: Buffer;
+  readonly resources: number;
+  /** The streams it went to: a stream never gets one nonce twice. */
+  readonly recipients: WeakSet<object>;
+}
+
 /** A snapshot with every resource already encoded. */
 export interface EncodedSnapshot {
   readonly snapshot: Snapshot;
@@ -27,6 +37,12 @@ export interface EncodedSnapshot {
   /** EDS names Envoy will ask for once it has accepted this snapshot's clusters. */
   readonly edsNames: readonly string[];
   readonly anys: ReadonlyMap<ResourceTypeUrl, ReadonlyMap<string, AnyBytes>>;
+  /**
+   * The responses sent from it, by type URL and subscribed names: the many
+   * Envoys of one sidecar get the same bytes (and nonce), encoded once, not
+   * once per stream.
+   */
+  readonly responses: Map<string, SharedResponse>;
 }
 
 /**
@@ -57,7 +73,13 @@ export function encodeSnapshot(snapshot: Snapshot): EncodedSnapshot {
     }
     anys.set(url, byName);
   }
-  return { snapshot, versions: snapshotVersions(snapshot), anys, edsNames: expectedEdsNames(snapshot) };
+  return { snapshot, versions: snapshotVersions(snapshot), anys, edsNames: expectedEdsNames(snapshot), responses: new Map() };
+}
+
+/** A DiscoveryResponse as bytes. */
+export function encodeDiscoveryResponse(response: DiscoveryResponse): Buffer {
+  const type = envoyRoot().lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+  return Buffer.from(type.encode(type.fromObject(response)).finish());
 }
 
 /** The encoded resources of one type that a SotW reply for these subscribed names carries. */

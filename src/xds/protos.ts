@@ -68,7 +68,8 @@ export function envoyService(fullName: string): grpc.ServiceDefinition {
       responseStream: method.responseStream === true,
       requestSerialize: (value: object) => Buffer.from(request.encode(request.fromObject(value)).finish()),
       requestDeserialize: (bytes: Buffer) => request.toObject(request.decode(bytes), READ_OPTIONS),
-      responseSerialize: (value: object) => Buffer.from(response.encode(response.fromObject(value)).finish()),
+      // A response already encoded (one for many streams: servers/adsStream.ts) goes as it is.
+      responseSerialize: (value: object) => (Buffer.isBuffer(value) ? value : Buffer.from(response.encode(response.fromObject(value)).finish())),
       responseDeserialize: (bytes: Buffer) => response.toObject(response.decode(bytes), READ_OPTIONS),
       originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
     };

@@ -47,6 +47,8 @@ const STATUS: AdminStatus = {
       xds: PUSH_ORDER.map((url) => ({ type_url: url, version_desired: 'v2', version_sent: 'v2', version_acked: 'v1', last_nack: 'bad' })),
       replica: '',
       reported_at: '',
+      envoys: 2,
+      envoys_behind: ['edge-1'],
     },
   ],
 };

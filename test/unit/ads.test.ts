@@ -11,6 +11,7 @@ import { sendGarbage } from '../support/garbage.js';
 import { NackError, hasAcked, waitForAck, waitForNack } from '../support/adsWait.js';
 import pino from 'pino';
 import { AdsServer, type AdsMetrics } from '../../src/servers/ads.js';
+import { BUDGET_HOLD_MS } from '../../src/servers/adsStream.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import { FakeEnvoy } from '../support/fakeEnvoy.js';
@@ -27,7 +28,7 @@ interface Harness {
   envoy(node?: string): FakeEnvoy;
 }
 
-async function harness(t: TestContext, options: { orderingTimeoutMs?: number } = {}): Promise<Harness> {
+async function harness(t: TestContext, options: { orderingTimeoutMs?: number; maxBytesInFlight?: number } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-ads-'));
   const sent: Harness['sent'] = [];
   const h = { nacks: 0 } as { nacks: number };
@@ -145,6 +146,31 @@ describe('ADS server', () => {
     const response = await envoy.next();
     assert.equal(response.type_url, EDS);
     assert.equal(response.version_info, changed.types[EDS].version);
+  });
+
+  it('holds a response back while the budget of bytes in flight is spent, and sends it once the other is answered', async (t) => {
+    const h = await harness(t, { maxBytesInFlight: 1 });
+    h.ads.setSnapshot(NODE, config({ port: 1 }));
+    const first = h.envoy();
+    first.subscribe(CDS);
+    const response = await first.next();
+    const second = h.envoy();
+    second.subscribe(CDS);
+    await assert.rejects(second.next(300), /no DiscoveryResponse/);
+    first.ack(response);
+    assert.equal((await second.next()).type_url, CDS);
+  });
+
+  it('lets an Envoy that never answers hold the budget for a while only', async (t) => {
+    const h = await harness(t, { maxBytesInFlight: 1 });
+    h.ads.setSnapshot(NODE, config({ port: 1 }));
+    const stuck = h.envoy();
+    stuck.subscribe(CDS);
+    await stuck.next();
+    const other = h.envoy();
+    other.subscribe(CDS);
+    // A bound on a hang, not a figure: the hold is BUDGET_HOLD_MS.
+    assert.equal((await other.next(BUDGET_HOLD_MS + 3000)).type_url, CDS);
   });
 
   it('ignores a request whose nonce is not the latest sent for its type', async (t) => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { AdsServer } from '../../src/servers/ads.js';
+import { AdsServer, type AdsServerOptions } from '../../src/servers/ads.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from '../../src/bench/adsClients.js';
 import { PUSH_ORDER, snapshotVersions, type Snapshot } from '../../src/xds/snapshot.js';
@@ -21,9 +21,9 @@ const SIDECARS = ['kas-a', 'kas-b', 'kas-c'];
 /** Bounds a hung run; not a figure. */
 const WAIT_MS = 60_000;
 
-async function fleet(t: TestContext): Promise<{ ads: AdsServer; clients: SimulatedEnvoy[] }> {
+async function fleet(t: TestContext, options: Partial<AdsServerOptions> = {}): Promise<{ ads: AdsServer; clients: SimulatedEnvoy[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-fanout-'));
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
+  const ads = new AdsServer({ logger: pino({ level: 'silent' }), ...options });
   const server = createGrpcServer();
   ads.addToServer(server);
   const address = await listenUnix(server, join(dir, 'xds.sock'));
@@ -122,5 +122,25 @@ describe("Envoys that run one sidecar's config", () => {
       responsesBefore,
       'no response went to the nodes of kas-b and kas-c',
     );
+  });
+
+  it('with room for one response in flight, every node still gets and ACKs every response, one at a time', async (t) => {
+    let inFlight = 0;
+    let most = 0;
+    const { ads, clients } = await fleet(t, {
+      maxBytesInFlight: 1,
+      metrics: {
+        responseSent: () => {
+          inFlight++;
+          most = Math.max(most, inFlight);
+        },
+        ack: () => inFlight--,
+        nack: () => inFlight--,
+      },
+    });
+    const current = config({ port: 7100 });
+    setEverywhere(ads, current);
+    await waitForEvery(clients, (c) => ackedAll(c, current), WAIT_MS);
+    assert.equal(most, 1);
   });
 });

@@ -143,7 +143,10 @@ describe('mvproxy deploy kubeadm', () => {
       '--config=/etc/mvproxy/mvproxy.json',
       '--log-level=warn',
     ]);
-    assert.deepEqual(c.env, [{ name: 'MALLOC_ARENA_MAX', value: '2' }]);
+    assert.deepEqual(c.env, [
+      { name: 'MALLOC_ARENA_MAX', value: '2' },
+      { name: 'MALLOC_MMAP_THRESHOLD_', value: '131072' },
+    ]);
     assert.deepEqual(
       c.volumeMounts.map((m) => [m.mountPath, m.readOnly]),
       [
