@@ -191,6 +191,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
    */
   setSnapshot(sidecar: string, snapshot: Snapshot): void {
     this.snapshots.set(sidecar, snapshot);
+    // status() lists the sidecar with its versions before any of its Envoys connects here (others' reports are checked against them).
+    this.record(sidecar);
     for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
   }
 
@@ -201,6 +203,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
    */
   setStartupSnapshot(sidecar: string, snapshot: Snapshot): void {
     this.startupSnapshots.set(sidecar, snapshot);
+    this.record(sidecar);
     if (this.snapshots.get(sidecar)) return;
     for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
   }

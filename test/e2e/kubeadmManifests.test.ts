@@ -21,6 +21,7 @@ import {
   sidecarPod,
   type DeployLayout,
 } from '../../src/deploy/kubeadm.js';
+import { IMAGE_PROGRAM } from '../../src/deploy/replica.js';
 import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/sandbox/controlPlanes.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 import { repoFile } from '../../src/util/protoRoot.js';
@@ -149,10 +150,14 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
   it("each replica runs the control-plane pod's command line", () => {
     for (const name of NODES) {
       const [program, ...args] = container(controlPlanePod(layout, name)).command;
-      assert.equal(program, 'mvproxy');
-      const running = processWith(args[1] ?? '');
-      // node .../main.js serve --config=... : what follows the program.
-      assert.deepEqual(running.slice(2), args, name);
+      assert.equal(program, 'node');
+      // node FLAGS PROGRAM serve --config=...: the same flags before the program, the same arguments after it.
+      const at = args.indexOf(IMAGE_PROGRAM);
+      assert.ok(at >= 0, 'the pod runs the program the image installs');
+      const [flags, serve] = [args.slice(0, at), args.slice(at + 1)];
+      const running = processWith(serve[1] ?? '');
+      assert.deepEqual(running.slice(1, 1 + flags.length), flags, name);
+      assert.deepEqual(running.slice(2 + flags.length), serve, name);
     }
   });
 

@@ -16,6 +16,7 @@ import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/serv
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import { FakeEnvoy } from '../support/fakeEnvoy.js';
 import { CDS, EDS, LDS, RDS, config } from '../support/snapshotFixtures.js';
+import { snapshotVersions } from '../../src/xds/snapshot.js';
 
 const NODE = 'apiserver-a';
 
@@ -146,6 +147,13 @@ describe('ADS server', () => {
     const response = await envoy.next();
     assert.equal(response.type_url, EDS);
     assert.equal(response.version_info, changed.types[EDS].version);
+  });
+
+  it("lists a sidecar with its snapshot's versions before any Envoy of it connects", async (t) => {
+    const h = await harness(t);
+    const snapshot = config({ port: 1 });
+    h.ads.setSnapshot(NODE, snapshot);
+    assert.deepEqual(h.ads.status()[NODE], { sidecar: NODE, connected: 0, snapshot: snapshotVersions(snapshot), types: {} });
   });
 
   it('holds a response back while the budget of bytes in flight is spent, and sends it once the other is answered', async (t) => {
