@@ -41,7 +41,7 @@ export interface AdsServerOptions {
   now?: () => number;
   /**
    * Bytes of responses sent and not yet answered, over all streams, past
-   * which further responses wait for answers (default 4 MiB; one response
+   * which further responses wait for answers (default 2 MiB; one response
    * always goes when none is in flight). A change pushed to many Envoys at
    * once would otherwise hold a copy per stream until each was read: with
    * 200 Envoys, tens of MiB. (Istio's PILOT_PUSH_THROTTLE bounds the same.)
@@ -170,7 +170,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.identifier = opts.identifier ?? 'mvproxy';
     this.orderingTimeoutMs = opts.orderingTimeoutMs ?? 2000;
     this.now = opts.now ?? Date.now;
-    this.maxBytesInFlight = opts.maxBytesInFlight ?? 4 * 1024 * 1024;
+    this.maxBytesInFlight = opts.maxBytesInFlight ?? 2 * 1024 * 1024;
   }
 
   /** Registers the ADS service on a gRPC server (which may host other services too). */
