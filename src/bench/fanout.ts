@@ -307,7 +307,7 @@ async function lastXdsUpdate(adminSocket: string): Promise<number> {
 }
 
 /** Creates `count` CRDs (one group each) through kas-a and waits until kas-a's sidecar lists the last in its merged /apis. */
-export async function createCrds(state: SandboxState, token: string, count: number): Promise<void> {
+async function createCrds(state: SandboxState, token: string, count: number): Promise<void> {
   const a = state.apiservers[0];
   if (!a?.sidecar) throw new Error('internal: no sidecar');
   const request = (base: string, method: string, path: string, accept: string, body?: unknown) =>

@@ -87,7 +87,7 @@ export class SandboxControlPlanes {
         this.replicas.push({ name: `mvproxy-${run.spec.name}`, node: run.spec.name, adminPort: admin, xdsTcpPort: xds });
       });
     }
-    const real: NodeApiserver[] = apiservers.map((run) => {
+    const nodes: NodeApiserver[] = apiservers.map((run) => {
       const serving = pki.serving[run.spec.name];
       if (!serving) throw new Error(`internal: no serving certificate for ${run.spec.name}`);
       return {
@@ -99,7 +99,6 @@ export class SandboxControlPlanes {
         servingKey: serving.key,
       };
     });
-    const nodes = real;
     const tls = { clientCa: pki.ca.cert, frontProxyClientCert: pki.frontProxyClient.cert, frontProxyClientKey: pki.frontProxyClient.key, peerCa: pki.peerCa };
     for (const replica of this.replicas) {
       const config = replicaServeConfig(

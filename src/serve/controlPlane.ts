@@ -279,7 +279,7 @@ export class ControlPlane implements AdminBackend {
     this.reconciles.supersede();
     const changed = model !== this.lastModel;
     this.lastModel = model;
-    if (persist && changed) this.keepForWarmStart();
+    if (persist && changed) this.warmStartKeeper?.keep();
     recordReadiness(
       this.deps.metrics,
       model.apiservers.map((a) => ({ name: a.endpoint.name, ...(a.ready === undefined ? {} : { ready: a.ready }) })),
@@ -298,11 +298,6 @@ export class ControlPlane implements AdminBackend {
     if (planChanged.length > 0) this.deps.logger.info({ nodes: planChanged.length, first: planChanged.slice(0, 5) }, 'plans changed');
     this.reconciled = next;
     this.journal.reconciled(model, next.plans);
-  }
-
-  /** Keeps the current model and drains in warmStartFile, when set (at most once a second). */
-  private keepForWarmStart(): void {
-    this.warmStartKeeper?.keep();
   }
 
   /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
@@ -410,7 +405,7 @@ export class ControlPlane implements AdminBackend {
     this.journal.drains(this.draining, next, how, notes);
     this.draining = next;
     if (this.lastModel) this.update(this.lastModel, { persist: false });
-    this.keepForWarmStart();
+    this.warmStartKeeper?.keep();
   }
 
   private apiserverNames(): string[] {

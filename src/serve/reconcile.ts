@@ -60,12 +60,11 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   // peers' documents only, the same whichever sidecar it is: merged once for all of them.
   let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
+  const merged = (node: string) => memoized(() => mergeDiscovery(node, model, model.now, { departedGraceMs }));
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
-    const merge = memoized(() => mergeDiscovery(plan.node, model, model.now, { departedGraceMs }));
-    if (!known.has(plan.node)) unknownLocal ??= merge;
-    const discovery = known.has(plan.node) ? merge : (unknownLocal ?? merge);
+    const discovery = known.has(plan.node) ? merged(plan.node) : (unknownLocal ??= merged(plan.node));
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
   }
   return { plans, sidecars, translations: cache };

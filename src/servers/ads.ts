@@ -119,8 +119,6 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   /** What a node that runs nothing yet gets until it has a snapshot (setStartupSnapshot). */
   private readonly startupSnapshots = new SnapshotStore();
   private readonly nodes = new Map<string, NodeRecord>();
-  /** The open streams of each sidecar's nodes: whom a new snapshot goes to. */
-  private readonly sidecarStreams = new Map<string, Set<AdsStream>>();
   /** Streams whose first request (with the node id) has not arrived yet. */
   private readonly anonymous = new Set<AdsStream>();
   private readonly noncePrefix = randomBytes(4).toString('hex');
@@ -193,7 +191,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.snapshots.set(sidecar, snapshot);
     // status() lists the sidecar with its versions before any of its Envoys connects here (others' reports are checked against them).
     this.record(sidecar);
-    for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
+    this.flushSidecar(sidecar);
   }
 
   /**
@@ -205,7 +203,12 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.startupSnapshots.set(sidecar, snapshot);
     this.record(sidecar);
     if (this.snapshots.get(sidecar)) return;
-    for (const stream of this.sidecarStreams.get(sidecar) ?? []) stream.flush();
+    this.flushSidecar(sidecar);
+  }
+
+  /** Pushes what changed to every open stream running the sidecar's config. */
+  private flushSidecar(sidecar: string): void {
+    for (const record of this.nodes.values()) for (const stream of record.streams) if (stream.sidecar === sidecar) stream.flush();
   }
 
   /** Per node and type: what was sent, ACKed, the last nonce and the last NACK. */
@@ -267,14 +270,10 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private onIdentified(stream: AdsStream): void {
     const id = stream.node ?? '';
-    const sidecar = stream.sidecar ?? id;
     this.anonymous.delete(stream);
     const record = this.record(id);
-    record.sidecar = sidecar;
+    record.sidecar = stream.sidecar ?? id;
     record.streams.add(stream);
-    const streams = this.sidecarStreams.get(sidecar) ?? new Set<AdsStream>();
-    this.sidecarStreams.set(sidecar, streams);
-    streams.add(stream);
     stream.log.debug('ADS stream identified');
     this.safe(() => this.metrics.streamOpened?.(id));
     this.emit('connect', { node: id, streamId: stream.id });
@@ -287,7 +286,6 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     if (node === undefined) return;
     const record = this.nodes.get(node);
     if (record?.streams.delete(stream)) record.lastClosed = stream.types;
-    if (stream.sidecar !== undefined) this.sidecarStreams.get(stream.sidecar)?.delete(stream);
     stream.log.debug('ADS stream closed');
     this.safe(() => this.metrics.streamClosed?.(node));
     this.emit('disconnect', { node, streamId: stream.id });

@@ -45,8 +45,7 @@ export function translationCache(previous?: TranslationCache): TranslationCache 
 function memo<T>(cache: Map<string, T> | undefined, previous: Map<string, T> | undefined, key: () => string, make: () => T): T {
   if (!cache) return make();
   const k = key();
-  let value = cache.get(k) ?? previous?.get(k);
-  if (value === undefined) value = make();
+  const value = cache.get(k) ?? previous?.get(k) ?? make();
   cache.set(k, value);
   return value;
 }
