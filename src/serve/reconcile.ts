@@ -64,7 +64,11 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
-    const discovery = known.has(plan.node) ? merged(plan.node) : (unknownLocal ??= merged(plan.node));
+    let discovery = merged(plan.node);
+    if (!known.has(plan.node)) {
+      unknownLocal ??= discovery;
+      discovery = unknownLocal;
+    }
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
   }
   return { plans, sidecars, translations: cache };
