@@ -5,7 +5,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureComponents } from '../install/index.js';
-import { SANDBOX_MODES, type SandboxMode } from '../sandbox/sandbox.js';
+import { SANDBOX_MODES, type SandboxMode } from '../sandbox/options.js';
 import { renderSvg, type ChartBand } from '../upgradeTest/chart.js';
 import type { ModeOutcome } from '../upgradeTest/outcomes.js';
 import { NEW_VERSION, OLD_VERSION, runMode } from '../upgradeTest/run.js';

@@ -1,5 +1,6 @@
 // Merged (peer-aggregated) discovery: pure functions the ext_proc server uses.
 export { mergeDiscovery, consensusOrder, type MergedDiscovery } from './merge.js';
-export { renderAggregated, decodeAggregatedProtobuf } from './render.js';
+export { renderAggregated } from './render.js';
+export { decodeAggregatedProtobuf } from './protobufDecode.js';
 export { negotiateDiscovery } from './negotiate.js';
 export { discoveryResponse, isMergedDocument, type DiscoveryRequest, type DiscoveryReply } from './response.js';

@@ -5,7 +5,10 @@ import type { ClusterModel } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import { groupDocumentOf, parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
 import type { Decision, RequestDestination, RuleName, SidecarPlan } from './plan.js';
-import { destinationForRequest, type LocalDoubts, sidecarDecider, type SidecarDecider } from './planner.js';
+import type { SidecarDecider } from './decider.js';
+import { destinationForRequest } from './destination.js';
+import type { LocalDoubts } from './doubts.js';
+import { sidecarDecider } from './planner.js';
 
 export interface RequestExplanation {
   /** Where the sidecar's routes send the request now. */

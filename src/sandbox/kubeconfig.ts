@@ -4,6 +4,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomicWrite.js';
+import type { SandboxPki } from './pki.js';
+import type { SandboxApiserverState } from './state.js';
 
 export type KubeconfigUser = { certFile: string; keyFile: string } | { token: string };
 
@@ -47,4 +49,25 @@ export function kubeconfigYaml(opts: KubeconfigOptions): string {
 export async function writeKubeconfig(file: string, opts: KubeconfigOptions): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   await writeFileAtomic(file, kubeconfigYaml(opts), { mode: 0o600 });
+}
+
+/** The admin certificate's kubeconfigs of every apiserver in the state: direct, and through its sidecar when it has one. */
+export async function writeApiserverKubeconfigs(apiservers: readonly SandboxApiserverState[], pki: SandboxPki): Promise<void> {
+  for (const a of apiservers) {
+    await writeKubeconfig(a.kubeconfig.direct, {
+      server: a.direct,
+      caFile: pki.ca.cert,
+      user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
+      name: a.name,
+    });
+    // Through the sidecar the admin certificate keeps its identity (the identity filter sets X-Remote-User/Group).
+    if (a.sidecar && a.kubeconfig.sidecar) {
+      await writeKubeconfig(a.kubeconfig.sidecar, {
+        server: a.sidecar,
+        caFile: pki.ca.cert,
+        user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
+        name: a.name,
+      });
+    }
+  }
 }

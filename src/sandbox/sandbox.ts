@@ -5,72 +5,25 @@
 // The Sandbox starts and stops them all and writes the state file.
 import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { InstalledComponents } from '../install/index.js';
 import { CONTROL_PLANE_USER, ensureSandboxPki, type SandboxPki } from './pki.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { repoFile } from '../util/protoRoot.js';
-import { writeKubeconfig } from './kubeconfig.js';
-import { ManagedProcess } from './processes.js';
-import { freePorts, assertPortFree } from './ports.js';
-import { httpsGet } from '../util/https.js';
+import { writeApiserverKubeconfigs, writeKubeconfig } from './kubeconfig.js';
+import type { ManagedProcess } from './processes.js';
 import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
 import { serviceAccountToken } from './serviceAccount.js';
-import {
-  auditLogPath,
-  compareVersions,
-  etcdProcess,
-  kubeApiserverProcess,
-  SANDBOX_AUDIT_POLICY,
-  validateApiserverSpecs,
-  type ApiserverAuditLog,
-  type ApiserverSpec,
-  type RunningApiserver,
-} from './apiservers.js';
+import { auditLogPath, compareVersions, SANDBOX_AUDIT_POLICY, validateApiserverSpecs, type ApiserverSpec, type RunningApiserver } from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
-import { SandboxControlPlanes, type ControlPlaneReplicas } from './controlPlanes.js';
+import { SandboxControlPlanes } from './controlPlanes.js';
+import type { SandboxMode, SandboxOptions } from './options.js';
+import { allocatePorts } from './portLayout.js';
+import { launchApiserver, startEtcd, type LaunchContext } from './launch.js';
 
 const execFileAsync = promisify(execFile);
 
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
-
-export interface SandboxOptions {
-  dir: string;
-  apiservers: ApiserverSpec[];
-  components: InstalledComponents;
-  /** First port of a fixed block; by default every port is picked free by the kernel. */
-  basePort?: number;
-  /**
-   * What stands between clients and the apiservers (default `mvproxy`):
-   * `mvproxy`, the control plane and one Envoy sidecar per apiserver;
-   * `upstream`, no sidecars, kube-apiserver's own Mixed Version Proxy on;
-   * `none`, neither (the skew problem as it is).
-   */
-  mode?: SandboxMode;
-  /** In mode mvproxy: one control plane (default), or one replica per apiserver as on a kubeadm cluster (controlPlanes.ts). */
-  controlPlaneReplicas?: ControlPlaneReplicas;
-  /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
-  peerEgressProxy?: string;
-  /**
-   * Give every apiserver an audit log (Metadata level, written before each
-   * request returns) in the logs folder: `auditLogPath(name)`. Off by default.
-   */
-  auditLogs?: boolean;
-  progress?: (line: string) => void;
-}
-
-interface PortLayout {
-  etcdClient: number;
-  etcdPeer: number;
-  controlPlaneAdmin: number;
-  apiservers: number[];
-  sidecars: number[];
-  sidecarStats: number[];
-}
-
-export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
-export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 export class Sandbox {
   private etcd?: ManagedProcess;
@@ -133,10 +86,13 @@ export class Sandbox {
   private async start(): Promise<void> {
     mkdirSync(this.logsDir, { recursive: true });
     if (this.opts.auditLogs) writeFileSync(this.auditPolicyPath, SANDBOX_AUDIT_POLICY);
-    this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: this.opts.apiservers.map((a) => a.name) });
-    const ports = await this.allocatePorts();
+    const names = this.opts.apiservers.map((a) => a.name);
+    this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: names });
+    const ports = await allocatePorts(names, this.opts.basePort);
     this.etcdPort = ports.etcdClient;
-    await this.startEtcd(ports.etcdClient, ports.etcdPeer);
+    const etcd = startEtcd(this.launchContext, ports.etcdClient, ports.etcdPeer);
+    this.etcd = etcd.process;
+    await etcd.ready;
     this.opts.apiservers.forEach((spec, i) => {
       const port = ports.apiservers[i];
       const [sidecarPort, sidecarStatsPort] = [ports.sidecars[i], ports.sidecarStats[i]];
@@ -159,39 +115,6 @@ export class Sandbox {
 
   private get withSidecars(): boolean {
     return this.mode === 'mvproxy';
-  }
-
-  /**
-   * With --base-port: etcd at base and base+1, control-plane admin at base+2,
-   * apiservers from base+10, sidecars from base+20, their stats listeners from
-   * base+30 (sidecar admins are Unix sockets).
-   */
-  private async allocatePorts(): Promise<PortLayout> {
-    const count = this.opts.apiservers.length;
-    const names = this.opts.apiservers.map((a) => a.name);
-    if (this.opts.basePort !== undefined) {
-      const base = this.opts.basePort;
-      const block = (offset: number): number[] => Array.from({ length: count }, (_, i) => base + offset + i);
-      const layout: PortLayout = {
-        etcdClient: base,
-        etcdPeer: base + 1,
-        controlPlaneAdmin: base + 2,
-        apiservers: block(10),
-        sidecars: block(20),
-        sidecarStats: block(30),
-      };
-      await assertPortFree(layout.etcdClient, 'etcd (client)');
-      await assertPortFree(layout.etcdPeer, 'etcd (peer)');
-      await assertPortFree(layout.controlPlaneAdmin, 'mvproxy admin');
-      for (const [i, p] of layout.apiservers.entries()) await assertPortFree(p, `kube-apiserver ${names[i]}`);
-      for (const [i, p] of layout.sidecars.entries()) await assertPortFree(p, `sidecar of ${names[i]}`);
-      for (const [i, p] of layout.sidecarStats.entries()) await assertPortFree(p, `stats of the sidecar of ${names[i]}`);
-      return layout;
-    }
-    const ports = await freePorts(3 + 3 * count);
-    const take = (n: number): number[] => ports.splice(0, n);
-    const [etcdClient, etcdPeer, controlPlaneAdmin] = take(3) as [number, number, number];
-    return { etcdClient, etcdPeer, controlPlaneAdmin, apiservers: take(count), sidecars: take(count), sidecarStats: take(count) };
   }
 
   /** A cluster-admin service-account token: what token clients use through the sidecars. */
@@ -298,49 +221,18 @@ export class Sandbox {
     await this.sidecars.startSidecar(this.requireApiserver(name), this.controlPlanes.addressesFor(name, pki), pki, this.adminBearerToken(), pollMs);
   }
 
-  private async startEtcd(clientPort: number, peerPort: number): Promise<void> {
-    const dataDir = join(this.dir, 'etcd-data');
-    rmSync(dataDir, { recursive: true, force: true });
-    const client = `http://127.0.0.1:${clientPort}`;
-    this.progress(`starting etcd on ${client}`);
-    this.etcd = new ManagedProcess(etcdProcess({ command: this.opts.components.etcd, dataDir, clientPort, peerPort, logsDir: this.logsDir }));
-    await this.etcd.waitReady('etcd', async () => {
-      const res = await fetch(`${client}/health`);
-      return res.ok;
-    });
+  private get launchContext(): LaunchContext {
+    return { dir: this.dir, logsDir: this.logsDir, components: this.opts.components, progress: this.progress };
   }
 
   private async launchApiserver(name: string): Promise<void> {
-    const run = this.requireApiserver(name);
-    const binaries = this.opts.components.kubernetes[run.spec.version];
-    if (!binaries) throw new Error(`kube-apiserver ${run.spec.version} is not installed`);
-    this.progress(
-      `starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
-        (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''),
-    );
-    const pki = this.requirePki();
-    const audit: ApiserverAuditLog | undefined = this.opts.auditLogs
-      ? { policyFile: this.auditPolicyPath, logPath: auditLogPath(this.logsDir, name) }
-      : undefined;
-    run.process = new ManagedProcess(
-      kubeApiserverProcess({
-        spec: run.spec,
-        command: binaries.kubeApiserver,
-        port: run.port,
-        etcdPort: this.etcdPort,
-        pki,
-        dir: this.dir,
-        logsDir: this.logsDir,
-        ...(audit ? { audit } : {}),
-        upstreamPeerProxy: this.mode === 'upstream',
-      }),
-    );
-    const process = run.process;
-    await process.waitReady(`kube-apiserver ${name}`, async () => {
-      const res = await httpsGet(`https://127.0.0.1:${run.port}/readyz`, { ca: pki.ca.cert, ...pki.admin }, {}, 2000);
-      return res.status === 200;
+    await launchApiserver(this.requireApiserver(name), {
+      ...this.launchContext,
+      etcdPort: this.etcdPort,
+      pki: this.requirePki(),
+      ...(this.opts.auditLogs ? { auditPolicyPath: this.auditPolicyPath } : {}),
+      upstreamPeerProxy: this.mode === 'upstream',
     });
-    this.progress(`kube-apiserver ${name} is ready`);
   }
 
   /** Stops one apiserver (its identity lease is deleted by its clean shutdown); its sidecar keeps running. */
@@ -411,24 +303,7 @@ export class Sandbox {
 
   private async writeKubeconfigs(): Promise<SandboxState> {
     const state = this.state();
-    const pki = this.requirePki();
-    for (const a of state.apiservers) {
-      await writeKubeconfig(a.kubeconfig.direct, {
-        server: a.direct,
-        caFile: pki.ca.cert,
-        user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
-        name: a.name,
-      });
-      // Through the sidecar the admin certificate keeps its identity (the identity filter sets X-Remote-User/Group).
-      if (a.sidecar && a.kubeconfig.sidecar) {
-        await writeKubeconfig(a.kubeconfig.sidecar, {
-          server: a.sidecar,
-          caFile: pki.ca.cert,
-          user: { certFile: pki.admin.cert, keyFile: pki.admin.key },
-          name: a.name,
-        });
-      }
-    }
+    await writeApiserverKubeconfigs(state.apiservers, this.requirePki());
     return state;
   }
 

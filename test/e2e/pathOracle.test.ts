@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { describeFinding, formatOracleReport, ORACLE_APISERVERS, type OracleReport, runPathOracle } from '../support/pathOracle.js';
+import { runPathOracle } from '../support/pathOracle.js';
+import { ORACLE_APISERVERS } from '../support/pathOracleFixtures.js';
+import { describeFinding, formatOracleReport, type OracleReport } from '../support/pathOracleReport.js';
 import { generatedCases, handPickedCases } from '../support/pathOracleCases.js';
 import { startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import type { ClusterModel } from '../../src/model/cluster.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
-import { destinationForRequest, planSidecars } from '../../src/planner/planner.js';
+import { destinationForRequest } from '../../src/planner/destination.js';
+import { planSidecars } from '../../src/planner/planner.js';
 import { GRACE_MS } from './clusterModel.js';
 
 /** The plan of `node`'s sidecar, with `draining` apiservers drained by the operator. */

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
-import { destinationForRequest } from '../../src/planner/planner.js';
+import { destinationForRequest } from '../../src/planner/destination.js';
 import { PEER_PROXIED_HEADER, flavouredClusterName, peerClusterName, translateSidecar, type UpstreamFlavour } from '../../src/translator/translator.js';
 import { AGGREGATED, routesOf, selectRoute, type TestRequest } from '../support/envoyRouteMatcher.js';
 import { CONTRACT, FALLBACK, LONG_NAMES, NON_CORE_REROUTES, NO_PEERS, REROUTES, UNAVAILABLE } from '../support/sidecarPlans.js';

@@ -1,0 +1,33 @@
+// What a sandbox is asked to be: its apiservers, what stands in front of
+// them (its mode), and the options of its control plane and sidecars.
+import type { InstalledComponents } from '../install/index.js';
+import type { ApiserverSpec } from './apiservers.js';
+import type { ControlPlaneReplicas } from './controlPlanes.js';
+
+export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+export interface SandboxOptions {
+  dir: string;
+  apiservers: ApiserverSpec[];
+  components: InstalledComponents;
+  /** First port of a fixed block; by default every port is picked free by the kernel. */
+  basePort?: number;
+  /**
+   * What stands between clients and the apiservers (default `mvproxy`):
+   * `mvproxy`, the control plane and one Envoy sidecar per apiserver;
+   * `upstream`, no sidecars, kube-apiserver's own Mixed Version Proxy on;
+   * `none`, neither (the skew problem as it is).
+   */
+  mode?: SandboxMode;
+  /** In mode mvproxy: one control plane (default), or one replica per apiserver as on a kubeadm cluster (controlPlanes.ts). */
+  controlPlaneReplicas?: ControlPlaneReplicas;
+  /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
+  peerEgressProxy?: string;
+  /**
+   * Give every apiserver an audit log (Metadata level, written before each
+   * request returns) in the logs folder: `auditLogPath(name)`. Off by default.
+   */
+  auditLogs?: boolean;
+  progress?: (line: string) => void;
+}
