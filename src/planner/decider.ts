@@ -5,7 +5,7 @@ import type { ApiserverObservation, ClusterModel, ServedResource } from '../mode
 import { groupDocumentOf, mergedDocumentOf, type RequestInfo } from '../model/requestInfo.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
 import type { Decision, GroupDocumentRoute, RerouteToPeers, ResourceRouteAction } from './plan.js';
-import type { PlannerOptions } from './planner.js';
+import type { PlannerOptions } from './options.js';
 import { isHealthPath } from './destination.js';
 import { LocalDoubts } from './doubts.js';
 import { resourceKey, servedIndexOf, type ServedIndex } from './servedIndex.js';

@@ -5,23 +5,7 @@ import { activeLocalOnlyGroupVersions } from '../model/liveness.js';
 import type { PlannedApiserver, RequestDestination, ResourceRoute, ResourceRouteAction, SidecarPlan } from './plan.js';
 import { SidecarDecider, type ResourceId } from './decider.js';
 import { compareStrings } from '../util/order.js';
-
-export interface PlannerOptions {
-  /**
-   * How long a peer whose identity lease disappeared still counts as serving
-   * what it served: its resources answer 503 rather than 404 meanwhile (unavailable-503).
-   */
-  departedGraceMs: number;
-  /**
-   * Apiservers an operator is draining before taking them down (their
-   * upgrade): their own sidecars send what peers also serve to those peers,
-   * and no sidecar chooses them while another available apiserver serves the
-   * same thing. Never a 503 because of a drain: what only drained apiservers
-   * serve still goes to them while they are up. Apiservers that fail /readyz
-   * are drained too (drainedApiservers).
-   */
-  draining?: ReadonlySet<string>;
-}
+import type { PlannerOptions } from './options.js';
 
 /** One plan per declared apiserver, sorted by node name. */
 export function planSidecars(model: ClusterModel, opts: PlannerOptions): SidecarPlan[] {
