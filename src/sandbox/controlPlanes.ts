@@ -187,9 +187,9 @@ export class SandboxControlPlanes {
     process.kill(pid, signal);
   }
 
-  /** Kills a replica (no clean shutdown), as a crash would. */
+  /** Kills a replica with SIGKILL (no clean shutdown: its warm-start file keeps what it last wrote), as a crash would. */
   async kill(name?: string): Promise<void> {
-    await this.replica(name).process?.stop(0);
+    await this.replica(name).process?.kill();
   }
 
   async restart(name?: string): Promise<void> {
@@ -210,6 +210,7 @@ export class SandboxControlPlanes {
       admin: `http://127.0.0.1:${r.adminPort}`,
       adminSocket: this.adminSocket(r),
       config: this.configPath(r),
+      warmStartFile: this.warmStartFile(r),
       xdsSocket: this.xdsSocket(r),
       ...(r.xdsTcpPort === undefined ? {} : { xdsTcp: `127.0.0.1:${r.xdsTcpPort}` }),
     });

@@ -75,6 +75,13 @@ export class ManagedProcess {
     throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s`, this.spec.logFile, this.logTail());
   }
 
+  /** SIGKILL at once, as a crash would: no handler runs, nothing is flushed. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;

@@ -54,6 +54,8 @@ export interface SandboxControlPlaneState {
   /** Unix socket of the admin gRPC API (`mvproxy admin`). */
   adminSocket: string;
   config: string;
+  /** Where it keeps the model for its warm start (its configuration's warmStartFile). */
+  warmStartFile: string;
   xdsSocket: string;
   /** Its mutual-TLS xDS address, when other nodes' sidecars fail over to it. */
   xdsTcp?: string;

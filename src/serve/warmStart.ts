@@ -14,11 +14,12 @@
 //   request to its own apiserver, local documents untouched, what the cluster
 //   does without mvproxy. A sidecar that already runs a config keeps it until
 //   the replica has synced (controlPlane.ts, AdsServer.setStartupSnapshot).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
 import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import { isRecord } from '../util/json.js';
 import type { Logger } from '../util/log.js';
+import { parseClusterModel } from './warmStartSchema.js';
 
 /** Bumped whenever ClusterModel changes shape: an older file is ignored, not misread. */
 export const WARM_START_FORMAT = 1;
@@ -37,22 +38,35 @@ interface WarmStartFile extends WarmState {
 
 export type WarmStartRead = (WarmState & { savedAt: number }) | { unusable: string } | { absent: true };
 
-/** The model kept in `path`; a missing file is `absent`, anything unreadable is `unusable` with the reason (never a throw: the replica starts anyway). */
+/**
+ * Larger than any model a replica keeps (every apiserver's discovery with
+ * thousands of CRDs is a few MiB): a bigger file is not read into memory.
+ */
+export const MAX_WARM_START_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The model kept in `path`; a missing file is `absent`, anything else that is
+ * not a whole warm-start file (cut short, not JSON, a field of the wrong type,
+ * too large) is `unusable` with the reason. Never a throw: the replica starts
+ * anyway, with what it observes.
+ */
 export function readWarmStart(path: string): WarmStartRead {
-  if (!existsSync(path)) return { absent: true };
   let parsed: unknown;
   try {
+    if (!existsSync(path)) return { absent: true };
+    const size = statSync(path).size;
+    if (size > MAX_WARM_START_BYTES) return { unusable: `${size} bytes, more than the ${MAX_WARM_START_BYTES} a kept model can take` };
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     return { unusable: (err as Error).message };
   }
   if (!isRecord(parsed) || parsed['format'] !== WARM_START_FORMAT) return { unusable: `not a warm-start file of format ${WARM_START_FORMAT}` };
-  const { model, savedAt, draining } = parsed;
-  if (!isRecord(model) || !Array.isArray(model['apiservers']) || typeof model['now'] !== 'number' || typeof savedAt !== 'number') {
-    return { unusable: 'the model in it is malformed' };
-  }
+  const { savedAt, draining } = parsed;
+  if (typeof savedAt !== 'number' || !Number.isFinite(savedAt)) return { unusable: 'its savedAt is not a time' };
   if (!Array.isArray(draining) || !draining.every((n): n is string => typeof n === 'string')) return { unusable: 'its drains are malformed' };
-  return { model: model as unknown as ClusterModel, draining, savedAt };
+  const kept = parseClusterModel(parsed['model']);
+  if ('problem' in kept) return { unusable: kept.problem };
+  return { model: kept.model, draining, savedAt };
 }
 
 /** Replaces the file atomically (a crash leaves the previous state or this one). */

@@ -6,7 +6,7 @@
 // already running a config is not sent the cold plan: test/unit/ads.test.ts.)
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SandboxApiserverState } from '../../src/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
@@ -56,6 +56,17 @@ describe('a sidecar started while its replica starts, with the other apiserver d
     const log = readFileSync(join(tb.state().logs, 'mvproxy.log'), 'utf8');
     assert.match(log, /serving the last kept state until synced/);
     assert.equal((await api('GET', CONFIGMAPS)).status, 200);
+    await bringBackKasB();
+  });
+
+  it('malformed: a kept file of the wrong shape is refused, and the replica starts as cold', async () => {
+    const kept = tb.state().controlPlane?.warmStartFile ?? '';
+    const malformed = { format: 1, savedAt: 1, model: { now: 1, apiservers: [{}], localOnly: [] }, draining: [] };
+    await restartTogether(() => writeFileSync(kept, JSON.stringify(malformed)));
+    const log = readFileSync(join(tb.state().logs, 'mvproxy.log'), 'utf8');
+    assert.match(log, /warm-start file unusable/);
+    assert.equal((await api('GET', CONFIGMAPS)).status, 200);
+    assert.equal((await api('GET', SVM_LIST)).status, 404);
     await bringBackKasB();
   });
 
