@@ -42,12 +42,12 @@ const FIXED_FILES: SidecarFiles = {
 export const DEFAULT_SETTINGS: TranslatorSettings = sidecarSettings(6443, FIXED_FILES);
 const MODULE = DEFAULT_SETTINGS.identityFilter.module;
 
-/** The plan the shared parts are taken from: sidecar a with one peer, b, and no routes. */
+/** The plan the shared parts are taken from: sidecar a with one peer, b, that batch/v1 jobs goes to. */
 const BASELINE_PLAN: SidecarPlan = {
   node: 'a',
   local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
   peers: [{ name: 'b', address: { host: '10.0.0.2', port: 6443 } }],
-  routes: [],
+  routes: [{ group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b'] } }],
   groupDocuments: [],
 };
 

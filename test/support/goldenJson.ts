@@ -10,8 +10,15 @@ const BASE64_PREFIX = '<bytes base64 ';
 /** Plain JSON data, as golden files hold it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/** Object keys in golden files: `name` first (what a resource or route is), then the others sorted. */
+function byKey(a: string, b: string): number {
+  if (a === b) return 0;
+  if (a === 'name' || b === 'name') return a === 'name' ? -1 : 1;
+  return a < b ? -1 : 1;
+}
+
 /**
- * `value` as plain JSON data: object keys sorted, undefined fields dropped,
+ * `value` as plain JSON data: object keys sorted (`name` first), undefined fields dropped,
  * the identity filter module as MODULE_PLACEHOLDER, other bytes as base64.
  * Anything else JSON cannot carry faithfully fails.
  */
@@ -27,7 +34,7 @@ export function canonical(value: unknown, module: Uint8Array, path: string): Jso
   if (Array.isArray(value)) return value.map((item, i) => canonical(item, module, `${path}[${i}]`));
   assert.ok(typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype, `${path}: ${typeof value} is not plain data`);
   const sorted: Record<string, Json> = {};
-  for (const key of Object.keys(value).sort()) {
+  for (const key of Object.keys(value).sort(byKey)) {
     const field = (value as Record<string, unknown>)[key];
     if (field !== undefined) sorted[key] = canonical(field, module, `${path}.${key}`);
   }
@@ -52,8 +59,8 @@ export function withBytes(value: Json, module: Uint8Array, files: ReadonlyMap<st
   return value;
 }
 
-/** Lines are at most this long where an object or array fits on one. */
-const LINE_WIDTH = 120;
+/** Lines are at most this long where an object or array fits on one (Biome's width for code). */
+const LINE_WIDTH = 160;
 
 /** The text of a golden file: `value` formatted (formatJson) and a final newline. */
 export function jsonText(value: Json): string {
@@ -62,7 +69,9 @@ export function jsonText(value: Json): string {
 
 /**
  * JSON text of canonical data, two-space indent; an object or array that fits
- * on its line (LINE_WIDTH) is written on it, `{"key": value, ...}`.
+ * on its line (LINE_WIDTH) is written on it, `{"key": value, ...}`; one that
+ * does not but has a single member opens and closes on its member's lines,
+ * `{"key": {` ... `}}`.
  */
 function formatJson(value: Json, indent: string, prefixLength: number): string {
   const oneLine = formatJsonOneLine(value);
@@ -70,6 +79,11 @@ function formatJson(value: Json, indent: string, prefixLength: number): string {
   const entries: Array<[string, Json]> = Array.isArray(value) ? value.map((item) => ['', item]) : Object.entries(value);
   const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
   const key = (name: string): string => (Array.isArray(value) ? '' : `${JSON.stringify(name)}: `);
+  const [only] = entries;
+  if (entries.length === 1 && only !== undefined && only[1] !== null && typeof only[1] === 'object') {
+    const opening = `${open}${key(only[0])}`;
+    return `${opening}${formatJson(only[1], indent, prefixLength + opening.length)}${close}`;
+  }
   const inner = `${indent}  `;
   const lines = entries.map(([name, item]) => `${inner}${key(name)}${formatJson(item, inner, key(name).length)}`);
   return `${open}\n${lines.join(',\n')}\n${indent}${close}`;

@@ -8,7 +8,7 @@
 // A part replaces only what is exactly equal to it: a route, cluster or
 // listener that differs in anything is written out, so no difference hides.
 // The parts' values are taken from the baseline translation (SHARED_BASELINE:
-// a sidecar with one peer and no routes, default settings), so an intended
+// a sidecar with one peer and one route to it, default settings), so an intended
 // change to them shows once, in _shared/, rather than in every case.
 import assert from 'node:assert/strict';
 import { isObject, type Json } from './goldenJson.js';
@@ -101,6 +101,13 @@ export const SHARED_PARTS: readonly SharedPart[] = [
     type: 'routes',
     kind: 'value',
     pick: (b) => field(named(routes(b), 'local'), 'typed_per_filter_config'),
+  },
+  {
+    name: 'peer-proxied-header',
+    what: 'every route to peers marks the request x-kubernetes-peer-proxied: true, so the peer serves it itself (proxied-once)',
+    type: 'routes',
+    kind: 'value',
+    pick: (b) => field(named(routes(b), 'reroute batch/v1, Resource=jobs'), 'request_headers_to_add'),
   },
   {
     name: 'long-running-path',
