@@ -69,7 +69,7 @@ function assertNoDifferences(what: string, differences: Array<string | undefined
   if (found.length === 0) return;
   assert.fail(
     `${what}:\n${found.join('\n')}\n` +
-      `if the change is intended, regenerate every golden file with \`${REGENERATE}\` and review \`git diff ${shown(GOLDEN_DIR)}\``,
+      `if the change is intended, regenerate every golden file with \`${REGENERATE}\` (it writes missing and stale ones) and review \`git diff ${shown(GOLDEN_DIR)}\``,
   );
 }
 
@@ -163,7 +163,11 @@ describe('translator golden cases (test/golden/translator)', () => {
       const sharedOnDisk = goldenSharedValues();
       for (const type of RESOURCE_TYPES) {
         const file = join(goldenCase.dir, `${type}.json`);
-        assert.deepEqual(withoutReferences(readGolden(file), sharedOnDisk), actual[type], `${shown(file)} with ${shown(SHARED_DIR)} is the translator's output`);
+        assert.deepEqual(
+          withoutReferences(readGolden(file), sharedOnDisk),
+          actual[type],
+          `${shown(file)} with ${shown(SHARED_DIR)} is the translator's output`,
+        );
       }
       const result = await verdict;
       assert.ok(result.ok, `golden case "${name}": Envoy refuses its resources:\n${result.output}`);
@@ -192,4 +196,3 @@ describe('translator golden cases (test/golden/translator)', () => {
     assert.deepEqual(stray.map(shown), [], `files no case writes; remove them with \`${REGENERATE}\``);
   });
 });
-
