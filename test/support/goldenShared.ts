@@ -7,7 +7,7 @@
 // element "<shared ...NAME>" stands for the elements of part NAME, spliced in.
 // A part replaces only what is exactly equal to it: a route, cluster or
 // listener that differs in anything is written out, so no difference hides.
-// The parts' values are taken from the baseline translation (SHARED_BASELINE:
+// The parts' values are taken from the baseline translation (BASELINE_PLAN in goldenCases.ts:
 // a sidecar with one peer and one route to it, default settings), so an intended
 // change to them shows once, in _shared/, rather than in every case.
 import assert from 'node:assert/strict';
