@@ -307,7 +307,7 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
     t.diagnostic(`inside the pause: ${inPause.requests} requests, watch events ${inPause.events.join(' and ')}; while dead: ${whileDead} requests`);
     // The load keeps flowing through each window, so "nothing failed" covers it (a stalled load would pass vacuously).
     assert.ok(inPause.requests >= 200, `requests inside the 30 s pause: ${inPause.requests}`);
-    inPause.events.forEach((n, i) => assert.ok(n >= 20, `watch events through ${sidecars[i]} inside the pause: ${n}`));
+    for (const [i, n] of inPause.events.entries()) assert.ok(n >= 20, `watch events through ${sidecars[i]} inside the pause: ${n}`);
     assert.ok(whileDead >= 10, `requests while the control plane was dead: ${whileDead}`);
     seen.forEach((names, i) => {
       assert.deepEqual(
