@@ -3,7 +3,7 @@
 // and JSON.stringify quotes every path and token correctly.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../util/atomicWrite.js';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 
 export type KubeconfigUser = { certFile: string; keyFile: string } | { token: string };
 
@@ -46,5 +46,5 @@ export function kubeconfigYaml(opts: KubeconfigOptions): string {
 /** Write the kubeconfig with mode 0600 (it may hold a bearer token), atomically. */
 export async function writeKubeconfig(file: string, opts: KubeconfigOptions): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, kubeconfigYaml(opts), { mode: 0o600 });
+  writeFileAtomicSync(file, kubeconfigYaml(opts), { mode: 0o600 });
 }
