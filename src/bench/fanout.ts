@@ -27,6 +27,7 @@ import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './ads
 import { percentile } from './load.js';
 import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
+import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
 
 export interface FanoutOptions {
   nodes: number;
@@ -39,8 +40,6 @@ export interface FanoutOptions {
 const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2', 'kas-c': 'v1.37.2' } as const;
 const RESTARTED = 'kas-c';
 const GROUP = 'storagemigration.k8s.io';
-const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
-const MERGED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 /** Nothing received for this long after the last response: the change has settled. */
 const QUIET_MS = 3000;
 /** Bounds on waits that would otherwise hang a broken run (not figures). */
@@ -227,7 +226,10 @@ async function timeChange(
   const deadline = performance.now() + SETTLE_CAP_MS;
   while (t0 === 0) {
     if (performance.now() > deadline) throw new Error(`${RESTARTED} did not come back with the change`);
-    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', NOPEER_ACCEPT)]).catch(() => [undefined, undefined]);
+    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', AGGREGATED_DISCOVERY_NOPEER_JSON)]).catch(() => [
+      undefined,
+      undefined,
+    ]);
     if (ready?.status === 200 && discovery?.status === 200) {
       const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === GROUP);
       if (serves !== resourceOff) {
@@ -328,7 +330,7 @@ async function createCrds(state: SandboxState, token: string, count: number): Pr
   }
   const deadline = performance.now() + SETTLE_CAP_MS;
   for (;;) {
-    const res = await request(a.sidecar, 'GET', '/apis', MERGED_ACCEPT).catch(() => undefined);
+    const res = await request(a.sidecar, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
     if (res?.status === 200 && res.body.includes(`"${group(count - 1)}"`)) return;
     if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${group(count - 1)}`);
     await sleep(500);

@@ -11,6 +11,10 @@ import type {
   APIVersionDiscovery,
   GroupVersionKind,
 } from '../model/discovery.js';
+import {
+  AGGREGATED_DISCOVERY_JSON as AGGREGATED_JSON_CONTENT_TYPE,
+  AGGREGATED_DISCOVERY_PROTOBUF as AGGREGATED_PROTOBUF_CONTENT_TYPE,
+} from '../model/discovery.js';
 import { compareStrings } from '../util/order.js';
 import { kubernetesProtoTypes } from './protos.js';
 
@@ -22,10 +26,6 @@ export interface RenderedDocument {
   /** Quoted, as sent in the ETag header. */
   etag: string;
 }
-
-const AGGREGATED_PARAMS = 'g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-const AGGREGATED_JSON_CONTENT_TYPE = `application/json;${AGGREGATED_PARAMS}`;
-const AGGREGATED_PROTOBUF_CONTENT_TYPE = `application/vnd.kubernetes.protobuf;${AGGREGATED_PARAMS}`;
 
 /** Every protobuf response body starts with these 4 bytes ("k8s" and a NUL). */
 const PROTOBUF_MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);

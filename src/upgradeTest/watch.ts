@@ -4,7 +4,8 @@
 // bookmarks) through another entry point, as client-go's reflector does.
 import type { Balancer } from './balancer.js';
 import type { ClientKind, RequestRecord, ResourceKey, WatchEventRecord } from './observations.js';
-import { AGGREGATED_ACCEPT, collectionPath, discoveryGroups } from './objects.js';
+import { collectionPath, discoveryGroups } from './objects.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 
 interface WatchLine {
   type?: string;
@@ -139,7 +140,7 @@ export function discoveryLoop(balancer: Balancer, now: () => number, records: Re
       for (const path of ['/api', '/apis'] as const) {
         const entry = balancer.pick();
         const t0 = now();
-        const answer = await balancer.send(entry, kind, 'GET', path, undefined, { accept: AGGREGATED_ACCEPT });
+        const answer = await balancer.send(entry, kind, 'GET', path, undefined, { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
         const record: RequestRecord = {
           t0,
           t1: now(),

@@ -12,10 +12,11 @@ import { dashboardQueries, evaluableExpr } from '../../src/dashboard/grafana.js'
 import type { JsonValue } from '../../src/xds/bootstrap.js';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { sandboxScrapeTargets, TestPrometheus } from '../support/prometheus.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const DASHBOARD = new URL('../../../deploy/grafana/mvproxy-dashboard.json', import.meta.url);
 const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const MERGED_DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const MERGED_DISCOVERY_ACCEPT = AGGREGATED_DISCOVERY_JSON;
 /** What Grafana's $__rate_interval becomes here: long enough to span the whole load with 1 s scrapes. */
 const WINDOW = '2m';
 

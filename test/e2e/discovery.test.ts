@@ -13,8 +13,9 @@ import {
   freshKubectlCacheDir,
   type TestSandbox,
 } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 
-const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+const AGGREGATED_ACCEPT = AGGREGATED_DISCOVERY_JSON_ACCEPT;
 
 interface DiscoveryDoc {
   items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
@@ -90,7 +91,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
 
   it('a client asking for protobuf gets the merged document as protobuf, with the same ETag as JSON', async () => {
     const protobuf = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', {
-      accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json',
+      accept: `${AGGREGATED_DISCOVERY_PROTOBUF},application/json`,
     });
     assert.equal(protobuf.status, 200);
     assert.match(String(protobuf.headers['content-type']), /^application\/vnd\.kubernetes\.protobuf;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);

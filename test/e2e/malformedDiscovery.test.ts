@@ -28,10 +28,11 @@ import {
   AGGREGATED_DISCOVERY_NOPEER_ACCEPT,
   type TestSandbox,
 } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_AS, AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const GROUP = 'widgets.example.com';
 const SVM_PATH = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const AGGREGATED_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const AGGREGATED_CONTENT_TYPE = AGGREGATED_DISCOVERY_JSON;
 const AGGREGATED_ACCEPT = `${AGGREGATED_CONTENT_TYPE},application/json`;
 
 /** What the extension server lists: one good resource, and three malformed entries next to it. */
@@ -85,7 +86,7 @@ function startExtensionServer(cert: string, key: string): Promise<Server> {
       res.writeHead(status, { 'content-type': contentType });
       res.end(JSON.stringify(body));
     };
-    if (path === '/apis' && (req.headers.accept ?? '').includes('as=APIGroupDiscoveryList')) return json(200, EXTENSION_DISCOVERY, AGGREGATED_CONTENT_TYPE);
+    if (path === '/apis' && (req.headers.accept ?? '').includes(AGGREGATED_DISCOVERY_AS)) return json(200, EXTENSION_DISCOVERY, AGGREGATED_CONTENT_TYPE);
     if (path === `/apis/${GROUP}/v1`) return json(200, RESOURCE_LIST);
     if (/^\/apis\/widgets\.example\.com\/v1\/(namespaces\/[^/]+\/)?widgets$/.test(path ?? '')) {
       return json(200, { kind: 'WidgetList', apiVersion: `${GROUP}/v1`, metadata: {}, items: [] });

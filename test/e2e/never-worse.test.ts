@@ -13,8 +13,9 @@ import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState, SandboxState } from '../../src/sandbox/state.js';
 import { loadX509, toPem, newKeyPair, randomSerial, EC_SIGN_ALG, type IssuedCert } from '../../src/sandbox/x509.js';
 import { freshKubectlCacheDir, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
-const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+const AGGREGATED = AGGREGATED_DISCOVERY_JSON_ACCEPT;
 const NAMESPACE = 'default';
 /** Served by v1.37.2 only: kas-a's sidecar reroutes it, and merges it into kas-a's discovery. */
 const PEER_ONLY_GROUP = 'storagemigration.k8s.io';

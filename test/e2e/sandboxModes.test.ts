@@ -4,9 +4,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SandboxApiserverState } from '../../src/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const SVM_LIST = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const AGGREGATED_ACCEPT = AGGREGATED_DISCOVERY_JSON;
 
 function withSandbox(mode: 'upstream' | 'none'): { tb: () => TestSandbox; old: () => SandboxApiserverState } {
   let tb: TestSandbox | undefined;

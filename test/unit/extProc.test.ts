@@ -15,9 +15,10 @@ import { createMetrics, type Metrics } from '../../src/metrics.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const NODE = 'apiserver-a';
-const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const AGGREGATED = AGGREGATED_DISCOVERY_JSON;
 /** Stream metadata of the route selecting `/apis` (aggregated), and of the others. */
 const GROUPS = { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'group-discovery' };
 const CORE = { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'core-discovery' };
