@@ -27,6 +27,7 @@ import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './ads
 import { percentile } from './load.js';
 import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
+import { processCpuTicks, statusKb, USER_HZ } from './procStat.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
 
 export interface FanoutOptions {
@@ -353,16 +354,13 @@ function crd(group: string, i: number): unknown {
 
 /** User plus system CPU time of a process, ms. */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // utime and stime are fields 14 and 15 of /proc/PID/stat, in clock ticks (100 per second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return processCpuTicks(pid) * (1000 / USER_HZ);
 }
 
 /** VmHWM and VmRSS of a process, MB. */
 function procStatus(pid: number): { VmHWM: number; VmRSS: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-  return { VmHWM: Math.round(kb('VmHWM') / 1024), VmRSS: Math.round(kb('VmRSS') / 1024) };
+  return { VmHWM: Math.round(statusKb(text, 'VmHWM') / 1024), VmRSS: Math.round(statusKb(text, 'VmRSS') / 1024) };
 }
 
 function sleep(ms: number): Promise<void> {
