@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDebianPackage } from '../install/debianPackages.js';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
@@ -289,7 +290,7 @@ async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
       if (performance.now() - started > SETTLE_LIMIT_MS) {
         throw new Error(`${name}: ${res.status} ${mustMention ? `(must list ${mustMention}) ` : ''}${res.body.slice(0, 300)}`);
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
     checks[name] = `${mustMention ? `200, lists ${mustMention}` : '200'} (after ${Math.round(performance.now() - started)} ms)`;
   }

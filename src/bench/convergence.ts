@@ -9,6 +9,7 @@ import type { Sandbox } from '../sandbox/sandbox.js';
 import { httpsRequest } from '../util/https.js';
 import { percentile } from './load.js';
 import { AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const POLL_MS = 10;
 
@@ -174,8 +175,4 @@ export async function measureConvergence(
     }
   }
   return Object.fromEntries([...byMode].map(([mode, samples]) => [mode, convergenceFigures(samples)]));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
@@ -361,8 +362,4 @@ function cpuMs(pid: number): number {
 function procStatus(pid: number): { VmHWM: number; VmRSS: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   return { VmHWM: Math.round(statusKb(text, 'VmHWM') / 1024), VmRSS: Math.round(statusKb(text, 'VmRSS') / 1024) };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

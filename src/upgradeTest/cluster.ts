@@ -8,6 +8,7 @@ import type { Credentials, Entry } from './balancer.js';
 import { CRD_GROUP, GEN_ANNOTATION, TEST_NAMESPACE, type ResourceKey, type Snapshot } from './observations.js';
 import { collectionPath, discoveryGroups, widgetCrd } from './objects.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export class ClusterReader {
   constructor(private readonly sandbox: Sandbox) {}
@@ -47,7 +48,7 @@ export class ClusterReader {
         );
         if (list?.status === 200 && apis?.status === 200 && discoveryGroups(apis.body)?.includes(CRD_GROUP)) break;
         if (Date.now() > deadline) throw new Error(`setup: ${entry.name} does not serve ${CRD_GROUP} after 60 s`);
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
   }
@@ -58,7 +59,7 @@ export class ClusterReader {
     for (const resource of resources) {
       let res: HttpResult | undefined;
       for (let attempt = 0; attempt < 20 && res?.status !== 200; attempt++) {
-        if (attempt > 0) await new Promise((r) => setTimeout(r, 500));
+        if (attempt > 0) await sleep(500);
         res = await this.direct('GET', collectionPath(resource)).catch(() => undefined);
       }
       if (res?.status !== 200) throw new Error(`check: cannot list ${resource}: ${res?.status} ${res?.body.slice(0, 300)}`);
