@@ -10,29 +10,20 @@ import { discoveryResponse, mergeDiscovery } from '../../src/discovery/index.js'
 import { APPS, BATCH, CRD_GROUP, NOW, apiserver, discovery, isReply, model } from '../support/discoveryFixtures.js';
 
 describe('groupVersionOfIndexPath', () => {
-  test('reads the group-version of api/{version} (the core group) and apis/{group}/{version}', () => {
-    assert.deepEqual(groupVersionOfIndexPath('api/v1'), { group: '', version: 'v1' });
-    assert.deepEqual(groupVersionOfIndexPath('apis/batch/v1'), { group: 'batch', version: 'v1' });
-    // Names are read as written: routableOpenApiIndex judges them.
-    assert.deepEqual(groupVersionOfIndexPath('apis/Bad_Group/V1'), { group: 'Bad_Group', version: 'V1' });
-  });
-
-  test('other keys, and keys with an empty name, name no group-version', () => {
-    for (const key of [
-      'version',
-      'apis/batch',
-      'api',
-      'api/',
-      'apis//v1',
-      'apis/batch/',
-      'api/v1/x',
-      'apis/batch/v1/',
-      '/api/v1',
-      '.well-known/openid-configuration',
-    ]) {
-      assert.equal(groupVersionOfIndexPath(key), undefined, key);
-    }
-  });
+  // Names are read as written (routableOpenApiIndex judges them); a key of another shape, or with an empty name, names none.
+  const cases: Array<[string, { group: string; version: string } | undefined]> = [
+    ['api/v1', { group: '', version: 'v1' }],
+    ['apis/batch/v1', { group: 'batch', version: 'v1' }],
+    ['apis/Bad_Group/V1', { group: 'Bad_Group', version: 'V1' }],
+    ...['version', 'apis/batch', 'api', 'api/', 'apis//v1', 'apis/batch/', 'api/v1/x', 'apis/batch/v1/', '/api/v1', '.well-known/openid-configuration'].map(
+      (key): [string, undefined] => [key, undefined],
+    ),
+  ];
+  for (const [key, expected] of cases) {
+    test(`${key}: ${expected === undefined ? 'no group-version' : `${expected.group}/${expected.version}`}`, () => {
+      assert.deepEqual(groupVersionOfIndexPath(key), expected);
+    });
+  }
 
   test('an entry with an empty name is dropped as a malformed group-version, not kept as another key', () => {
     const { index, dropped } = routableOpenApiIndex({
