@@ -15,8 +15,6 @@ import {
 } from '../support/sandbox.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 
-const AGGREGATED_ACCEPT = AGGREGATED_DISCOVERY_JSON_ACCEPT;
-
 interface DiscoveryDoc {
   items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
 }
@@ -69,7 +67,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   it('TestPeerAggregatedDiscovery: the merged document on both sidecars shows apps and batch', async () => {
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(async () => {
-        const groups = groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT }));
+        const groups = groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT }));
         assert.ok(groups.includes('apps') && groups.includes('batch'), `${server}: ${groups.join(',')}`);
       }, 60_000);
     }
@@ -81,11 +79,14 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   });
 
   it('the merged document has the same ETag whichever sidecar answers, with Vary: Accept and 304 on If-None-Match', async () => {
-    const [a, b] = await Promise.all(['kas-a', 'kas-b'].map((s) => as('admin', s, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })));
+    const [a, b] = await Promise.all(['kas-a', 'kas-b'].map((s) => as('admin', s, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })));
     assert.ok(a?.headers['etag'], 'ETag');
     assert.equal(a?.headers['etag'], b?.headers['etag']);
     assert.match(String(a?.headers['vary']), /accept/i);
-    const again = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT, 'if-none-match': String(a?.headers['etag']) });
+    const again = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', {
+      accept: AGGREGATED_DISCOVERY_JSON_ACCEPT,
+      'if-none-match': String(a?.headers['etag']),
+    });
     assert.equal(again.status, 304);
   });
 
@@ -97,7 +98,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     assert.match(String(protobuf.headers['content-type']), /^application\/vnd\.kubernetes\.protobuf;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
     assert.ok(protobuf.body.startsWith('k8s\u0000'), 'Kubernetes protobuf envelope');
     assert.ok(protobuf.body.includes('batch') && protobuf.body.includes('apps'));
-    const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.equal(protobuf.headers['etag'], json.headers['etag']);
   });
 
@@ -106,28 +107,34 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     const res = await httpsRequest(
       `${apiserverNamed(s, 'kas-a').sidecar}/apis`,
       { ca: s.ca },
-      { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } },
+      { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT, authorization: 'Bearer made-up' } },
     );
     assert.equal(res.status, 401);
   });
 
   it('TestPeerAggregatedDiscoveryWithCRD: a CRD created on A appears in both merged documents, changes the ETag, and disappears after deletion', async () => {
-    const before = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const before = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     const created = await as('admin', 'kas-a', 'direct')('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {}, crd);
     assert.equal(created.status, 201, created.body);
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(
-        async () => assert.ok(groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        async () =>
+          assert.ok(
+            groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })).includes('mvproxy.example.com'),
+          ),
         60_000,
       );
     }
-    const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.notEqual(after.headers['etag'], before.headers['etag']);
     const deleted = await as('admin', 'kas-a', 'direct')('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
     assert.equal(deleted.status, 200, deleted.body);
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(
-        async () => assert.ok(!groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        async () =>
+          assert.ok(
+            !groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })).includes('mvproxy.example.com'),
+          ),
         60_000,
       );
     }

@@ -22,7 +22,6 @@ export interface OracleCase {
 
 const SVM = '/apis/storagemigration.k8s.io/v1';
 const UPGRADE = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
-const AGGREGATED = AGGREGATED_DISCOVERY_JSON_ACCEPT;
 
 /** [path, why] or [path, why, method/headers]. */
 type Row = [string, string] | [string, string, Partial<Pick<OracleCase, 'method' | 'headers'>>];
@@ -167,9 +166,9 @@ const TABLE: Row[] = [
   ['/api', 'core discovery'],
   ['/api/', 'core discovery, trailing slash'],
   ['/apis', 'group discovery'],
-  ['/apis', 'aggregated group discovery (merged)', { headers: { accept: AGGREGATED } }],
-  ['/apis/', 'group discovery, trailing slash', { headers: { accept: AGGREGATED } }],
-  ['/apis%2F', 'group discovery, encoded trailing slash', { headers: { accept: AGGREGATED } }],
+  ['/apis', 'aggregated group discovery (merged)', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
+  ['/apis/', 'group discovery, trailing slash', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
+  ['/apis%2F', 'group discovery, encoded trailing slash', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
   ['/api/v1', 'core group-version discovery'],
   ['/apis/storagemigration.k8s.io', 'a peer-only group document'],
   [SVM, 'a peer-only group-version document'],
