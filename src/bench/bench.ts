@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDebianPackage } from '../install/debianPackages.js';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
@@ -19,6 +20,7 @@ import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
 import { compareAlternately, type LoadTarget, type Side } from './load.js';
 import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
 import { summarize } from './summary.js';
+import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../model/discovery.js';
 
 export interface BenchOptions {
   rounds: number;
@@ -39,8 +41,6 @@ const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2' } as const;
 const SVM_GROUP = 'storagemigration.k8s.io';
 const SVM_LIST = `/apis/${SVM_GROUP}/v1/storageversionmigrations`;
 const CM_PATH = '/api/v1/namespaces/default/configmaps/bench';
-const DISCOVERY_JSON = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-const DISCOVERY_PROTOBUF = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const H2LOAD_WARMUP_MS = 300;
 /** How long both sandboxes may take after start to answer every side right. */
 const SETTLE_LIMIT_MS = 180_000;
@@ -190,8 +190,8 @@ async function measureAll(
   const reroutedList = await measureSides('a rerouted LIST', three(SVM_LIST, mv.b), 'mvproxy', cfg);
   const localGet = await measureSides('a locally served GET', three(CM_PATH, mv.a), 'mvproxy', cfg);
   // Direct kas-a answers its own, unmerged document: the floor, not the same answer.
-  const apisJson = await measureSides('merged /apis (JSON)', three('/apis', mv.a, DISCOVERY_JSON), 'mvproxy', cfg);
-  const apisProtobuf = await measureSides('merged /apis (protobuf)', three('/apis', mv.a, DISCOVERY_PROTOBUF), 'mvproxy', cfg);
+  const apisJson = await measureSides('merged /apis (JSON)', three('/apis', mv.a, AGGREGATED_DISCOVERY_JSON), 'mvproxy', cfg);
+  const apisProtobuf = await measureSides('merged /apis (protobuf)', three('/apis', mv.a, AGGREGATED_DISCOVERY_PROTOBUF), 'mvproxy', cfg);
 
   opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
   const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
@@ -281,7 +281,7 @@ async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
   const started = performance.now();
   for (const [name, bed, base, path, mustMention] of cases) {
     for (;;) {
-      const res = await api(bed, base, 'GET', path, { accept: path === '/apis' ? DISCOVERY_JSON : 'application/json' }).catch((err: unknown) => ({
+      const res = await api(bed, base, 'GET', path, { accept: path === '/apis' ? AGGREGATED_DISCOVERY_JSON : 'application/json' }).catch((err: unknown) => ({
         status: 0,
         body: String(err),
       }));
@@ -290,7 +290,7 @@ async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
       if (performance.now() - started > SETTLE_LIMIT_MS) {
         throw new Error(`${name}: ${res.status} ${mustMention ? `(must list ${mustMention}) ` : ''}${res.body.slice(0, 300)}`);
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
     checks[name] = `${mustMention ? `200, lists ${mustMention}` : '200'} (after ${Math.round(performance.now() - started)} ms)`;
   }

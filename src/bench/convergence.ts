@@ -8,8 +8,9 @@
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { httpsRequest } from '../util/https.js';
 import { percentile } from './load.js';
+import { AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
 const POLL_MS = 10;
 
 export interface ConvergenceTarget {
@@ -65,7 +66,7 @@ export async function convergenceSample(
   let readyAt = 0;
   for (;;) {
     try {
-      const [ready, discovery] = await Promise.all([get(`${restarted.direct}/readyz`), get(`${restarted.direct}/apis`, NOPEER_ACCEPT)]);
+      const [ready, discovery] = await Promise.all([get(`${restarted.direct}/readyz`), get(`${restarted.direct}/apis`, AGGREGATED_DISCOVERY_NOPEER_JSON)]);
       if (ready.status === 200 && discovery.status === 200) {
         const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === change.group);
         if (serves !== resourceOff) {
@@ -174,8 +175,4 @@ export async function measureConvergence(
     }
   }
   return Object.fromEntries([...byMode].map(([mode, samples]) => [mode, convergenceFigures(samples)]));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

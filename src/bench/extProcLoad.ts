@@ -13,6 +13,7 @@ import { silentLogger } from '../util/log.js';
 import { envoyGrpc } from '../xds/protos.js';
 import type { ProcessingRequest } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import { percentile } from './load.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 
 export interface ExtProcLoadResult {
   callsPerSecond: number;
@@ -46,7 +47,7 @@ export async function loadExtProc(concurrency: number, durationMs: number): Prom
     request_headers: headers([
       [':method', 'GET'],
       [':path', '/apis'],
-      ['accept', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json'],
+      ['accept', AGGREGATED_DISCOVERY_JSON_ACCEPT],
     ]),
   };
   const responseHeaders: ProcessingRequest = { response_headers: headers([[':status', '200']]) };

@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
@@ -27,6 +28,8 @@ import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './ads
 import { percentile } from './load.js';
 import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
+import { processCpuTicks, statusKb, USER_HZ } from './procStat.js';
+import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
 
 export interface FanoutOptions {
   nodes: number;
@@ -39,8 +42,6 @@ export interface FanoutOptions {
 const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2', 'kas-c': 'v1.37.2' } as const;
 const RESTARTED = 'kas-c';
 const GROUP = 'storagemigration.k8s.io';
-const NOPEER_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
-const MERGED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 /** Nothing received for this long after the last response: the change has settled. */
 const QUIET_MS = 3000;
 /** Bounds on waits that would otherwise hang a broken run (not figures). */
@@ -227,7 +228,10 @@ async function timeChange(
   const deadline = performance.now() + SETTLE_CAP_MS;
   while (t0 === 0) {
     if (performance.now() > deadline) throw new Error(`${RESTARTED} did not come back with the change`);
-    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', NOPEER_ACCEPT)]).catch(() => [undefined, undefined]);
+    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', AGGREGATED_DISCOVERY_NOPEER_JSON)]).catch(() => [
+      undefined,
+      undefined,
+    ]);
     if (ready?.status === 200 && discovery?.status === 200) {
       const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === GROUP);
       if (serves !== resourceOff) {
@@ -328,7 +332,7 @@ async function createCrds(state: SandboxState, token: string, count: number): Pr
   }
   const deadline = performance.now() + SETTLE_CAP_MS;
   for (;;) {
-    const res = await request(a.sidecar, 'GET', '/apis', MERGED_ACCEPT).catch(() => undefined);
+    const res = await request(a.sidecar, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
     if (res?.status === 200 && res.body.includes(`"${group(count - 1)}"`)) return;
     if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${group(count - 1)}`);
     await sleep(500);
@@ -351,18 +355,11 @@ function crd(group: string, i: number): unknown {
 
 /** User plus system CPU time of a process, ms. */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // utime and stime are fields 14 and 15 of /proc/PID/stat, in clock ticks (100 per second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return processCpuTicks(pid) * (1000 / USER_HZ);
 }
 
 /** VmHWM and VmRSS of a process, MB. */
 function procStatus(pid: number): { VmHWM: number; VmRSS: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-  return { VmHWM: Math.round(kb('VmHWM') / 1024), VmRSS: Math.round(kb('VmRSS') / 1024) };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return { VmHWM: Math.round(statusKb(text, 'VmHWM') / 1024), VmRSS: Math.round(statusKb(text, 'VmRSS') / 1024) };
 }

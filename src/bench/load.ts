@@ -3,8 +3,8 @@
 // generator below (keep-alive HTTP/1.1 connections, each worker sending the
 // next request when the previous one ends; used at one request in flight,
 // where it is idle) or h2load (h2load.ts, for throughput).
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { processCpuSeconds } from './procStat.js';
 
 export interface LoadTarget {
   url: string;
@@ -117,18 +117,6 @@ export interface Comparison {
   sides: Record<string, LatencySummary>;
   /** Each round on its own: how far the figures move between rounds shows the machine's noise. */
   rounds: Array<Record<string, LatencySummary>>;
-}
-
-/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
-const USER_HZ = 100;
-
-/** User plus system CPU seconds a process has used so far (Linux /proc). */
-export function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name is in parentheses and may contain spaces: count fields after it.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
-  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
 export interface CompareOptions {

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { adminGrpc, connectionText } from '../servers/admin.js';
 import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
@@ -170,7 +171,7 @@ export async function waitInSync(client: AdminClient, timeoutMs: number): Promis
       );
       throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 

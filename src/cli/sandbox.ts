@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
 import { SANDBOX_MODES, type SandboxMode } from '../sandbox/options.js';
@@ -168,7 +169,7 @@ async function upDetached(args: string[], dir: string, statePath: string): Promi
       return 0;
     }
     if (exited) throw new Error(`sandbox failed to start:\n${tailOfFile(logFile, 30)}`);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
 }
 
@@ -176,6 +177,6 @@ async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (processAlive(pid)) {
     if (Date.now() > deadline) throw new Error(`sandbox process ${pid} did not exit within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }

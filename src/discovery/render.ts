@@ -3,7 +3,11 @@
 // with an ETag that is a hash of the JSON document: the same content gives
 // the same ETag on every sidecar, and any change gives a new one.
 import { createHash } from 'node:crypto';
-import type { APIGroupDiscoveryList } from '../model/discovery.js';
+import {
+  AGGREGATED_DISCOVERY_JSON as AGGREGATED_JSON_CONTENT_TYPE,
+  AGGREGATED_DISCOVERY_PROTOBUF as AGGREGATED_PROTOBUF_CONTENT_TYPE,
+  type APIGroupDiscoveryList,
+} from '../model/discovery.js';
 import { goOrderedList } from './goJsonOrder.js';
 import { encodeAggregatedProtobuf } from './protobufEncode.js';
 
@@ -16,9 +20,6 @@ export interface RenderedDocument {
   etag: string;
 }
 
-const AGGREGATED_PARAMS = 'g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-const AGGREGATED_JSON_CONTENT_TYPE = `application/json;${AGGREGATED_PARAMS}`;
-const AGGREGATED_PROTOBUF_CONTENT_TYPE = `application/vnd.kubernetes.protobuf;${AGGREGATED_PARAMS}`;
 
 export function renderAggregated(list: APIGroupDiscoveryList, format: AggregatedFormat): RenderedDocument {
   return renderAggregatedCached(list, format).document;

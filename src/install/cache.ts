@@ -14,7 +14,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { tempOwnerPid, tempSiblingPath, writeFileAtomic } from '../util/atomicWrite.js';
+import { tempOwnerPid, tempSiblingPath, writeFileAtomicSync } from '../util/atomicWrite.js';
 import { processAlive } from '../util/process.js';
 
 export function resolveCacheRoot(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string {
@@ -120,7 +120,7 @@ export interface Marker {
 
 export async function writeMarker(file: string, marker: Marker): Promise<void> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, `${JSON.stringify(marker, null, 2)}\n`);
+  writeFileAtomicSync(file, `${JSON.stringify(marker, null, 2)}\n`);
 }
 
 /**
@@ -152,7 +152,7 @@ export async function writeIfChanged(file: string, content: string): Promise<voi
     // absent: write it
   }
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, content);
+  writeFileAtomicSync(file, content);
 }
 
 /**

@@ -3,6 +3,25 @@
 // wire form so a parsed document is usable as is.
 import type { OpenApiV3Index } from './openapi.js';
 
+// The media types of aggregated discovery, as kube-apiserver names them in
+// Accept and Content-Type: the parameters that name the document, on JSON or
+// protobuf, with `profile=nopeer` for an apiserver's own (unmerged) document.
+
+/** The media-type parameter that asks for aggregated discovery (which version: AGGREGATED_DISCOVERY_PARAMS). */
+export const AGGREGATED_DISCOVERY_AS = 'as=APIGroupDiscoveryList';
+/** The media-type parameters that name aggregated discovery v2. */
+export const AGGREGATED_DISCOVERY_PARAMS = `g=apidiscovery.k8s.io;v=v2;${AGGREGATED_DISCOVERY_AS}`;
+/** Aggregated discovery as JSON: the document's Content-Type, and an Accept for it alone. */
+export const AGGREGATED_DISCOVERY_JSON = `application/json;${AGGREGATED_DISCOVERY_PARAMS}`;
+/** Aggregated discovery as protobuf. */
+export const AGGREGATED_DISCOVERY_PROTOBUF = `application/vnd.kubernetes.protobuf;${AGGREGATED_DISCOVERY_PARAMS}`;
+/** The profile that asks a 1.36+ apiserver (upstream MVP on) for its local document. */
+export const NOPEER_PROFILE = 'profile=nopeer';
+/** The local (unmerged) aggregated document as JSON. */
+export const AGGREGATED_DISCOVERY_NOPEER_JSON = `${AGGREGATED_DISCOVERY_JSON};${NOPEER_PROFILE}`;
+/** The client-go Accept for aggregated discovery as JSON, falling back to the legacy documents. */
+export const AGGREGATED_DISCOVERY_JSON_ACCEPT = `${AGGREGATED_DISCOVERY_JSON},application/json`;
+
 export interface APISubresourceDiscovery {
   subresource: string;
   responseKind?: GroupVersionKind;

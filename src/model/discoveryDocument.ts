@@ -31,6 +31,7 @@ import type {
   DroppedDiscoveryEntry,
   GroupVersionKind,
 } from './discovery.js';
+import { isRecord } from '../util/json.js';
 
 const DISCOVERY_KIND = 'APIGroupDiscoveryList';
 const DISCOVERY_API_VERSION = 'apidiscovery.k8s.io/v2';
@@ -64,7 +65,7 @@ export function parseAggregatedDiscovery(body: unknown, dropped: DroppedDiscover
   }
   let metadata: Record<string, unknown> = {};
   if (root['metadata'] !== undefined && root['metadata'] !== null) {
-    if (isObject(root['metadata'])) metadata = root['metadata'];
+    if (isRecord(root['metadata'])) metadata = root['metadata'];
     else dropped.push({ document, path: '$.metadata', reason: `expected an object, got ${describe(root['metadata'])}; read as {}`, kind: 'malformed' });
   }
   const context: ParseContext = { document, dropped };
@@ -136,14 +137,14 @@ function goName(value: unknown): string | undefined {
 }
 
 function groupNameOf(item: unknown): string | undefined {
-  if (!isObject(item)) return undefined;
+  if (!isRecord(item)) return undefined;
   const meta = item['metadata'];
   if (meta === undefined || meta === null) return '';
-  return isObject(meta) ? goName(meta['name']) : undefined;
+  return isRecord(meta) ? goName(meta['name']) : undefined;
 }
 
 function fieldName(value: unknown, field: string): string | undefined {
-  return isObject(value) ? goName(value[field]) : undefined;
+  return isRecord(value) ? goName(value[field]) : undefined;
 }
 
 function parseGroup(value: unknown, path: string, context: ParseContext): APIGroupDiscovery {
@@ -248,12 +249,8 @@ function parseGvk(value: unknown, path: string): GroupVersionKind {
   return { ...gvk, group: field('group'), version: field('version'), kind: field('kind') };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function expectObject(value: unknown, path: string): Record<string, unknown> {
-  if (!isObject(value)) throw new DiscoveryShapeError(path, `expected an object, got ${describe(value)}`);
+  if (!isRecord(value)) throw new DiscoveryShapeError(path, `expected an object, got ${describe(value)}`);
   return value;
 }
 

@@ -92,15 +92,9 @@ export function routableOpenApiIndex(index: OpenApiV3Index): RoutableOpenApiInde
 
 /** Why a group-version entry cannot be taken from a peer; undefined when it can, or when the key names no group-version. */
 function groupVersionEntryProblem(key: string, url: string): string | undefined {
-  const segments = key.split('/');
-  let problem: string | undefined;
-  if (segments[0] === 'api' && segments.length === 2) {
-    problem = versionProblem(segments[1] as string);
-  } else if (segments[0] === 'apis' && segments.length === 3) {
-    problem = groupProblem(segments[1] as string) ?? versionProblem(segments[2] as string);
-  } else {
-    return undefined; // not a group-version document
-  }
+  const shape = indexKeyShape(key);
+  if (shape === undefined) return undefined; // not a group-version document
+  const problem = (shape.group === undefined ? undefined : groupProblem(shape.group)) ?? versionProblem(shape.version);
   if (problem !== undefined) return problem;
   const expected = `${OPENAPI_V3_PREFIX}${key}`;
   if (url !== expected && !url.startsWith(`${expected}?`)) {
@@ -125,10 +119,21 @@ function describe(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 80)}...` : text;
 }
 
+/**
+ * The names in an index key of a group-version document's shape: `api/{version}`
+ * (no group: the core group) or `apis/{group}/{version}`. Names are as
+ * written, possibly empty (judged by the callers).
+ */
+function indexKeyShape(key: string): { group?: string; version: string } | undefined {
+  const segments = key.split('/');
+  if (segments[0] === 'api' && segments.length === 2) return { version: segments[1] as string };
+  if (segments[0] === 'apis' && segments.length === 3) return { group: segments[1] as string, version: segments[2] as string };
+  return undefined;
+}
+
 /** The group-version an index key names (`api/v1` is the core group), if it names one. */
 export function groupVersionOfIndexPath(path: string): { group: string; version: string } | undefined {
-  const core = /^api\/([^/]+)$/.exec(path);
-  if (core) return { group: '', version: core[1] as string };
-  const named = /^apis\/([^/]+)\/([^/]+)$/.exec(path);
-  return named ? { group: named[1] as string, version: named[2] as string } : undefined;
+  const shape = indexKeyShape(path);
+  if (shape === undefined || shape.version === '' || shape.group === '') return undefined;
+  return { group: shape.group ?? '', version: shape.version };
 }

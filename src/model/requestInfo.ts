@@ -12,6 +12,7 @@
 // apiserver splits it into the same segments as the routes do: it decodes
 // every escape, `%2F` included, before splitting, and removes no dot segments
 // (docs/request-rules.md, "Reading a request").
+import { groupVersionOfIndexPath } from './openapi.js';
 
 /** Prefixes under which kube-apiserver serves resources; only `api` is groupless. */
 const API_PREFIXES: ReadonlySet<string> = new Set(['api', 'apis']);
@@ -80,11 +81,8 @@ export function mergedDocumentOf(rawPath: string): MergedDocument | undefined {
  */
 export function groupDocumentOf(rawPath: string): { group: string; version?: string } | undefined {
   const bare = stripQueryAndFragment(sidecarPath(rawPath));
-  const openapi = /^\/openapi\/v3(\/apis?\/.*)$/.exec(bare);
-  if (openapi) {
-    const document = groupDocumentOf(openapi[1] as string);
-    return document?.version !== undefined ? document : undefined;
-  }
+  const openapi = /^\/openapi\/v3\/(.*?)\/?$/.exec(bare);
+  if (openapi) return groupVersionOfIndexPath(openapi[1] as string);
   const apis = /^\/apis\/([^/]+)(?:\/([^/]+))?\/?$/.exec(bare);
   if (apis) return apis[2] === undefined ? { group: apis[1] as string } : { group: apis[1] as string, version: apis[2] };
   const core = /^\/api\/([^/]+)\/?$/.exec(bare);

@@ -1,5 +1,6 @@
 // metav1.Status, the body every Kubernetes error carries; mvproxy's own
 // answers (503s, 401s) use it so clients handle them like an apiserver's.
+import { isRecord } from '../util/json.js';
 
 export interface Status {
   kind: 'Status';
@@ -18,4 +19,19 @@ function failureStatus(code: number, reason: string, message: string): Status {
 /** The JSON a client gets when a request cannot be served now and should be retried. */
 export function serviceUnavailableJson(why: string): string {
   return JSON.stringify(failureStatus(503, 'ServiceUnavailable', `the server is currently unable to handle the request: ${why}`));
+}
+
+/**
+ * `: <message>` (its first 200 characters) of a metav1.Status body, for an
+ * error that names an HTTP status; empty when the body is not one (never the
+ * request's headers).
+ */
+export function statusMessageSuffix(body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (isRecord(parsed) && typeof parsed['message'] === 'string') return `: ${parsed['message'].slice(0, 200)}`;
+  } catch {
+    // not JSON: no detail
+  }
+  return '';
 }

@@ -3,7 +3,7 @@
 // and JSON.stringify quotes every path and token correctly.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../util/atomicWrite.js';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import type { SandboxPki } from './pki.js';
 import type { SandboxApiserverState } from './state.js';
 
@@ -48,7 +48,7 @@ export function kubeconfigYaml(opts: KubeconfigOptions): string {
 /** Write the kubeconfig with mode 0600 (it may hold a bearer token), atomically. */
 export async function writeKubeconfig(file: string, opts: KubeconfigOptions): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, kubeconfigYaml(opts), { mode: 0o600 });
+  writeFileAtomicSync(file, kubeconfigYaml(opts), { mode: 0o600 });
 }
 
 /** The admin certificate's kubeconfigs of every apiserver in the state: direct, and through its sidecar when it has one. */

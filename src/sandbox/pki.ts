@@ -13,7 +13,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type * as X509Types from '@peculiar/x509';
-import { writeFileAtomic } from '../util/atomicWrite.js';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from './x509.js';
 
 export interface CertKeyPaths {
@@ -265,8 +265,8 @@ export async function issueLeaf(x509: X509Module, issuer: IssuedCert, spec: Leaf
 }
 
 async function writePair(p: CertKeyPaths, issued: IssuedCert): Promise<void> {
-  await writeFileAtomic(p.key, issued.keyPem, { mode: 0o600 });
-  await writeFileAtomic(p.cert, issued.certPem, { mode: 0o644 });
+  writeFileAtomicSync(p.key, issued.keyPem, { mode: 0o600 });
+  writeFileAtomicSync(p.cert, issued.certPem, { mode: 0o644 });
 }
 
 async function generate(layout: SandboxPki, names: string[], sans: (name: string) => string[]): Promise<void> {
@@ -313,6 +313,6 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   await writePair(layout.controlPlaneClient, controlPlaneClient);
   await writePair(layout.frontProxyClient, fpClient);
   await writePair(layout.xdsServer, xdsServer);
-  await writeFileAtomic(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });
-  await writeFileAtomic(layout.serviceAccount.publicKey, sa.publicKey, { mode: 0o644 });
+  writeFileAtomicSync(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });
+  writeFileAtomicSync(layout.serviceAccount.publicKey, sa.publicKey, { mode: 0o644 });
 }

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync, existsSync } from 'node:fs';
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcessSpec {
   /** Short name used in messages and the log file name. */
@@ -70,7 +71,7 @@ export class ManagedProcess {
       } catch {
         // not listening yet
       }
-      await new Promise((r) => setTimeout(r, pollMs));
+      await sleep(pollMs);
     }
     throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s`, this.spec.logFile, this.logTail());
   }

@@ -5,7 +5,7 @@
 // `kubeadm certs renew` does).
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { writeFileAtomic } from '../util/atomicWrite.js';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import { issueLeaf, SERVING_DNS_NAMES, type CertKeyPaths, type LeafSpec } from './pki.js';
 import { issueCa, loadX509, type IssuedCert } from './x509.js';
 
@@ -44,7 +44,7 @@ export function serialOf(certPem: string): string {
 
 /** Writes `content` to `path` atomically (renamed into place) or in place (truncated and rewritten). */
 export async function writeCertFile(path: string, content: string, mode: WriteMode, fileMode = 0o644): Promise<void> {
-  if (mode === 'atomic') await writeFileAtomic(path, content, { mode: fileMode });
+  if (mode === 'atomic') writeFileAtomicSync(path, content, { mode: fileMode });
   else await writeFile(path, content, { mode: fileMode });
 }
 

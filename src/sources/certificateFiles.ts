@@ -11,8 +11,9 @@
 // A file renamed into place needs neither this replica nor the control plane:
 // Envoy re-reads it by itself.
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import type { Logger } from '../util/log.js';
 
 /** What is renamed into a changed file's directory to make Envoy re-read it. */
@@ -88,8 +89,7 @@ export class CertificateFiles {
   private nudge(dir: string): void {
     const marker = join(dir, RELOAD_MARKER);
     try {
-      writeFileSync(`${marker}.tmp`, `${new Date().toISOString()}\n`, { mode: 0o600 });
-      renameSync(`${marker}.tmp`, marker);
+      writeFileAtomicSync(marker, `${new Date().toISOString()}\n`, { mode: 0o600 });
       this.unwritable.delete(dir);
     } catch (err) {
       if (this.unwritable.has(dir)) return;

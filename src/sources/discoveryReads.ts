@@ -3,17 +3,21 @@
 // keeps the previous document itself), the OpenAPI v3 index by body hash.
 // Every failure is a DiscoverySyncError of its type.
 import { createHash } from 'node:crypto';
-import type { APIGroupDiscoveryList, DroppedDiscoveryEntry } from '../model/discovery.js';
+import {
+  AGGREGATED_DISCOVERY_JSON_ACCEPT,
+  AGGREGATED_DISCOVERY_NOPEER_JSON,
+  type APIGroupDiscoveryList,
+  type DroppedDiscoveryEntry,
+} from '../model/discovery.js';
 import { parseAggregatedDiscovery, type DiscoveryDocument } from '../model/discoveryDocument.js';
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage } from './runtime.js';
+import { statusMessageSuffix } from '../model/status.js';
 
 /** Aggregated v2 with profile=nopeer first: a 1.36+ apiserver with upstream MVP on then answers with its local document. */
-export const AGGREGATED_DISCOVERY_ACCEPT =
-  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,' +
-  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+export const AGGREGATED_DISCOVERY_ACCEPT = `${AGGREGATED_DISCOVERY_NOPEER_JSON},${AGGREGATED_DISCOVERY_JSON_ACCEPT}`;
 
 /**
  * The `type` label of apiserver_peer_discovery_sync_errors_total. Upstream
@@ -78,7 +82,7 @@ export async function readDiscoveryDocument(
     throw new DiscoverySyncError('status', `GET ${path}: 304 Not Modified without a previous document`);
   }
   if (response.status < 200 || response.status > 299) {
-    throw new DiscoverySyncError('status', `GET ${path}: HTTP ${response.status}${statusMessage(response.body)}`);
+    throw new DiscoverySyncError('status', `GET ${path}: HTTP ${response.status}${statusMessageSuffix(response.body)}`);
   }
   // Without an ETag (or if the server ignores If-None-Match) the body's hash tells change apart.
   const etag = response.etag ?? `"sha256:${createHash('sha256').update(response.body).digest('hex')}"`;
@@ -97,7 +101,8 @@ export async function readDiscoveryDocument(
 /** Returns `previous` itself when the index did not change. */
 export async function readOpenApiIndex(transport: HttpTransport, previous: OpenApiIndexState | undefined, signal: AbortSignal): Promise<OpenApiIndexState> {
   const response = await get(transport, OPENAPI_V3_INDEX_PATH, { Accept: 'application/json' }, signal);
-  if (response.status !== 200) throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessage(response.body)}`);
+  if (response.status !== 200)
+    throw new DiscoverySyncError('status', `GET ${OPENAPI_V3_INDEX_PATH}: HTTP ${response.status}${statusMessageSuffix(response.body)}`);
   const hash = createHash('sha256').update(response.body).digest('hex');
   if (previous?.hash === hash) return previous;
   const dropped: DroppedOpenApiIndexEntry[] = [];
@@ -117,17 +122,4 @@ async function get(transport: HttpTransport, path: string, headers: Record<strin
   } catch (err) {
     throw new DiscoverySyncError(err instanceof HttpTransportError ? err.kind : 'fetch', errorMessage(err));
   }
-}
-
-/** The message of a metav1.Status body, if that is what the apiserver sent (never the request's headers). */
-function statusMessage(body: string): string {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    if (typeof parsed === 'object' && parsed !== null && 'message' in parsed && typeof parsed.message === 'string') {
-      return `: ${parsed.message.slice(0, 200)}`;
-    }
-  } catch {
-    // not JSON: no detail
-  }
-  return '';
 }

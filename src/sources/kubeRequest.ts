@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { isRecord } from '../util/json.js';
+import { statusMessageSuffix } from '../model/status.js';
 
 /** An error answer from the apiserver, with its HTTP status (404, 409, 410 Gone...). */
 export class KubeApiError extends Error {
@@ -50,7 +50,7 @@ export async function kubeRequest(kubeConfig: KubeConfig, request: KubeRequest):
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         const status = res.statusCode ?? 0;
-        if (status < 200 || status > 299) reject(new KubeApiError(status, `${what}: HTTP ${status}${statusMessage(text)}`));
+        if (status < 200 || status > 299) reject(new KubeApiError(status, `${what}: HTTP ${status}${statusMessageSuffix(text)}`));
         else resolve(text);
       });
     });
@@ -58,14 +58,4 @@ export async function kubeRequest(kubeConfig: KubeConfig, request: KubeRequest):
     req.on('error', reject);
     req.end(payload);
   });
-}
-
-function statusMessage(body: string): string {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    if (isRecord(parsed) && typeof parsed['message'] === 'string') return `: ${parsed['message'].slice(0, 200)}`;
-  } catch {
-    // not JSON
-  }
-  return '';
 }

@@ -25,6 +25,7 @@ import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { sidecarLimits, type TranslatorSettings } from './settings.js';
 import { emptyTypedConfig, seconds } from './typed.js';
 import { serviceUnavailableJson } from '../model/status.js';
+import { AGGREGATED_DISCOVERY_AS, NOPEER_PROFILE } from '../model/discovery.js';
 
 /** The header upstream kube-apiserver sets on (and checks for) proxied requests. */
 export const PEER_PROXIED_HEADER = 'x-kubernetes-peer-proxied';
@@ -113,11 +114,6 @@ const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true
 
 /** Suffix of the name of a route's client-certificate twin. */
 const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
-
-/** What kube-apiserver's aggregated discovery Accept carries (kube-apiserver's aggregated discovery). */
-const AGGREGATED_DISCOVERY_ACCEPT = 'as=APIGroupDiscoveryList';
-/** Asks for the local (unmerged) document: never answered by mvproxy. */
-const NOPEER_PROFILE = 'profile=nopeer';
 
 export function routeConfiguration(
   routes: readonly ResourceRoute[],
@@ -232,7 +228,7 @@ function mergedDocumentRoutes(set: string, timeout: number): Route[] {
     safe_regex: { regex: pathOf(document) },
     headers: [
       readOnly,
-      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_ACCEPT, ignore_case: true } },
+      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_AS, ignore_case: true } },
       { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
       NOT_UPGRADE_REQUEST,
     ],

@@ -5,6 +5,7 @@
 // other requests in flight to finish before stopping what is behind it.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClientKind } from './observations.js';
 
 export interface Entry {
@@ -67,7 +68,7 @@ export class Balancer {
     this.rotation.delete(name);
     for (const w of this.watches.get(name) ?? []) w.abort();
     const deadline = Date.now() + timeoutMs;
-    while ((this.inflight.get(name) ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((this.inflight.get(name) ?? 0) > 0 && Date.now() < deadline) await sleep(50);
     // Idle keep-alive connections to it would be reset when it stops.
     for (const [k, agent] of this.agents) {
       if (k.startsWith(`${name}|`)) {

@@ -6,7 +6,9 @@ import type { Sandbox } from '../sandbox/sandbox.js';
 import { httpsRequest, type HttpResult } from '../util/https.js';
 import type { Credentials, Entry } from './balancer.js';
 import { CRD_GROUP, GEN_ANNOTATION, TEST_NAMESPACE, type ResourceKey, type Snapshot } from './observations.js';
-import { AGGREGATED_ACCEPT, collectionPath, discoveryGroups, widgetCrd } from './objects.js';
+import { collectionPath, discoveryGroups, widgetCrd } from './objects.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export class ClusterReader {
   constructor(private readonly sandbox: Sandbox) {}
@@ -41,10 +43,12 @@ export class ClusterReader {
       for (;;) {
         const tls = { ca: creds.ca, ...creds.cert };
         const list = await httpsRequest(entry.url + collectionPath('widgets'), tls, { timeoutMs: 5000 }).catch(() => undefined);
-        const apis = await httpsRequest(`${entry.url}/apis`, tls, { headers: { accept: AGGREGATED_ACCEPT }, timeoutMs: 5000 }).catch(() => undefined);
+        const apis = await httpsRequest(`${entry.url}/apis`, tls, { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT }, timeoutMs: 5000 }).catch(
+          () => undefined,
+        );
         if (list?.status === 200 && apis?.status === 200 && discoveryGroups(apis.body)?.includes(CRD_GROUP)) break;
         if (Date.now() > deadline) throw new Error(`setup: ${entry.name} does not serve ${CRD_GROUP} after 60 s`);
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
   }
@@ -55,7 +59,7 @@ export class ClusterReader {
     for (const resource of resources) {
       let res: HttpResult | undefined;
       for (let attempt = 0; attempt < 20 && res?.status !== 200; attempt++) {
-        if (attempt > 0) await new Promise((r) => setTimeout(r, 500));
+        if (attempt > 0) await sleep(500);
         res = await this.direct('GET', collectionPath(resource)).catch(() => undefined);
       }
       if (res?.status !== 200) throw new Error(`check: cannot list ${resource}: ${res?.status} ${res?.body.slice(0, 300)}`);

@@ -5,6 +5,7 @@ import type { Balancer } from './balancer.js';
 import type { Ledger } from './ledger.js';
 import { classifyWrite, RESOURCES, type ClientKind, type RequestRecord, type ResourceKey, type Verb } from './observations.js';
 import { collectionPath, genPatch, MERGE_PATCH, newObject, objectPath, readMeta } from './objects.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface LoadOptions {
   workersPerKind: number;
@@ -44,7 +45,7 @@ export class Load {
   /** Stops sending new requests and waits until none is in flight (a consistent moment to read the cluster back). */
   async pause(): Promise<void> {
     this.paused = true;
-    while (this.busy > 0) await new Promise((r) => setTimeout(r, 20));
+    while (this.busy > 0) await sleep(20);
   }
 
   resume(): void {
@@ -56,7 +57,7 @@ export class Load {
     let seq = 0;
     while (this.running) {
       if (this.paused) {
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
         continue;
       }
       this.busy++;
@@ -69,7 +70,7 @@ export class Load {
       } finally {
         this.busy--;
       }
-      await new Promise((r) => setTimeout(r, this.opts.thinkMs));
+      await sleep(this.opts.thinkMs);
     }
   }
 

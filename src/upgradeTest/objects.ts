@@ -70,9 +70,6 @@ export function readMeta(body: string): { name?: string; rv?: string; gen?: numb
   }
 }
 
-/** The client-go Accept for aggregated discovery (it falls back to the legacy documents). */
-export const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
-
 /** The groups an /apis answer lists, aggregated (APIGroupDiscoveryList) or legacy (APIGroupList). */
 export function discoveryGroups(body: string): string[] | undefined {
   try {

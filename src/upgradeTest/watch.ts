@@ -4,7 +4,9 @@
 // bookmarks) through another entry point, as client-go's reflector does.
 import type { Balancer } from './balancer.js';
 import type { ClientKind, RequestRecord, ResourceKey, WatchEventRecord } from './observations.js';
-import { AGGREGATED_ACCEPT, collectionPath, discoveryGroups } from './objects.js';
+import { collectionPath, discoveryGroups } from './objects.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface WatchLine {
   type?: string;
@@ -75,7 +77,7 @@ export class Watcher {
           this.relists++;
           rv = await this.list();
         }
-        if (this.running && (end.error !== undefined || end.body !== undefined)) await new Promise((r) => setTimeout(r, 100));
+        if (this.running && (end.error !== undefined || end.body !== undefined)) await sleep(100);
       }
     })();
   }
@@ -116,7 +118,7 @@ export class Watcher {
         this.startedAt ??= this.now();
         return rv;
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
   }
 }
@@ -139,7 +141,7 @@ export function discoveryLoop(balancer: Balancer, now: () => number, records: Re
       for (const path of ['/api', '/apis'] as const) {
         const entry = balancer.pick();
         const t0 = now();
-        const answer = await balancer.send(entry, kind, 'GET', path, undefined, { accept: AGGREGATED_ACCEPT });
+        const answer = await balancer.send(entry, kind, 'GET', path, undefined, { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
         const record: RequestRecord = {
           t0,
           t1: now(),
@@ -154,7 +156,7 @@ export function discoveryLoop(balancer: Balancer, now: () => number, records: Re
         if (answer.status === 0 || answer.status >= 400) record.detail = (answer.error ?? answer.body).slice(0, 300);
         records.push(record);
       }
-      await new Promise((r) => setTimeout(r, intervalMs));
+      await sleep(intervalMs);
     }
   })();
   return {

@@ -4,7 +4,6 @@
 // rename it over the file, flush the directory entry.
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, fsyncSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -32,35 +31,20 @@ export function tempOwnerPid(name: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** Replaces `file` (in an existing directory) with `data` atomically; on failure the temp file is removed. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): Promise<void> {
-  const tmp = tempSiblingPath(file);
-  let handle: FileHandle | undefined;
-  try {
-    // 'wx': a fresh file, so the mode applies and no leftover is reused.
-    handle = await open(tmp, 'wx', opts.mode ?? 0o666);
-    await handle.writeFile(data);
-    // The mode given to open is filtered by the umask: set it exactly.
-    if (opts.mode !== undefined) await handle.chmod(opts.mode);
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
-    await rename(tmp, file);
-  } catch (err) {
-    await handle?.close().catch(() => undefined);
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw err;
-  }
-  await syncDirectoryAsync(path.dirname(file));
-}
-
-/** writeFileAtomic for callers that must not yield (the file is in place when it returns). */
+/**
+ * Replaces `file` (in an existing directory) with `data` atomically; on
+ * failure the temp file is removed. Synchronous: the file is in place when it
+ * returns, so callers that must not yield (a flush on stop) and async callers
+ * (the files are small: a state file, a key, a marker) share this one way.
+ */
 export function writeFileAtomicSync(file: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): void {
   const tmp = tempSiblingPath(file);
   let fd: number | undefined;
   try {
+    // 'wx': a fresh file, so the mode applies and no leftover is reused.
     fd = openSync(tmp, 'wx', opts.mode ?? 0o666);
     writeFileSync(fd, data);
+    // The mode given to open is filtered by the umask: set it exactly.
     if (opts.mode !== undefined) fchmodSync(fd, opts.mode);
     fsyncSync(fd);
     closeSync(fd);
@@ -84,18 +68,6 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, opt
  * Make the rename itself durable. Best effort: the new content is already in
  * place, and some platforms and filesystems cannot fsync a directory.
  */
-async function syncDirectoryAsync(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, 'r');
-    await handle.sync();
-  } catch {
-    // not supported here: the file is written, only its durability across a power loss is weaker
-  } finally {
-    await handle?.close();
-  }
-}
-
 function syncDirectory(dir: string): void {
   let fd: number | undefined;
   try {

@@ -12,10 +12,10 @@ import { dashboardQueries, evaluableExpr } from '../../src/dashboard/grafana.js'
 import type { JsonValue } from '../../src/xds/bootstrap.js';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { sandboxScrapeTargets, TestPrometheus } from '../support/prometheus.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const DASHBOARD = new URL('../../../deploy/grafana/mvproxy-dashboard.json', import.meta.url);
 const MIGRATIONS = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const MERGED_DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 /** What Grafana's $__rate_interval becomes here: long enough to span the whole load with 1 s scrapes. */
 const WINDOW = '2m';
 
@@ -87,7 +87,7 @@ describe('the Grafana dashboard, read by a real Prometheus scraping the sandbox'
       while (running) {
         for (const [path, headers] of [
           [MIGRATIONS, {}],
-          ['/apis', { accept: MERGED_DISCOVERY_ACCEPT }],
+          ['/apis', { accept: AGGREGATED_DISCOVERY_JSON }],
         ] as const) {
           const res = await throughKasA()('GET', path, undefined, headers).catch(() => ({ status: 0 }));
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);

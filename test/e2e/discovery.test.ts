@@ -13,8 +13,7 @@ import {
   freshKubectlCacheDir,
   type TestSandbox,
 } from '../support/sandbox.js';
-
-const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 
 interface DiscoveryDoc {
   items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
@@ -68,7 +67,7 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   it('TestPeerAggregatedDiscovery: the merged document on both sidecars shows apps and batch', async () => {
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(async () => {
-        const groups = groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT }));
+        const groups = groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT }));
         assert.ok(groups.includes('apps') && groups.includes('batch'), `${server}: ${groups.join(',')}`);
       }, 60_000);
     }
@@ -80,23 +79,26 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
   });
 
   it('the merged document has the same ETag whichever sidecar answers, with Vary: Accept and 304 on If-None-Match', async () => {
-    const [a, b] = await Promise.all(['kas-a', 'kas-b'].map((s) => as('admin', s, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })));
+    const [a, b] = await Promise.all(['kas-a', 'kas-b'].map((s) => as('admin', s, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })));
     assert.ok(a?.headers['etag'], 'ETag');
     assert.equal(a?.headers['etag'], b?.headers['etag']);
     assert.match(String(a?.headers['vary']), /accept/i);
-    const again = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT, 'if-none-match': String(a?.headers['etag']) });
+    const again = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', {
+      accept: AGGREGATED_DISCOVERY_JSON_ACCEPT,
+      'if-none-match': String(a?.headers['etag']),
+    });
     assert.equal(again.status, 304);
   });
 
   it('a client asking for protobuf gets the merged document as protobuf, with the same ETag as JSON', async () => {
     const protobuf = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', {
-      accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json',
+      accept: `${AGGREGATED_DISCOVERY_PROTOBUF},application/json`,
     });
     assert.equal(protobuf.status, 200);
     assert.match(String(protobuf.headers['content-type']), /^application\/vnd\.kubernetes\.protobuf;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
     assert.ok(protobuf.body.startsWith('k8s\u0000'), 'Kubernetes protobuf envelope');
     assert.ok(protobuf.body.includes('batch') && protobuf.body.includes('apps'));
-    const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.equal(protobuf.headers['etag'], json.headers['etag']);
   });
 
@@ -105,28 +107,34 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     const res = await httpsRequest(
       `${apiserverNamed(s, 'kas-a').sidecar}/apis`,
       { ca: s.ca },
-      { headers: { accept: AGGREGATED_ACCEPT, authorization: 'Bearer made-up' } },
+      { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT, authorization: 'Bearer made-up' } },
     );
     assert.equal(res.status, 401);
   });
 
   it('TestPeerAggregatedDiscoveryWithCRD: a CRD created on A appears in both merged documents, changes the ETag, and disappears after deletion', async () => {
-    const before = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const before = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     const created = await as('admin', 'kas-a', 'direct')('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {}, crd);
     assert.equal(created.status, 201, created.body);
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(
-        async () => assert.ok(groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        async () =>
+          assert.ok(
+            groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })).includes('mvproxy.example.com'),
+          ),
         60_000,
       );
     }
-    const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT });
+    const after = await as('admin', 'kas-b', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.notEqual(after.headers['etag'], before.headers['etag']);
     const deleted = await as('admin', 'kas-a', 'direct')('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
     assert.equal(deleted.status, 200, deleted.body);
     for (const server of ['kas-a', 'kas-b']) {
       await eventually(
-        async () => assert.ok(!groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_ACCEPT })).includes('mvproxy.example.com')),
+        async () =>
+          assert.ok(
+            !groupsOf(await as('admin', server, 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT })).includes('mvproxy.example.com'),
+          ),
         60_000,
       );
     }

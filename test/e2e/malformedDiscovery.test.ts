@@ -28,11 +28,10 @@ import {
   AGGREGATED_DISCOVERY_NOPEER_ACCEPT,
   type TestSandbox,
 } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_AS, AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
 const GROUP = 'widgets.example.com';
 const SVM_PATH = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const AGGREGATED_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-const AGGREGATED_ACCEPT = `${AGGREGATED_CONTENT_TYPE},application/json`;
 
 /** What the extension server lists: one good resource, and three malformed entries next to it. */
 const EXTENSION_DISCOVERY = {
@@ -85,7 +84,7 @@ function startExtensionServer(cert: string, key: string): Promise<Server> {
       res.writeHead(status, { 'content-type': contentType });
       res.end(JSON.stringify(body));
     };
-    if (path === '/apis' && (req.headers.accept ?? '').includes('as=APIGroupDiscoveryList')) return json(200, EXTENSION_DISCOVERY, AGGREGATED_CONTENT_TYPE);
+    if (path === '/apis' && (req.headers.accept ?? '').includes(AGGREGATED_DISCOVERY_AS)) return json(200, EXTENSION_DISCOVERY, AGGREGATED_DISCOVERY_JSON);
     if (path === `/apis/${GROUP}/v1`) return json(200, RESOURCE_LIST);
     if (/^\/apis\/widgets\.example\.com\/v1\/(namespaces\/[^/]+\/)?widgets$/.test(path ?? '')) {
       return json(200, { kind: 'WidgetList', apiVersion: `${GROUP}/v1`, metadata: {}, items: [] });
@@ -225,7 +224,7 @@ describe('one APIService listing malformed discovery: v1.36.3 and v1.37.2 with s
   });
 
   it("the merged discovery on the v1.36.3 sidecar lists the peer's StorageVersionMigrations and the local apiserver's own APIService entries as it listed them", async () => {
-    const res = await client('kas-a')('GET', '/apis', undefined, { accept: AGGREGATED_ACCEPT });
+    const res = await client('kas-a')('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.equal(res.status, 200);
     const doc = JSON.parse(res.body) as DiscoveryDoc;
     const names = doc.items.map((g) => g.metadata.name);

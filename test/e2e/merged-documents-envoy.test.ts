@@ -26,6 +26,7 @@ import {
   useEchoSidecar,
   type Echo,
 } from '../support/echoSidecar.js';
+import { AGGREGATED_DISCOVERY_NOPEER_JSON } from '../../src/model/discovery.js';
 
 useEchoSidecar();
 
@@ -108,7 +109,7 @@ describe('identity and merged documents through a real Envoy', () => {
 
   test("discovery with profile=nopeer is the local apiserver's own answer, If-None-Match and certificate identity included", async () => {
     discoveryCalls.length = 0;
-    const nopeer = `${AGGREGATED.split(',')[0]};profile=nopeer`;
+    const nopeer = AGGREGATED_DISCOVERY_NOPEER_JSON;
     const reply = await send('/apis', { cert: alice, headers: { Accept: nopeer } });
     assert.equal(reply.status, 200);
     assert.equal(reply.body.toString('utf8'), LOCAL_DOCUMENT);

@@ -13,8 +13,8 @@ import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState, SandboxState } from '../../src/sandbox/state.js';
 import { loadX509, toPem, newKeyPair, randomSerial, EC_SIGN_ALG, type IssuedCert } from '../../src/sandbox/x509.js';
 import { freshKubectlCacheDir, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
-const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 const NAMESPACE = 'default';
 /** Served by v1.37.2 only: kas-a's sidecar reroutes it, and merges it into kas-a's discovery. */
 const PEER_ONLY_GROUP = 'storagemigration.k8s.io';
@@ -238,8 +238,8 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
           ['GET', `/api/v1/namespaces/${NAMESPACE}/configmaps/${name}`, undefined, undefined, 200],
           ['GET', `/api/v1/namespaces/${NAMESPACE}/configmaps?labelSelector=outage%3Dtest&limit=5`, undefined, undefined, 200],
           ['GET', `/apis/${PEER_ONLY_GROUP}/v1/storageversionmigrations`, undefined, undefined, 200],
-          ['GET', '/apis', undefined, AGGREGATED, 200],
-          ['GET', '/api', undefined, AGGREGATED, 200],
+          ['GET', '/apis', undefined, AGGREGATED_DISCOVERY_JSON_ACCEPT, 200],
+          ['GET', '/api', undefined, AGGREGATED_DISCOVERY_JSON_ACCEPT, 200],
         ];
         for (const [method, path, body, accept, expected] of steps) {
           requests++;
@@ -263,7 +263,7 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
       }
     };
     const groupsThroughKasA = async (): Promise<string[]> => {
-      const reply = await call(kasA.sidecar ?? '', { token }, 'GET', '/apis', { accept: AGGREGATED });
+      const reply = await call(kasA.sidecar ?? '', { token }, 'GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
       assert.equal(reply.status, 200);
       return (JSON.parse(reply.body) as { items: { metadata: { name: string } }[] }).items.map((g) => g.metadata.name);
     };

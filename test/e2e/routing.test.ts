@@ -5,6 +5,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 import { startConnectProxy, type ConnectProxy } from '../support/connectProxy.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const job = (name: string) => ({
   apiVersion: 'batch/v1',
@@ -155,7 +156,7 @@ describe('routing through sidecars: A serves everything, B lacks batch/v1 and au
     const version = await through('kas-a')('GET', '/version');
     assert.equal(version.status, 200, version.body);
     assert.match((JSON.parse(version.body) as { gitVersion: string }).gitVersion, /^v1\.37\./);
-    const groups = await through('kas-a')('GET', '/apis', undefined, { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' });
+    const groups = await through('kas-a')('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_JSON });
     assert.equal(groups.status, 200, groups.body.slice(0, 300));
     assert.equal((JSON.parse(groups.body) as { kind: string }).kind, 'APIGroupDiscoveryList');
     const nobody = await through('kas-a')('GET', '/apis/widgets.example.com/v1/widgets');

@@ -4,9 +4,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SandboxApiserverState } from '../../src/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const SVM_LIST = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';
-const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 
 function withSandbox(mode: 'upstream' | 'none'): { tb: () => TestSandbox; old: () => SandboxApiserverState } {
   let tb: TestSandbox | undefined;
@@ -53,7 +53,7 @@ describe('sandbox mode upstream: kube-apiserver proxies to its peers itself', ()
   it('the v1.36.3 apiserver merges its peer group into /apis, and only without profile=nopeer', async () => {
     const api = tokenClient(tb().state(), old().direct, tb().sandbox.adminBearerToken());
     await eventually(
-      async () => assert.ok(groups((await api('GET', '/apis', undefined, { accept: AGGREGATED_ACCEPT })).body).includes('storagemigration.k8s.io')),
+      async () => assert.ok(groups((await api('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_JSON })).body).includes('storagemigration.k8s.io')),
       30_000,
     );
     assert.ok(!groups((await api('GET', '/apis', undefined, { accept: AGGREGATED_DISCOVERY_NOPEER_ACCEPT })).body).includes('storagemigration.k8s.io'));

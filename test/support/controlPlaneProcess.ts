@@ -19,6 +19,7 @@ import { ACCESS_LOG_NAME } from '../../src/translator/accessLog.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../../src/translator/names.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const cliMain = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -170,7 +171,7 @@ export function extProcExchange(address: string, credentials: grpc.ChannelCreden
     [':method', 'GET'],
     [':path', '/apis'],
     [':authority', 'apiserver'],
-    ['accept', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList'],
+    ['accept', AGGREGATED_DISCOVERY_JSON],
   ];
   return firstAnswer(client, client.Process(metadata, deadline(timeoutMs)), {
     request_headers: { headers: { headers: headers.map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') })) }, end_of_stream: true },

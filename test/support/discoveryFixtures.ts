@@ -9,6 +9,12 @@ import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, Ap
 import { parseAggregatedDiscovery } from '../../src/model/discoveryDocument.js';
 import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import type { DiscoveryReply, discoveryResponse } from '../../src/discovery/index.js';
+import {
+  AGGREGATED_DISCOVERY_AS,
+  AGGREGATED_DISCOVERY_JSON,
+  AGGREGATED_DISCOVERY_NOPEER_JSON,
+  AGGREGATED_DISCOVERY_PROTOBUF,
+} from '../../src/model/discovery.js';
 
 export const NOW = 1_700_000_000_000;
 
@@ -123,10 +129,10 @@ export function isReply(answer: ReturnType<typeof discoveryResponse>): answer is
   return !('passThrough' in answer);
 }
 
-export const AGG_JSON = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
-export const AGG_JSON_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
-export const AGG_NOPEER = `${AGG_JSON};profile=nopeer`;
-export const AGG_PROTOBUF = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+export const AGG_JSON = AGGREGATED_DISCOVERY_JSON;
+export const AGG_JSON_V2BETA1 = `application/json;g=apidiscovery.k8s.io;v=v2beta1;${AGGREGATED_DISCOVERY_AS}`;
+export const AGG_NOPEER = AGGREGATED_DISCOVERY_NOPEER_JSON;
+export const AGG_PROTOBUF = AGGREGATED_DISCOVERY_PROTOBUF;
 
 // TestPeerAggregatedDiscovery's skew: A has apps/v1 off, B has batch/v1 off.
 export function skewedPair(): ClusterModel {

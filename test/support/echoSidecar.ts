@@ -24,9 +24,10 @@ import type { SidecarPlan } from '../../src/planner/plan.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testLeaf, type TestCert } from './clientCerts.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from './sidecarHarness.js';
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
 export const NODE = 'a';
-export const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+export const AGGREGATED = AGGREGATED_DISCOVERY_JSON_ACCEPT;
 /** Not valid UTF-8, with NUL and high bytes: must reach the client unchanged. */
 export const DISCOVERY_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0xfe, 0x80, 0x0a, 0x7b]);
 /** The local apiserver's own aggregated document and its ETag. */

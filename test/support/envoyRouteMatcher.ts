@@ -8,6 +8,7 @@ import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import type { RouteMatch } from '../../src/generated/envoy/config/route/v3/RouteMatch.js';
 import { sidecarPath } from '../../src/model/requestInfo.js';
 import type { EnvoyResources } from '../../src/translator/translator.js';
+import { AGGREGATED_DISCOVERY_AS, AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 export interface TestRequest {
   /** As sent by the client; Envoy normalizes it before routing. */
@@ -86,5 +87,4 @@ export function routesOf(resources: EnvoyResources): Route[] {
 }
 
 /** What kubectl and client-go send for aggregated discovery (without profile=nopeer). */
-export const AGGREGATED =
-  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
+export const AGGREGATED = `${AGGREGATED_DISCOVERY_JSON},application/json;g=apidiscovery.k8s.io;v=v2beta1;${AGGREGATED_DISCOVERY_AS},application/json`;

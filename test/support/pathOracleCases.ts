@@ -6,6 +6,7 @@
 // Tokens replaced at run time: `@BACKEND@` is the pod whose proxy subresource
 // reaches the oracle's HTTP backend (`http:oracle-backend:<port>`), `@LONG@` a
 // 300-character segment.
+import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
 export interface OracleCase {
   /** Unique within a run: it names the request in the apiservers' audit logs (its User-Agent). */
@@ -21,7 +22,6 @@ export interface OracleCase {
 
 const SVM = '/apis/storagemigration.k8s.io/v1';
 const UPGRADE = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
-const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 
 /** [path, why] or [path, why, method/headers]. */
 type Row = [string, string] | [string, string, Partial<Pick<OracleCase, 'method' | 'headers'>>];
@@ -166,9 +166,9 @@ const TABLE: Row[] = [
   ['/api', 'core discovery'],
   ['/api/', 'core discovery, trailing slash'],
   ['/apis', 'group discovery'],
-  ['/apis', 'aggregated group discovery (merged)', { headers: { accept: AGGREGATED } }],
-  ['/apis/', 'group discovery, trailing slash', { headers: { accept: AGGREGATED } }],
-  ['/apis%2F', 'group discovery, encoded trailing slash', { headers: { accept: AGGREGATED } }],
+  ['/apis', 'aggregated group discovery (merged)', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
+  ['/apis/', 'group discovery, trailing slash', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
+  ['/apis%2F', 'group discovery, encoded trailing slash', { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT } }],
   ['/api/v1', 'core group-version discovery'],
   ['/apis/storagemigration.k8s.io', 'a peer-only group document'],
   [SVM, 'a peer-only group-version document'],

@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import { statusKb } from '../../src/bench/procStat.js';
 
 /** Where a port is: a Unix socket path, or TCP. */
 export type PortTarget = { path: string } | { host: string; port: number };
@@ -93,8 +94,7 @@ export class HeldConnections {
 /** Resident memory and open file descriptors of a process, from /proc. */
 export function processFootprint(pid: number): { rssBytes: number; fds: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rssKb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
-  return { rssBytes: rssKb * 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+  return { rssBytes: statusKb(status, 'VmRSS') * 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
 }
 
 export const MiB = 1024 * 1024;

@@ -15,6 +15,7 @@ import type { ControlPlaneReplicas } from '../../src/sandbox/controlPlanes.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
 import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
+import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/sources/discoveryReads.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -75,8 +76,7 @@ export async function eventually<T>(check: () => Promise<T>, timeoutMs = 60_000,
   }
 }
 
-export const AGGREGATED_DISCOVERY_NOPEER_ACCEPT =
-  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+export const AGGREGATED_DISCOVERY_NOPEER_ACCEPT = AGGREGATED_DISCOVERY_ACCEPT;
 
 /** A service-account token, optionally bound to a ClusterRole (created through the admin certificate). */
 export async function serviceAccountToken(state: SandboxState, name: string, clusterRole?: string): Promise<string> {

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { tempOwnerPid, tempSiblingPath, writeFileAtomic, writeFileAtomicSync } from '../../src/util/atomicWrite.js';
+import { tempOwnerPid, tempSiblingPath, writeFileAtomicSync } from '../../src/util/atomicWrite.js';
 
 const folders: string[] = [];
 after(() => {
@@ -26,86 +26,75 @@ async function withUmask<T>(mask: number, body: () => Promise<T> | T): Promise<T
   }
 }
 
-const variants = [
-  { name: 'writeFileAtomic', write: writeFileAtomic },
-  {
-    name: 'writeFileAtomicSync',
-    write: async (...args: Parameters<typeof writeFileAtomicSync>): Promise<void> => writeFileAtomicSync(...args),
-  },
-];
+const write = async (...args: Parameters<typeof writeFileAtomicSync>): Promise<void> => writeFileAtomicSync(...args);
 
-for (const { name, write } of variants) {
-  describe(name, () => {
-    it('creates the file with the content, leaving only it in the folder', async () => {
-      const dir = folder();
-      const file = path.join(dir, 'state.json');
-      await write(file, '{"a":1}\n');
-      assert.equal(readFileSync(file, 'utf8'), '{"a":1}\n');
-      assert.deepEqual(readdirSync(dir), ['state.json']);
-    });
-
-    it('replaces an existing file', async () => {
-      const dir = folder();
-      const file = path.join(dir, 'drains.json');
-      writeFileSync(file, 'old content that is longer than the new one');
-      await write(file, 'new');
-      assert.equal(readFileSync(file, 'utf8'), 'new');
-      assert.deepEqual(readdirSync(dir), ['drains.json']);
-    });
-
-    it('writes bytes as given', async () => {
-      const file = path.join(folder(), 'blob');
-      await write(file, Uint8Array.from([0, 1, 2, 255]));
-      assert.deepEqual([...readFileSync(file)], [0, 1, 2, 255]);
-    });
-
-    it('gives the file exactly the mode asked for, whatever the umask', async () => {
-      const dir = folder();
-      await withUmask(0o077, () => write(path.join(dir, 'cert'), 'c', { mode: 0o644 }));
-      assert.equal(statSync(path.join(dir, 'cert')).mode & 0o777, 0o644);
-      await withUmask(0o022, () => write(path.join(dir, 'key'), 'k', { mode: 0o600 }));
-      assert.equal(statSync(path.join(dir, 'key')).mode & 0o777, 0o600);
-    });
-
-    it('replacing a file gives it the new mode, not the old one', async () => {
-      const file = path.join(folder(), 'key');
-      writeFileSync(file, 'old', { mode: 0o644 });
-      await write(file, 'new', { mode: 0o600 });
-      assert.equal(statSync(file).mode & 0o777, 0o600);
-    });
-
-    it('without a mode, the file gets what a new file gets: 0666 minus the umask', async () => {
-      const file = path.join(folder(), 'state.json');
-      await withUmask(0o027, () => write(file, '{}'));
-      assert.equal(statSync(file).mode & 0o777, 0o640);
-    });
-
-    it('fails without leaving a temp file, and keeps the old content', async () => {
-      const dir = folder();
-      // A non-empty folder cannot be replaced by a file: the rename fails.
-      const target = path.join(dir, 'occupied');
-      mkdirSync(target);
-      writeFileSync(path.join(target, 'inside'), 'x');
-      await assert.rejects(write(target, 'content'));
-      assert.deepEqual(readdirSync(dir), ['occupied']);
-      assert.deepEqual(readdirSync(target), ['inside']);
-    });
-
-    it('fails when the folder does not exist (callers create it)', async () => {
-      const dir = folder();
-      await assert.rejects(write(path.join(dir, 'missing', 'file'), 'content'), { code: 'ENOENT' });
-      assert.deepEqual(readdirSync(dir), []);
-    });
+describe('writeFileAtomicSync', () => {
+  it('creates the file with the content, leaving only it in the folder', async () => {
+    const dir = folder();
+    const file = path.join(dir, 'state.json');
+    await write(file, '{"a":1}\n');
+    assert.equal(readFileSync(file, 'utf8'), '{"a":1}\n');
+    assert.deepEqual(readdirSync(dir), ['state.json']);
   });
-}
 
-describe('writeFileAtomic', () => {
-  it('concurrent writes of one file never collide: the file ends with one whole content', async () => {
+  it('replaces an existing file', async () => {
+    const dir = folder();
+    const file = path.join(dir, 'drains.json');
+    writeFileSync(file, 'old content that is longer than the new one');
+    await write(file, 'new');
+    assert.equal(readFileSync(file, 'utf8'), 'new');
+    assert.deepEqual(readdirSync(dir), ['drains.json']);
+  });
+
+  it('writes bytes as given', async () => {
+    const file = path.join(folder(), 'blob');
+    await write(file, Uint8Array.from([0, 1, 2, 255]));
+    assert.deepEqual([...readFileSync(file)], [0, 1, 2, 255]);
+  });
+
+  it('gives the file exactly the mode asked for, whatever the umask', async () => {
+    const dir = folder();
+    await withUmask(0o077, () => write(path.join(dir, 'cert'), 'c', { mode: 0o644 }));
+    assert.equal(statSync(path.join(dir, 'cert')).mode & 0o777, 0o644);
+    await withUmask(0o022, () => write(path.join(dir, 'key'), 'k', { mode: 0o600 }));
+    assert.equal(statSync(path.join(dir, 'key')).mode & 0o777, 0o600);
+  });
+
+  it('replacing a file gives it the new mode, not the old one', async () => {
+    const file = path.join(folder(), 'key');
+    writeFileSync(file, 'old', { mode: 0o644 });
+    await write(file, 'new', { mode: 0o600 });
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+  });
+
+  it('without a mode, the file gets what a new file gets: 0666 minus the umask', async () => {
+    const file = path.join(folder(), 'state.json');
+    await withUmask(0o027, () => write(file, '{}'));
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+  });
+
+  it('fails without leaving a temp file, and keeps the old content', async () => {
+    const dir = folder();
+    // A non-empty folder cannot be replaced by a file: the rename fails.
+    const target = path.join(dir, 'occupied');
+    mkdirSync(target);
+    writeFileSync(path.join(target, 'inside'), 'x');
+    await assert.rejects(write(target, 'content'));
+    assert.deepEqual(readdirSync(dir), ['occupied']);
+    assert.deepEqual(readdirSync(target), ['inside']);
+  });
+
+  it('fails when the folder does not exist (callers create it)', async () => {
+    const dir = folder();
+    await assert.rejects(write(path.join(dir, 'missing', 'file'), 'content'), { code: 'ENOENT' });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('successive writes of one file leave the last content and no temp file', () => {
     const dir = folder();
     const file = path.join(dir, 'kubeconfig');
-    const contents = Array.from({ length: 20 }, (_, i) => `content ${i} `.repeat(1000));
-    await Promise.all(contents.map((c) => writeFileAtomic(file, c, { mode: 0o600 })));
-    assert.ok(contents.includes(readFileSync(file, 'utf8')));
+    for (let i = 0; i < 20; i++) writeFileAtomicSync(file, `content ${i} `.repeat(1000), { mode: 0o600 });
+    assert.equal(readFileSync(file, 'utf8'), 'content 19 '.repeat(1000));
     assert.deepEqual(readdirSync(dir), ['kubeconfig']);
   });
 });

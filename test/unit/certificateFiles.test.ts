@@ -1,6 +1,6 @@
 // The replica's watch on the sidecars' certificate files (src/sources/certificateFiles.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -37,6 +37,11 @@ describe('CertificateFiles', () => {
     writeFileSync(serving, 'serving two\n');
     files.poll();
     assert.equal(existsSync(join(dir, RELOAD_MARKER)), true);
+    assert.deepEqual(
+      readdirSync(dir).filter((name) => name.startsWith('.tmp-')),
+      [],
+      'the marker is written beside it and renamed, leaving no temp file',
+    );
     assert.deepEqual(changes, [], 'not the client CA');
   });
 

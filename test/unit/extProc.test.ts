@@ -15,9 +15,9 @@ import { createMetrics, type Metrics } from '../../src/metrics.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
+import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 
 const NODE = 'apiserver-a';
-const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 /** Stream metadata of the route selecting `/apis` (aggregated), and of the others. */
 const GROUPS = { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'group-discovery' };
 const CORE = { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'core-discovery' };
@@ -131,7 +131,7 @@ describe('ExtProcServer', () => {
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
     const response = await oneRequest(
       base('/apis', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['if-none-match', '"abc"'],
         ['authorization', 'Bearer t'],
       ]),
@@ -149,13 +149,13 @@ describe('ExtProcServer', () => {
     const before = await counter('discovery');
     const [, response] = await discoveryExchange(
       base('/apis?timeout=32s', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['if-none-match', '"old"'],
         ['authorization', 'Bearer t'],
       ]),
       '200',
     );
-    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { document: 'group-discovery', accept: AGGREGATED, ifNoneMatch: '"old"' } }]);
+    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { document: 'group-discovery', accept: AGGREGATED_DISCOVERY_JSON, ifNoneMatch: '"old"' } }]);
     const immediate = response.immediate_response;
     assert.equal(immediate?.status?.code, 'OK');
     assert.deepEqual(immediate?.body, body);
@@ -173,7 +173,7 @@ describe('ExtProcServer', () => {
   test('the document comes from the route, whatever the path says', async () => {
     discoveryCalls.length = 0;
     respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
-    await discoveryExchange(base('/apis', [['accept', AGGREGATED]]), '200', CORE);
+    await discoveryExchange(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]), '200', CORE);
     await discoveryExchange(base('/apis', [['accept', 'application/json']]), '200', OPENAPI_INDEX);
     assert.deepEqual(
       discoveryCalls.map((c) => c.request.document),
@@ -185,7 +185,7 @@ describe('ExtProcServer', () => {
     respond = () => ({ status: 200, headers: { etag: '"abc"' }, body: Buffer.from('{}') });
     const [, response] = await discoveryExchange(
       base('/api', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['authorization', 'Bearer t'],
       ]),
       '304',
@@ -198,7 +198,7 @@ describe('ExtProcServer', () => {
     respond = () => ({ status: 304, headers: { etag: '"abc"' }, body: Buffer.alloc(0) });
     const [, response] = await discoveryExchange(
       base('/apis', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['if-none-match', '"abc"'],
         ['authorization', 'Bearer t'],
       ]),
@@ -213,7 +213,7 @@ describe('ExtProcServer', () => {
     for (const status of ['401', '403', '404', '500', '503']) {
       const [, response] = await discoveryExchange(
         base('/apis', [
-          ['accept', AGGREGATED],
+          ['accept', AGGREGATED_DISCOVERY_JSON],
           ['authorization', 'Bearer made-up'],
         ]),
         status,
@@ -228,7 +228,7 @@ describe('ExtProcServer', () => {
     respond = () => undefined;
     const [, response] = await discoveryExchange(
       base('/apis', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['authorization', 'Bearer t'],
       ]),
       '200',
@@ -244,7 +244,7 @@ describe('ExtProcServer', () => {
     for (const metadata of routes) {
       const [request, response] = await discoveryExchange(
         base('/apis', [
-          ['accept', AGGREGATED],
+          ['accept', AGGREGATED_DISCOVERY_JSON],
           ['if-none-match', '"x"'],
         ]),
         '200',
@@ -264,7 +264,7 @@ describe('ExtProcServer', () => {
     const before = await counter('error');
     const [, response] = await discoveryExchange(
       base('/apis', [
-        ['accept', AGGREGATED],
+        ['accept', AGGREGATED_DISCOVERY_JSON],
         ['authorization', 'Bearer t'],
       ]),
       '200',
@@ -277,7 +277,7 @@ describe('ExtProcServer', () => {
   test('every message gets its answer, in order, on one stream', async () => {
     respond = () => undefined;
     const { stream, next } = openStream();
-    stream.write(base('/apis', [['accept', AGGREGATED]]));
+    stream.write(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]));
     stream.write({ request_body: { body: Buffer.from('x'), end_of_stream: true } });
     stream.write({ response_headers: { headers: { headers: [{ key: ':status', raw_value: Buffer.from('200') }] } } });
     stream.write({ response_trailers: {} });
@@ -292,7 +292,7 @@ describe('ExtProcServer', () => {
     stream.write({});
     const status = await ended;
     assert.equal(status.code, grpc.status.UNIMPLEMENTED);
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED]]));
+    const response = await oneRequest(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]));
     assert.ok(response.request_headers);
   });
 
@@ -301,7 +301,7 @@ describe('ExtProcServer', () => {
     stream.write(base('/apis'));
     stream.cancel();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const response = await oneRequest(base('/apis', [['accept', AGGREGATED]]));
+    const response = await oneRequest(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]));
     assert.ok(response.request_headers);
   });
 
@@ -309,7 +309,7 @@ describe('ExtProcServer', () => {
     respond = () => undefined;
     const pass = await counter('pass');
     const timed = (await metrics.extProcDuration.get()).values.find((v) => v.metricName === 'mvproxy_ext_proc_duration_seconds_count')?.value ?? 0;
-    await discoveryExchange(base('/apis', [['accept', AGGREGATED]]), '200');
+    await discoveryExchange(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]), '200');
     assert.equal(await counter('pass'), pass + 1);
     const timedAfter = (await metrics.extProcDuration.get()).values.find((v) => v.metricName === 'mvproxy_ext_proc_duration_seconds_count')?.value ?? 0;
     assert.equal(timedAfter, timed + 1);

@@ -5,9 +5,37 @@ import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
 import type { ApiserverDiscovery } from '../../src/model/discovery.js';
-import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../src/model/openapi.js';
+import { groupVersionOfIndexPath, parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../src/model/openapi.js';
 import { discoveryResponse, mergeDiscovery } from '../../src/discovery/index.js';
 import { APPS, BATCH, CRD_GROUP, NOW, apiserver, discovery, isReply, model } from '../support/discoveryFixtures.js';
+
+describe('groupVersionOfIndexPath', () => {
+  // Names are read as written (routableOpenApiIndex judges them); a key of another shape, or with an empty name, names none.
+  const cases: Array<[string, { group: string; version: string } | undefined]> = [
+    ['api/v1', { group: '', version: 'v1' }],
+    ['apis/batch/v1', { group: 'batch', version: 'v1' }],
+    ['apis/Bad_Group/V1', { group: 'Bad_Group', version: 'V1' }],
+    ...['version', 'apis/batch', 'api', 'api/', 'apis//v1', 'apis/batch/', 'api/v1/x', 'apis/batch/v1/', '/api/v1', '.well-known/openid-configuration'].map(
+      (key): [string, undefined] => [key, undefined],
+    ),
+  ];
+  for (const [key, expected] of cases) {
+    test(`${key}: ${expected === undefined ? 'no group-version' : `${expected.group}/${expected.version}`}`, () => {
+      assert.deepEqual(groupVersionOfIndexPath(key), expected);
+    });
+  }
+
+  test('an entry with an empty name is dropped as a malformed group-version, not kept as another key', () => {
+    const { index, dropped } = routableOpenApiIndex({
+      paths: { 'apis//v1': { serverRelativeURL: '/openapi/v3/apis//v1' }, 'apis/batch/': { serverRelativeURL: '/openapi/v3/apis/batch/' } },
+    });
+    assert.deepEqual(index.paths, {});
+    assert.deepEqual(dropped, [
+      { key: 'apis//v1', reason: 'group "" is not a DNS-1123 subdomain' },
+      { key: 'apis/batch/', reason: 'version "" is not a DNS-1035 label' },
+    ]);
+  });
+});
 
 describe('parseOpenApiV3Index', () => {
   const url = (key: string) => ({ serverRelativeURL: `/openapi/v3/${key}?hash=A` });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { parseRequestPath, type RequestInfo, sidecarPath } from '../../src/model/requestInfo.js';
+import { groupDocumentOf, parseRequestPath, type RequestInfo, sidecarPath } from '../../src/model/requestInfo.js';
 
 /** The routing-relevant fields only, so expectations read like the upstream table. */
 function classify(path: string): Partial<RequestInfo> {
@@ -265,6 +265,35 @@ describe('parseRequestPath', () => {
   test('never throws, whatever the input', () => {
     for (const path of ['', '%', '/%E0%A4%A', '/api/v1/pods/%C3%28', '?', '#x', '/apis/a/b/c/%ff%fe']) {
       assert.doesNotThrow(() => parseRequestPath(path), path);
+    }
+  });
+});
+
+describe('groupDocumentOf', () => {
+  test('discovery documents of a group or a group-version', () => {
+    assert.deepEqual(groupDocumentOf('/apis/batch'), { group: 'batch' });
+    assert.deepEqual(groupDocumentOf('/apis/batch/v1/?x=1'), { group: 'batch', version: 'v1' });
+    assert.deepEqual(groupDocumentOf('/api/v1'), { group: '', version: 'v1' });
+  });
+
+  test("a group-version's OpenAPI v3 document, named by its index key, one trailing slash allowed", () => {
+    assert.deepEqual(groupDocumentOf('/openapi/v3/apis/batch/v1'), { group: 'batch', version: 'v1' });
+    assert.deepEqual(groupDocumentOf('/openapi/v3/apis/batch/v1/?hash=A'), { group: 'batch', version: 'v1' });
+    assert.deepEqual(groupDocumentOf('/openapi/v3/api/v1'), { group: '', version: 'v1' });
+    assert.deepEqual(groupDocumentOf('/openapi/v3/apis%2Fbatch%2Fv1'), { group: 'batch', version: 'v1' });
+  });
+
+  test('other OpenAPI paths name no document', () => {
+    for (const path of [
+      '/openapi/v3',
+      '/openapi/v3/',
+      '/openapi/v3/apis/batch',
+      '/openapi/v3/version',
+      '/openapi/v3/apis/batch/v1//',
+      '/openapi/v3//api/v1',
+      '/openapi/v3/apis//v1',
+    ]) {
+      assert.equal(groupDocumentOf(path), undefined, path);
     }
   });
 });
