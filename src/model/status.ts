@@ -1,5 +1,7 @@
 // metav1.Status, the body every Kubernetes error carries; mvproxy's own
 // answers (503s, 401s) use it so clients handle them like an apiserver's.
+// KubeApiError is such an answer received: sources throw it, the admin API
+// maps it to its own code.
 
 export interface Status {
   kind: 'Status';
@@ -18,4 +20,15 @@ function failureStatus(code: number, reason: string, message: string): Status {
 /** The JSON a client gets when a request cannot be served now and should be retried. */
 export function serviceUnavailableJson(why: string): string {
   return JSON.stringify(failureStatus(503, 'ServiceUnavailable', `the server is currently unable to handle the request: ${why}`));
+}
+
+/** An error answer from the apiserver, with its HTTP status (404, 409, 410 Gone...). */
+export class KubeApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
 }

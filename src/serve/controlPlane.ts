@@ -34,7 +34,8 @@ import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
 import { LatestThrottle } from './throttle.js';
-import { ControlPlaneJournal, type JournalEntry } from './events.js';
+import { ControlPlaneJournal } from './events.js';
+import type { JournalEntry } from '../model/events.js';
 import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
 import { statusDump } from '../servers/adminHttp.js';
 

@@ -3,7 +3,7 @@
 // gRPC, robustness, and server reflection.
 import type { SidecarConfig__Output } from '../../src/generated/mvproxy/admin/v1/SidecarConfig.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
-import { KubeApiError } from '../../src/sources/kubeRequest.js';
+import { KubeApiError } from '../../src/model/status.js';
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';

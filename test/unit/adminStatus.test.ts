@@ -11,7 +11,7 @@ import { planSidecars } from '../../src/planner/planner.js';
 import { explainRequest } from '../../src/planner/explain.js';
 import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
-import type { SidecarSyncReport } from '../../src/sources/syncRecord.js';
+import type { SidecarSyncReport } from '../../src/model/syncReport.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {

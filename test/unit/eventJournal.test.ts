@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pino from 'pino';
-import { ControlPlaneJournal, EventJournal, type JournalEntry } from '../../src/serve/events.js';
-import type { ClusterEvent } from '../../src/model/events.js';
+import { ControlPlaneJournal, EventJournal } from '../../src/serve/events.js';
+import type { ClusterEvent, JournalEntry } from '../../src/model/events.js';
 import { AdsServer } from '../../src/servers/ads.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
 import { CORE, GRACE_MS, NOW, model } from '../support/clusterModel.js';
