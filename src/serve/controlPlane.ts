@@ -21,6 +21,7 @@ import { sidecarConfig } from '../servers/adminConfig.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
+import { SnapshotStore } from '../servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
@@ -106,11 +107,14 @@ export class ControlPlane implements AdminBackend {
     });
     this.settings = reconcileSettings(config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
     this.departedGraceMs = this.settings.departedGraceMs;
-    this.ads = new AdsServer({
-      logger: deps.logger.child({ component: 'ads' }),
-      metrics: xdsMetricHooks(deps.metrics),
-      ...(deps.clock ? { now: deps.clock } : {}),
-    });
+    this.ads = new AdsServer(
+      { current: new SnapshotStore(), startup: new SnapshotStore() },
+      {
+        logger: deps.logger.child({ component: 'ads' }),
+        metrics: xdsMetricHooks(deps.metrics),
+        ...(deps.clock ? { now: deps.clock } : {}),
+      },
+    );
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
     // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
