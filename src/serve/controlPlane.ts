@@ -4,7 +4,6 @@
 // (reconcile.ts) and hands its results to ADS and the ext_proc responder.
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
@@ -13,7 +12,8 @@ import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../m
 import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
-import { ReplicaSyncRecord } from './syncReporter.js';
+import type { ReplicaSyncRecord } from './syncReporter.js';
+import { makeSources } from './sources.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
@@ -22,7 +22,8 @@ import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { SnapshotStore } from '../servers/snapshotStore.js';
-import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
+import { listenXds } from './listen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
 import { startAdminHttp, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
@@ -139,55 +140,23 @@ export class ControlPlane implements AdminBackend {
     this.journal.attach(this.ads);
   }
 
-  /**
-   * The sources. Loaded only here, after the xDS listeners are bound: the
-   * Kubernetes client alone takes about half a second to load, and a sidecar
-   * starting with its replica should not wait for it (warmStart.ts).
-   */
+  /** The sources (sources.ts), started; made only now, after the xDS listeners are bound. */
   private async startObserver(): Promise<ClusterObserver> {
-    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { kubeSyncWriter }, { createKubeListWatchClient }] = await Promise.all([
-      import('../sources/clusterObserver.js'),
-      import('@kubernetes/client-node'),
-      import('../sources/drainRecord.js'),
-      import('../sources/syncRecord.js'),
-      import('../sources/listWatch.js'),
-    ]);
-    let kubeConfig = this.deps.kubeConfig;
-    if (!kubeConfig) {
-      kubeConfig = new KubeConfig();
-      kubeConfig.loadFromFile(this.config.kubeconfig);
-    }
     const { config, deps } = this;
-    const observer = new ClusterObserver({
-      kubeConfig,
-      endpoints: this.declaredEndpoints(),
-      logger: deps.logger.child({ component: 'sources' }),
-      metrics: deps.metrics,
-      tlsServerName: config.tls.peerServerName,
-      leaseGraceMs: this.departedGraceMs,
-      localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
-      discoveryIntervalMs: config.discoveryPollMillis,
-      discoveryMaxBodyBytes: config.discoveryMaxBodyBytes,
-      ...(deps.clock ? { clock: deps.clock } : {}),
-    });
-    this.observer = observer;
-    observer.onChange((model) => this.reconciles.offer(model));
-    const drainRecord = this.config.drainRecord;
-    this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
-    this.drainWatcher = new DrainWatcher({
-      client: createKubeListWatchClient(kubeConfig),
-      ref: drainRecord,
-      onChange: (names, notes) => this.drainsObserved(names, notes),
-      logger: deps.logger.child({ component: 'drains' }),
-    });
-    this.syncRecord = new ReplicaSyncRecord({
-      replica: config.replicaName,
+    const sources = await makeSources({
+      config,
+      deps,
       ads: this.ads,
-      client: createKubeListWatchClient(kubeConfig),
-      ref: config.syncRecord,
-      write: kubeSyncWriter(kubeConfig, config.syncRecord),
-      logger: deps.logger.child({ component: 'sync-record' }),
+      endpoints: this.declaredEndpoints(),
+      departedGraceMs: this.departedGraceMs,
+      onModel: (model) => this.reconciles.offer(model),
+      onDrains: (names, notes) => this.drainsObserved(names, notes),
     });
+    const { observer } = sources;
+    this.observer = observer;
+    this.drainWriter = sources.drainWriter;
+    this.drainWatcher = sources.drainWatcher;
+    this.syncRecord = sources.syncRecord;
     this.syncRecord.start();
     await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
@@ -202,19 +171,7 @@ export class ControlPlane implements AdminBackend {
     // Before any sidecar can connect: what it gets until this replica has synced.
     this.serveBeforeSync();
     this.certificateFiles.start();
-    const xds: string[] = [];
-    if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket, this.config.xds.unixSocketMode));
-    if (this.config.xds.tcp) {
-      const tcp = this.config.xds.tcp;
-      const port = await listenMtls(this.grpcServer, {
-        host: tcp.host,
-        port: tcp.port,
-        ca: readFileSync(tcp.clientCa),
-        cert: readFileSync(tcp.cert),
-        key: readFileSync(tcp.key),
-      });
-      xds.push(`${tcp.host}:${port}`);
-    }
+    const xds = await listenXds(this.grpcServer, this.config.xds);
     this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
     if (this.config.admin?.http) {
