@@ -24,7 +24,7 @@
 //   node dist/test/support/pathOracle.js --cases 5000 [--seed 7]
 // (`npm run oracle -- --cases 5000`): it starts its own sandbox with audit
 // logs, prints the counts and every disagreement, and exits 1 if there is one.
-import { envoyAdminJson } from '../../src/util/envoyAdmin.js';
+import { envoyAdminJson } from './envoyAdmin.js';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Agent, request } from 'node:https';
