@@ -1,7 +1,9 @@
 // The running control plane, a thin runner: it wires the sources (the cluster
-// observer) to the servers (ADS, ext_proc, access log, admin) and, whenever the
-// observed model or the drains change, runs the pure reconcile step
-// (reconcile.ts) and hands its results to ADS and the ext_proc responder.
+// observer and the drain and sync records, made in sources.ts) to the servers
+// (ADS, ext_proc, access log, admin; the xDS listeners are bound in
+// listen.ts) and, whenever the observed model or the drains change, runs the
+// pure reconcile step (reconcile.ts) and hands its results to ADS and the
+// ext_proc responder.
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
