@@ -1,15 +1,13 @@
 // `mvproxy admin ...`: the operator's client of the control plane's admin gRPC
 // API (proto/mvproxy/admin/v1/admin.proto).
-import * as grpc from '@grpc/grpc-js';
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { adminGrpc, connectionText } from '../servers/admin.js';
+import { connectionText } from '../servers/admin.js';
+import { call, waitInSync, withAdminClient } from '../servers/adminClient.js';
 import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
-import type { SidecarConfig__Output } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readState } from '../sandbox/state.js';
 import { ADMIN_VERB_USAGE, asksForHelp, COMMAND_USAGE } from './usage.js';
 import { table } from './table.js';
@@ -18,8 +16,6 @@ import { configTypeUrl, formatConfig } from './adminConfig.js';
 const ADMIN_USAGE = COMMAND_USAGE['admin'] ?? '';
 import { sandboxDir } from './sandbox.js';
 import { streamEvents } from './adminEvents.js';
-
-const CALL_DEADLINE_MS = 10_000;
 
 /** `invokedAs` names the command in help texts: `mvproxy admin`, or `kubectl mvproxy` for the kubectl plugin. */
 export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Promise<number> {
@@ -123,63 +119,9 @@ function adminSocket(flag: string | undefined): string {
   return fromSandbox;
 }
 
+/** Calls `use` with a client of the admin socket given (--socket), or found (MVPROXY_ADMIN_SOCKET, the sandbox's). */
 export async function withClient<T>(socketFlag: string | undefined, use: (client: AdminClient) => Promise<T>): Promise<T> {
-  const socket = adminSocket(socketFlag);
-  if (!existsSync(socket)) throw new Error(`cannot reach the control plane: ${socket} does not exist (is mvproxy serve running with admin.socket set?)`);
-  const Admin = adminGrpc().mvproxy.admin.v1.Admin;
-  const client = new Admin(`unix://${socket}`, grpc.credentials.createInsecure());
-  try {
-    return await use(client);
-  } finally {
-    client.close();
-  }
-}
-
-interface Calls {
-  GetStatus: [Record<string, never>, Status__Output];
-  Explain: [{ sidecar: string; path: string; peer_proxied: boolean }, Explanation__Output];
-  Drain: [{ apiserver: string }, { draining: string[] }];
-  Undrain: [{ apiserver: string }, { draining: string[] }];
-  GetConfig: [{ sidecar: string; type_url: string }, SidecarConfig__Output];
-}
-
-/** One unary call with a deadline; gRPC errors become plain errors carrying the server's words. */
-export function call<M extends keyof Calls>(client: AdminClient, method: M, request: Calls[M][0]): Promise<Calls[M][1]> {
-  const deadline = new Date(Date.now() + CALL_DEADLINE_MS);
-  return new Promise((resolve, reject) => {
-    const callback = (err: grpc.ServiceError | null, response?: unknown): void => {
-      if (err) reject(new Error(`${method}: ${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
-      else resolve(response as Calls[M][1]);
-    };
-    // The generated client's overloads do not narrow over a union of methods.
-    (client[method] as unknown as (req: Calls[M][0], options: grpc.CallOptions, cb: typeof callback) => void).call(client, request, { deadline }, callback);
-  });
-}
-
-/** Polls GetStatus until every sidecar is connected and has ACKed its current routes. */
-export async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Status__Output> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await call(client, 'GetStatus', {});
-    // Sidecars streaming from other replicas count too, as those replicas report them (the sync record).
-    const behind = status.sidecars.filter((s) => s.connected && !s.in_sync);
-    if (behind.length === 0 && status.sidecars.some((s) => s.connected)) return status;
-    if (Date.now() > deadline) {
-      const why = behind.map(
-        (s) =>
-          `${s.node} (${s.connected ? `has not ACKed yet${s.replica ? `, as ${s.replica} reported at ${s.reported_at}` : ''}${behindText(s.envoys_behind)}` : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
-      );
-      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
-    }
-    await sleep(200);
-  }
-}
-
-/** The Envoys of a sidecar that lag, named (the first few) when there are any. */
-function behindText(behind: readonly string[]): string {
-  if (behind.length === 0) return '';
-  const named = behind.slice(0, 5).join(', ');
-  return `: Envoys ${named}${behind.length > 5 ? ` and ${behind.length - 5} more` : ''}`;
+  return withAdminClient(adminSocket(socketFlag), use);
 }
 
 function formatStatus(status: Status__Output): string {

@@ -5,8 +5,8 @@
 // command line (src/cli/deploy.ts) writes them. Configs, bootstraps and
 // command lines come from replica.ts, as the sandbox's do.
 import { posix } from 'node:path';
-import { RELOAD_MARKER } from '../sources/certificateFiles.js';
 import { sidecarBootstrap, type JsonObject, type JsonValue } from '../xds/bootstrap.js';
+import { RELOAD_MARKER } from '../xds/reloadMarker.js';
 import {
   replicaServeConfig,
   serveArgs,

@@ -20,7 +20,6 @@ export interface RenderedDocument {
   etag: string;
 }
 
-
 export function renderAggregated(list: APIGroupDiscoveryList, format: AggregatedFormat): RenderedDocument {
   return renderAggregatedCached(list, format).document;
 }

@@ -1,10 +1,10 @@
 // What changed and why, as events an operator reads (`mvproxy admin events`,
 // the status page): derived here, purely, from two successive cluster models
-// and two successive sets of plans. The control plane adds the events it
-// witnesses itself (drains, NACKs, sidecar streams) with the helpers below.
+// (src/planner/planEvents.ts derives those of two successive sets of plans).
+// The control plane adds the events it witnesses itself (drains, NACKs,
+// sidecar streams) with the helpers below.
 import type { ApiserverObservation, ClusterModel, ServedResource } from './cluster.js';
 import { peerStanding, type PeerStanding } from './liveness.js';
-import type { ResourceRoute, SidecarPlan } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
 
 export type ClusterEventKind =
@@ -30,7 +30,12 @@ export interface ClusterEvent {
   message: string;
 }
 
-/** How many names a message lists before it says "and N more". */
+/** An event as kept in the control plane's journal: numbered in the order it was recorded (1, 2, ...). */
+export interface JournalEntry extends ClusterEvent {
+  sequence: number;
+}
+
+/** How many names a message lists (listed) before it says "and N more". */
 const LISTED = 3;
 
 /** Apiserver events between two models; `previous` undefined means nothing was known before. */
@@ -81,7 +86,8 @@ function countResources(set: readonly ServedResource[]): string {
   return `${set.length} resource${set.length === 1 ? '' : 's'}`;
 }
 
-function gvOf(r: { group: string; version: string }): string {
+/** "group/version", or the version alone for the core group. */
+export function gvOf(r: { group: string; version: string }): string {
   return r.group === '' ? r.version : `${r.group}/${r.version}`;
 }
 
@@ -107,44 +113,9 @@ function byGroupVersion(resources: readonly ServedResource[]): string {
   return `${shown.join(', ')}${names.length > LISTED ? ` and ${names.length - LISTED} more group-versions` : ''}`;
 }
 
-function listed(names: readonly string[]): string {
+/** The first LISTED names, and "and N more" when there are more. */
+export function listed(names: readonly string[]): string {
   return `${names.slice(0, LISTED).join(', ')}${names.length > LISTED ? ` and ${names.length - LISTED} more` : ''}`;
-}
-
-/** One event per sidecar whose resource routes changed. */
-export function planEvents(previous: readonly SidecarPlan[], next: readonly SidecarPlan[], at: number): ClusterEvent[] {
-  const before = new Map(previous.map((p) => [p.node, p]));
-  const events: ClusterEvent[] = [];
-  for (const plan of next) {
-    const old = before.get(plan.node);
-    if (!old) continue;
-    const oldRoutes = new Map(old.routes.map((r) => [routeKey(r), r]));
-    const newRoutes = new Map(plan.routes.map((r) => [routeKey(r), r]));
-    const changed: string[] = [];
-    for (const [key, route] of newRoutes) {
-      const was = oldRoutes.get(key);
-      if (!was || JSON.stringify(was.action) !== JSON.stringify(route.action)) changed.push(`${key} → ${target(route)}`);
-    }
-    for (const [key] of oldRoutes) if (!newRoutes.has(key)) changed.push(`${key} → local`);
-    if (changed.length === 0) continue;
-    const rerouted = plan.routes.filter((r) => r.action.kind === 'peers').length;
-    const unavailable = plan.routes.filter((r) => r.action.kind === 'unavailable').length;
-    const counts = `now ${rerouted} rerouted (${signed(rerouted - old.routes.filter((r) => r.action.kind === 'peers').length)}), ${unavailable} unavailable (${signed(unavailable - old.routes.filter((r) => r.action.kind === 'unavailable').length)})`;
-    events.push({ at, kind: 'plan-changed', subject: plan.node, message: `${counts}: ${listed(changed.sort(compareStrings))}` });
-  }
-  return events;
-}
-
-function routeKey(r: ResourceRoute): string {
-  return `${gvOf(r)} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`;
-}
-
-function target(r: ResourceRoute): string {
-  return r.action.kind === 'peers' ? r.action.peers.join('|') : '503';
-}
-
-function signed(n: number): string {
-  return n >= 0 ? `+${n}` : String(n);
 }
 
 /** drain/undrain events between two sets of drained apiservers; `how` says, per apiserver, who asked, when known. */

@@ -1,5 +1,7 @@
 // metav1.Status, the body every Kubernetes error carries; mvproxy's own
 // answers (503s, 401s) use it so clients handle them like an apiserver's.
+// KubeApiError is such an answer received: sources throw it, the admin API
+// maps it to its own code.
 import { isRecord } from '../util/json.js';
 
 export interface Status {
@@ -34,4 +36,15 @@ export function statusMessageSuffix(body: string): string {
     // not JSON: no detail
   }
   return '';
+}
+
+/** An error answer from the apiserver, with its HTTP status (404, 409, 410 Gone...). */
+export class KubeApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
 }

@@ -1,10 +1,11 @@
 // The running control plane, a thin runner: it wires the sources (the cluster
-// observer) to the servers (ADS, ext_proc, access log, admin) and, whenever the
-// observed model or the drains change, runs the pure reconcile step
-// (reconcile.ts) and hands its results to ADS and the ext_proc responder.
+// observer and the drain and sync records, made in sources.ts) to the servers
+// (ADS, ext_proc, access log, admin; the xDS listeners are bound in
+// listen.ts) and, whenever the observed model or the drains change, runs the
+// pure reconcile step (reconcile.ts) and hands its results to ADS and the
+// ext_proc responder.
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
@@ -13,7 +14,8 @@ import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../m
 import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
-import { ReplicaSyncRecord } from './syncReporter.js';
+import type { ReplicaSyncRecord } from './syncReporter.js';
+import { makeSources } from './sources.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
@@ -21,7 +23,9 @@ import { sidecarConfig } from '../servers/adminConfig.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
 import { AdsServer } from '../servers/ads.js';
-import { createGrpcServer, listenUnix, listenMtls, shutdownGrpcServer } from '../servers/grpcListen.js';
+import { SnapshotStore } from '../servers/snapshotStore.js';
+import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
+import { listenXds } from './listen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
 import { startAdminHttp, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
@@ -34,7 +38,8 @@ import { discoveryResponse } from '../discovery/index.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
 import { LatestThrottle } from './throttle.js';
-import { ControlPlaneJournal, type JournalEntry } from './events.js';
+import { ControlPlaneJournal } from './events.js';
+import type { JournalEntry } from '../model/events.js';
 import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
 import { statusDump } from '../servers/adminHttp.js';
 
@@ -105,11 +110,14 @@ export class ControlPlane implements AdminBackend {
     });
     this.settings = reconcileSettings(config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
     this.departedGraceMs = this.settings.departedGraceMs;
-    this.ads = new AdsServer({
-      logger: deps.logger.child({ component: 'ads' }),
-      metrics: xdsMetricHooks(deps.metrics),
-      ...(deps.clock ? { now: deps.clock } : {}),
-    });
+    this.ads = new AdsServer(
+      { current: new SnapshotStore(), startup: new SnapshotStore() },
+      {
+        logger: deps.logger.child({ component: 'ads' }),
+        metrics: xdsMetricHooks(deps.metrics),
+        ...(deps.clock ? { now: deps.clock } : {}),
+      },
+    );
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
     // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
@@ -134,55 +142,23 @@ export class ControlPlane implements AdminBackend {
     this.journal.attach(this.ads);
   }
 
-  /**
-   * The sources. Loaded only here, after the xDS listeners are bound: the
-   * Kubernetes client alone takes about half a second to load, and a sidecar
-   * starting with its replica should not wait for it (warmStart.ts).
-   */
+  /** The sources (sources.ts), started; made only now, after the xDS listeners are bound. */
   private async startObserver(): Promise<ClusterObserver> {
-    const [{ ClusterObserver }, { KubeConfig }, { DrainWatcher, kubeDrainWriter }, { kubeSyncWriter }, { createKubeListWatchClient }] = await Promise.all([
-      import('../sources/clusterObserver.js'),
-      import('@kubernetes/client-node'),
-      import('../sources/drainRecord.js'),
-      import('../sources/syncRecord.js'),
-      import('../sources/listWatch.js'),
-    ]);
-    let kubeConfig = this.deps.kubeConfig;
-    if (!kubeConfig) {
-      kubeConfig = new KubeConfig();
-      kubeConfig.loadFromFile(this.config.kubeconfig);
-    }
     const { config, deps } = this;
-    const observer = new ClusterObserver({
-      kubeConfig,
-      endpoints: this.declaredEndpoints(),
-      logger: deps.logger.child({ component: 'sources' }),
-      metrics: deps.metrics,
-      tlsServerName: config.tls.peerServerName,
-      leaseGraceMs: this.departedGraceMs,
-      localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
-      discoveryIntervalMs: config.discoveryPollMillis,
-      discoveryMaxBodyBytes: config.discoveryMaxBodyBytes,
-      ...(deps.clock ? { clock: deps.clock } : {}),
-    });
-    this.observer = observer;
-    observer.onChange((model) => this.reconciles.offer(model));
-    const drainRecord = this.config.drainRecord;
-    this.drainWriter = kubeDrainWriter(kubeConfig, drainRecord);
-    this.drainWatcher = new DrainWatcher({
-      client: createKubeListWatchClient(kubeConfig),
-      ref: drainRecord,
-      onChange: (names, notes) => this.drainsObserved(names, notes),
-      logger: deps.logger.child({ component: 'drains' }),
-    });
-    this.syncRecord = new ReplicaSyncRecord({
-      replica: config.replicaName,
+    const sources = await makeSources({
+      config,
+      deps,
       ads: this.ads,
-      client: createKubeListWatchClient(kubeConfig),
-      ref: config.syncRecord,
-      write: kubeSyncWriter(kubeConfig, config.syncRecord),
-      logger: deps.logger.child({ component: 'sync-record' }),
+      endpoints: this.declaredEndpoints(),
+      departedGraceMs: this.departedGraceMs,
+      onModel: (model) => this.reconciles.offer(model),
+      onDrains: (names, notes) => this.drainsObserved(names, notes),
     });
+    const { observer } = sources;
+    this.observer = observer;
+    this.drainWriter = sources.drainWriter;
+    this.drainWatcher = sources.drainWatcher;
+    this.syncRecord = sources.syncRecord;
     this.syncRecord.start();
     await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
@@ -197,19 +173,7 @@ export class ControlPlane implements AdminBackend {
     // Before any sidecar can connect: what it gets until this replica has synced.
     this.serveBeforeSync();
     this.certificateFiles.start();
-    const xds: string[] = [];
-    if (this.config.xds.unixSocket) xds.push(await listenUnix(this.grpcServer, this.config.xds.unixSocket, this.config.xds.unixSocketMode));
-    if (this.config.xds.tcp) {
-      const tcp = this.config.xds.tcp;
-      const port = await listenMtls(this.grpcServer, {
-        host: tcp.host,
-        port: tcp.port,
-        ca: readFileSync(tcp.clientCa),
-        cert: readFileSync(tcp.cert),
-        key: readFileSync(tcp.key),
-      });
-      xds.push(`${tcp.host}:${port}`);
-    }
+    const xds = await listenXds(this.grpcServer, this.config.xds);
     this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
     if (this.config.admin?.http) {

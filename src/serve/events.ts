@@ -1,16 +1,12 @@
 // The control plane's event journal: a bounded ring of recent events (what
-// changed and why: src/model/events.ts derives them) that `mvproxy admin
-// events` and the status page read, and that followers are told of as they
-// happen.
+// changed and why: src/model/events.ts and src/planner/planEvents.ts derive
+// them) that `mvproxy admin events` and the status page read, and that
+// followers are told of as they happen.
 import type { AdsServer } from '../servers/ads.js';
 import type { ClusterModel } from '../model/cluster.js';
-import { drainEvents, modelEvents, planEvents, shortTypeName, type ClusterEvent } from '../model/events.js';
+import { drainEvents, modelEvents, shortTypeName, type ClusterEvent, type JournalEntry } from '../model/events.js';
 import type { SidecarPlan } from '../planner/plan.js';
-
-/** An event as kept: numbered in the order it was recorded (1, 2, ...). */
-export interface JournalEntry extends ClusterEvent {
-  sequence: number;
-}
+import { planEvents } from '../planner/planEvents.js';
 
 export type JournalListener = (entry: JournalEntry) => void;
 

@@ -4,7 +4,8 @@
 // ACKs) and only for entries that changed or that another replica wrote last;
 // a failed write is retried, and costs nothing but a late answer to --wait.
 import type { Logger } from '../util/log.js';
-import { SyncWatcher, type SidecarSyncReport, type SyncWriter } from '../sources/syncRecord.js';
+import type { SidecarSyncReport } from '../model/syncReport.js';
+import { SyncWatcher, type SyncWriter } from '../sources/syncRecord.js';
 import type { ConfigMapRef } from '../sources/configMapRecord.js';
 import type { ListWatchClient } from '../sources/listWatch.js';
 import type { AdsNodeStatus, AdsServer } from '../servers/ads.js';

@@ -3,7 +3,7 @@
 // The control plane implements AdminBackend; this module only checks input
 // and maps answers and errors to gRPC.
 import * as grpc from '@grpc/grpc-js';
-import { KubeApiError } from '../sources/kubeRequest.js';
+import { KubeApiError } from '../model/status.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import type { Logger } from '../util/log.js';
@@ -19,10 +19,10 @@ import type { RequestExplanation } from '../planner/explain.js';
 import { isResourceTypeUrl, PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
 import type { AdsNodeStatus } from './ads.js';
-import type { SidecarSyncReport } from '../sources/syncRecord.js';
+import type { SidecarSyncReport } from '../model/syncReport.js';
 import { compareStrings } from '../util/order.js';
 import type { Event } from '../generated/mvproxy/admin/v1/Event.js';
-import type { JournalEntry } from '../serve/events.js';
+import type { JournalEntry } from '../model/events.js';
 
 const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
 /** Longer paths are not requests an apiserver would accept either. */
@@ -197,7 +197,7 @@ export interface StatusInput {
   ads: Record<string, AdsNodeStatus>;
   draining: ReadonlySet<string>;
   departedGraceMs: number;
-  /** This replica's name, and what the others reported of the sidecars streaming from them (sources/syncRecord.ts). */
+  /** This replica's name, and what the others reported of the sidecars streaming from them (model/syncReport.ts). */
   replica: string;
   reports: ReadonlyMap<string, SidecarSyncReport>;
 }

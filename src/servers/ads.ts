@@ -1,7 +1,8 @@
 // The ADS server, state of the world: one gRPC stream per Envoy carries CDS,
 // EDS, LDS and RDS. The protocol of one stream (names, nonces, versions sent
 // and ACKed, NACKs, ordering) is adsStream.ts; what each node should have is
-// the snapshot store (snapshotStore.ts), one snapshot per sidecar, shared by
+// the snapshot cache it is given (a SnapshotCache: serve passes
+// snapshotStore.ts's SnapshotStore), one snapshot per sidecar, shared by
 // every node (Envoy) that runs that sidecar's config (peerIdentity.ts says
 // which). This module hosts the streams: it knows which streams belong to
 // which node and sidecar, keeps each node's last NACK per type, and reports
@@ -12,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import { envoyService } from '../xds/protos.js';
 import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
-import { SnapshotStore } from './snapshotStore.js';
+import type { EncodedSnapshot } from './snapshotStore.js';
 import { AdsStream, grpcError, type AdsCall, type AdsStreamHost, type StreamNack, type StreamTypeState } from './adsStream.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
 import { compareStrings } from '../util/order.js';
@@ -25,6 +26,22 @@ export interface AdsMetrics {
   ack?(node: string, typeUrl: ResourceTypeUrl, version: string): void;
   nack?(node: string, typeUrl: ResourceTypeUrl, version: string, message: string): void;
   staleRequest?(node: string, typeUrl: ResourceTypeUrl): void;
+}
+
+/** Where the ADS server keeps what each sidecar should have: only what the server uses of a store (SnapshotStore is one). */
+export interface SnapshotCache {
+  /** Sets what a sidecar's nodes should have; throws if a resource cannot be encoded, leaving the previous snapshot in place. */
+  set(sidecar: string, snapshot: Snapshot): EncodedSnapshot;
+  /** The sidecar's snapshot; undefined until one was set. */
+  get(sidecar: string): EncodedSnapshot | undefined;
+}
+
+/** The ADS server's two caches, made and passed by whoever runs it (src/serve), as go-control-plane's NewServer takes its cache. */
+export interface AdsSnapshotCaches {
+  /** What each sidecar's nodes should have (setSnapshot). */
+  current: SnapshotCache;
+  /** What a node that runs nothing yet gets until its sidecar has a snapshot (setStartupSnapshot). */
+  startup: SnapshotCache;
 }
 
 export interface AdsServerOptions {
@@ -115,9 +132,9 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private readonly identifier: string;
   private readonly orderingTimeoutMs: number;
   private readonly now: () => number;
-  private readonly snapshots = new SnapshotStore();
+  private readonly snapshots: SnapshotCache;
   /** What a node that runs nothing yet gets until it has a snapshot (setStartupSnapshot). */
-  private readonly startupSnapshots = new SnapshotStore();
+  private readonly startupSnapshots: SnapshotCache;
   private readonly nodes = new Map<string, NodeRecord>();
   /** Streams whose first request (with the node id) has not arrived yet. */
   private readonly anonymous = new Set<AdsStream>();
@@ -161,8 +178,10 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     },
   };
 
-  constructor(opts: AdsServerOptions) {
+  constructor(caches: AdsSnapshotCaches, opts: AdsServerOptions) {
     super();
+    this.snapshots = caches.current;
+    this.startupSnapshots = caches.startup;
     this.log = opts.logger.child({ component: 'ads' });
     this.metrics = opts.metrics ?? {};
     this.identifier = opts.identifier ?? 'mvproxy';

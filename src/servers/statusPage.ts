@@ -7,7 +7,7 @@ import { peerStanding } from '../model/liveness.js';
 import type { ResourceRouteAction } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
 import { adminStatus, connectionText, type StatusInput } from './admin.js';
-import type { JournalEntry } from '../serve/events.js';
+import type { JournalEntry } from '../model/events.js';
 
 export interface StatusPageInput extends StatusInput {
   /** Recent events, oldest first. */

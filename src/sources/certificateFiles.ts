@@ -15,9 +15,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeFileAtomicSync } from '../util/atomicWrite.js';
 import type { Logger } from '../util/log.js';
-
-/** What is renamed into a changed file's directory to make Envoy re-read it. */
-export const RELOAD_MARKER = '.mvproxy-reload';
+import { RELOAD_MARKER } from '../xds/reloadMarker.js';
 
 export interface CertificateFilesOptions {
   /** Every certificate, key and CA file a sidecar on this host names. */

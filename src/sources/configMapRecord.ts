@@ -9,7 +9,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import { isRecord } from '../util/json.js';
 import { Reflector, type ListWatchClient } from './listWatch.js';
-import { KubeApiError, kubeRequest } from './kubeRequest.js';
+import { KubeApiError } from '../model/status.js';
+import { kubeRequest } from './kubeRequest.js';
 
 export interface ConfigMapRef {
   namespace: string;

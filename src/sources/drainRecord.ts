@@ -8,17 +8,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ListWatchClient } from './listWatch.js';
-import { ConfigMapWatcher, configMapData, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
+import { ConfigMapWatcher, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
 
 export type DrainRecordRef = ConfigMapRef;
 
 export const DEFAULT_DRAIN_RECORD: DrainRecordRef = { namespace: 'kube-system', name: 'mvproxy-drains' };
-
-/** The drained apiservers a ConfigMap names (its data keys, sorted); undefined if it is not one. */
-export function drainedNames(configMap: unknown): string[] | undefined {
-  const data = configMapData(configMap);
-  return data && Object.keys(data).sort();
-}
 
 export interface DrainWatcherOptions {
   client: ListWatchClient;

@@ -1,22 +1,13 @@
 // One request to the Kubernetes API with the control plane's kubeconfig
 // (its server, CA and credentials), for what the client library's typed API
 // makes awkward: lists read as raw JSON, merge patches. A non-2xx answer is a
-// KubeApiError carrying the status and the Status message.
+// KubeApiError (src/model/status.ts) carrying the status and the Status
+// message.
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { statusMessageSuffix } from '../model/status.js';
-
-/** An error answer from the apiserver, with its HTTP status (404, 409, 410 Gone...). */
-export class KubeApiError extends Error {
-  constructor(
-    readonly statusCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KubeApiError';
-  }
-}
+import { KubeApiError, statusMessageSuffix } from '../model/status.js';
+import { isRecord } from '../util/json.js';
 
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

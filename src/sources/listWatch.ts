@@ -7,7 +7,8 @@ import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import { Backoff, CancellableSleep, errorMessage, systemClock, systemTimers, type Clock, type Timers } from './runtime.js';
 import { isRecord } from '../util/json.js';
-import { KubeApiError, kubeRequest } from './kubeRequest.js';
+import { KubeApiError } from '../model/status.js';
+import { kubeRequest } from './kubeRequest.js';
 
 export interface WatchEvent {
   /** ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. */

@@ -6,6 +6,7 @@
 // versions from the same cluster (they are content hashes), so the versions a
 // sidecar ACKed mean the same thing to every replica.
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { SidecarSyncReport } from '../model/syncReport.js';
 import type { Logger } from '../util/log.js';
 import { isRecord } from '../util/json.js';
 import { compareStrings } from '../util/order.js';
@@ -13,16 +14,6 @@ import type { ListWatchClient } from './listWatch.js';
 import { ConfigMapWatcher, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
 
 export const DEFAULT_SYNC_RECORD: ConfigMapRef = { namespace: 'kube-system', name: 'mvproxy-sidecars' };
-
-/** One sidecar's entry. */
-export interface SidecarSyncReport {
-  /** The replica the sidecar streams from (its replicaName). */
-  replica: string;
-  /** The version the sidecar last ACKed, per xDS type URL. */
-  acked: Record<string, string>;
-  /** When the replica wrote this (ISO 8601): an entry of a replica that died stays until another one writes. */
-  at: string;
-}
 
 export function encodeSyncReport(report: SidecarSyncReport): string {
   return JSON.stringify(report);

@@ -15,16 +15,8 @@ import type { HttpFilter } from '../generated/envoy/extensions/filters/network/h
 import type { Any } from '../generated/google/protobuf/Any.js';
 import type { StringValue } from '../generated/google/protobuf/StringValue.js';
 import { IDENTITY_FILTER } from './names.js';
-import type { TranslatorSettings } from './settings.js';
+import type { IdentityHeaders, TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
-
-/** The headers kube-apiserver reads identity from (its --requestheader-*-headers flags). */
-export interface IdentityHeaders {
-  userHeader: string;
-  uidHeader: string;
-  groupHeader: string;
-  extraHeaderPrefix: string;
-}
 
 const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
   userHeader: 'x-remote-user',

@@ -4,12 +4,17 @@ import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { Secret } from '../generated/envoy/extensions/transport_sockets/tls/v3/Secret.js';
-import type { IdentityHeaders } from './identityFilter.js';
 
 /** The name every apiserver's serving certificate carries and peers verify (as upstream does). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
-/** The sidecar's bootstrap cluster for the control plane (ADS, and later ext_proc). */
-export { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
+
+/** The headers kube-apiserver reads identity from (its --requestheader-*-headers flags). */
+export interface IdentityHeaders {
+  userHeader: string;
+  uidHeader: string;
+  groupHeader: string;
+  extraHeaderPrefix: string;
+}
 
 export interface TranslatorSettings {
   /** The public apiserver address: where clients connect to the sidecar. */
@@ -47,7 +52,7 @@ export interface TranslatorSettings {
      */
     egressProxy?: { host: string; port: number };
   };
-  /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER): ext_proc and the access log call it. */
+  /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER, src/xds/bootstrap.ts): ext_proc and the access log call it. */
   controlPlaneCluster: string;
   /** The certificate-identity filter that runs inside Envoy. */
   identityFilter: {

@@ -13,7 +13,7 @@ import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
-export { CONTROL_PLANE_CLUSTER, PEER_SERVER_NAME } from './settings.js';
+export { PEER_SERVER_NAME } from './settings.js';
 export { PEER_PROXIED_HEADER } from './routes.js';
 export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import type { SandboxMode } from '../sandbox/options.js';
 import { Sandbox } from '../sandbox/sandbox.js';
-import { call, waitInSync, withClient } from '../cli/admin.js';
+import { call, waitInSync, withAdminClient } from '../servers/adminClient.js';
 import { Balancer, type Entry } from './balancer.js';
 import type { ChartBand } from './chart.js';
 import { Ledger, type LostWrite } from './ledger.js';
@@ -96,12 +96,12 @@ async function exercise(
   await cluster.prepare(entries, creds);
   const admin = async (verb: 'Drain' | 'Undrain', apiserver: string): Promise<void> => {
     if (!adminSocket) return;
-    await withClient(adminSocket, async (c) => {
+    await withAdminClient(adminSocket, async (c) => {
       await call(c, verb, { apiserver });
       await waitInSync(c, 60_000);
     });
   };
-  if (adminSocket) await withClient(adminSocket, (c) => waitInSync(c, 60_000));
+  if (adminSocket) await withAdminClient(adminSocket, (c) => waitInSync(c, 60_000));
 
   const loadStart = loadavg()[0] ?? 0;
   const start = performance.now();

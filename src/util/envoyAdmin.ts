@@ -19,8 +19,3 @@ export function envoyAdminGet(socketPath: string, path: string, timeoutMs = 5000
     req.end();
   });
 }
-
-/** An admin endpoint's JSON answer. */
-export async function envoyAdminJson<T>(socketPath: string, path: string): Promise<T> {
-  return JSON.parse(await envoyAdminGet(socketPath, path)) as T;
-}

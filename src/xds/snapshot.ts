@@ -3,7 +3,6 @@
 // the same resources always give the same versions, so re-planning the same
 // state (or restarting mvproxy) never looks like a change to Envoy.
 import { createHash } from 'node:crypto';
-import type { AnyExtension } from '@grpc/proto-loader';
 import type { Cluster } from '../generated/envoy/config/cluster/v3/Cluster.js';
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
@@ -59,15 +58,6 @@ export interface SnapshotInput {
   listeners?: readonly Listener[];
   routes?: readonly RouteConfiguration[];
   secrets?: readonly Secret[];
-}
-
-/**
- * A typed_config (google.protobuf.Any) from a message name and its fields,
- * type-checked against the generated type T:
- * `anyOf<HttpConnectionManager>('envoy.extensions...HttpConnectionManager', {...})`.
- */
-export function anyOf<T extends object>(message: string, fields: T): AnyExtension & T {
-  return { ...fields, '@type': `type.googleapis.com/${message}` };
 }
 
 export function isResourceTypeUrl(value: string): value is ResourceTypeUrl {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { AdsServer } from '../../src/servers/ads.js';
+import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenMtls, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
 import { TYPE_URL, PUSH_ORDER, makeSnapshot, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
@@ -150,10 +151,13 @@ describe('Envoy over the Unix socket', () => {
   const sent: Array<{ typeUrl: ResourceTypeUrl; version: string }> = [];
 
   function startControlPlane(): AdsServer {
-    const server = new AdsServer({
-      logger: silent,
-      metrics: { responseSent: (_node, typeUrl, version) => sent.push({ typeUrl, version }) },
-    });
+    const server = new AdsServer(
+      { current: new SnapshotStore(), startup: new SnapshotStore() },
+      {
+        logger: silent,
+        metrics: { responseSent: (_node, typeUrl, version) => sent.push({ typeUrl, version }) },
+      },
+    );
     grpcServer = createGrpcServer();
     server.addToServer(grpcServer);
     return server;
@@ -260,7 +264,7 @@ describe('Envoy over mutual TLS', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mvp-e2e-tls-'));
     pki = makePki(dir);
-    ads = new AdsServer({ logger: silent });
+    ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: silent });
     grpcServer = createGrpcServer();
     ads.addToServer(grpcServer);
     port = await listenMtls(grpcServer, {

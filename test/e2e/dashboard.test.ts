@@ -8,7 +8,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { dashboardQueries, evaluableExpr } from '../../src/dashboard/grafana.js';
+import { dashboardQueries, evaluableExpr } from '../support/dashboardQueries.js';
 import type { JsonValue } from '../../src/xds/bootstrap.js';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { sandboxScrapeTargets, TestPrometheus } from '../support/prometheus.js';

@@ -4,7 +4,7 @@
 // event, a GET through the same sidecar stays fast meanwhile, nothing
 // crashes, and Envoy's and the control plane's memory come back near their
 // level once the watches are closed.
-import { envoyAdminJson } from '../../src/util/envoyAdmin.js';
+import { envoyAdminJson } from '../support/envoyAdmin.js';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';

@@ -8,7 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { connect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import type { IssuedCert } from '../../src/sandbox/x509.js';
-import { loadIssued, newCa, newLeaf, newServingCert, serialOf, writeCertFile, writePairFiles } from '../../src/sandbox/rotation.js';
+import { loadIssued, newCa, newLeaf, newServingCert, serialOf, writeCertFile, writePairFiles } from '../support/rotation.js';
 import { apiserverNamed, eventually, serviceAccountToken, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';

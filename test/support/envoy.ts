@@ -2,6 +2,7 @@
 // wait until it is ready, read its admin API, and make sure it dies with the
 // test (t.after) or, failing that, with this process (exit hook, and a
 // watchdog shell that kills Envoy when our stdin pipe to it closes).
+import type { AnyExtension } from '@grpc/proto-loader';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -13,7 +14,6 @@ import type { Listener } from '../../src/generated/envoy/config/listener/v3/List
 import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import { componentPaths } from '../../src/install/index.js';
-import { anyOf } from '../../src/xds/snapshot.js';
 
 /** The Envoy binary: $MVPROXY_ENVOY, else the installer's (its cache, its default version). */
 export function envoyBinary(): string {
@@ -255,4 +255,13 @@ export function rdsListener(name: string, port: number): Listener {
       },
     ],
   };
+}
+
+/**
+ * A typed_config (google.protobuf.Any) from a message name and its fields,
+ * type-checked against the generated type T:
+ * `anyOf<HttpConnectionManager>('envoy.extensions...HttpConnectionManager', {...})`.
+ */
+function anyOf<T extends object>(message: string, fields: T): AnyExtension & T {
+  return { ...fields, '@type': `type.googleapis.com/${message}` };
 }

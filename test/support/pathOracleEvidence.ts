@@ -2,7 +2,7 @@
 // how it read it (the audit logs), and which sidecar clusters carried it
 // (Envoy's statistics).
 import { readFileSync } from 'node:fs';
-import { envoyAdminJson } from '../../src/util/envoyAdmin.js';
+import { envoyAdminJson } from './envoyAdmin.js';
 import type { OracleCase } from './pathOracleCases.js';
 import type { Answer } from './pathOracleSend.js';
 

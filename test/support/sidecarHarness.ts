@@ -11,6 +11,7 @@ import pino from 'pino';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { freePorts } from '../../src/sandbox/ports.js';
 import { AdsServer } from '../../src/servers/ads.js';
+import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { SidecarLimits } from '../../src/translator/settings.js';
 import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
@@ -115,7 +116,7 @@ export async function startSidecar(opts: {
     return file;
   };
   const grpcServer = createGrpcServer();
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
+  const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }) });
   ads.addToServer(grpcServer);
   opts.register(grpcServer);
   const socket = join(dir, 'mvproxy.sock');

@@ -4,7 +4,7 @@
 // reflection: adminApiReflection.test.ts).
 import type { SidecarConfig__Output } from '../../src/generated/mvproxy/admin/v1/SidecarConfig.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
-import { KubeApiError } from '../../src/sources/kubeRequest.js';
+import { KubeApiError } from '../../src/model/status.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';

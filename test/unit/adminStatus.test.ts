@@ -10,7 +10,7 @@ import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
-import type { SidecarSyncReport } from '../../src/sources/syncRecord.js';
+import type { SidecarSyncReport } from '../../src/model/syncReport.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {

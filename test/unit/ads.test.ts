@@ -11,6 +11,7 @@ import { sendGarbage } from '../support/garbage.js';
 import { NackError, hasAcked, waitForAck, waitForNack } from '../support/adsWait.js';
 import pino from 'pino';
 import { AdsServer, type AdsMetrics } from '../../src/servers/ads.js';
+import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { BUDGET_HOLD_MS } from '../../src/servers/adsStream.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
@@ -39,7 +40,7 @@ async function harness(t: TestContext, options: { orderingTimeoutMs?: number; ma
       h.nacks++;
     },
   };
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }), metrics, ...options });
+  const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }), metrics, ...options });
   const server = createGrpcServer();
   ads.addToServer(server);
   const path = join(dir, 'xds.sock');

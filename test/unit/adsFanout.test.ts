@@ -11,6 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { AdsServer, type AdsServerOptions } from '../../src/servers/ads.js';
+import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from '../../src/bench/adsClients.js';
 import { PUSH_ORDER, snapshotVersions, type Snapshot } from '../../src/xds/snapshot.js';
@@ -23,7 +24,7 @@ const WAIT_MS = 60_000;
 
 async function fleet(t: TestContext, options: Partial<AdsServerOptions> = {}): Promise<{ ads: AdsServer; clients: SimulatedEnvoy[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-fanout-'));
-  const ads = new AdsServer({ logger: pino({ level: 'silent' }), ...options });
+  const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }), ...options });
   const server = createGrpcServer();
   ads.addToServer(server);
   const address = await listenUnix(server, join(dir, 'xds.sock'));

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
-import { CertificateFiles, RELOAD_MARKER, fileSha256 } from '../../src/sources/certificateFiles.js';
+import { CertificateFiles, fileSha256 } from '../../src/sources/certificateFiles.js';
+import { RELOAD_MARKER } from '../../src/xds/reloadMarker.js';
 
 const dirs: string[] = [];
 after(() => {

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { dashboardQueries, evaluableExpr, grafanaDashboard, queriedMetrics } from '../../src/dashboard/grafana.js';
+import { grafanaDashboard } from '../../src/dashboard/grafana.js';
+import { dashboardQueries, evaluableExpr, queriedMetrics } from '../support/dashboardQueries.js';
 import { DASHBOARD_ROWS } from '../../src/dashboard/panels.js';
 import { DASHBOARD_FILE, dashboardFileText } from '../../src/dashboard/write.js';
 import { createMetrics } from '../../src/metrics.js';

@@ -2,7 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { DEFAULT_DRAIN_RECORD, DrainWatcher, drainedNames } from '../../src/sources/drainRecord.js';
+import { configMapData } from '../../src/sources/configMapRecord.js';
+import { DEFAULT_DRAIN_RECORD, DrainWatcher } from '../../src/sources/drainRecord.js';
 import { FakeListWatch } from '../support/fakeListWatch.js';
 
 const PATH = '/api/v1/namespaces/kube-system/configmaps';
@@ -10,6 +11,12 @@ const record = (data: Record<string, string> | undefined, resourceVersion = '7')
   metadata: { name: 'mvproxy-drains', namespace: 'kube-system', resourceVersion, uid: 'u1' },
   ...(data === undefined ? {} : { data }),
 });
+
+/** The drained apiservers a ConfigMap names (its data keys, sorted, as DrainWatcher decodes them); undefined if it is not one. */
+function drainedNames(configMap: unknown): string[] | undefined {
+  const data = configMapData(configMap);
+  return data && Object.keys(data).sort();
+}
 
 describe('drainedNames', () => {
   it('names the data keys, sorted', () => {

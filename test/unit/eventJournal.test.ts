@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pino from 'pino';
-import { ControlPlaneJournal, EventJournal, type JournalEntry } from '../../src/serve/events.js';
-import type { ClusterEvent } from '../../src/model/events.js';
+import { ControlPlaneJournal, EventJournal } from '../../src/serve/events.js';
+import type { ClusterEvent, JournalEntry } from '../../src/model/events.js';
 import { AdsServer } from '../../src/servers/ads.js';
+import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
 import { CORE, GRACE_MS, NOW, model } from '../support/clusterModel.js';
 
@@ -67,7 +68,7 @@ describe('EventJournal', () => {
 describe('ControlPlaneJournal', () => {
   function attached(): { cp: ControlPlaneJournal; ads: AdsServer } {
     const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
-    const ads = new AdsServer({ logger: pino({ level: 'silent' }) });
+    const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }) });
     cp.attach(ads);
     return { cp, ads };
   }

@@ -1,9 +1,10 @@
-// Events derived from successive models and plans (src/model/events.ts): what
+// Events derived from successive models and plans (src/model/events.ts, src/planner/planEvents.ts): what
 // `mvproxy admin events` and the status page say changed, and why.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ClusterModel } from '../../src/model/cluster.js';
-import { drainEvents, modelEvents, planEvents, servedSetChange } from '../../src/model/events.js';
+import { drainEvents, modelEvents, servedSetChange } from '../../src/model/events.js';
+import { planEvents } from '../../src/planner/planEvents.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { BATCH, CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
 

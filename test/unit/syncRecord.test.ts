@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
-import { decodeSyncReport, encodeSyncReport, syncReports, type SidecarSyncReport } from '../../src/sources/syncRecord.js';
+import type { SidecarSyncReport } from '../../src/model/syncReport.js';
+import { decodeSyncReport, encodeSyncReport, syncReports } from '../../src/sources/syncRecord.js';
 import { SyncReporter, localAcks } from '../../src/serve/syncReporter.js';
 
 const silent = pino({ level: 'silent' });

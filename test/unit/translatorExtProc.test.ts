@@ -9,8 +9,8 @@ import type { ExternalProcessor } from '../../src/generated/envoy/extensions/fil
 import type { ExtProcPerRoute } from '../../src/generated/envoy/extensions/filters/http/ext_proc/v3/ExtProcPerRoute.js';
 import type { Wasm } from '../../src/generated/envoy/extensions/filters/http/wasm/v3/Wasm.js';
 import type { ResponseMapper } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/ResponseMapper.js';
+import { CONTROL_PLANE_CLUSTER } from '../../src/xds/bootstrap.js';
 import {
-  CONTROL_PLANE_CLUSTER,
   PEER_PROXIED_HEADER,
   flavouredClusterName,
   peerClusterName,

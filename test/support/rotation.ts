@@ -5,9 +5,9 @@
 // `kubeadm certs renew` does).
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { writeFileAtomicSync } from '../util/atomicWrite.js';
-import { issueLeaf, SERVING_DNS_NAMES, type CertKeyPaths, type LeafSpec } from './pki.js';
-import { issueCa, loadX509, type IssuedCert } from './x509.js';
+import { writeFileAtomicSync } from '../../src/util/atomicWrite.js';
+import { issueLeaf, SERVING_DNS_NAMES, type CertKeyPaths, type LeafSpec } from '../../src/sandbox/pki.js';
+import { issueCa, loadX509, type IssuedCert } from '../../src/sandbox/x509.js';
 
 export type WriteMode = 'atomic' | 'in-place';
 

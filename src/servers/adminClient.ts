@@ -1,0 +1,72 @@
+// A client of the control plane's admin gRPC API
+// (proto/mvproxy/admin/v1/admin.proto) on its Unix socket: what `mvproxy
+// admin` (src/cli/admin.ts) and the upgrade test call it with.
+import * as grpc from '@grpc/grpc-js';
+import { existsSync } from 'node:fs';
+import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
+import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
+import type { SidecarConfig__Output } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
+import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
+import { adminGrpc } from './admin.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const CALL_DEADLINE_MS = 10_000;
+
+/** Calls `use` with a client of the admin API on the Unix socket `socket`, closed afterwards. */
+export async function withAdminClient<T>(socket: string, use: (client: AdminClient) => Promise<T>): Promise<T> {
+  if (!existsSync(socket)) throw new Error(`cannot reach the control plane: ${socket} does not exist (is mvproxy serve running with admin.socket set?)`);
+  const Admin = adminGrpc().mvproxy.admin.v1.Admin;
+  const client = new Admin(`unix://${socket}`, grpc.credentials.createInsecure());
+  try {
+    return await use(client);
+  } finally {
+    client.close();
+  }
+}
+
+interface Calls {
+  GetStatus: [Record<string, never>, Status__Output];
+  Explain: [{ sidecar: string; path: string; peer_proxied: boolean }, Explanation__Output];
+  Drain: [{ apiserver: string }, { draining: string[] }];
+  Undrain: [{ apiserver: string }, { draining: string[] }];
+  GetConfig: [{ sidecar: string; type_url: string }, SidecarConfig__Output];
+}
+
+/** One unary call with a deadline; gRPC errors become plain errors carrying the server's words. */
+export function call<M extends keyof Calls>(client: AdminClient, method: M, request: Calls[M][0]): Promise<Calls[M][1]> {
+  const deadline = new Date(Date.now() + CALL_DEADLINE_MS);
+  return new Promise((resolve, reject) => {
+    const callback = (err: grpc.ServiceError | null, response?: unknown): void => {
+      if (err) reject(new Error(`${method}: ${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
+      else resolve(response as Calls[M][1]);
+    };
+    // The generated client's overloads do not narrow over a union of methods.
+    (client[method] as unknown as (req: Calls[M][0], options: grpc.CallOptions, cb: typeof callback) => void).call(client, request, { deadline }, callback);
+  });
+}
+
+/** Polls GetStatus until every sidecar is connected and has ACKed its current routes. */
+export async function waitInSync(client: AdminClient, timeoutMs: number): Promise<Status__Output> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await call(client, 'GetStatus', {});
+    // Sidecars streaming from other replicas count too, as those replicas report them (the sync record).
+    const behind = status.sidecars.filter((s) => s.connected && !s.in_sync);
+    if (behind.length === 0 && status.sidecars.some((s) => s.connected)) return status;
+    if (Date.now() > deadline) {
+      const why = behind.map(
+        (s) =>
+          `${s.node} (${s.connected ? `has not ACKed yet${s.replica ? `, as ${s.replica} reported at ${s.reported_at}` : ''}${behindText(s.envoys_behind)}` : 'not connected'}${s.xds.some((t) => t.last_nack) ? `, last NACK: ${s.xds.find((t) => t.last_nack)?.last_nack}` : ''})`,
+      );
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for sidecars: ${why.join('; ')}`);
+    }
+    await sleep(200);
+  }
+}
+
+/** The Envoys of a sidecar that lag, named (the first few) when there are any. */
+function behindText(behind: readonly string[]): string {
+  if (behind.length === 0) return '';
+  const named = behind.slice(0, 5).join(', ');
+  return `: Envoys ${named}${behind.length > 5 ? ` and ${behind.length - 5} more` : ''}`;
+}
