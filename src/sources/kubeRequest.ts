@@ -7,7 +7,6 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, statusMessageSuffix } from '../model/status.js';
-import { isRecord } from '../util/json.js';
 
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

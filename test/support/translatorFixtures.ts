@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import type { Any } from '../../src/generated/google/protobuf/Any.js';
-import type { GroupDocumentRoute, PlannedApiserver, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
 import { PEER_SERVER_NAME, type TranslatorSettings } from '../../src/translator/translator.js';
 import { CONTROL_PLANE_CLUSTER } from '../../src/xds/bootstrap.js';
 import { readIdentityFilterModule } from '../../src/xds/identityFilterModule.js';
