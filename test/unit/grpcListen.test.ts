@@ -17,6 +17,7 @@ const WATCHER = `
 const fs = require('node:fs');
 const [path, stopFile] = process.argv.slice(1);
 const seen = {};
+process.stdout.write('looping\\n');
 for (let i = 0; ; i++) {
   try {
     const st = fs.lstatSync(path);
@@ -36,7 +37,15 @@ async function watchModes(path: string, during: () => Promise<void>): Promise<Re
     out += chunk.toString();
   });
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  await new Promise((resolve) => setTimeout(resolve, 300)); // the watcher is looping
+  // Start only once the watcher is looping (a loaded machine can take seconds to start it).
+  const looping = new Promise<void>((resolve) => {
+    const check = (): void => {
+      if (out.includes('\n')) resolve();
+      else child.stdout.once('data', check);
+    };
+    check();
+  });
+  await Promise.race([looping, closed]);
   try {
     await during();
   } finally {
@@ -44,7 +53,7 @@ async function watchModes(path: string, during: () => Promise<void>): Promise<Re
     await closed;
     rmSync(stopFile, { force: true });
   }
-  return JSON.parse(out) as Record<string, number>;
+  return JSON.parse(out.slice(out.indexOf('\n') + 1)) as Record<string, number>;
 }
 
 function modeOf(path: string): number {
