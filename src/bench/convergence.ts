@@ -165,7 +165,6 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
   const auditFile = auditLogPath(state.logs, t.changed);
   await t.sandbox.stopApiserver(t.changed);
   const tail = new AuditTail(auditFile, { fresh: true });
-  const loop = new ProbeLoop((url) => get(url).then((r) => r.status), t.proxy + change.path, POLL_MS);
   const startFailed = t.sandbox
     .startApiserver(t.changed, { runtimeConfig: kind === 'removed' ? change.runtimeConfigOff : '', auditPolicy: PROBE_AUDIT_POLICY })
     .then(
@@ -173,20 +172,25 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
       (err: unknown) => err,
     );
   let t0: number | undefined;
+  let answering = false;
   let giveUpAt = performance.now() + 4 * capMs;
-  const cp = watchControlPlane(t, kind);
   // The clock: the first discovery answer of the restarted apiserver itself that shows the change.
   const clock = (async () => {
     while (t0 === undefined && performance.now() < giveUpAt) {
       const sent = performance.now();
       const discovery = await get(`${restarted.direct}/apis`, NOPEER_ACCEPT).catch(() => undefined);
       if (discovery?.status === 200) {
+        answering = true;
         const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === change.group);
         if (serves === (kind === 'added')) t0 = sent;
       }
       if (t0 === undefined) await sleep(POLL_MS);
     }
   })();
+  // Probes (and the control plane's view) from its first discovery answer on: nothing reaches it before, nothing is planned for it before.
+  while (!answering && performance.now() < giveUpAt) await sleep(POLL_MS);
+  const loop = new ProbeLoop((url) => get(url).then((r) => r.status), t.proxy + change.path, POLL_MS);
+  const cp = watchControlPlane(t, kind);
   const converging = awaitConvergence(
     kind,
     loop,
