@@ -20,7 +20,15 @@ import { readFileSync } from 'node:fs';
 import { auditLogPath } from '../sandbox/apiservers.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { AuditTail, ProbeLoop, sleep } from './probeLoop.js';
-import { type ChangeKind, type ConvergenceSample, convergedAt, convergenceFigures, type KindFigures } from './convergenceProbes.js';
+import {
+  type ChangeKind,
+  type ConvergenceSample,
+  convergedAt,
+  convergenceFigures,
+  firstPlanChange,
+  type JournalEvent,
+  type KindFigures,
+} from './convergenceProbes.js';
 
 /** Probes through the proxy path, and the discovery polls that start the clock: one every POLL_MS. */
 export const POLL_MS = 3;
@@ -48,6 +56,8 @@ export interface ConvergenceTarget {
   token: string;
   /** mvproxy: polls the control plane's /status; true once its plan shows the change and every sidecar ACKed it. */
   controlPlane?: (kind: ChangeKind) => Promise<boolean>;
+  /** mvproxy: the control plane's recent journal events, and the node of the probed sidecar (whose plan changes). */
+  journal?: { events: () => Promise<JournalEvent[]>; node: string };
 }
 
 export interface ServedSetChange {
@@ -138,6 +148,7 @@ function sampleOf(
   capMs: number,
   loop: ProbeLoop,
   cp: number | undefined,
+  planned: number | undefined,
 ): ConvergenceSample {
   return {
     side: t.side,
@@ -148,7 +159,18 @@ function sampleOf(
     unanswered: loop.probes.filter((p) => p.receivedAt !== undefined && p.status === 0).length,
     ...gapOf(loop),
     ...(cp === undefined ? {} : { controlPlaneMs: Math.round(cp - t0) }),
+    ...(planned === undefined ? {} : { controlPlanePlannedMs: Math.round(planned - t0) }),
   };
+}
+
+/** When (on the bench's clock) the journal recorded the probed sidecar's first plan change from `since` on (mvproxy). */
+async function plannedAt(t: ConvergenceTarget, since: number): Promise<number | undefined> {
+  if (!t.journal) return undefined;
+  const events = await t.journal.events().catch(() => []);
+  // Epoch ms to the bench's monotonic clock, by a fresh pair of readings.
+  const offset = Date.now() - performance.now();
+  const at = firstPlanChange(events, t.journal.node, since + offset);
+  return at === undefined ? undefined : at - offset;
 }
 
 function gapOf(loop: ProbeLoop): { probeGapMs?: number } {
@@ -172,7 +194,7 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
       (err: unknown) => err,
     );
   let t0: number | undefined;
-  let answering = false;
+  let answering: number | undefined;
   let giveUpAt = performance.now() + 4 * capMs;
   // The clock: the first discovery answer of the restarted apiserver itself that shows the change.
   const clock = (async () => {
@@ -180,7 +202,7 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
       const sent = performance.now();
       const discovery = await get(`${restarted.direct}/apis`, NOPEER_ACCEPT).catch(() => undefined);
       if (discovery?.status === 200) {
-        answering = true;
+        answering ??= sent;
         const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === change.group);
         if (serves === (kind === 'added')) t0 = sent;
       }
@@ -188,7 +210,7 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
     }
   })();
   // Probes (and the control plane's view) from its first discovery answer on: nothing reaches it before, nothing is planned for it before.
-  while (!answering && performance.now() < giveUpAt) await sleep(POLL_MS);
+  while (answering === undefined && performance.now() < giveUpAt) await sleep(POLL_MS);
   const loop = new ProbeLoop((url) => get(url).then((r) => r.status), t.proxy + change.path, POLL_MS);
   const cp = watchControlPlane(t, kind);
   const converging = awaitConvergence(
@@ -204,8 +226,8 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
   await Promise.all([loop.stop(), clock]);
   const err = await startFailed;
   if (err !== undefined) throw err;
-  if (t0 === undefined) throw new Error(`${t.changed} never showed the change in its own discovery`);
-  return sampleOf(t, kind, t0, at, capMs, loop, await controlPlaneAt);
+  if (t0 === undefined || answering === undefined) throw new Error(`${t.changed} never showed the change in its own discovery`);
+  return sampleOf(t, kind, t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, answering));
 }
 
 /** One drain of `t.changed` (mvproxy): clock at the Drain request, done when requests through its sidecar stop reaching it; then undrained. */
@@ -232,7 +254,7 @@ export async function drainSample(
   const controlPlaneAt = cp.result(converging);
   const at = await converging;
   await loop.stop();
-  const sample = sampleOf(t, 'drained', t0, at, capMs, loop, await controlPlaneAt);
+  const sample = sampleOf(t, 'drained', t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, t0));
   await admin.undrain(t.changed);
   await waitUntilReached(t, path, capMs);
   return sample;

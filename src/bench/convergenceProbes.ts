@@ -103,13 +103,30 @@ export interface ConvergenceSample {
   probeGapMs?: number;
   /** mvproxy: the same clock until the control plane's own status showed the change planned and every sidecar ACKed it. */
   controlPlaneMs?: number;
+  /** mvproxy: the same clock until the control plane's event journal recorded the plan change of the probed sidecar (its own timestamp). */
+  controlPlanePlannedMs?: number;
+}
+
+/** An event of the control plane's journal (`mvproxy admin events`). */
+export interface JournalEvent {
+  /** Epoch ms. */
+  at: number;
+  kind: string;
+  subject: string;
+}
+
+/** Pure: when the journal first recorded a plan change of `node`'s sidecar at or after `sinceWallMs`, epoch ms. */
+export function firstPlanChange(events: readonly JournalEvent[], node: string, sinceWallMs: number): number | undefined {
+  const ats = events.filter((e) => e.kind === 'plan-changed' && e.subject === node && e.at >= sinceWallMs).map((e) => e.at);
+  return ats.length > 0 ? Math.min(...ats) : undefined;
 }
 
 export interface KindFigures extends Distribution {
   /** Samples that reached the cap (counted at the cap). */
   capped: number;
-  /** The control plane's own figure (mvproxy), over the samples that have it. */
+  /** The control plane's own figures (mvproxy), over the samples that have them: status showed it planned and ACKed; journal recorded the plan change. */
   controlPlane?: Distribution;
+  controlPlanePlanned?: Distribution;
 }
 
 /** Pure: per side, per kind of change, the figures over its samples. */
@@ -121,10 +138,12 @@ export function convergenceFigures(samples: readonly ConvergenceSample[]): Recor
       const mine = samples.filter((s) => s.side === side && s.kind === kind);
       if (mine.length === 0) continue;
       const internal = mine.flatMap((s) => (s.controlPlaneMs === undefined ? [] : [s.controlPlaneMs]));
+      const planned = mine.flatMap((s) => (s.controlPlanePlannedMs === undefined ? [] : [s.controlPlanePlannedMs]));
       bySide[kind] = {
         ...distribution(mine.map((s) => s.ms)),
         capped: mine.filter((s) => s.capped).length,
         ...(internal.length > 0 ? { controlPlane: distribution(internal) } : {}),
+        ...(planned.length > 0 ? { controlPlanePlanned: distribution(planned) } : {}),
       };
     }
     out[side] = bySide;
@@ -156,6 +175,11 @@ export function convergenceSummary(figures: Record<string, Partial<Record<Change
         out[key('control_plane_p50_ms')] = f.controlPlane.p50Ms;
         out[key('control_plane_p90_ms')] = f.controlPlane.p90Ms;
         out[key('control_plane_max_ms')] = f.controlPlane.maxMs;
+      }
+      if (f.controlPlanePlanned) {
+        out[key('control_plane_planned_p50_ms')] = f.controlPlanePlanned.p50Ms;
+        out[key('control_plane_planned_p90_ms')] = f.controlPlanePlanned.p90Ms;
+        out[key('control_plane_planned_max_ms')] = f.controlPlanePlanned.maxMs;
       }
     }
   }

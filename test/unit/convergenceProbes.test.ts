@@ -7,6 +7,7 @@ import {
   convergenceFigures,
   convergenceSummary,
   distribution,
+  firstPlanChange,
   type Probe,
   probeGapP50Ms,
   probeIdsInAuditLines,
@@ -201,4 +202,22 @@ test('fan-out: p50, p90 and max over the changes, named so in the summary', () =
     Object.keys(summary).some((k) => k.includes('p99')),
     false,
   );
+});
+
+test("the journal's plan change: the first of the probed sidecar from the given moment on", () => {
+  const events = [
+    { at: 1000, kind: 'plan-changed', subject: 'kas-a' },
+    { at: 2000, kind: 'apiserver-arrived', subject: 'kas-b' },
+    { at: 2100, kind: 'plan-changed', subject: 'kas-b' },
+    { at: 2300, kind: 'plan-changed', subject: 'kas-a' },
+    { at: 2200, kind: 'plan-changed', subject: 'kas-a' },
+  ];
+  assert.equal(firstPlanChange(events, 'kas-a', 1500), 2200);
+  assert.equal(firstPlanChange(events, 'kas-b', 1500), 2100);
+  assert.equal(firstPlanChange(events, 'kas-a', 2400), undefined);
+  const summary = convergenceSummary(
+    convergenceFigures([{ side: 'mvproxy', kind: 'removed', ms: 5, capped: false, probes: 1, unanswered: 0, controlPlanePlannedMs: 90 }]),
+  );
+  assert.equal(summary['convergence_removed_control_plane_planned_max_ms'], 90);
+  assert.equal(summary['convergence_removed_control_plane_p50_ms'], undefined);
 });
