@@ -73,10 +73,12 @@ export interface ConvergenceOptions {
   progress: (line: string) => void;
 }
 
-/** A keep-alive GET as a token client makes it (one TLS handshake per connection, not per request). */
-function getter(sandbox: Sandbox, token: string): (url: string, accept?: string) => Promise<{ status: number; body: string }> {
+type Get = ((url: string, accept?: string) => Promise<{ status: number; body: string }>) & { close: () => void };
+
+/** A keep-alive GET as a token client makes it (one TLS handshake per connection, not per request); `close` ends its connections. */
+function getter(sandbox: Sandbox, token: string): Get {
   const agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sandbox.state().ca) });
-  return (url, accept = 'application/json') =>
+  const get = (url: string, accept = 'application/json'): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
       const r = request(url, { agent, headers: { authorization: `Bearer ${token}`, accept }, timeout: 2000 }, (res) => {
         const chunks: Buffer[] = [];
@@ -88,6 +90,7 @@ function getter(sandbox: Sandbox, token: string): (url: string, accept?: string)
       r.on('error', reject);
       r.end();
     });
+  return Object.assign(get, { close: () => agent.destroy() });
 }
 
 /** After the change showed through the proxy path, the control plane's own figure may take this much longer before it is left out. */
@@ -226,6 +229,7 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
   await Promise.all([loop.stop(), clock]);
   const err = await startFailed;
   if (err !== undefined) throw err;
+  get.close();
   if (t0 === undefined || answering === undefined) throw new Error(`${t.changed} never showed the change in its own discovery`);
   return sampleOf(t, kind, t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, answering));
 }
@@ -254,6 +258,7 @@ export async function drainSample(
   const controlPlaneAt = cp.result(converging);
   const at = await converging;
   await loop.stop();
+  get.close();
   const sample = sampleOf(t, 'drained', t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, t0));
   await admin.undrain(t.changed);
   await waitUntilReached(t, path, capMs);
@@ -274,6 +279,7 @@ export async function waitUntilReached(t: ConvergenceTarget, path: string, capMs
     () => start + capMs,
   );
   await loop.stop();
+  get.close();
   if (at === undefined) throw new Error(`requests through ${t.proxy} never reached ${t.changed} again`);
 }
 
@@ -297,7 +303,8 @@ export async function measureConvergence(
     samples.push(s);
     opts.progress(
       `  ${s.side} ${s.kind} ${i + 1}/${opts.samples}: ${s.capped ? `capped at ${s.ms}` : s.ms} ms (${s.probes} probes${s.unanswered ? `, ${s.unanswered} unanswered` : ''})` +
-        (s.controlPlaneMs === undefined ? '' : `, control plane planned and ACKed at ${s.controlPlaneMs} ms`),
+        (s.controlPlaneMs === undefined ? '' : `; control plane: status planned and ACKed at ${s.controlPlaneMs} ms`) +
+        (s.controlPlanePlannedMs === undefined ? '' : `, journal's plan change at ${s.controlPlanePlannedMs} ms`),
     );
   };
   for (let i = 0; i < opts.samples; i++) {
