@@ -25,10 +25,13 @@ import {
   type ConvergenceSample,
   convergedAt,
   convergenceFigures,
-  firstPlanChange,
   type JournalEvent,
   type KindFigures,
+  planChange,
+  settledAt,
 } from './convergenceProbes.js';
+
+type Settled = NonNullable<ReturnType<typeof settledAt>>;
 
 /** Probes through the proxy path, and the discovery polls that start the clock: one every POLL_MS. */
 export const POLL_MS = 3;
@@ -122,14 +125,13 @@ function watchControlPlane(t: ConvergenceTarget, kind: ChangeKind): { result: (c
   };
 }
 
-/** Judges the probes every JUDGE_MS until the change shows through the proxy path or the cap. */
-async function awaitConvergence(
-  kind: ChangeKind,
-  loop: ProbeLoop,
-  tail: AuditTail,
-  since: () => number | undefined,
-  capAt: () => number,
-): Promise<number | undefined> {
+type Judged = { at: number | undefined; settled: Settled | undefined };
+
+/**
+ * Judges the probes every JUDGE_MS until the change shows through the proxy
+ * path (removed, drained: and the answers settled too) or the cap.
+ */
+async function awaitConvergence(kind: ChangeKind, loop: ProbeLoop, tail: AuditTail, since: () => number | undefined, capAt: () => number): Promise<Judged> {
   for (;;) {
     // Answered probes first, then the audit log: blocking audit wrote theirs before they were answered.
     const done = loop.probes.filter((p) => p.receivedAt !== undefined);
@@ -137,8 +139,9 @@ async function awaitConvergence(
     for (const p of done) p.reached = tail.has(p.id);
     const t0 = since();
     const at = t0 === undefined ? undefined : convergedAt(kind, done, t0, STABLE_MS);
-    if (at !== undefined) return at;
-    if (performance.now() > capAt()) return undefined;
+    const settled = t0 === undefined || kind === 'added' ? undefined : settledAt(done, t0, STABLE_MS);
+    if (at !== undefined && (kind === 'added' || settled !== undefined)) return { at, settled };
+    if (performance.now() > capAt()) return { at, settled };
     await sleep(JUDGE_MS);
   }
 }
@@ -147,7 +150,7 @@ function sampleOf(
   t: ConvergenceTarget,
   kind: ChangeKind,
   t0: number,
-  at: number | undefined,
+  { at, settled }: Judged,
   capMs: number,
   loop: ProbeLoop,
   cp: number | undefined,
@@ -158,6 +161,7 @@ function sampleOf(
     kind,
     ms: Math.round(at === undefined ? capMs : at - t0),
     capped: at === undefined,
+    ...(settled === undefined ? {} : { settledMs: Math.round(settled.at - t0), settledStatus: settled.status }),
     probes: loop.probes.length,
     unanswered: loop.probes.filter((p) => p.receivedAt !== undefined && p.status === 0).length,
     ...gapOf(loop),
@@ -166,13 +170,16 @@ function sampleOf(
   };
 }
 
-/** When (on the bench's clock) the journal recorded the probed sidecar's first plan change from `since` on (mvproxy). */
-async function plannedAt(t: ConvergenceTarget, since: number): Promise<number | undefined> {
+/**
+ * When (on the bench's clock) the journal recorded the probed sidecar's plan change (mvproxy):
+ * the last from `since` until the status showed the change (`until`), else the first from `since` on.
+ */
+async function plannedAt(t: ConvergenceTarget, since: number, until: number | undefined): Promise<number | undefined> {
   if (!t.journal) return undefined;
   const events = await t.journal.events().catch(() => []);
   // Epoch ms to the bench's monotonic clock, by a fresh pair of readings.
   const offset = Date.now() - performance.now();
-  const at = firstPlanChange(events, t.journal.node, since + offset);
+  const at = planChange(events, t.journal.node, since + offset, until === undefined ? undefined : until + offset);
   return at === undefined ? undefined : at - offset;
 }
 
@@ -224,14 +231,15 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
     () => (t0 === undefined ? giveUpAt : t0 + capMs),
   );
   const controlPlaneAt = cp.result(converging);
-  const at = await converging;
+  const judged = await converging;
   giveUpAt = 0;
   await Promise.all([loop.stop(), clock]);
   const err = await startFailed;
   if (err !== undefined) throw err;
   get.close();
   if (t0 === undefined || answering === undefined) throw new Error(`${t.changed} never showed the change in its own discovery`);
-  return sampleOf(t, kind, t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, answering));
+  const cpAt = await controlPlaneAt;
+  return sampleOf(t, kind, t0, judged, capMs, loop, cpAt, await plannedAt(t, answering, cpAt));
 }
 
 /** One drain of `t.changed` (mvproxy): clock at the Drain request, done when requests through its sidecar stop reaching it; then undrained. */
@@ -256,10 +264,11 @@ export async function drainSample(
     () => t0 + capMs,
   );
   const controlPlaneAt = cp.result(converging);
-  const at = await converging;
+  const judged = await converging;
   await loop.stop();
   get.close();
-  const sample = sampleOf(t, 'drained', t0, at, capMs, loop, await controlPlaneAt, await plannedAt(t, t0));
+  const cpAt = await controlPlaneAt;
+  const sample = sampleOf(t, 'drained', t0, judged, capMs, loop, cpAt, await plannedAt(t, t0, cpAt));
   await admin.undrain(t.changed);
   await waitUntilReached(t, path, capMs);
   return sample;
@@ -271,7 +280,7 @@ export async function waitUntilReached(t: ConvergenceTarget, path: string, capMs
   const tail = new AuditTail(auditLogPath(t.sandbox.state().logs, t.changed), { fresh: false });
   const loop = new ProbeLoop((url) => get(url).then((r) => r.status), t.proxy + path, 20);
   const start = performance.now();
-  const at = await awaitConvergence(
+  const { at } = await awaitConvergence(
     'added',
     loop,
     tail,
@@ -303,6 +312,7 @@ export async function measureConvergence(
     samples.push(s);
     opts.progress(
       `  ${s.side} ${s.kind} ${i + 1}/${opts.samples}: ${s.capped ? `capped at ${s.ms}` : s.ms} ms (${s.probes} probes${s.unanswered ? `, ${s.unanswered} unanswered` : ''})` +
+        (s.settledMs === undefined ? '' : `, answers settled on ${s.settledStatus} at ${s.settledMs} ms`) +
         (s.controlPlaneMs === undefined ? '' : `; control plane: status planned and ACKed at ${s.controlPlaneMs} ms`) +
         (s.controlPlanePlannedMs === undefined ? '' : `, journal's plan change at ${s.controlPlanePlannedMs} ms`),
     );

@@ -124,9 +124,10 @@ export async function convergenceBench(
         `done at the answer to the first LIST through the proxy path (mvproxy: ${a}'s sidecar; upstream: ${a} itself) that ${b} served (200, in ${b}'s own audit log). ` +
         `removed: ${b} restarted with --runtime-config=${opts.group}/v1=false; clock from the first ${b} /apis without it; done at the sending of the first answered probe after the last one ${b}'s audit log has, once none reached ${b} for ${STABLE_MS} ms. ` +
         `drained (mvproxy only): clock at the admin Drain request for ${b}; GETs of ${opts.sharedPath} (served by both) through ${b}'s sidecar; done as for removed; then undrained and waited until one reaches ${b} again. ` +
+        `settled (removed, drained): same clock, until every answer through the proxy path had the same status for ${STABLE_MS} ms (settledStatus: e.g. 503 from the proxy while it waits, then the 404 nobody-serves answer). ` +
         `Probes: one GET every ${POLL_MS} ms (up to 16 in flight, keep-alive), each tagged with a query parameter that ${b}'s audit log (Metadata, blocking, on from its restart) records; probe_gap is the achieved spacing. ` +
         `Control plane (mvproxy), same clock: control_plane = until its /status (polled every 10 ms) showed the plan changed and every sidecar ACKed it; ` +
-        `control_plane_planned = its event journal's first plan-changed of the probed sidecar (${a}; ${b} for drains) after ${b} first answered discovery (drains: after the request), by its own timestamp. Figures: p50, p90 (nearest rank) and max over the samples; capped samples count at the cap.`,
+        `control_plane_planned = its event journal's timestamp of the probed sidecar's plan change (the last before the status showed it, else the first) (${a}; ${b} for drains) after ${b} first answered discovery (drains: after the request), by its own timestamp. Figures: p50, p90 (nearest rank) and max over the samples; capped samples count at the cap.`,
       capMs: opts.capMs,
       samplesPerKind: opts.samples,
       ...result,

@@ -51,6 +51,35 @@ export function convergedAt(kind: ChangeKind, probes: readonly Probe[], since: n
   return newest.sentAt - at >= stableMs ? at : undefined;
 }
 
+/**
+ * When the answers through the proxy path settled: the sending of the first
+ * probe after the last one whose status differs from the newest's, once
+ * `stableMs` of probes answered alike after it (from `since` at the earliest);
+ * undefined before. A removed group-version answered 503 for a while, then
+ * 404, settles at the first 404 even when no probe reached the apiserver.
+ */
+export function settledAt(probes: readonly Probe[], since: number, stableMs: number): { at: number; status: number } | undefined {
+  const done = probes.filter((p) => p.receivedAt !== undefined).sort((a, b) => a.sentAt - b.sentAt);
+  const newest = done.at(-1);
+  if (!newest) return undefined;
+  let last = -1;
+  done.forEach((p, i) => {
+    if (p.status !== newest.status) last = i;
+  });
+  const first = done[last + 1];
+  if (!first) return undefined;
+  const at = Math.max(since, first.sentAt);
+  return newest.sentAt - at >= stableMs ? { at, status: newest.status } : undefined;
+}
+
+/** Pure: the last plan change of `node` in [sinceWallMs, untilWallMs] (the one a later check confirmed), else the first from `sinceWallMs` on; epoch ms. */
+export function planChange(events: readonly JournalEvent[], node: string, sinceWallMs: number, untilWallMs?: number): number | undefined {
+  const ats = events.filter((e) => e.kind === 'plan-changed' && e.subject === node && e.at >= sinceWallMs).map((e) => e.at);
+  const before = untilWallMs === undefined ? [] : ats.filter((at) => at <= untilWallMs);
+  if (before.length > 0) return Math.max(...before);
+  return ats.length > 0 ? Math.min(...ats) : undefined;
+}
+
 /** The probe ids an audit log's lines name (the query parameter `param=<id>` of their requestURI). */
 export function probeIdsInAuditLines(text: string, param: string): string[] {
   const ids: string[] = [];
@@ -99,6 +128,12 @@ export interface ConvergenceSample {
   /** Probes sent, and the number of those that got no answer. */
   probes: number;
   unanswered: number;
+  /**
+   * Removed, drained: from the same clock until every answer through the proxy
+   * path was the same status (`settledStatus`), stable; absent when the cap came first.
+   */
+  settledMs?: number;
+  settledStatus?: number;
   /** Mean time between two probes sent: the resolution this sample achieved. */
   probeGapMs?: number;
   /** mvproxy: the same clock until the control plane's own status showed the change planned and every sidecar ACKed it. */
@@ -115,18 +150,14 @@ export interface JournalEvent {
   subject: string;
 }
 
-/** Pure: when the journal first recorded a plan change of `node`'s sidecar at or after `sinceWallMs`, epoch ms. */
-export function firstPlanChange(events: readonly JournalEvent[], node: string, sinceWallMs: number): number | undefined {
-  const ats = events.filter((e) => e.kind === 'plan-changed' && e.subject === node && e.at >= sinceWallMs).map((e) => e.at);
-  return ats.length > 0 ? Math.min(...ats) : undefined;
-}
-
 export interface KindFigures extends Distribution {
   /** Samples that reached the cap (counted at the cap). */
   capped: number;
   /** The control plane's own figures (mvproxy), over the samples that have them: status showed it planned and ACKed; journal recorded the plan change. */
   controlPlane?: Distribution;
   controlPlanePlanned?: Distribution;
+  /** Removed, drained: until the answers through the proxy path settled (see settledAt). */
+  settled?: Distribution;
 }
 
 /** Pure: per side, per kind of change, the figures over its samples. */
@@ -139,11 +170,13 @@ export function convergenceFigures(samples: readonly ConvergenceSample[]): Recor
       if (mine.length === 0) continue;
       const internal = mine.flatMap((s) => (s.controlPlaneMs === undefined ? [] : [s.controlPlaneMs]));
       const planned = mine.flatMap((s) => (s.controlPlanePlannedMs === undefined ? [] : [s.controlPlanePlannedMs]));
+      const settled = mine.flatMap((s) => (s.settledMs === undefined ? [] : [s.settledMs]));
       bySide[kind] = {
         ...distribution(mine.map((s) => s.ms)),
         capped: mine.filter((s) => s.capped).length,
         ...(internal.length > 0 ? { controlPlane: distribution(internal) } : {}),
         ...(planned.length > 0 ? { controlPlanePlanned: distribution(planned) } : {}),
+        ...(settled.length > 0 ? { settled: distribution(settled) } : {}),
       };
     }
     out[side] = bySide;
@@ -175,6 +208,12 @@ export function convergenceSummary(figures: Record<string, Partial<Record<Change
         out[key('control_plane_p50_ms')] = f.controlPlane.p50Ms;
         out[key('control_plane_p90_ms')] = f.controlPlane.p90Ms;
         out[key('control_plane_max_ms')] = f.controlPlane.maxMs;
+      }
+      if (f.settled) {
+        out[key('settled_samples')] = f.settled.samples;
+        out[key('settled_p50_ms')] = f.settled.p50Ms;
+        out[key('settled_p90_ms')] = f.settled.p90Ms;
+        out[key('settled_max_ms')] = f.settled.maxMs;
       }
       if (f.controlPlanePlanned) {
         out[key('control_plane_planned_p50_ms')] = f.controlPlanePlanned.p50Ms;

@@ -7,7 +7,8 @@ import {
   convergenceFigures,
   convergenceSummary,
   distribution,
-  firstPlanChange,
+  planChange,
+  settledAt,
   type Probe,
   probeGapP50Ms,
   probeIdsInAuditLines,
@@ -85,6 +86,45 @@ test('removed and drained: done at the first answered probe after the last one t
     removedAt(1100, () => false),
     100,
   );
+});
+
+test('settled: the answers through the proxy path alike from then on, stable', () => {
+  // 503 until 600, then 404 (none reaching the changed apiserver meanwhile).
+  const p = probes(
+    0,
+    1700,
+    () => false,
+    (t) => (t < 600 ? 503 : 404),
+  );
+  assert.deepEqual(settledAt(p, 100, 1000), { at: 600, status: 404 });
+  assert.equal(
+    settledAt(
+      probes(
+        0,
+        1500,
+        () => false,
+        (t) => (t < 600 ? 503 : 404),
+      ),
+      100,
+      1000,
+    ),
+    undefined,
+  );
+  // Alike from before the clock: settled at the clock.
+  assert.deepEqual(
+    settledAt(
+      probes(
+        0,
+        1200,
+        () => false,
+        () => 200,
+      ),
+      100,
+      1000,
+    ),
+    { at: 100, status: 200 },
+  );
+  assert.equal(settledAt([], 100, 1000), undefined);
 });
 
 test('audit lines: probe ids from the requestURI; a line cut short is skipped', () => {
@@ -212,9 +252,13 @@ test("the journal's plan change: the first of the probed sidecar from the given 
     { at: 2300, kind: 'plan-changed', subject: 'kas-a' },
     { at: 2200, kind: 'plan-changed', subject: 'kas-a' },
   ];
-  assert.equal(firstPlanChange(events, 'kas-a', 1500), 2200);
-  assert.equal(firstPlanChange(events, 'kas-b', 1500), 2100);
-  assert.equal(firstPlanChange(events, 'kas-a', 2400), undefined);
+  assert.equal(planChange(events, 'kas-a', 1500), 2200);
+  assert.equal(planChange(events, 'kas-b', 1500), 2100);
+  assert.equal(planChange(events, 'kas-a', 2400), undefined);
+  // The last before the status confirmed the change: the plan change it confirmed.
+  assert.equal(planChange(events, 'kas-a', 1500, 2350), 2300);
+  assert.equal(planChange(events, 'kas-a', 1500, 2250), 2200);
+  assert.equal(planChange(events, 'kas-a', 1500, 2100), 2200);
   const summary = convergenceSummary(
     convergenceFigures([{ side: 'mvproxy', kind: 'removed', ms: 5, capped: false, probes: 1, unanswered: 0, controlPlanePlannedMs: 90 }]),
   );
