@@ -13,7 +13,7 @@ import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
 import { httpsRequest } from '../util/https.js';
 import { startBareEnvoy } from './bareEnvoy.js';
-import { type ConvergenceTarget, measureConvergence } from './convergence.js';
+import { convergenceBench } from './convergenceBench.js';
 import { loadExtProc } from './extProcLoad.js';
 import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
 import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
@@ -34,6 +34,8 @@ export interface BenchOptions {
   convergenceCapMs: number;
   /** The fan-out part (fanout.ts), run after the side-by-side sandboxes are down. */
   fanout: Omit<FanoutOptions, 'progress'>;
+  /** `convergence`: that part alone (both sandboxes, no load figures, no fan-out). */
+  only?: 'convergence';
   progress: (line: string) => void;
 }
 
@@ -58,7 +60,7 @@ interface Bed {
 
 export async function runBench(opts: BenchOptions): Promise<Record<string, unknown>> {
   const components = await ensureComponents({ kubernetesVersions: Object.values(VERSIONS), log: opts.progress });
-  const h2load = await ensureDebianPackage('h2load', 'nghttp2-client', opts.progress);
+  const h2load = opts.only === 'convergence' ? '' : await ensureDebianPackage('h2load', 'nghttp2-client', opts.progress);
   const beds: Bed[] = [];
   let figures: Awaited<ReturnType<typeof measureAll>>;
   try {
@@ -78,6 +80,11 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
     }
     const [mv, up] = beds as [Bed, Bed];
     for (const bed of beds) await seed(bed);
+    if (opts.only === 'convergence') {
+      const checks = await sanityChecks(mv, up);
+      const c = await measureConvergencePart(opts, mv, up);
+      return { summary: c.summary, checks, convergence: c.convergence };
+    }
     figures = await measureAll(opts, components.envoy, h2load, mv, up);
   } finally {
     for (const bed of beds) await bed.sandbox.down();
@@ -196,37 +203,26 @@ async function measureAll(
   opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
   const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
 
-  opts.progress(`measuring convergence: ${opts.convergenceSamples} restarts of kas-b per sandbox, alternating ...`);
-  const targets: ConvergenceTarget[] = [
-    { mode: 'mvproxy', sandbox: mv.sandbox, restarted: 'kas-b', others: [sidecarA], internal: controlPlaneConverged(mv) },
-    { mode: 'upstream', sandbox: up.sandbox, restarted: 'kas-b', others: [up.a.direct] },
-  ];
-  const convergence = await measureConvergence(
-    targets,
-    { group: SVM_GROUP, runtimeConfigOff: `${SVM_GROUP}/v1=false`, path: SVM_LIST },
-    { samples: opts.convergenceSamples, capMs: opts.convergenceCapMs, token: (t) => (t.mode === 'mvproxy' ? mv.token : up.token), progress: opts.progress },
-  );
-  const mvConvergence = convergence['mvproxy'];
-  const upConvergence = convergence['upstream'];
-  if (!mvConvergence || !upConvergence) throw new Error('internal: convergence of a mode missing');
+  const convergence = await measureConvergencePart(opts, mv, up);
 
   const inFlightMax = String(Math.max(...opts.inFlight));
   const inFlightMin = String(Math.min(...opts.inFlight));
   return {
-    summary: summarize({
-      local,
-      minimalEnvoy,
-      certificate,
-      reroutedGet,
-      reroutedList,
-      localGet,
-      apisJson,
-      apisProtobuf,
-      convergence: mvConvergence,
-      convergenceUpstream: upConvergence,
-      inFlightHigh: inFlightMax,
-      inFlightLow: inFlightMin,
-    }),
+    summary: {
+      ...summarize({
+        local,
+        minimalEnvoy,
+        certificate,
+        reroutedGet,
+        reroutedList,
+        localGet,
+        apisJson,
+        apisProtobuf,
+        inFlightHigh: inFlightMax,
+        inFlightLow: inFlightMin,
+      }),
+      ...convergence.summary,
+    },
     load: {
       rounds: opts.rounds,
       roundMs: opts.roundMs,
@@ -255,13 +251,7 @@ async function measureAll(
     minimalEnvoy,
     certificate,
     extProc,
-    convergence: {
-      method:
-        'restart kas-b with storagemigration.k8s.io/v1 off (then back on, alternating); clock from its /readyz=200 with its own nopeer discovery showing the change ' +
-        'until a LIST of storageversionmigrations through every other entry point (mvproxy: kas-a sidecar; upstream: kas-a) answers 404 (off) or 200 (on), polled every 10 ms',
-      capMs: opts.convergenceCapMs,
-      ...convergence,
-    },
+    convergence: convergence.convergence,
   };
 }
 
@@ -297,19 +287,13 @@ async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
   return checks;
 }
 
-interface ControlPlaneStatus {
-  plans: Array<{ node: string; routes: Array<{ group: string }> }>;
-  xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
-}
-
-/** The old, internal figure: kas-a's plan reroutes the group exactly when kas-b serves it, and every sidecar ACKed what was sent. */
-function controlPlaneConverged(mv: Bed): (resourceOff: boolean) => Promise<boolean> {
-  const admin = mv.state.controlPlane?.admin;
-  if (!admin) throw new Error('internal: the mvproxy sandbox has no control plane');
-  return async (resourceOff) => {
-    const status = (await (await fetch(`${admin}/status`)).json()) as ControlPlaneStatus;
-    const reroutes = status.plans.find((p) => p.node === 'kas-a')?.routes.some((r) => r.group === SVM_GROUP) ?? false;
-    const acked = Object.values(status.xds).every((n) => n.connected && Object.values(n.types).every((t) => t.versionAcked === t.versionSent));
-    return reroutes === !resourceOff && acked;
-  };
+/** Convergence on both sides (convergenceBench.ts): kas-b changes, kas-a's proxy path is probed. */
+function measureConvergencePart(opts: BenchOptions, mv: Bed, up: Bed): ReturnType<typeof convergenceBench> {
+  return convergenceBench(
+    [
+      { side: 'mvproxy', sandbox: mv.sandbox, state: mv.state, token: mv.token },
+      { side: 'upstream', sandbox: up.sandbox, state: up.state, token: up.token },
+    ],
+    { samples: opts.convergenceSamples, capMs: opts.convergenceCapMs, group: SVM_GROUP, listPath: SVM_LIST, sharedPath: CM_PATH, progress: opts.progress },
+  );
 }

@@ -1,7 +1,6 @@
 // The flat `summary` of `mvproxy bench`: the figures the targets are stated
-// in, as plain numbers. Ratios are mvproxy (the sidecar) over the other side:
+// in, as plain numbers (convergence's: convergenceProbes.ts convergenceSummary). Ratios are mvproxy (the sidecar) over the other side:
 // below 1 is faster latency, above 1 is more throughput.
-import type { ConvergenceFigures } from './convergence.js';
 import { type ComparedFigures, round2, type SideFigures, type SidesMeasurement } from './sides.js';
 
 export interface SummaryInput {
@@ -15,8 +14,6 @@ export interface SummaryInput {
   localGet: SidesMeasurement;
   apisJson: SidesMeasurement;
   apisProtobuf: SidesMeasurement;
-  convergence: ConvergenceFigures;
-  convergenceUpstream: ConvergenceFigures;
   /** The in-flight keys of the throughput figures: the high one (64) is what `*_throughput_vs_upstream` means. */
   inFlightHigh: string;
   inFlightLow: string;
@@ -61,17 +58,6 @@ export function summarize(m: SummaryInput): Record<string, number> {
     h2load_core_share_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) =>
       s.generatorCpuUsPerRequest === undefined ? undefined : round2((s.generatorCpuUsPerRequest * s.rps) / 1e6),
     ),
-
-    convergence_p50_ms: m.convergence.p50Ms,
-    convergence_p99_ms: m.convergence.p99Ms,
-    convergence_p50_ms_upstream: m.convergenceUpstream.p50Ms,
-    convergence_p99_ms_upstream: m.convergenceUpstream.p99Ms,
-    // Turning a resource back on is where a stale view answers a wrong 404; turning it off is right at once for both (the peer answers 404 too).
-    convergence_on_p99_ms: m.convergence.resourceOnP99Ms,
-    convergence_on_p99_ms_upstream: m.convergenceUpstream.resourceOnP99Ms,
-    convergence_capped_samples: m.convergence.capped,
-    convergence_capped_samples_upstream: m.convergenceUpstream.capped,
-    convergence_internal_p99_ms: m.convergence.internalP99Ms,
   };
   return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
 }

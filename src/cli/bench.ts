@@ -12,11 +12,11 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       concurrency: { type: 'string', default: '8' },
       'in-flight': { type: 'string', default: '8,64' },
       protocol: { type: 'string', default: 'h2' },
-      'convergence-samples': { type: 'string', default: '6' },
+      'convergence-samples': { type: 'string', default: '30' },
       'convergence-cap-ms': { type: 'string', default: '60000' },
       only: { type: 'string' },
       'fanout-nodes': { type: 'string', default: '200' },
-      'fanout-changes': { type: 'string', default: '6' },
+      'fanout-changes': { type: 'string', default: '30' },
       'fanout-crds': { type: 'string', default: '500' },
       out: { type: 'string' },
     },
@@ -39,7 +39,7 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     crds: Number(values['fanout-crds']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
-  if (values.only !== undefined && values.only !== 'fanout') throw new Error('--only takes one part: fanout');
+  if (values.only !== undefined && values.only !== 'fanout' && values.only !== 'convergence') throw new Error('--only takes one part: fanout or convergence');
   const figures =
     values.only === 'fanout'
       ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
@@ -52,6 +52,7 @@ export async function runBenchCommand(args: string[]): Promise<number> {
           convergenceSamples: int('convergence-samples', values['convergence-samples']),
           convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
           fanout,
+          ...(values.only === 'convergence' ? { only: 'convergence' as const } : {}),
           progress,
         });
   const text = `${JSON.stringify(figures, null, 2)}\n`;

@@ -35,6 +35,8 @@ export class Sandbox {
   private readonly progress: (line: string) => void;
   private readonly sidecars: SandboxSidecars;
   private readonly controlPlanes: SandboxControlPlanes;
+  /** Apiservers given an audit policy of their own at a restart (startApiserver): its file. */
+  private readonly auditPolicies = new Map<string, string>();
 
   private constructor(private readonly opts: SandboxOptions) {
     this.dir = resolve(opts.dir);
@@ -67,7 +69,7 @@ export class Sandbox {
   /** The audit log of apiserver `name` (one JSON event per line), when the sandbox was started with `auditLogs`. */
   auditLogPath(name: string): string | undefined {
     this.requireApiserver(name);
-    return this.opts.auditLogs ? auditLogPath(this.logsDir, name) : undefined;
+    return this.opts.auditLogs || this.auditPolicies.has(name) ? auditLogPath(this.logsDir, name) : undefined;
   }
 
   /** Starts everything and waits until every apiserver is ready; on failure stops what it started. */
@@ -230,9 +232,15 @@ export class Sandbox {
       ...this.launchContext,
       etcdPort: this.etcdPort,
       pki: this.requirePki(),
-      ...(this.opts.auditLogs ? { auditPolicyPath: this.auditPolicyPath } : {}),
+      ...this.auditPolicyOf(name),
       upstreamPeerProxy: this.mode === 'upstream',
     });
+  }
+
+  private auditPolicyOf(name: string): { auditPolicyPath?: string } {
+    const own = this.auditPolicies.get(name);
+    if (own !== undefined) return { auditPolicyPath: own };
+    return this.opts.auditLogs ? { auditPolicyPath: this.auditPolicyPath } : {};
   }
 
   /** Stops one apiserver (its identity lease is deleted by its clean shutdown); its sidecar keeps running. */
@@ -243,15 +251,25 @@ export class Sandbox {
     await this.writeState();
   }
 
-  /** Starts one apiserver again, at another version or runtime-config if asked; same identity. */
-  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string } = {}): Promise<void> {
+  /**
+   * Starts one apiserver again, at another version or runtime-config if asked; same identity.
+   * `auditPolicy` (a policy document) gives it an audit log (auditLogPath) from this start on,
+   * whether or not the sandbox keeps audit logs (benchmarks audit only what they probe).
+   */
+  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string; auditPolicy?: string } = {}): Promise<void> {
     const run = this.requireApiserver(name);
     if (run.process?.running) throw new Error(`apiserver ${name} is already running`);
-    const spec: ApiserverSpec = { ...run.spec, ...change };
+    const { auditPolicy, ...specChange } = change;
+    const spec: ApiserverSpec = { ...run.spec, ...specChange };
     // An empty runtime-config means "back to the release's defaults".
     if (spec.runtimeConfig === '') delete spec.runtimeConfig;
     validateApiserverSpecs([spec], this.opts.components);
     run.spec = spec;
+    if (auditPolicy !== undefined) {
+      const file = join(this.dir, `audit-policy-${name}.yaml`);
+      writeFileSync(file, auditPolicy);
+      this.auditPolicies.set(name, file);
+    }
     await this.launchApiserver(name);
     await this.writeState();
   }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { convergenceFigures } from '../../src/bench/convergence.js';
 import { summarizeRounds } from '../../src/bench/load.js';
 import { compareFigures } from '../../src/bench/sides.js';
 
@@ -43,18 +42,4 @@ test('ratios: the candidate over every other side, pooled and round by round', (
   assert.deepEqual(figures.ratios['upstream']?.p50RatioByRound, [0.5, 0.75]);
   assert.deepEqual(figures.ratios['direct']?.throughputRatioByRound, [0.5, 0.5]);
   assert.deepEqual(figures.sides['direct'], { p50Ms: 1, p99Ms: 2, rps: 600, requests: 100, errors: 0 });
-});
-
-test('convergence: percentiles over samples, capped ones counted, the turn-on direction apart', () => {
-  const f = convergenceFigures([
-    { mode: 'upstream', resourceOff: true, ms: 10, capped: false },
-    { mode: 'upstream', resourceOff: false, ms: 60000, capped: true },
-    { mode: 'upstream', resourceOff: true, ms: 20, capped: false },
-    { mode: 'upstream', resourceOff: false, ms: 300, capped: false },
-  ]);
-  assert.equal(f.p50Ms, 20);
-  assert.equal(f.p99Ms, 60000);
-  assert.equal(f.capped, 1);
-  assert.equal(f.resourceOnP99Ms, 60000);
-  assert.equal(f.internalP99Ms, undefined);
 });
