@@ -57,10 +57,7 @@ export class Operator {
     if (onlyHere.length > 0) {
       // Nothing in service will serve these once it stops: read them back from it now, and write them no more.
       load.holdWrites(onlyHere);
-      await this.readBack(
-        `read back (last to serve ${onlyHere.join(', ')})`,
-        Object.fromEntries(onlyHere.map((r) => [r, apiserver])),
-      );
+      await this.readBack(`read back (last to serve ${onlyHere.join(', ')})`, Object.fromEntries(onlyHere.map((r) => [r, apiserver])));
     }
     log(`${apiserver}: stop`);
     this.p.observer.stopping(apiserver);

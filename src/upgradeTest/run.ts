@@ -87,12 +87,7 @@ async function sidecarCounters(sandbox: Sandbox): Promise<Record<string, Record<
   return counters;
 }
 
-async function exercise(
-  sandbox: Sandbox,
-  mode: TestMode,
-  opts: RunOptions,
-  log: (line: string) => void,
-): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
+async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log: (line: string) => void): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
   const state = sandbox.state();
   const adminSocket = state.controlPlane?.adminSocket;
   const entries: Entry[] = state.apiservers.map((a) => ({ name: a.name, url: throughSidecars(mode) ? (a.sidecar ?? a.direct) : a.direct }));
