@@ -166,7 +166,7 @@ export interface ModeOutcome {
   served_changes?: Array<{ apiserver: string; t_s: number; resources: ResourceKey[] }>;
   /** Each entry point's moves in and out of the load balancer's rotation, and why. */
   rotation?: Array<{ entry: string; t_s: number; in: boolean; reason: string }>;
-  /** Readings of an apiserver's discovery that failed (counted as serving nothing). */
+  /** Readings of a running apiserver's discovery that failed (the last reading held). */
   served_set_failed_readings?: number;
   /** The machine's 1-minute load average at the mode's start and end (2 cores here: above 2 means starved). */
   load_average?: { start: number; end: number };

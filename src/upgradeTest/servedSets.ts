@@ -43,7 +43,7 @@ export function servedFromDiscovery(apiBody: string, apisBody: string): ServedSe
 export class ServedSetObserver {
   private running = true;
   private loop: Promise<void> = Promise.resolve();
-  /** Readings that failed (no answer, an error status, not an aggregated document): recorded as serving nothing. */
+  /** Readings of a running apiserver that failed (no answer, an error status, not an aggregated document): they change nothing, the last reading holds. */
   failedReadings = 0;
 
   constructor(
@@ -83,9 +83,9 @@ export class ServedSetObserver {
         const get = (path: string) => httpsRequest(`${a.direct}${path}`, tls, { headers: { accept: AGGREGATED_DISCOVERY_ACCEPT }, timeoutMs: 2000 });
         const [api, apis] = await Promise.all([get('/api'), get('/apis')]).catch(() => [undefined, undefined] as const);
         const served = api?.status === 200 && apis?.status === 200 ? servedFromDiscovery(api.body, apis.body) : undefined;
-        if (!served) this.failedReadings++;
         // Stamped when the answer came: a resource counts as served from the moment it was seen served.
-        this.timeline.observe(a.name, this.now(), served ?? SERVES_NOTHING);
+        if (served) this.timeline.observe(a.name, this.now(), served);
+        else this.failedReadings++;
       }),
     );
   }

@@ -3,8 +3,9 @@
 // rotation (balancer.ts says when it enters and leaves). What it serves is
 // observed, never assumed: the run reads each apiserver's own discovery
 // (servedSets.ts) every few hundred milliseconds and records each reading
-// here; between two readings the last one holds, and a stopped apiserver
-// serves nothing from the moment it is stopped.
+// here; between two readings the last one holds (a failed reading changes
+// nothing), and a stopped apiserver serves nothing from the moment it is
+// stopped.
 import type { ResourceKey } from './observations.js';
 
 export interface ServiceInterval {
