@@ -65,6 +65,7 @@ export class Operator {
     log(`${apiserver}: start ${to}`);
     await sandbox.startApiserver(apiserver, { version: to });
     const readyAt = this.p.now();
+    this.p.observer.started(apiserver);
     await drain?.('Undrain', apiserver);
     log(`${apiserver}: ready; back in the load balancer, waiting for its health check`);
     const inAt = await balancer.putBack(apiserver);

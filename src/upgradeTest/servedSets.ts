@@ -42,6 +42,7 @@ export function servedFromDiscovery(apiBody: string, apisBody: string): ServedSe
 /** Reads every apiserver's served set every `intervalMs` into the timeline, until stopped. */
 export class ServedSetObserver {
   private running = true;
+  private readonly stopped = new Set<string>();
   private loop: Promise<void> = Promise.resolve();
   /** Readings of a running apiserver that failed (no answer, an error status, not an aggregated document): they change nothing, the last reading holds. */
   failedReadings = 0;
@@ -64,9 +65,15 @@ export class ServedSetObserver {
     })();
   }
 
-  /** `apiserver` is being stopped: from now on it serves nothing until a reading says otherwise. */
+  /** `apiserver` is being stopped: from now on it serves nothing, and is not read, until `started`. */
   stopping(apiserver: string): void {
+    this.stopped.add(apiserver);
     this.timeline.observe(apiserver, this.now(), SERVES_NOTHING);
+  }
+
+  /** `apiserver` has started again (ready): read it from now on. */
+  started(apiserver: string): void {
+    this.stopped.delete(apiserver);
   }
 
   async stop(): Promise<void> {
@@ -79,11 +86,13 @@ export class ServedSetObserver {
     const tls = { ca: state.ca, ...state.clientCerts.admin };
     await Promise.all(
       state.apiservers.map(async (a) => {
-        if (!a.running) return;
+        if (!a.running || this.stopped.has(a.name)) return;
         const get = (path: string) => httpsRequest(`${a.direct}${path}`, tls, { headers: { accept: AGGREGATED_DISCOVERY_ACCEPT }, timeoutMs: 2000 });
         const [api, apis] = await Promise.all([get('/api'), get('/apis')]).catch(() => [undefined, undefined] as const);
         const served = api?.status === 200 && apis?.status === 200 ? servedFromDiscovery(api.body, apis.body) : undefined;
         // Stamped when the answer came: a resource counts as served from the moment it was seen served.
+        // A reading begun before the apiserver was being stopped no longer says anything.
+        if (this.stopped.has(a.name)) return;
         if (served) this.timeline.observe(a.name, this.now(), served);
         else this.failedReadings++;
       }),
