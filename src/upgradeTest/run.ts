@@ -115,7 +115,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
     onRotation: (name, inRotation, t, reason) => {
       if (inRotation) timeline.enter(name, t);
       else timeline.leave(name, t);
-      rotation.push({ entry: name, t_s: t / 1000, in: inRotation, reason });
+      rotation.push({ entry: name, t_s: Math.round(t) / 1000, in: inRotation, reason });
     },
   });
   const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS);
@@ -175,7 +175,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
     timeline,
     ledger,
   );
-  outcome.served_changes = timeline.servedChanges().map((c) => ({ apiserver: c.apiserver, t_s: c.t / 1000, resources: c.resources }));
+  outcome.served_changes = timeline.servedChanges().map((c) => ({ apiserver: c.apiserver, t_s: Math.round(c.t) / 1000, resources: c.resources }));
   outcome.rotation = rotation;
   outcome.served_set_failed_readings = observer.failedReadings;
   outcome.load_average = { start: loadStart, end: loadavg()[0] ?? 0 };
