@@ -6,7 +6,7 @@
 // while an apiserver in service served the resource, every acknowledged write
 // read back); mvproxy, both ways, to its claims too; mode none must still
 // show the spurious 404s (proof that the test sees the problem at all).
-import { describe, it, before } from 'node:test';
+import { describe, it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensureComponents, type InstalledComponents } from '../../src/install/index.js';
 import type { ChartBand } from '../../src/upgradeTest/chart.js';
@@ -14,7 +14,7 @@ import { renderSvg } from '../../src/upgradeTest/chart.js';
 import { TEST_MODES, type TestMode } from '../../src/upgradeTest/modes.js';
 import type { ModeOutcome } from '../../src/upgradeTest/outcomes.js';
 import { NEW_VERSION, OLD_VERSION, runMode } from '../../src/upgradeTest/run.js';
-import { breaches, heldTo } from '../../src/upgradeTest/summary.js';
+import { breaches, heldTo, SUMMARY_COUNTS } from '../../src/upgradeTest/summary.js';
 
 describe('upgrade test (short): one apiserver upgraded and rolled back under load', { timeout: 900_000 }, () => {
   let components: InstalledComponents;
@@ -25,10 +25,12 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
     components = await ensureComponents({ kubernetesVersions: [OLD_VERSION, NEW_VERSION], log: () => undefined });
   });
 
-  const run = async (mode: TestMode): Promise<ModeOutcome> => {
+  const run = async (t: TestContext, mode: TestMode): Promise<ModeOutcome> => {
     const r = await runMode(mode, { components, short: true, progress: () => undefined });
     results[mode] = r;
     const o = r.outcome;
+    // Every count in the test's output, passed or not: the figures behind the verdict.
+    t.diagnostic(`${mode}: ${JSON.stringify(Object.fromEntries(SUMMARY_COUNTS.map((k) => [k, o[k]])))}`);
     assert.ok(o.requests > 500, `the load ran: ${evidence(o)}`);
     assert.equal(o.steps.length, 2, 'upgraded and rolled back');
     assert.deepEqual(breaches(o, heldTo(mode)), {}, evidence(o));
@@ -40,21 +42,21 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
     return o;
   };
 
-  it('mode none: held to the invariants, and a client of an old apiserver gets 404 for what the new one serves', async () => {
-    const o = await run('none');
+  it('mode none: held to the invariants, and a client of an old apiserver gets 404 for what the new one serves', async (t) => {
+    const o = await run(t, 'none');
     assert.ok((o.spurious_404_by_resource.storageversionmigrations ?? 0) > 0, evidence(o));
   });
 
-  it('mode upstream: held to the invariants; every count recorded', async () => {
-    await run('upstream');
+  it('mode upstream: held to the invariants; every count recorded', async (t) => {
+    await run(t, 'upstream');
   });
 
-  it('mode mvproxy behind a plain load balancer: the invariants, and no spurious 404, missed watch event, incomplete discovery or 5xx without Retry-After', async () => {
-    await run('mvproxy');
+  it('mode mvproxy behind a plain load balancer: the invariants, and no spurious 404, missed watch event, incomplete discovery or 5xx without Retry-After', async (t) => {
+    await run(t, 'mvproxy');
   });
 
-  it("mode mvproxy-drain (the operator's drain and undrain around each restart): the same", async () => {
-    await run('mvproxy-drain');
+  it("mode mvproxy-drain (the operator's drain and undrain around each restart): the same", async (t) => {
+    await run(t, 'mvproxy-drain');
   });
 
   it('the picture has one band per mode and marks the steps', async () => {
