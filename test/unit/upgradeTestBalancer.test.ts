@@ -83,7 +83,9 @@ describe('upgrade test load balancer', () => {
     ready.b = false;
     const b = balancer(events);
     try {
-      await new Promise((r) => setTimeout(r, 250));
+      // Three failing checks 40 ms apart each; a loaded machine may take longer than 120 ms.
+      const deadline = Date.now() + 5000;
+      while (events.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(events.map(([name, inRotation]) => [name, inRotation]).sort(), [
         ['kas-a', false],
         ['kas-b', false],
