@@ -1,17 +1,24 @@
-// `mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]`:
-// upgrades three apiservers and rolls them back under load in each mode,
-// writes the counts as JSON and the picture as SVG.
+// `mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]`:
+// upgrades three apiservers and rolls them back under load in each mode, N
+// times, writes every run's counts and their summary as JSON
+// (src/upgradeTest/summary.ts documents its shape) and the picture as SVG.
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureComponents } from '../install/index.js';
-import { SANDBOX_MODES, type SandboxMode } from '../sandbox/options.js';
 import { renderSvg, type ChartBand } from '../upgradeTest/chart.js';
+import { HEALTH_CHECK, HEALTH_CHECK_SOURCE } from '../upgradeTest/healthCheck.js';
+import { isTestMode, TEST_MODES, type TestMode } from '../upgradeTest/modes.js';
 import type { ModeOutcome } from '../upgradeTest/outcomes.js';
-import { NEW_VERSION, OLD_VERSION, runMode } from '../upgradeTest/run.js';
+import { APISERVERS, NEW_VERSION, OLD_VERSION, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
+import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
 
-/** The order the modes run in and appear in the JSON and the picture: the problem, upstream's fix, ours. */
-const ORDER: SandboxMode[] = ['none', 'upstream', 'mvproxy'];
+const MODE_PROCEDURES: Record<TestMode, string> = {
+  none: 'the apiservers behind the load balancer, no proxy',
+  upstream: "the apiservers behind the load balancer, kube-apiserver's Mixed Version Proxy on",
+  mvproxy: 'the sidecars behind the load balancer; nothing else done around a restart',
+  'mvproxy-drain': 'the sidecars behind the load balancer; drain --wait before each restart, undrain --wait after it',
+};
 
 export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -19,44 +26,68 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
     options: {
       out: { type: 'string' },
       mode: { type: 'string', default: 'all' },
+      runs: { type: 'string', default: '1' },
       svg: { type: 'string' },
       short: { type: 'boolean', default: false },
     },
     strict: true,
   });
   if (!values.out) throw new Error('upgrade-test: --out FILE is required');
-  const modes = values.mode === 'all' ? ORDER : [values.mode as SandboxMode];
-  if (!modes.every((m) => (SANDBOX_MODES as readonly string[]).includes(m))) throw new Error(`--mode: none, upstream, mvproxy or all, got ${values.mode}`);
+  const mode = values.mode ?? 'all';
+  if (mode !== 'all' && !isTestMode(mode)) throw new Error(`--mode: ${TEST_MODES.join(', ')} or all, got ${mode}`);
+  const modes: TestMode[] = mode === 'all' ? [...TEST_MODES] : [mode];
+  const runs = Number(values.runs);
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: a whole number from 1, got ${values.runs}`);
   const progress = (line: string): void => {
     process.stderr.write(`[upgrade-test] ${line}\n`);
   };
   const components = await ensureComponents({ kubernetesVersions: [OLD_VERSION, NEW_VERSION], log: progress });
-  const results: Partial<Record<SandboxMode, ModeOutcome>> = {};
+  const results = Object.fromEntries(modes.map((m) => [m, [] as ModeOutcome[]])) as Record<TestMode, ModeOutcome[]>;
   const bands: ChartBand[] = [];
-  for (const mode of modes) {
-    const { outcome, band } = await runMode(mode, { components, short: values.short, progress });
-    results[mode] = outcome;
-    bands.push(band);
+  // Run by run, each mode in turn: whatever drifts on the machine over time falls on every mode alike.
+  for (let run = 1; run <= runs; run++) {
+    for (const m of modes) {
+      progress(`run ${run} of ${runs}, mode ${m}`);
+      const { outcome, band } = await runMode(m, { components, short: values.short, progress });
+      results[m].push(outcome);
+      if (run === 1) bands.push(band);
+    }
   }
+  const summary = Object.fromEntries(modes.map((m) => [m, aggregateRuns(results[m])]));
+  const document = {
+    procedure: {
+      from: OLD_VERSION,
+      to: NEW_VERSION,
+      apiservers: values.short ? APISERVERS.slice(0, 1) : APISERVERS,
+      short: values.short,
+      runs,
+      health_check: {
+        path: HEALTH_CHECK.path,
+        interval_ms: HEALTH_CHECK.intervalMs,
+        timeout_ms: HEALTH_CHECK.timeoutMs,
+        rise: HEALTH_CHECK.rise,
+        fall: HEALTH_CHECK.fall,
+        source: HEALTH_CHECK_SOURCE,
+      },
+      apiserver_shutdown_delay_s: SHUTDOWN_DELAY_SECONDS,
+      served_set_reading_interval_ms: SERVED_SET_READING_INTERVAL_MS,
+      modes: Object.fromEntries(modes.map((m) => [m, MODE_PROCEDURES[m]])),
+      invariants: INVARIANTS,
+      mvproxy_claims: MVPROXY_CLAIMS,
+    },
+    summary,
+    runs: results,
+  };
   mkdirSync(dirname(values.out), { recursive: true });
-  writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(values.out, `${JSON.stringify(document, null, 2)}\n`);
   const svgPath = values.svg ?? values.out.replace(/(\.json)?$/, '.svg');
-  writeFileSync(svgPath, await renderSvg(bands));
+  const subtitle = `apiservers v1.36.3 -> v1.37.2 -> v1.36.3; rules: operator steps${runs > 1 ? `; run 1 of ${runs} per mode` : ''}`;
+  writeFileSync(svgPath, await renderSvg(bands, subtitle));
   progress(`wrote ${values.out} and ${svgPath}`);
-  process.stdout.write(`${JSON.stringify(summaryTable(results), null, 2)}\n`);
+  for (const m of modes) {
+    const broken = results[m].map((o) => breaches(o, heldTo(m)));
+    progress(`${m}: ${broken.every((b) => Object.keys(b).length === 0) ? 'held' : `broke ${JSON.stringify(broken)}`}`);
+  }
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   return 0;
-}
-
-/** The issue's keys only, per mode: what a reader compares first. */
-function summaryTable(results: Partial<Record<SandboxMode, ModeOutcome>>): Record<string, Record<string, number>> {
-  const keys = [
-    'spurious_404',
-    'lost_writes',
-    'missed_watch_events',
-    'errors_5xx',
-    'errors_5xx_without_retry_after',
-    'incomplete_discovery',
-    'requests',
-  ] as const;
-  return Object.fromEntries(Object.entries(results).map(([mode, o]) => [mode, Object.fromEntries(keys.map((k) => [k, o[k]]))]));
 }

@@ -102,13 +102,17 @@ for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
 Prints the figures and a flat summary, and writes them all to --out as JSON.
 `,
-  'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|all] [--svg FILE] [--short]
+  'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]
 
 Upgrades three apiservers from v1.36.3 to v1.37.2 one at a time and rolls them
-back, under mixed load through every entry point, once per mode; counts
-spurious 404s, lost writes, missed watch events, 5xx with and without
-Retry-After and incomplete discovery; writes the counts to --out and draws the
-outcomes over time (--svg, default next to --out).
+back, under mixed load through a health-checked load balancer (HAProxy's
+defaults: /readyz every 2 s, back after 2 passes), once per mode and --runs
+times (default 1); mvproxy-drain also drains each apiserver with mvproxy
+around its restart. Counts spurious 404s, lost writes, missed watch events,
+5xx with and without Retry-After and while an apiserver served the resource,
+incomplete discovery, transport errors, broken watches and re-lists; writes
+every run and each count's total and per-run values to --out and draws the
+outcomes over time of each mode's first run (--svg, default next to --out).
 `,
 };
 

@@ -1,5 +1,7 @@
-// The picture: outcomes over time, one band per mode, the operator's steps
-// as labelled rules. A vega-lite spec rendered to SVG by vega's own
+// The picture: outcomes over time, one band per mode (none, upstream,
+// mvproxy behind a plain load balancer, mvproxy with the operator's drain;
+// with several runs, the first run of each), the operator's steps as
+// labelled rules. A vega-lite spec rendered to SVG by vega's own
 // renderer in Node (no canvas: SVG needs none).
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
@@ -19,10 +21,11 @@ const COLORS: Record<Category, string> = {
   'incomplete discovery': '#9467bd',
   '5xx with Retry-After': '#ff9f1c',
   '5xx without Retry-After': '#8c2d04',
+  '5xx while served': '#e7298a',
   'transport error': '#111111',
 };
 
-export function chartSpec(bands: ChartBand[]): TopLevelSpec {
+export function chartSpec(bands: ChartBand[], subtitle = 'three apiservers v1.36.3 -> v1.37.2 -> v1.36.3; rules: operator steps'): TopLevelSpec {
   const rows = bands.flatMap((b) => [
     ...b.perSecond.map((p) => ({
       mode: b.mode,
@@ -38,7 +41,7 @@ export function chartSpec(bands: ChartBand[]): TopLevelSpec {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
       text: 'Requests per second during an upgrade and rollback, by outcome',
-      subtitle: 'three apiservers v1.36.3 -> v1.37.2 -> v1.36.3; rules: operator steps',
+      subtitle,
     },
     data: { values: rows },
     facet: { row: { field: 'mode', type: 'nominal', sort: bands.map((b) => b.mode), title: null, header: { labelFontSize: 14, labelFontWeight: 'bold' } } },
@@ -78,8 +81,8 @@ export function chartSpec(bands: ChartBand[]): TopLevelSpec {
   };
 }
 
-export async function renderSvg(bands: ChartBand[]): Promise<string> {
-  const vgSpec = compile(chartSpec(bands)).spec;
+export async function renderSvg(bands: ChartBand[], subtitle?: string): Promise<string> {
+  const vgSpec = compile(chartSpec(bands, subtitle)).spec;
   const view = new vega.View(vega.parse(vgSpec), { renderer: 'none' });
   try {
     return await view.toSVG();

@@ -13,16 +13,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export class ClusterReader {
   constructor(private readonly sandbox: Sandbox) {}
 
-  private async direct(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  /** A request to apiserver `via` (by default the first one running). */
+  private async direct(method: string, path: string, body?: unknown, via?: string): Promise<HttpResult> {
     const state = this.sandbox.state();
-    const running = state.apiservers.find((a) => a.running);
-    if (!running) throw new Error('no apiserver is running');
+    const running = state.apiservers.find((a) => a.running && (via === undefined || a.name === via));
+    if (!running) throw new Error(via === undefined ? 'no apiserver is running' : `apiserver ${via} is not running`);
     return httpsRequest(
       `${running.direct}${path}`,
       { ca: state.ca, ...state.clientCerts.admin },
       {
         method,
-        headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         timeoutMs: 30_000,
       },
@@ -53,16 +54,16 @@ export class ClusterReader {
     }
   }
 
-  /** Every object of each resource and its generation annotation. */
-  async snapshot(resources: readonly ResourceKey[]): Promise<Snapshot> {
+  /** Every object of each resource in `readFrom` and its generation annotation, read from the apiserver named for it. */
+  async snapshot(readFrom: Partial<Record<ResourceKey, string>>): Promise<Snapshot> {
     const snapshot: Snapshot = {};
-    for (const resource of resources) {
+    for (const [resource, via] of Object.entries(readFrom) as Array<[ResourceKey, string]>) {
       let res: HttpResult | undefined;
       for (let attempt = 0; attempt < 20 && res?.status !== 200; attempt++) {
         if (attempt > 0) await sleep(500);
-        res = await this.direct('GET', collectionPath(resource)).catch(() => undefined);
+        res = await this.direct('GET', collectionPath(resource), undefined, via).catch(() => undefined);
       }
-      if (res?.status !== 200) throw new Error(`check: cannot list ${resource}: ${res?.status} ${res?.body.slice(0, 300)}`);
+      if (res?.status !== 200) throw new Error(`check: cannot list ${resource} from ${via}: ${res?.status} ${res?.body.slice(0, 300)}`);
       const items = (JSON.parse(res.body) as { items?: Array<{ metadata?: { name?: string; annotations?: Record<string, string> } }> }).items ?? [];
       const found = new Map<string, number | undefined>();
       for (const item of items) {

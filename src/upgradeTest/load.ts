@@ -24,6 +24,8 @@ export class Load {
   private busy = 0;
   private gen = 0;
   private loops: Promise<void>[] = [];
+  /** Resources no worker writes to (it reads them instead): held while the last apiserver serving them leaves, after their read-back. */
+  private held = new Set<ResourceKey>();
 
   constructor(
     private readonly balancer: Balancer,
@@ -52,6 +54,15 @@ export class Load {
     this.paused = false;
   }
 
+  /** From now on, no write to `resources` (reads go on): whatever is acknowledged of them is what was read back. */
+  holdWrites(resources: readonly ResourceKey[]): void {
+    for (const r of resources) this.held.add(r);
+  }
+
+  releaseWrites(): void {
+    this.held.clear();
+  }
+
   private async worker(kind: ClientKind, id: string): Promise<void> {
     const owned = new Map<ResourceKey, string[]>(RESOURCES.map((r) => [r, []]));
     let seq = 0;
@@ -64,7 +75,8 @@ export class Load {
       try {
         const resource = RESOURCES[Math.floor(Math.random() * RESOURCES.length)] as ResourceKey;
         const mine = owned.get(resource) ?? [];
-        const verb = chooseVerb(mine.length);
+        const chosen = chooseVerb(mine.length);
+        const verb: Verb = this.held.has(resource) && chosen !== 'get' && chosen !== 'list' ? (mine.length > 0 ? 'get' : 'list') : chosen;
         const name = verb === 'create' ? `${id}-${seq++}` : mine[Math.floor(Math.random() * mine.length)];
         await this.operate(kind, resource, verb, name, mine);
       } finally {

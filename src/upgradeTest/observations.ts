@@ -38,14 +38,6 @@ export const TEST_NAMESPACE = 'upgrade-test';
 /** Annotation carrying each write's generation number: what "last acknowledged content" is compared on. */
 export const GEN_ANNOTATION = 'upgrade-test.mvproxy.dev/gen';
 
-/** Which resources and API groups (beyond the core group) a release serves: storagemigration.k8s.io/v1 is new in 1.37. */
-export function servedByVersion(version: string): { resources: ResourceKey[]; groups: string[] } {
-  const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1] ?? '0');
-  const base: ResourceKey[] = ['configmaps', 'deployments', 'jobs', 'widgets'];
-  const groups = ['apps', 'batch', CRD_GROUP];
-  return minor >= 37 ? { resources: [...base, 'storageversionmigrations'], groups: [...groups, 'storagemigration.k8s.io'] } : { resources: base, groups };
-}
-
 export type Verb = 'get' | 'list' | 'create' | 'update' | 'delete' | 'watch' | 'discovery';
 export type ClientKind = 'token' | 'cert';
 
@@ -101,8 +93,20 @@ export interface StepRecord {
   to: string;
   /** Operator begins taking it out (out of service from here). */
   outAt: number;
-  /** Back in rotation (in service again from here). */
+  /** The new version's /readyz answered 200 (the sandbox's start returned). */
+  readyAt: number;
+  /** Back in rotation (in service again from here): the health check's `rise` passes after the operator put it back. */
   inAt: number;
+}
+
+/** A watch whose stream broke after its 200 (not cut by the load balancer): its client saw a failure. */
+export interface BrokenWatch {
+  t0: number;
+  /** When it broke. */
+  t: number;
+  entry: string;
+  resource: ResourceKey;
+  error: string;
 }
 
 /** An object as read back at a check: its generation annotation. */

@@ -1,9 +1,16 @@
-// Observations + timeline -> the counts the issue asks for: pure.
+// Observations + timeline -> the counts the issue asks for: pure. What an
+// apiserver serves comes from the timeline's readings of its own discovery
+// (observed, never assumed from its version).
 import type { Ledger, LostWrite } from './ledger.js';
-import type { RequestRecord, ResourceKey, StepRecord, WatchEventRecord } from './observations.js';
+import type { BrokenWatch, RequestRecord, ResourceKey, StepRecord, WatchEventRecord, WriteRecord } from './observations.js';
 import type { Timeline } from './timeline.js';
 
-/** What became of one request, as the picture shows it. */
+/**
+ * What became of one request, as the picture shows it. The two "5xx with /
+ * without Retry-After" are 5xx while no apiserver in service served the
+ * resource (allowed); "5xx while served" is a 5xx although one did (never
+ * allowed).
+ */
 export const CATEGORIES = [
   'ok',
   'expected 4xx',
@@ -11,11 +18,18 @@ export const CATEGORIES = [
   'incomplete discovery',
   '5xx with Retry-After',
   '5xx without Retry-After',
+  '5xx while served',
   'transport error',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
 const OBJECT_VERBS = new Set(['get', 'update', 'delete']);
+
+/** Some apiserver in service for the whole request was observed serving what it asked for (for discovery: answering discovery at all). */
+export function servedDuring(r: RequestRecord, timeline: Timeline): boolean {
+  if (r.resource === '/api' || r.resource === '/apis') return timeline.answeringThroughout(r.t0, r.t1);
+  return timeline.servedThroughout(r.resource, r.t0, r.t1);
+}
 
 /** A 404 is spurious when an in-service apiserver served the resource for the whole request and, for one object, the ledger knows it existed throughout. */
 export function isSpurious404(r: RequestRecord, timeline: Timeline, ledger: Ledger): boolean {
@@ -25,16 +39,20 @@ export function isSpurious404(r: RequestRecord, timeline: Timeline, ledger: Ledg
   return r.name !== undefined && ledger.knownToExistThroughout(r.resource, r.name, r.t0, r.t1);
 }
 
-/** Groups an aggregated /apis answer lacks although an in-service apiserver listed them for the whole request. */
+/** Groups an aggregated /apis answer lacks although an in-service apiserver was observed listing them for the whole request. */
 export function missingGroups(r: RequestRecord, timeline: Timeline): string[] {
   if (r.verb !== 'discovery' || r.resource !== '/apis' || r.status !== 200 || r.groups === undefined) return [];
   const listed = new Set(r.groups);
   return [...timeline.groupsThroughout(r.t0, r.t1)].filter((g) => !listed.has(g)).sort();
 }
 
+/** First whether anything answered, then whether an apiserver in service served it, then what was answered. */
 export function categorize(r: RequestRecord, timeline: Timeline, ledger: Ledger): Category {
   if (r.status === 0) return 'transport error';
-  if (r.status >= 500) return r.retryAfter ? '5xx with Retry-After' : '5xx without Retry-After';
+  if (r.status >= 500) {
+    if (servedDuring(r, timeline)) return '5xx while served';
+    return r.retryAfter ? '5xx with Retry-After' : '5xx without Retry-After';
+  }
   if (isSpurious404(r, timeline, ledger)) return 'spurious 404';
   if (missingGroups(r, timeline).length > 0) return 'incomplete discovery';
   if (r.status >= 400) return 'expected 4xx';
@@ -44,6 +62,8 @@ export function categorize(r: RequestRecord, timeline: Timeline, ledger: Ledger)
 export interface WatchJudgement {
   missed: Array<{ resource: ResourceKey; name: string; type: string; rv?: string }>;
   duplicated: Array<{ resource: ResourceKey; name: string; type: string; rv: string }>;
+  /** Acknowledged creates and updates after the watch began whose answer carried no resourceVersion: their event cannot be looked for. */
+  unverifiable: WriteRecord[];
 }
 
 /**
@@ -65,57 +85,99 @@ export function judgeWatch(ledger: Ledger, events: readonly WatchEventRecord[], 
   }
   const arrived = new Set([...seen.keys()].map((k) => k.split('/').slice(0, 3).join('/')));
   const missed: WatchJudgement['missed'] = [];
+  const unverifiable: WriteRecord[] = [];
   for (const w of ledger.all()) {
     const start = watchStart[w.resource];
     if (start === undefined || w.t0 < start || w.outcome !== 'ack') continue;
     if (w.verb === 'delete') {
       if (!deleted.has(`${w.resource}/${w.name}`)) missed.push({ resource: w.resource, name: w.name, type: 'DELETED' });
-    } else if (w.rv !== undefined && !arrived.has(`${w.resource}/${w.name}/${w.rv}`)) {
+    } else if (w.rv === undefined) {
+      unverifiable.push(w);
+    } else if (!arrived.has(`${w.resource}/${w.name}/${w.rv}`)) {
       missed.push({ resource: w.resource, name: w.name, type: w.verb === 'create' ? 'ADDED' : 'MODIFIED', rv: w.rv });
     }
   }
-  return { missed, duplicated };
+  return { missed, duplicated, unverifiable };
 }
 
-export interface ModeOutcome {
-  spurious_404: number;
-  lost_writes: number;
-  missed_watch_events: number;
-  errors_5xx: number;
-  errors_5xx_without_retry_after: number;
-  incomplete_discovery: number;
-  requests: number;
-  // Extras.
-  watch_events_missed: number;
-  watch_events_duplicated: number;
-  /** Watches that had to re-list (410 Gone): what happened in between is invisible to a watcher. */
-  watch_relists: number;
-  errors_transport: number;
-  spurious_404_by_resource: Partial<Record<ResourceKey, number>>;
-  lost_writes_midpoint: number;
-  lost_writes_end: number;
-  duration_s: number;
-  steps: StepRecord[];
-  /** The machine's 1-minute load average at the mode's start and end (2 cores here: above 2 means starved). */
-  load_average?: { start: number; end: number };
-  /** Mode mvproxy: each sidecar's Envoy counters that explain failures (ext_proc fallbacks to the local document, routes to missing clusters). */
-  sidecar_counters?: Record<string, Record<string, number>>;
-  /** A few of each problem, with when, where and what was answered: the evidence. */
-  examples: Record<string, unknown[]>;
+/** A read-back of every object of some resources, compared with the ledger (the writes begun before `at`). */
+export interface CheckRecord {
+  label: string;
+  at: number;
+  resources: ResourceKey[];
+  /** The apiserver each resource was read from (one observed serving it). */
+  readFrom: Partial<Record<ResourceKey, string>>;
+  lost: LostWrite[];
+}
+
+/** Acknowledged writes no check read back: a check of their resource began after them (the ledger folds the writes begun before a check). */
+export function notReadBack(writes: readonly WriteRecord[], checks: readonly CheckRecord[]): WriteRecord[] {
+  return writes.filter((w) => w.outcome === 'ack' && !checks.some((c) => c.at > w.t0 && c.resources.includes(w.resource)));
 }
 
 export interface ModeObservations {
   requests: readonly RequestRecord[];
   watchEvents: readonly WatchEventRecord[];
   watchStart: Partial<Record<ResourceKey, number>>;
-  lostMidpoint: readonly LostWrite[];
-  lostEnd: readonly LostWrite[];
+  brokenWatches: readonly BrokenWatch[];
+  /** Watches the server ended cleanly (not cut by the load balancer): their clients resumed; not a failure. */
+  watchesEndedByServer: number;
+  watchRelists: number;
+  checks: readonly CheckRecord[];
   steps: StepRecord[];
   durationMs: number;
-  watchRelists: number;
+}
+
+/** One run of one mode, as the JSON records it (times in seconds since the mode's start unless named _ms). */
+export interface ModeOutcome {
+  // The issue's keys.
+  spurious_404: number;
+  lost_writes: number;
+  missed_watch_events: number;
+  /** Every 5xx: while served or not. */
+  errors_5xx: number;
+  errors_5xx_without_retry_after: number;
+  incomplete_discovery: number;
+  requests: number;
+  // The invariants every mode is held to (INVARIANTS in summary.ts): each must be 0.
+  errors_transport: number;
+  /** Watch streams that broke after their 200, not cut by the load balancer. */
+  watches_broken: number;
+  /** Watches that had to re-list (410 Gone): with one etcd a resumed watch never needs to. */
+  watch_relists: number;
+  /** 5xx although an apiserver in service was observed serving the resource for the whole request. */
+  errors_5xx_while_served: number;
+  /** Acknowledged writes no check read back. */
+  acknowledged_writes_not_read_back: number;
+  /** Acknowledged creates and updates whose answer carried no resourceVersion. */
+  acknowledged_without_resource_version: number;
+  // Extras.
+  watch_events_missed: number;
+  watch_events_duplicated: number;
+  /** Watches the server ended cleanly; their clients resumed (not a failure). */
+  watches_ended_by_server: number;
+  writes_acknowledged: number;
+  spurious_404_by_resource: Partial<Record<ResourceKey, number>>;
+  /** Each read-back: when, of what, from which apiserver, and what was missing. */
+  checks: Array<{ label: string; at_s: number; resources: ResourceKey[]; read_from: Partial<Record<ResourceKey, string>>; lost: number }>;
+  duration_s: number;
+  steps: StepRecord[];
+  /** Each change of what an apiserver's own discovery listed (of the test's resources), as observed. */
+  served_changes?: Array<{ apiserver: string; t_s: number; resources: ResourceKey[] }>;
+  /** Each entry point's moves in and out of the load balancer's rotation, and why. */
+  rotation?: Array<{ entry: string; t_s: number; in: boolean; reason: string }>;
+  /** Readings of a running apiserver's discovery that failed (the last reading held). */
+  served_set_failed_readings?: number;
+  /** The machine's 1-minute load average at the mode's start and end (2 cores here: above 2 means starved). */
+  load_average?: { start: number; end: number };
+  /** Modes through sidecars: each sidecar's Envoy counters that explain failures (ext_proc fallbacks to the local document, routes to missing clusters). */
+  sidecar_counters?: Record<string, Record<string, number>>;
+  /** A few of each problem, with when, where and what was answered: the evidence. */
+  examples: Record<string, unknown[]>;
 }
 
 const EXAMPLES = 5;
+const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
 export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledger): ModeOutcome {
   const categories = o.requests.map((r) => categorize(r, timeline, ledger));
@@ -125,31 +187,46 @@ export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledge
   for (const r of spurious) if (r.resource !== '/api' && r.resource !== '/apis') byResource[r.resource] = (byResource[r.resource] ?? 0) + 1;
   const fivexx = o.requests.filter((r) => r.status >= 500);
   const without = fivexx.filter((r) => !r.retryAfter);
+  const whileServed = withCategory('5xx while served');
   const incomplete = withCategory('incomplete discovery');
+  const transport = withCategory('transport error');
   const watch = judgeWatch(ledger, o.watchEvents, o.watchStart);
+  const acknowledged = ledger.all().filter((w) => w.outcome === 'ack');
+  const withoutRv = acknowledged.filter((w) => w.verb !== 'delete' && w.rv === undefined);
+  const unread = notReadBack(ledger.all(), o.checks);
+  const lost = o.checks.flatMap((c) => c.lost);
   return {
     spurious_404: spurious.length,
-    lost_writes: o.lostMidpoint.length + o.lostEnd.length,
+    lost_writes: lost.length,
     missed_watch_events: watch.missed.length + watch.duplicated.length,
     errors_5xx: fivexx.length,
     errors_5xx_without_retry_after: without.length,
     incomplete_discovery: incomplete.length,
     requests: o.requests.length,
+    errors_transport: transport.length,
+    watches_broken: o.brokenWatches.length,
+    watch_relists: o.watchRelists,
+    errors_5xx_while_served: whileServed.length,
+    acknowledged_writes_not_read_back: unread.length,
+    acknowledged_without_resource_version: withoutRv.length,
     watch_events_missed: watch.missed.length,
     watch_events_duplicated: watch.duplicated.length,
-    watch_relists: o.watchRelists,
-    errors_transport: withCategory('transport error').length,
+    watches_ended_by_server: o.watchesEndedByServer,
+    writes_acknowledged: acknowledged.length,
     spurious_404_by_resource: byResource,
-    lost_writes_midpoint: o.lostMidpoint.length,
-    lost_writes_end: o.lostEnd.length,
-    duration_s: Math.round(o.durationMs / 100) / 10,
+    checks: o.checks.map((c) => ({ label: c.label, at_s: seconds(c.at), resources: c.resources, read_from: c.readFrom, lost: c.lost.length })),
+    duration_s: seconds(o.durationMs),
     steps: o.steps,
     examples: {
       spurious_404: spurious.slice(0, EXAMPLES),
+      errors_5xx_while_served: whileServed.slice(0, EXAMPLES),
       errors_5xx_without_retry_after: without.slice(0, EXAMPLES),
-      errors_transport: withCategory('transport error').slice(0, EXAMPLES),
+      errors_transport: transport.slice(0, EXAMPLES),
+      watches_broken: o.brokenWatches.slice(0, EXAMPLES),
       incomplete_discovery: incomplete.slice(0, EXAMPLES).map((r) => ({ ...r, groups: undefined, missing: missingGroups(r, timeline) })),
-      lost_writes: [...o.lostMidpoint, ...o.lostEnd].slice(0, EXAMPLES),
+      lost_writes: lost.slice(0, EXAMPLES),
+      acknowledged_writes_not_read_back: unread.slice(0, EXAMPLES),
+      acknowledged_without_resource_version: withoutRv.slice(0, EXAMPLES),
       watch_missed: watch.missed.slice(0, EXAMPLES),
       watch_duplicated: watch.duplicated.slice(0, EXAMPLES),
     },

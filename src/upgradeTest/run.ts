@@ -1,30 +1,36 @@
-// One mode's run: a fresh sandbox of three v1.36.3 apiservers behind the
-// simulated load balancer, continuous load, each apiserver upgraded to
-// v1.37.2 the way the mode is operated, a check of every acknowledged write,
-// the rollback, a last check, and the judgement.
+// One run of one mode: a fresh sandbox of three v1.36.3 apiservers behind
+// the simulated load balancer, continuous load, each apiserver upgraded to
+// v1.37.2 by the operator's procedure (procedure.ts), a read-back of every
+// acknowledged write, the rollback, a last read-back, and the judgement.
 import { envoyAdminGet } from '../util/envoyAdmin.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
-import type { SandboxMode } from '../sandbox/options.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import { call, waitInSync, withAdminClient } from '../servers/adminClient.js';
 import { Balancer, type Entry } from './balancer.js';
 import type { ChartBand } from './chart.js';
-import { Ledger, type LostWrite } from './ledger.js';
+import { ClusterReader } from './cluster.js';
+import { HEALTH_CHECK } from './healthCheck.js';
+import { Ledger } from './ledger.js';
 import { Load } from './load.js';
-import { RESOURCES, servedByVersion, type RequestRecord, type ResourceKey, type StepRecord } from './observations.js';
+import { operatorDrains, sandboxModeOf, throughSidecars, type TestMode } from './modes.js';
+import { RESOURCES, type RequestRecord, type ResourceKey } from './observations.js';
 import { judgeMode, judgeWatch, perSecond, type ModeOutcome } from './outcomes.js';
+import { Operator } from './procedure.js';
+import { ServedSetObserver } from './servedSets.js';
 import { Timeline } from './timeline.js';
 import { discoveryLoop, Watcher } from './watch.js';
-import { ClusterReader } from './cluster.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const OLD_VERSION = 'v1.36.3';
 export const NEW_VERSION = 'v1.37.2';
-const APISERVERS = ['kas-a', 'kas-b', 'kas-c'];
+export const APISERVERS = ['kas-a', 'kas-b', 'kas-c'];
 /** As production apiservers behind a load balancer run: after SIGTERM they keep serving this long with /readyz failing. */
-const SHUTDOWN_DELAY_SECONDS = 2;
+export const SHUTDOWN_DELAY_SECONDS = 2;
+/** How often each apiserver's own discovery is read (servedSets.ts). */
+export const SERVED_SET_READING_INTERVAL_MS = 500;
 
 export interface RunOptions {
   components: InstalledComponents;
@@ -33,7 +39,7 @@ export interface RunOptions {
   progress: (line: string) => void;
 }
 
-export async function runMode(mode: SandboxMode, opts: RunOptions): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
+export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
   const log = (line: string): void => opts.progress(`[${mode}] ${line}`);
   const dir = mkdtempSync(join(tmpdir(), `mvproxy-upgrade-${mode}-`));
   log(`starting ${APISERVERS.length} apiservers ${OLD_VERSION} in ${dir}`);
@@ -41,7 +47,7 @@ export async function runMode(mode: SandboxMode, opts: RunOptions): Promise<{ ou
     dir,
     apiservers: APISERVERS.map((name) => ({ name, version: OLD_VERSION, shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS })),
     components: opts.components,
-    mode,
+    mode: sandboxModeOf(mode),
   });
   // MVPROXY_UPGRADE_TEST_KEEP=1 keeps the sandbox folder (every component's log, each sidecar's Envoy stats): the evidence for a finding.
   const keep = process.env['MVPROXY_UPGRADE_TEST_KEEP'] === '1';
@@ -82,20 +88,15 @@ async function sidecarCounters(sandbox: Sandbox): Promise<Record<string, Record<
   return counters;
 }
 
-async function exercise(
-  sandbox: Sandbox,
-  mode: SandboxMode,
-  opts: RunOptions,
-  log: (line: string) => void,
-): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
+async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log: (line: string) => void): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
   const state = sandbox.state();
   const adminSocket = state.controlPlane?.adminSocket;
-  const entries: Entry[] = state.apiservers.map((a) => ({ name: a.name, url: mode === 'mvproxy' ? (a.sidecar ?? a.direct) : a.direct }));
+  const entries: Entry[] = state.apiservers.map((a) => ({ name: a.name, url: throughSidecars(mode) ? (a.sidecar ?? a.direct) : a.direct }));
   const cluster = new ClusterReader(sandbox);
   const creds = { ca: state.ca, token: sandbox.adminBearerToken(), cert: state.clientCerts.admin };
   await cluster.prepare(entries, creds);
   const admin = async (verb: 'Drain' | 'Undrain', apiserver: string): Promise<void> => {
-    if (!adminSocket) return;
+    if (!adminSocket) throw new Error('mvproxy-drain: the sandbox has no control plane');
     await withAdminClient(adminSocket, async (c) => {
       await call(c, verb, { apiserver });
       await waitInSync(c, 60_000);
@@ -106,57 +107,46 @@ async function exercise(
   const loadStart = loadavg()[0] ?? 0;
   const start = performance.now();
   const now = (): number => Math.round((performance.now() - start) * 10) / 10;
-  const balancer = new Balancer(entries, creds);
-  const ledger = new Ledger();
   const timeline = new Timeline();
-  for (const name of APISERVERS) timeline.enter(name, OLD_VERSION, servedByVersion(OLD_VERSION), 0);
+  for (const e of entries) timeline.enter(e.name, 0);
+  const rotation: NonNullable<ModeOutcome['rotation']> = [];
+  const balancer = new Balancer(entries, creds, {
+    healthCheck: HEALTH_CHECK,
+    now,
+    onRotation: (name, inRotation, t, reason) => {
+      if (inRotation) timeline.enter(name, t);
+      else timeline.leave(name, t);
+      rotation.push({ entry: name, t_s: Math.round(t) / 1000, in: inRotation, reason });
+    },
+  });
+  const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS);
+  await observer.start();
+  const ledger = new Ledger();
   const records: RequestRecord[] = [];
   const load = new Load(balancer, ledger, { workersPerKind: opts.short ? 2 : 3, thinkMs: 25, now, prefix: mode });
   const watchers = [new Watcher(balancer, 'configmaps', 'token', now, records, []), new Watcher(balancer, 'widgets', 'cert', now, records, [])];
   await Promise.all(watchers.map((w) => w.start()));
   load.start();
   const discovery = discoveryLoop(balancer, now, records, 250);
-  const hold = (): Promise<void> => new Promise((r) => setTimeout(r, opts.short ? 4000 : 5000));
-  const steps: StepRecord[] = [];
-  const marks: ChartBand['marks'] = [];
+  const operator = new Operator({
+    sandbox,
+    balancer,
+    cluster,
+    ledger,
+    load,
+    timeline,
+    observer,
+    now,
+    log,
+    holdMs: opts.short ? 4000 : 5000,
+    ...(operatorDrains(mode) ? { drain: admin } : {}),
+  });
 
-  const step = async (apiserver: string, from: string, to: string): Promise<void> => {
-    const outAt = now();
-    timeline.leave(apiserver, outAt);
-    marks.push({ second: outAt / 1000, label: `${apiserver} out` });
-    log(`${apiserver}: out of rotation${mode === 'mvproxy' ? ', drain' : ''}`);
-    // Out of the rotation first (no new requests reach it), then the drain moves what sidecars send it to peers.
-    const takeOut = balancer.takeOut(apiserver);
-    await admin('Drain', apiserver);
-    await takeOut;
-    log(`${apiserver}: stop`);
-    await sandbox.stopApiserver(apiserver);
-    log(`${apiserver}: start ${to}`);
-    await sandbox.startApiserver(apiserver, { version: to });
-    await admin('Undrain', apiserver);
-    balancer.putBack(apiserver);
-    const inAt = now();
-    timeline.enter(apiserver, to, servedByVersion(to), inAt);
-    marks.push({ second: inAt / 1000, label: `${apiserver} ${to} in` });
-    steps.push({ apiserver, from, to, outAt, inAt });
-    log(`${apiserver}: back in rotation at ${to}`);
-    await hold();
-  };
-  const check = async (resources: readonly ResourceKey[], label: string): Promise<LostWrite[]> => {
-    await load.pause();
-    const at = now();
-    marks.push({ second: at / 1000, label });
-    const lost = ledger.lostWrites(await cluster.snapshot(resources), at);
-    log(`${label}: ${lost.length} acknowledged writes missing`);
-    load.resume();
-    return lost;
-  };
-
-  await hold();
+  await operator.hold();
   const order = opts.short ? APISERVERS.slice(0, 1) : APISERVERS;
-  for (const a of order) await step(a, OLD_VERSION, NEW_VERSION);
-  const lostMidpoint = await check(RESOURCES, 'check (all upgraded)');
-  for (const a of [...order].reverse()) await step(a, NEW_VERSION, OLD_VERSION);
+  for (const a of order) await operator.step(a, OLD_VERSION, NEW_VERSION);
+  await operator.readBackServed(opts.short ? 'read back (one upgraded)' : 'read back (all upgraded)', RESOURCES);
+  for (const a of [...order].reverse()) await operator.step(a, NEW_VERSION, OLD_VERSION);
 
   await load.stop();
   await discovery.stop();
@@ -164,19 +154,33 @@ async function exercise(
   const watchStart = Object.fromEntries(watchers.map((w) => [w.resourceKey, w.startedAt])) as Partial<Record<ResourceKey, number>>;
   const events = () => watchers.flatMap((w) => w.events);
   const deadline = Date.now() + 15_000;
-  while (judgeWatch(ledger, events(), watchStart).missed.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  while (judgeWatch(ledger, events(), watchStart).missed.length > 0 && Date.now() < deadline) await sleep(200);
   await Promise.all(watchers.map((w) => w.stop()));
   balancer.close();
   const durationMs = now();
-  const lostEnd = await check(
-    RESOURCES.filter((r) => r !== 'storageversionmigrations'),
-    'check (all rolled back)',
-  );
+  await operator.readBackServed('read back (all rolled back)', RESOURCES);
+  await observer.stop();
   const all = [...records, ...load.records].sort((a, b) => a.t0 - b.t0);
-  const watchRelists = watchers.reduce((n, w) => n + w.relists, 0);
-  const outcome = judgeMode({ requests: all, watchEvents: events(), watchStart, lostMidpoint, lostEnd, steps, durationMs, watchRelists }, timeline, ledger);
+  const outcome = judgeMode(
+    {
+      requests: all,
+      watchEvents: events(),
+      watchStart,
+      brokenWatches: watchers.flatMap((w) => w.broken),
+      watchesEndedByServer: watchers.reduce((n, w) => n + w.endedByServer, 0),
+      watchRelists: watchers.reduce((n, w) => n + w.relists, 0),
+      checks: operator.checks,
+      steps: operator.steps,
+      durationMs,
+    },
+    timeline,
+    ledger,
+  );
+  outcome.served_changes = timeline.servedChanges().map((c) => ({ apiserver: c.apiserver, t_s: Math.round(c.t) / 1000, resources: c.resources }));
+  outcome.rotation = rotation;
+  outcome.served_set_failed_readings = observer.failedReadings;
   outcome.load_average = { start: loadStart, end: loadavg()[0] ?? 0 };
-  if (mode === 'mvproxy') outcome.sidecar_counters = await sidecarCounters(sandbox);
-  log(`done: ${JSON.stringify({ ...outcome, steps: undefined, examples: undefined })}`);
-  return { outcome, band: { mode, perSecond: perSecond(all, timeline, ledger), marks } };
+  if (throughSidecars(mode)) outcome.sidecar_counters = await sidecarCounters(sandbox);
+  log(`done: ${JSON.stringify({ ...outcome, steps: undefined, examples: undefined, served_changes: undefined, rotation: undefined })}`);
+  return { outcome, band: { mode, perSecond: perSecond(all, timeline, ledger), marks: operator.marks } };
 }

@@ -1,9 +1,11 @@
 // The resuming watch client and the discovery refresher, both through the
 // load balancer. A watch that ends (cut by the balancer, closed by the
-// server, failed) resumes from the last resourceVersion it saw (objects or
-// bookmarks) through another entry point, as client-go's reflector does.
+// server, broken, failed) resumes from the last resourceVersion it saw
+// (objects or bookmarks) through another entry point, as client-go's
+// reflector does. A watch that fails before its answer is a transport error;
+// one that breaks after its 200 is a broken watch; both are counted.
 import type { Balancer } from './balancer.js';
-import type { ClientKind, RequestRecord, ResourceKey, WatchEventRecord } from './observations.js';
+import type { BrokenWatch, ClientKind, RequestRecord, ResourceKey, WatchEventRecord } from './observations.js';
 import { collectionPath, discoveryGroups } from './objects.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +22,10 @@ export class Watcher {
   startedAt?: number;
   /** Re-lists after a `410 Gone` (the resourceVersion was compacted away): events in between are lost to a watcher. */
   relists = 0;
+  /** Streams that broke after their 200 (not cut by the load balancer). */
+  readonly broken: BrokenWatch[] = [];
+  /** Streams the server ended cleanly after their 200 (not cut by the load balancer). */
+  endedByServer = 0;
 
   constructor(
     private readonly balancer: Balancer,
@@ -60,7 +66,11 @@ export class Watcher {
               this.events.push({ resource: this.resource, type: event.type, name, rv: newRv, t: this.now() });
           },
         );
-        if (end.error !== undefined && end.error !== 'cut by the load balancer' && !this.recordedSince(t0)) {
+        if (!end.cut && end.status === 200) {
+          if (end.error === undefined) this.endedByServer++;
+          else this.broken.push({ t0, t: this.now(), entry: entry.name, resource: this.resource, error: end.error });
+        }
+        if (!end.cut && end.error !== undefined && !this.recordedSince(t0)) {
           this.records.push({
             t0,
             t1: this.now(),

@@ -4,19 +4,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ledger } from '../../src/upgradeTest/ledger.js';
-import { categorize, judgeMode, judgeWatch, missingGroups, perSecond } from '../../src/upgradeTest/outcomes.js';
-import { servedByVersion, type RequestRecord, type WatchEventRecord } from '../../src/upgradeTest/observations.js';
+import { categorize, judgeMode, judgeWatch, missingGroups, notReadBack, perSecond, type ModeObservations } from '../../src/upgradeTest/outcomes.js';
+import type { RequestRecord, WatchEventRecord } from '../../src/upgradeTest/observations.js';
 import { Timeline } from '../../src/upgradeTest/timeline.js';
+import { NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../support/upgradeTimeline.js';
 
-// kas-a and kas-b at v1.36.3 from 0; kas-a out at 100, back at v1.37.2 at 200.
-const timeline = (): Timeline => {
-  const t = new Timeline();
-  t.enter('kas-a', 'v1.36.3', servedByVersion('v1.36.3'), 0);
-  t.enter('kas-b', 'v1.36.3', servedByVersion('v1.36.3'), 0);
-  t.leave('kas-a', 100);
-  t.enter('kas-a', 'v1.37.2', servedByVersion('v1.37.2'), 200);
-  return t;
-};
+// kas-a and kas-b observed as 1.36 from 0; kas-a out at 100, observed as 1.37 at 180, back in service at 200.
+const timeline = upgradeTimeline;
 const ledger = (): Ledger => {
   const l = new Ledger();
   l.record({ resource: 'configmaps', name: 'cm', verb: 'create', t0: 0, t1: 10, outcome: 'ack', gen: 1, rv: '5' });
@@ -36,6 +30,18 @@ const req = (r: Partial<RequestRecord>): RequestRecord => ({
   ...r,
 });
 
+const observations = (): ModeObservations => ({
+  requests: [],
+  watchEvents: [],
+  watchStart: {},
+  brokenWatches: [],
+  watchesEndedByServer: 0,
+  watchRelists: 0,
+  checks: [],
+  steps: [],
+  durationMs: 1000,
+});
+
 describe('upgrade test outcomes', () => {
   it('a 404 for a resource an in-service apiserver served throughout is spurious', () => {
     assert.equal(categorize(req({ resource: 'storageversionmigrations', status: 404 }), timeline(), ledger()), 'spurious 404');
@@ -52,10 +58,40 @@ describe('upgrade test outcomes', () => {
     assert.equal(categorize(req({ verb: 'get', name: 'other', status: 404 }), timeline(), ledger()), 'expected 4xx');
   });
 
-  it('5xx are told apart by Retry-After; a failed connection is a transport error', () => {
-    assert.equal(categorize(req({ status: 503, retryAfter: true }), timeline(), ledger()), '5xx with Retry-After');
-    assert.equal(categorize(req({ status: 503 }), timeline(), ledger()), '5xx without Retry-After');
+  it('a 5xx while an apiserver in service was observed serving the resource is "5xx while served", whatever its Retry-After', () => {
+    assert.equal(categorize(req({ status: 503, retryAfter: true }), timeline(), ledger()), '5xx while served');
+    assert.equal(categorize(req({ status: 503 }), timeline(), ledger()), '5xx while served');
+    assert.equal(categorize(req({ resource: 'storageversionmigrations', status: 503, retryAfter: true }), timeline(), ledger()), '5xx while served');
+    assert.equal(categorize(req({ resource: '/apis', verb: 'discovery', status: 500 }), timeline(), ledger()), '5xx while served');
+  });
+
+  it('a 5xx while no apiserver in service was observed serving the resource is told apart by Retry-After; a failed connection is a transport error', () => {
+    const early = { resource: 'storageversionmigrations' as const, t0: 50, t1: 60 };
+    assert.equal(categorize(req({ ...early, status: 503, retryAfter: true }), timeline(), ledger()), '5xx with Retry-After');
+    assert.equal(categorize(req({ ...early, status: 503 }), timeline(), ledger()), '5xx without Retry-After');
     assert.equal(categorize(req({ status: 0 }), timeline(), ledger()), 'transport error');
+  });
+
+  it('what an apiserver serves is what its discovery was observed listing, not what its version suggests', () => {
+    // kas-a back in service at 1.37 but its discovery not yet read as listing storageversionmigrations.
+    const t = new Timeline();
+    t.enter('kas-a', 0);
+    t.observe('kas-a', 0, OLD_SERVED);
+    const r = req({ resource: 'storageversionmigrations', status: 404, t0: 10, t1: 20 });
+    assert.equal(categorize(r, t, ledger()), 'expected 4xx');
+    t.observe('kas-a', 5, NEW_SERVED);
+    assert.equal(categorize(r, t, ledger()), 'spurious 404', 'read serving it at 5, before the request');
+    t.observe('kas-a', 15, OLD_SERVED);
+    assert.equal(categorize(r, t, ledger()), 'expected 4xx', 'read not serving it during the request');
+  });
+
+  it('an apiserver observed serving the resource but not in service does not make a 404 spurious nor a 5xx forbidden', () => {
+    const t = new Timeline();
+    t.enter('kas-a', 0);
+    t.observe('kas-a', 0, NEW_SERVED);
+    t.leave('kas-a', 5);
+    assert.equal(categorize(req({ resource: 'storageversionmigrations', status: 404, t0: 10, t1: 20 }), t, ledger()), 'expected 4xx');
+    assert.equal(categorize(req({ resource: 'storageversionmigrations', status: 503, t0: 10, t1: 20 }), t, ledger()), '5xx without Retry-After');
   });
 
   it('an /apis answer missing a group served throughout by an apiserver in service is incomplete', () => {
@@ -78,17 +114,50 @@ describe('upgrade test outcomes', () => {
     assert.equal(judgeWatch(ledger(), events, { configmaps: 350 }).missed.length, 0, 'writes begun before the watch started are not expected');
   });
 
-  it('the mode outcome carries the issue keys', () => {
-    const requests = [req({}), req({ resource: 'storageversionmigrations', status: 404 }), req({ status: 503 }), req({ status: 503, retryAfter: true })];
+  it('an acknowledged write whose answer carried no resourceVersion is counted, not skipped', () => {
+    const l = ledger();
+    l.record({ resource: 'configmaps', name: 'norv', verb: 'create', t0: 20, t1: 30, outcome: 'ack', gen: 3 });
+    const judged = judgeWatch(l, [], { configmaps: 0 });
+    assert.deepEqual(
+      judged.unverifiable.map((w) => w.name),
+      ['norv'],
+    );
+    const o = judgeMode({ ...observations(), requests: [] }, timeline(), l);
+    assert.equal(o.acknowledged_without_resource_version, 1);
+  });
+
+  it('an acknowledged write is read back only by a check of its resource begun after it', () => {
+    const l = ledger();
+    l.record({ resource: 'storageversionmigrations', name: 'svm', verb: 'create', t0: 250, t1: 260, outcome: 'ack', gen: 4, rv: '11' });
+    const check = (at: number, resources: Array<'configmaps' | 'storageversionmigrations'>) => ({ label: 'c', at, resources, readFrom: {}, lost: [] });
+    assert.deepEqual(
+      notReadBack(l.all(), [check(1000, ['configmaps'])]).map((w) => w.name),
+      ['svm'],
+    );
+    assert.deepEqual(
+      notReadBack(l.all(), [check(1000, ['configmaps']), check(240, ['storageversionmigrations'])]).map((w) => w.name),
+      ['svm'],
+    );
+    assert.deepEqual(notReadBack(l.all(), [check(1000, ['configmaps', 'storageversionmigrations'])]), []);
+  });
+
+  it('broken watches are counted', () => {
     const o = judgeMode(
-      { requests, watchEvents: [], watchStart: {}, lostMidpoint: [], lostEnd: [], steps: [], durationMs: 1000, watchRelists: 0 },
+      { ...observations(), brokenWatches: [{ t0: 1, t: 50, entry: 'kas-a', resource: 'configmaps', error: 'stream closed before its end' }] },
       timeline(),
       ledger(),
     );
+    assert.equal(o.watches_broken, 1);
+  });
+
+  it('the mode outcome carries the issue keys', () => {
+    const requests = [req({}), req({ resource: 'storageversionmigrations', status: 404 }), req({ status: 503 }), req({ status: 503, retryAfter: true })];
+    const o = judgeMode({ ...observations(), requests }, timeline(), ledger());
     assert.deepEqual(
       [o.spurious_404, o.lost_writes, o.missed_watch_events, o.errors_5xx, o.errors_5xx_without_retry_after, o.incomplete_discovery, o.requests],
       [1, 0, 0, 2, 1, 0, 4],
     );
+    assert.equal(o.errors_5xx_while_served, 2);
     assert.deepEqual(o.spurious_404_by_resource, { storageversionmigrations: 1 });
   });
 

@@ -1,0 +1,82 @@
+// What the runs add up to, and what each mode is held to: pure.
+//
+// The JSON `upgrade-test --out FILE` writes:
+//
+//   {
+//     "procedure": {                  // how every mode was operated, alike
+//       "from": "v1.36.3", "to": "v1.37.2", "apiservers": ["kas-a", ...],
+//       "short": false, "runs": 3,
+//       "health_check": { "path": "/readyz", "interval_ms": 2000, "timeout_ms": 2000, "rise": 2, "fall": 3, "source": "..." },
+//       "apiserver_shutdown_delay_s": 2,
+//       "served_set_reading_interval_ms": 500,
+//       "modes": { "none": "...", "upstream": "...", "mvproxy": "...", "mvproxy-drain": "..." },
+//       "invariants": [...], "mvproxy_claims": [...]
+//     },
+//     "summary": {                    // per mode, per count: the total over the runs and each run's value
+//       "<mode>": { "<count>": { "total": 12, "runs": [4, 0, 8] }, ... }
+//     },
+//     "runs": {                       // per mode, every run in full (outcomes.ts ModeOutcome)
+//       "<mode>": [ { "spurious_404": 4, ..., "steps": [...], "checks": [...], "examples": {...} }, ... ]
+//     }
+//   }
+import type { TestMode } from './modes.js';
+import type { ModeOutcome } from './outcomes.js';
+
+/** Counts every mode must keep at 0: what the load balancer, one etcd and a correct proxy guarantee whatever the mode. */
+export const INVARIANTS = [
+  'errors_transport',
+  'watches_broken',
+  'watch_relists',
+  'errors_5xx_while_served',
+  'lost_writes',
+  'acknowledged_writes_not_read_back',
+  'acknowledged_without_resource_version',
+] as const;
+
+/** Counts mvproxy (both ways of operating it) claims to keep at 0, on top of the invariants. */
+export const MVPROXY_CLAIMS = ['spurious_404', 'missed_watch_events', 'incomplete_discovery', 'errors_5xx_without_retry_after'] as const;
+
+/** The counts the summary adds up, in the order it lists them. */
+export const SUMMARY_COUNTS = [
+  'spurious_404',
+  'lost_writes',
+  'missed_watch_events',
+  'errors_5xx',
+  'errors_5xx_without_retry_after',
+  'incomplete_discovery',
+  'requests',
+  'errors_transport',
+  'watches_broken',
+  'watch_relists',
+  'errors_5xx_while_served',
+  'acknowledged_writes_not_read_back',
+  'acknowledged_without_resource_version',
+  'watches_ended_by_server',
+  'writes_acknowledged',
+] as const;
+export type SummaryCount = (typeof SUMMARY_COUNTS)[number];
+
+export interface CountSummary {
+  total: number;
+  /** One value per run, in the order the runs were made. */
+  runs: number[];
+}
+
+/** Each count's total over `runs` and its value in each run. */
+export function aggregateRuns(runs: readonly ModeOutcome[]): Record<SummaryCount, CountSummary> {
+  const entries = SUMMARY_COUNTS.map((k) => {
+    const values = runs.map((r) => r[k]);
+    return [k, { total: values.reduce((a, b) => a + b, 0), runs: values }] as const;
+  });
+  return Object.fromEntries(entries) as Record<SummaryCount, CountSummary>;
+}
+
+/** The counts among `keys` that are not 0 in `outcome`: what broke what it is held to. */
+export function breaches(outcome: ModeOutcome, keys: readonly SummaryCount[]): Partial<Record<SummaryCount, number>> {
+  return Object.fromEntries(keys.filter((k) => outcome[k] !== 0).map((k) => [k, outcome[k]]));
+}
+
+/** What a mode is held to: the invariants, and for mvproxy its claims too. */
+export function heldTo(mode: TestMode): SummaryCount[] {
+  return mode === 'mvproxy' || mode === 'mvproxy-drain' ? [...INVARIANTS, ...MVPROXY_CLAIMS] : [...INVARIANTS];
+}
