@@ -21,6 +21,8 @@ export const NOPEER_PROFILE = 'profile=nopeer';
 export const AGGREGATED_DISCOVERY_NOPEER_JSON = `${AGGREGATED_DISCOVERY_JSON};${NOPEER_PROFILE}`;
 /** The client-go Accept for aggregated discovery as JSON, falling back to the legacy documents. */
 export const AGGREGATED_DISCOVERY_JSON_ACCEPT = `${AGGREGATED_DISCOVERY_JSON},application/json`;
+/** An apiserver's own discovery: aggregated v2 with profile=nopeer first, so a 1.36+ apiserver with upstream MVP on answers with its local document. */
+export const AGGREGATED_DISCOVERY_ACCEPT = `${AGGREGATED_DISCOVERY_NOPEER_JSON},${AGGREGATED_DISCOVERY_JSON_ACCEPT}`;
 
 export interface APISubresourceDiscovery {
   subresource: string;

@@ -3,21 +3,13 @@
 // keeps the previous document itself), the OpenAPI v3 index by body hash.
 // Every failure is a DiscoverySyncError of its type.
 import { createHash } from 'node:crypto';
-import {
-  AGGREGATED_DISCOVERY_JSON_ACCEPT,
-  AGGREGATED_DISCOVERY_NOPEER_JSON,
-  type APIGroupDiscoveryList,
-  type DroppedDiscoveryEntry,
-} from '../model/discovery.js';
+import { AGGREGATED_DISCOVERY_ACCEPT, type APIGroupDiscoveryList, type DroppedDiscoveryEntry } from '../model/discovery.js';
 import { parseAggregatedDiscovery, type DiscoveryDocument } from '../model/discoveryDocument.js';
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry, type OpenApiV3Index } from '../model/openapi.js';
 import { HttpTransportError, type HttpResponse, type HttpTransport } from './apiserverHttp.js';
 import { errorMessage } from './runtime.js';
 import { statusMessageSuffix } from '../model/status.js';
-
-/** Aggregated v2 with profile=nopeer first: a 1.36+ apiserver with upstream MVP on then answers with its local document. */
-export const AGGREGATED_DISCOVERY_ACCEPT = `${AGGREGATED_DISCOVERY_NOPEER_JSON},${AGGREGATED_DISCOVERY_JSON_ACCEPT}`;
 
 /**
  * The `type` label of apiserver_peer_discovery_sync_errors_total. Upstream

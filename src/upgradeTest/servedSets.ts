@@ -5,7 +5,7 @@
 // that an apiserver with upstream's Mixed Version Proxy on answers with what
 // it serves itself, not its peers' merged document.
 import type { Sandbox } from '../sandbox/sandbox.js';
-import { AGGREGATED_DISCOVERY_ACCEPT } from '../sources/discoveryReads.js';
+import { AGGREGATED_DISCOVERY_ACCEPT } from '../model/discovery.js';
 import { httpsRequest } from '../util/https.js';
 import { RESOURCE_SPECS, RESOURCES, type ResourceKey } from './observations.js';
 import { SERVES_NOTHING, type ServedSet, type Timeline } from './timeline.js';

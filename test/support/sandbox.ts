@@ -15,7 +15,7 @@ import type { ControlPlaneReplicas } from '../../src/sandbox/controlPlanes.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
 import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
-import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/sources/discoveryReads.js';
+import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 
 const execFileAsync = promisify(execFile);
 

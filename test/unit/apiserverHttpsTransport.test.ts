@@ -13,7 +13,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 
 import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
 import { HttpTransportError, createApiserverHttpsTransport } from '../../src/sources/apiserverHttp.js';
-import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/sources/discoveryReads.js';
+import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 import { APIS_BODY } from '../support/discoveryBodies.js';
 
 describe('apiserver HTTPS transport', () => {

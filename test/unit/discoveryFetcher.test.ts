@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { HttpTransportError } from '../../src/sources/apiserverHttp.js';
-import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/sources/discoveryReads.js';
+import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 import { APIS_BODY, CORE_BODY, discoveryBody } from '../support/discoveryBodies.js';
 import { newFetcher, syncErrors } from '../support/discoveryFetcherHarness.js';
 import { FakeTime } from '../support/fakeTime.js';
