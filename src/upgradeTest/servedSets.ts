@@ -5,38 +5,30 @@
 // that an apiserver with upstream's Mixed Version Proxy on answers with what
 // it serves itself, not its peers' merged document.
 import type { Sandbox } from '../sandbox/sandbox.js';
-import { AGGREGATED_DISCOVERY_ACCEPT } from '../model/discovery.js';
+import { AGGREGATED_DISCOVERY_ACCEPT, type ApiserverDiscovery } from '../model/discovery.js';
+import { parseAggregatedDiscovery } from '../model/discoveryDocument.js';
+import { servedSetFromDiscovery } from '../model/servedSet.js';
 import { httpsRequest } from '../util/https.js';
 import { RESOURCE_SPECS, RESOURCES, type ResourceKey } from './observations.js';
 import { SERVES_NOTHING, type ServedSet, type Timeline } from './timeline.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-interface AggregatedList {
-  items?: Array<{ metadata?: { name?: string }; versions?: Array<{ version?: string; resources?: Array<{ resource?: string }> }> }>;
-}
-
-function parseList(body: string): AggregatedList | undefined {
+/**
+ * The test's resources and the API groups two aggregated discovery documents
+ * (`/api`, `/apis`) list, read as mvproxy's own sources read them
+ * (parseAggregatedDiscovery, servedSetFromDiscovery); undefined when either
+ * is not one.
+ */
+export function servedFromDiscovery(apiBody: string, apisBody: string): ServedSet | undefined {
+  let discovery: ApiserverDiscovery;
   try {
-    const doc = JSON.parse(body) as AggregatedList;
-    return Array.isArray(doc.items) ? doc : undefined;
+    discovery = { core: parseAggregatedDiscovery(JSON.parse(apiBody), [], '/api'), groups: parseAggregatedDiscovery(JSON.parse(apisBody), [], '/apis') };
   } catch {
     return undefined;
   }
-}
-
-/** The test's resources and the API groups two aggregated discovery documents (`/api`, `/apis`) list; undefined when either is not one. */
-export function servedFromDiscovery(apiBody: string, apisBody: string): ServedSet | undefined {
-  const core = parseList(apiBody);
-  const apis = parseList(apisBody);
-  if (!core || !apis) return undefined;
-  const items = [...(core.items ?? []).map((i) => ({ ...i, metadata: { name: '' } })), ...(apis.items ?? [])];
-  const lists = (group: string, version: string, resource: string): boolean =>
-    items.some(
-      (i) =>
-        (i.metadata?.name ?? '') === group && (i.versions ?? []).some((v) => v.version === version && (v.resources ?? []).some((r) => r.resource === resource)),
-    );
-  const resources = RESOURCES.filter((r) => lists(RESOURCE_SPECS[r].group, RESOURCE_SPECS[r].version, r));
-  const groups = (apis.items ?? []).map((i) => i.metadata?.name).filter((n): n is string => typeof n === 'string' && n !== '');
+  const served = new Set(servedSetFromDiscovery(discovery).map((r) => `${r.group}/${r.version}/${r.resource}`));
+  const resources = RESOURCES.filter((r) => served.has(`${RESOURCE_SPECS[r].group}/${RESOURCE_SPECS[r].version}/${r}`));
+  const groups = discovery.groups.items.map((i) => i.metadata.name).filter((name) => name !== '');
   return { resources: new Set<ResourceKey>(resources), groups: new Set(groups) };
 }
 

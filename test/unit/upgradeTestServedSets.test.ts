@@ -3,11 +3,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { servedFromDiscovery } from '../../src/upgradeTest/servedSets.js';
 
+// As kube-apiserver writes them: the core group's name omitted, every resource with its scope and verbs.
 const group = (name: string | undefined, version: string, resources: string[]) => ({
   metadata: name === undefined ? {} : { name },
-  versions: [{ version, resources: resources.map((resource) => ({ resource })) }],
+  versions: [{ version, resources: resources.map((resource) => ({ resource, scope: 'Namespaced', verbs: ['get', 'list'] })) }],
 });
-const list = (...items: unknown[]): string => JSON.stringify({ kind: 'APIGroupDiscoveryList', items });
+const list = (...items: unknown[]): string => JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items });
 const core = list(group(undefined, 'v1', ['configmaps', 'pods']));
 
 describe('upgrade test served sets', () => {
