@@ -9,8 +9,9 @@
 // The change: kas-c restarted with storagemigration.k8s.io/v1 back on (after
 // an untimed restart with it off), which changes the plans of kas-a's and
 // kas-c's sidecars, and so the config of the two thirds of the nodes that run
-// theirs. The clock starts when kas-c is ready and its own discovery shows the
-// change (as convergence.ts) and stops at the last ACK of the new config by
+// theirs. The clock starts at the first answer of kas-c's own discovery
+// (profile=nopeer, polled directly every 3 ms) that shows the change, the
+// triggering event as convergence.ts, and stops at the last ACK of the new config by
 // any node: the simulated ones' own ACK times, the real sidecars' xDS
 // update_time stats (read once everything is quiet). Then N CRDs, one more
 // change with them, and the replica's peak RSS (VmHWM).
@@ -30,6 +31,7 @@ import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
 import { processCpuTicks, statusKb, USER_HZ } from './procStat.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
+import { POLL_MS } from './convergence.js';
 
 export interface FanoutOptions {
   nodes: number;
@@ -52,7 +54,7 @@ export interface FanoutSample {
   resourceOff: boolean;
   withCrds: boolean;
   /**
-   * From the change (kas-c ready, its discovery showing it, as the bench saw it;
+   * From the change (kas-c's own discovery showing it, as the bench saw it;
    * or the first simulated node's final ACK if that came first) to the last
    * node's ACK of the new config.
    */
@@ -144,7 +146,7 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       floorRssMb,
       method:
         `${nodes.length} simulated nodes running the configs of ${sidecars.join(', ')} in turn (node.metadata apiserver), beside the real sidecars; ` +
-        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: kas-a's and kas-c's plans change, kas-b's does not); clock from kas-c's /readyz=200 with its own nopeer discovery showing the change ` +
+        `kas-c restarted with ${GROUP}/v1 off (untimed), then on (timed: kas-a's and kas-c's plans change, kas-b's does not); clock from the first answer of kas-c's own nopeer discovery (polled directly every ${POLL_MS} ms) showing the change ` +
         `(or from the first simulated node's final ACK, when the replica saw the change first) until the last ACK of the settled config by every node ` +
         `(simulated nodes whose ACKed versions changed: their ACK times; real sidecars: Envoy's xDS update_time stats; every node of a sidecar checked to end on the same versions); spread: first to last changed simulated node's final ACK; ` +
         `settled = nothing sent for ${QUIET_MS} ms; peak RSS = VmHWM of the replica after all changes, with the CRDs; floor = VmHWM of a process with the replica's flags and environment that loads its program and libraries and stays idle`,
@@ -205,25 +207,25 @@ async function timeChange(
     () => undefined,
     (err: unknown) => err,
   );
-  const get = (path: string, accept: string) =>
-    httpsRequest(kasC.direct + path, { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept }, timeoutMs: 2000 });
+  const getDiscovery = () =>
+    httpsRequest(kasC.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: AGGREGATED_DISCOVERY_NOPEER_JSON }, timeoutMs: 2000 });
+  // The clock (as convergence.ts): the first answer of kas-c's own discovery that shows the change, polled directly.
   let t0 = 0;
   let t0Wall = 0;
   const deadline = performance.now() + SETTLE_CAP_MS;
   while (t0 === 0) {
     if (performance.now() > deadline) throw new Error(`${RESTARTED} did not come back with the change`);
-    const [ready, discovery] = await Promise.all([get('/readyz', 'text/plain'), get('/apis', AGGREGATED_DISCOVERY_NOPEER_JSON)]).catch(() => [
-      undefined,
-      undefined,
-    ]);
-    if (ready?.status === 200 && discovery?.status === 200) {
+    const sent = performance.now();
+    const sentWall = Date.now();
+    const discovery = await getDiscovery().catch(() => undefined);
+    if (discovery?.status === 200) {
       const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === GROUP);
       if (serves !== resourceOff) {
-        t0 = performance.now();
-        t0Wall = Date.now();
+        t0 = sent;
+        t0Wall = sentWall;
       }
     }
-    if (t0 === 0) await sleep(10);
+    if (t0 === 0) await sleep(POLL_MS);
   }
   const err = await startFailed;
   if (err !== undefined) throw err;
@@ -240,8 +242,8 @@ async function timeChange(
   return {
     resourceOff,
     withCrds,
-    // The replica may see kas-c ready before the bench does (its poll is slower on a
-    // busy machine): the clock then starts at the first simulated node's final ACK.
+    // The replica may read kas-c's discovery before the bench's poll does:
+    // the clock then starts at the first simulated node's final ACK.
     ms: Math.round(Math.max(...all) - Math.min(t0, ...finals)),
     spreadMs: Math.round(Math.max(...finals) - Math.min(...finals)),
     nodesChanged: changed.length,

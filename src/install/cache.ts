@@ -39,6 +39,7 @@ export interface KubernetesPaths {
   dir: string;
   kubeApiserver: string;
   kubectl: string;
+  kubeControllerManager: string;
   marker: string;
 }
 
@@ -61,6 +62,7 @@ export function kubernetesPaths(cacheRoot: string, version: string): KubernetesP
     dir,
     kubeApiserver: path.join(dir, 'kube-apiserver'),
     kubectl: path.join(dir, 'kubectl'),
+    kubeControllerManager: path.join(dir, 'kube-controller-manager'),
     marker: path.join(dir, MARKER_NAME),
   };
 }

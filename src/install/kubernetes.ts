@@ -14,10 +14,11 @@ const KUBERNETES_MODULE = 'k8s.io/kubernetes';
 export interface KubernetesBinaries {
   kubeApiserver: string;
   kubectl: string;
+  kubeControllerManager: string;
 }
 
 interface BinarySpec {
-  name: 'kube-apiserver' | 'kubectl';
+  name: 'kube-apiserver' | 'kubectl' | 'kube-controller-manager';
   pkg: string;
   /** Rough cold build time on 2 cores, for the start line. */
   firstTime: string;
@@ -41,16 +42,24 @@ const BINARIES: readonly BinarySpec[] = [
     versionArgs: ['version', '--client'],
     expected: (v) => `Client Version: ${v.version}`,
   },
+  {
+    // The namespace controller and garbage collector KEP-4020 protects (docs/kubeadm.md).
+    name: 'kube-controller-manager',
+    pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager',
+    firstTime: '~8 min',
+    versionArgs: ['--version'],
+    expected: (v) => `Kubernetes ${v.version}`,
+  },
 ];
 
 export function kubernetesBinaries(cacheRoot: string, version: string): KubernetesBinaries {
   const paths = kubernetesPaths(cacheRoot, parseKubernetesVersion(version).version);
-  return { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl };
+  return { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl, kubeControllerManager: paths.kubeControllerManager };
 }
 
 export async function kubernetesInstalled(cacheRoot: string, version: string): Promise<boolean> {
   const paths = kubernetesPaths(cacheRoot, parseKubernetesVersion(version).version);
-  return isInstalled(paths.marker, [paths.kubeApiserver, paths.kubectl]);
+  return isInstalled(paths.marker, [paths.kubeApiserver, paths.kubectl, paths.kubeControllerManager]);
 }
 
 /** Fails fast, before any long build, if a release is not on the module proxy. */
@@ -73,8 +82,8 @@ async function prepareWorkspace(ctx: InstallContext, env: NodeJS.ProcessEnv, v: 
 export async function ensureKubernetes(ctx: InstallContext, version: string): Promise<KubernetesBinaries> {
   const v = parseKubernetesVersion(version);
   const paths = kubernetesPaths(ctx.cacheRoot, v.version);
-  const result = { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl };
-  if (await isInstalled(paths.marker, [paths.kubeApiserver, paths.kubectl])) return result;
+  const result = { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl, kubeControllerManager: paths.kubeControllerManager };
+  if (await isInstalled(paths.marker, Object.values(result))) return result;
 
   const env = await goEnv();
   await fs.mkdir(paths.dir, { recursive: true });
@@ -104,7 +113,7 @@ export async function ensureKubernetes(ctx: InstallContext, version: string): Pr
   await writeMarker(paths.marker, {
     component: 'kubernetes',
     version: v.version,
-    binaries: { 'kube-apiserver': paths.kubeApiserver, kubectl: paths.kubectl },
+    binaries: { 'kube-apiserver': paths.kubeApiserver, kubectl: paths.kubectl, 'kube-controller-manager': paths.kubeControllerManager },
     reportedVersion: reported.join('; '),
     installedAt: new Date().toISOString(),
   });

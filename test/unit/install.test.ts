@@ -253,7 +253,7 @@ describe('cache paths', () => {
     assert.deepEqual(paths, {
       envoy: '/c/envoy/1.40.0/envoy/_bin/envoy',
       etcd: '/c/etcd/v3.6.16/etcd',
-      kubernetes: { 'v1.36.3': { kubeApiserver: '/c/kubernetes/v1.36.3/kube-apiserver', kubectl: '/c/kubernetes/v1.36.3/kubectl' } },
+      kubernetes: { 'v1.36.3': { kubeApiserver: '/c/kubernetes/v1.36.3/kube-apiserver', kubectl: '/c/kubernetes/v1.36.3/kubectl', kubeControllerManager: '/c/kubernetes/v1.36.3/kube-controller-manager' } },
     });
   });
 });
