@@ -208,7 +208,11 @@ async function timeChange(
     (err: unknown) => err,
   );
   const getDiscovery = () =>
-    httpsRequest(kasC.direct + '/apis', { ca: state.ca }, { headers: { authorization: `Bearer ${token}`, accept: AGGREGATED_DISCOVERY_NOPEER_JSON }, timeoutMs: 2000 });
+    httpsRequest(
+      kasC.direct + '/apis',
+      { ca: state.ca },
+      { headers: { authorization: `Bearer ${token}`, accept: AGGREGATED_DISCOVERY_NOPEER_JSON }, timeoutMs: 2000 },
+    );
   // The clock (as convergence.ts): the first answer of kas-c's own discovery that shows the change, polled directly.
   let t0 = 0;
   let t0Wall = 0;

@@ -45,6 +45,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       'control-plane-replicas': { type: 'string', default: 'one' },
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
+      'controller-manager': { type: 'string', default: 'on' },
     },
     allowPositionals: true,
     strict: true,
@@ -58,8 +59,10 @@ export async function runSandbox(args: string[]): Promise<number> {
       const mode = parseMode(values.mode);
       const replicas = values['control-plane-replicas'];
       if (replicas !== 'one' && replicas !== 'per-apiserver') throw new Error('--control-plane-replicas must be one or per-apiserver');
+      const controllerManager = values['controller-manager'];
+      if (controllerManager !== 'on' && controllerManager !== 'off') throw new Error('--controller-manager must be on or off');
       if (values.detach) return upDetached(rest, dir, statePath);
-      return upForeground(specs, dir, basePort, mode, replicas);
+      return upForeground(specs, dir, basePort, mode, replicas, controllerManager === 'on');
     }
     case 'down': {
       if (!existsSync(statePath)) {
@@ -107,6 +110,7 @@ async function upForeground(
   basePort: number | undefined,
   mode: SandboxMode,
   controlPlaneReplicas: ControlPlaneReplicas,
+  controllerManager: boolean,
 ): Promise<number> {
   if (existsSync(join(dir, 'state.json'))) {
     const state = readState(join(dir, 'state.json'));
@@ -123,6 +127,7 @@ async function upForeground(
     progress,
     mode,
     controlPlaneReplicas,
+    controllerManager,
     ...(basePort !== undefined ? { basePort } : {}),
   });
   let stopping = false;

@@ -30,12 +30,14 @@ apt-gets the Debian packages the bench and tests use when missing: h2load
 
 verbs:
   up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--mode mvproxy|upstream|none] [--detach] [--dir DIR] [--base-port N]
-     [--control-plane-replicas one|per-apiserver]
+     [--control-plane-replicas one|per-apiserver] [--controller-manager on|off]
           start etcd and kube-apiservers (default v1.36.3 and v1.37.2), and in mode mvproxy
           one sidecar per apiserver and the control plane; in the foreground until Ctrl-C
           unless --detach. --mode upstream runs kube-apiserver's own Mixed Version Proxy
           instead; --mode none runs neither. --control-plane-replicas per-apiserver runs
           one control-plane replica beside each apiserver, as the kubeadm static pods do.
+          --controller-manager off leaves out the kube-controller-manager (by default one
+          runs at the oldest version, through that node's endpoint, as kubeadm connects it).
   down [--dir DIR]              stop a detached sandbox
   stop NAME [--dir DIR]         stop one apiserver of a running sandbox
   start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]

@@ -29,5 +29,12 @@ export interface SandboxOptions {
    * request returns) in the logs folder: `auditLogPath(name)`. Off by default.
    */
   auditLogs?: boolean;
+  /**
+   * Run a real kube-controller-manager (controllerManager.ts) at the oldest
+   * version in the sandbox, beside the first apiserver of that version and
+   * connected to that node's endpoint as kubeadm connects it. Off by default:
+   * it costs CPU on a small machine.
+   */
+  controllerManager?: boolean;
   progress?: (line: string) => void;
 }

@@ -36,6 +36,8 @@ export interface SandboxPki {
   user: CertKeyPaths;
   /** CN mvproxy-control-plane, no groups: the control plane's own identity, with only deploy/rbac.yaml's rights. */
   controlPlaneClient: CertKeyPaths;
+  /** CN system:kube-controller-manager: the identity kubeadm gives kube-controller-manager (controller-manager.conf). */
+  controllerManagerClient: CertKeyPaths;
   /** Signed by the front-proxy CA; Envoy presents it to apiservers. */
   frontProxyClient: CertKeyPaths;
   /** CN of frontProxyClient, for --requestheader-allowed-names. */
@@ -69,6 +71,8 @@ const ADMIN_GROUP = 'system:masters';
 const ORDINARY_USER = 'alice';
 /** The user deploy/rbac.yaml binds. */
 export const CONTROL_PLANE_USER = 'mvproxy-control-plane';
+/** The user the built-in ClusterRole system:kube-controller-manager is bound to. */
+const CONTROLLER_MANAGER_USER = 'system:kube-controller-manager';
 
 /** DNS SANs every apiserver serving cert carries (in-cluster names, as kubeadm issues them). */
 export const SERVING_DNS_NAMES: readonly string[] = [
@@ -153,6 +157,7 @@ function pkiLayout(dir: string, names: string[]): SandboxPki {
     admin: pair('admin'),
     user: pair('user'),
     controlPlaneClient: pair('control-plane-client'),
+    controllerManagerClient: pair('controller-manager-client'),
     frontProxyClient: pair('front-proxy-client'),
     frontProxyClientName: FRONT_PROXY_CLIENT_NAME,
     xdsServer: pair('xds-server'),
@@ -201,7 +206,7 @@ async function isReusable(layout: SandboxPki, names: string[], sans: (name: stri
       if (!leafOk(s, ca) || !sans(name).every((san) => sanOk(s.cert, san))) return false;
       if (!leafOk(await loadPair(x), ca)) return false;
     }
-    for (const p of [layout.admin, layout.user, layout.controlPlaneClient, layout.xdsServer]) {
+    for (const p of [layout.admin, layout.user, layout.controlPlaneClient, layout.controllerManagerClient, layout.xdsServer]) {
       if (!leafOk(await loadPair(p), ca)) return false;
     }
     if (!leafOk(await loadPair(layout.frontProxyClient), fpCa)) return false;
@@ -283,6 +288,7 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   const admin = await issueLeaf(x509, ca, { commonName: ADMIN_USER, organizations: [ADMIN_GROUP], usage: 'client' });
   const user = await issueLeaf(x509, ca, { commonName: ORDINARY_USER, usage: 'client' });
   const controlPlaneClient = await issueLeaf(x509, ca, { commonName: CONTROL_PLANE_USER, usage: 'client' });
+  const controllerManagerClient = await issueLeaf(x509, ca, { commonName: CONTROLLER_MANAGER_USER, usage: 'client' });
   const fpClient = await issueLeaf(x509, fpCa, { commonName: FRONT_PROXY_CLIENT_NAME, usage: 'client' });
   const xdsServer = await issueLeaf(x509, ca, {
     commonName: 'mvproxy-xds',
@@ -311,6 +317,7 @@ async function generate(layout: SandboxPki, names: string[], sans: (name: string
   await writePair(layout.admin, admin);
   await writePair(layout.user, user);
   await writePair(layout.controlPlaneClient, controlPlaneClient);
+  await writePair(layout.controllerManagerClient, controllerManagerClient);
   await writePair(layout.frontProxyClient, fpClient);
   await writePair(layout.xdsServer, xdsServer);
   writeFileAtomicSync(layout.serviceAccount.privateKey, sa.privateKey, { mode: 0o600 });

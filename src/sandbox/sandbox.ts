@@ -19,6 +19,7 @@ import { SandboxControlPlanes } from './controlPlanes.js';
 import type { SandboxMode, SandboxOptions } from './options.js';
 import { allocatePorts } from './portLayout.js';
 import { launchApiserver, startEtcd, type LaunchContext } from './launch.js';
+import { SandboxControllerManager } from './controllerManager.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -37,6 +38,7 @@ export class Sandbox {
   private readonly controlPlanes: SandboxControlPlanes;
   /** Apiservers given an audit policy of their own at a restart (startApiserver): its file. */
   private readonly auditPolicies = new Map<string, string>();
+  private controllerManager?: SandboxControllerManager;
 
   private constructor(private readonly opts: SandboxOptions) {
     this.dir = resolve(opts.dir);
@@ -108,6 +110,7 @@ export class Sandbox {
       await this.startControlPlane(ports.controlPlaneAdmin);
       await Promise.all([...this.apiservers.keys()].map((name) => this.launchSidecar(name)));
     }
+    if (this.opts.controllerManager) await this.startControllerManager(ports.controllerManager);
     await this.writeState();
   }
 
@@ -154,6 +157,30 @@ export class Sandbox {
       name: CONTROL_PLANE_USER,
     });
     await this.controlPlanes.start(adminPort, [...this.apiservers.values()], kubeconfig, pki);
+  }
+
+  /** kube-controller-manager at the oldest version, on the first node of that version, through that node's endpoint. */
+  private async startControllerManager(port: number): Promise<void> {
+    const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
+    const command = oldest && this.opts.components.kubernetes[oldest.spec.version]?.kubeControllerManager;
+    if (!oldest || !command) throw new Error('internal: no kube-controller-manager installed');
+    const endpoint = this.state().apiservers.find((a) => a.name === oldest.spec.name);
+    this.controllerManager = new SandboxControllerManager({
+      command,
+      version: oldest.spec.version,
+      server: endpoint?.sidecar ?? `https://127.0.0.1:${oldest.port}`,
+      node: oldest.spec.name,
+      port,
+      pki: this.requirePki(),
+      dir: this.dir,
+      logsDir: this.logsDir,
+    });
+    await this.controllerManager.start(this.progress);
+  }
+
+  /** The process id of the kube-controller-manager while it runs (tests kill it). */
+  controllerManagerPid(): number | undefined {
+    return this.controllerManager?.pid;
   }
 
   /** The sandbox's certificates and keys. */
@@ -305,6 +332,7 @@ export class Sandbox {
       logs: this.logsDir,
       controlSocket: join(this.dir, 'control.sock'),
       ...(this.withSidecars ? this.controlPlanes.state() : {}),
+      ...(this.controllerManager ? { controllerManager: this.controllerManager.state() } : {}),
     };
   }
 
@@ -331,6 +359,7 @@ export class Sandbox {
 
   /** Stops every process (apiservers first, so they delete their leases while etcd is up). */
   async down(): Promise<void> {
+    await this.controllerManager?.stop();
     await this.sidecars.stop();
     await this.controlPlanes.stop();
     await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));

@@ -44,6 +44,22 @@ export interface SandboxState {
   controlPlane?: SandboxControlPlaneState;
   /** Every replica of the control plane (one, or one per apiserver). */
   controlPlanes?: SandboxControlPlaneState[];
+  /** The sandbox's kube-controller-manager, when it runs one: its version, node, endpoint, kubeconfig and log. */
+  controllerManager?: ControllerManagerState;
+}
+
+/** The sandbox's kube-controller-manager (controllerManager.ts). */
+export interface ControllerManagerState {
+  version: string;
+  /** The apiserver whose node it runs on. */
+  node: string;
+  /** The node-local endpoint it talks to. */
+  server: string;
+  kubeconfig: string;
+  logFile: string;
+  running: boolean;
+  /** Times the sandbox restarted it after it exited (as kubelet would). */
+  restarts: number;
 }
 
 export interface SandboxControlPlaneState {

@@ -242,6 +242,7 @@ describe('cache paths', () => {
       dir: '/c/kubernetes/v1.37.2',
       kubeApiserver: '/c/kubernetes/v1.37.2/kube-apiserver',
       kubectl: '/c/kubernetes/v1.37.2/kubectl',
+      kubeControllerManager: '/c/kubernetes/v1.37.2/kube-controller-manager',
       marker: '/c/kubernetes/v1.37.2/.ok',
     });
     assert.equal(goWorkspaceDir('/c', 'kubernetes', 'v1.37.2'), '/c/gobuild/kubernetes-v1.37.2');
@@ -253,7 +254,13 @@ describe('cache paths', () => {
     assert.deepEqual(paths, {
       envoy: '/c/envoy/1.40.0/envoy/_bin/envoy',
       etcd: '/c/etcd/v3.6.16/etcd',
-      kubernetes: { 'v1.36.3': { kubeApiserver: '/c/kubernetes/v1.36.3/kube-apiserver', kubectl: '/c/kubernetes/v1.36.3/kubectl', kubeControllerManager: '/c/kubernetes/v1.36.3/kube-controller-manager' } },
+      kubernetes: {
+        'v1.36.3': {
+          kubeApiserver: '/c/kubernetes/v1.36.3/kube-apiserver',
+          kubectl: '/c/kubernetes/v1.36.3/kubectl',
+          kubeControllerManager: '/c/kubernetes/v1.36.3/kube-controller-manager',
+        },
+      },
     });
   });
 });
@@ -321,7 +328,7 @@ describe('warm run', () => {
     const cacheRoot = await tempDir();
     const expected = componentPaths({ kubernetesVersions: ['v1.37.2'], cacheRoot });
     const kube = kubernetesPaths(cacheRoot, 'v1.37.2');
-    const binaries = [expected.envoy, expected.etcd, kube.kubeApiserver, kube.kubectl];
+    const binaries = [expected.envoy, expected.etcd, kube.kubeApiserver, kube.kubectl, kube.kubeControllerManager];
     for (const b of binaries) {
       await fs.mkdir(path.dirname(b), { recursive: true });
       await fs.writeFile(b, '', { mode: 0o755 });

@@ -1,0 +1,134 @@
+// The sandbox's kube-controller-manager: the real namespace controller and
+// garbage collector KEP-4020 exists for, run the way kubeadm runs it (its
+// flags are kubeadm's getControllerManagerCommand for v1.36, nothing left out
+// but the pod-network flags a cluster without --pod-network-cidr does not get)
+// and connected the way kubeadm connects it: controller-manager.conf points at
+// the node-local endpoint, which in mode mvproxy is the node's sidecar.
+//
+// It exits when it loses leader election (it does when its apiserver goes
+// away for longer than the renew deadline); kubelet restarts a static pod's
+// container then, and so does this supervisor, with kubelet's back-off.
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { writeKubeconfig } from './kubeconfig.js';
+import type { SandboxPki } from './pki.js';
+import { ManagedProcess, type ProcessSpec } from './processes.js';
+import type { ControllerManagerState } from './state.js';
+
+export interface ControllerManagerSpec {
+  command: string;
+  version: string;
+  /** The node-local endpoint it talks to (URL): a sidecar in mode mvproxy, else the apiserver itself. */
+  server: string;
+  /** The apiserver whose node it runs on. */
+  node: string;
+  /** Its own secure (healthz, metrics) port, on loopback. */
+  port: number;
+  pki: SandboxPki;
+  dir: string;
+  logsDir: string;
+}
+
+/** kubeadm's arguments for kube-controller-manager, with the sandbox's files in place of /etc/kubernetes. */
+export function kubeControllerManagerArgs(o: { kubeconfig: string; port: number; pki: SandboxPki }): string[] {
+  const { pki } = o;
+  return [
+    '--bind-address=127.0.0.1',
+    // kubeadm leaves the default 10257; two sandboxes side by side need a port each.
+    `--secure-port=${o.port}`,
+    '--leader-elect=true',
+    `--kubeconfig=${o.kubeconfig}`,
+    `--authentication-kubeconfig=${o.kubeconfig}`,
+    `--authorization-kubeconfig=${o.kubeconfig}`,
+    `--client-ca-file=${pki.ca.cert}`,
+    `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
+    `--root-ca-file=${pki.ca.cert}`,
+    `--service-account-private-key-file=${pki.serviceAccount.privateKey}`,
+    `--cluster-signing-cert-file=${pki.ca.cert}`,
+    `--cluster-signing-key-file=${pki.ca.key}`,
+    '--use-service-account-credentials=true',
+    '--controllers=*,bootstrapsigner,tokencleaner',
+    '--cluster-name=kubernetes',
+  ];
+}
+
+/** kubelet's container restart back-off: at once the first time, then 10 s doubling to 5 min; forgotten after 10 min of running. */
+export function kubeletRestartDelayMs(failuresInARow: number): number {
+  if (failuresInARow <= 1) return 0;
+  return Math.min(10_000 * 2 ** (failuresInARow - 2), 300_000);
+}
+const BACKOFF_RESET_MS = 600_000;
+
+/** Runs kube-controller-manager and restarts it whenever it exits, until stopped. */
+export class SandboxControllerManager {
+  private process?: ManagedProcess;
+  private stopped = false;
+  private readonly stopping = new AbortController();
+  private restartCount = 0;
+  private loop?: Promise<void>;
+  readonly kubeconfig: string;
+  readonly logFile: string;
+
+  constructor(private readonly spec: ControllerManagerSpec) {
+    this.kubeconfig = join(spec.dir, 'kubeconfig-kube-controller-manager');
+    this.logFile = join(spec.logsDir, 'kube-controller-manager.log');
+  }
+
+  async start(progress: (line: string) => void): Promise<void> {
+    await writeKubeconfig(this.kubeconfig, {
+      server: this.spec.server,
+      caFile: this.spec.pki.ca.cert,
+      user: { certFile: this.spec.pki.controllerManagerClient.cert, keyFile: this.spec.pki.controllerManagerClient.key },
+      name: 'kube-controller-manager',
+    });
+    progress(`starting kube-controller-manager ${this.spec.version} beside ${this.spec.node}, through ${this.spec.server}`);
+    this.loop = this.supervise();
+  }
+
+  private processSpec(): ProcessSpec {
+    return {
+      name: 'kube-controller-manager',
+      command: this.spec.command,
+      args: kubeControllerManagerArgs({ kubeconfig: this.kubeconfig, port: this.spec.port, pki: this.spec.pki }),
+      logFile: this.logFile,
+    };
+  }
+
+  private async supervise(): Promise<void> {
+    let failuresInARow = 0;
+    while (!this.stopped) {
+      const startedAt = Date.now();
+      const child = new ManagedProcess(this.processSpec());
+      this.process = child;
+      await child.exited;
+      if (this.stopped) return;
+      failuresInARow = Date.now() - startedAt > BACKOFF_RESET_MS ? 1 : failuresInARow + 1;
+      this.restartCount += 1;
+      await sleep(kubeletRestartDelayMs(failuresInARow), undefined, { signal: this.stopping.signal }).catch(() => undefined);
+    }
+  }
+
+  /** Its process id while it runs (tests kill it). */
+  get pid(): number | undefined {
+    return this.process?.running ? this.process.pid : undefined;
+  }
+
+  state(): ControllerManagerState {
+    return {
+      version: this.spec.version,
+      node: this.spec.node,
+      server: this.spec.server,
+      kubeconfig: this.kubeconfig,
+      logFile: this.logFile,
+      running: this.process?.running ?? false,
+      restarts: this.restartCount,
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopping.abort();
+    await this.process?.stop();
+    await this.loop;
+  }
+}
