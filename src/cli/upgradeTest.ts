@@ -1,4 +1,4 @@
-// `mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]`:
+// `mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]`:
 // upgrades three apiservers and rolls them back under load in each mode, N
 // times, writes every run's counts and their summary as JSON
 // (src/upgradeTest/summary.ts documents its shape) and the picture as SVG.
@@ -10,7 +10,8 @@ import { renderSvg, type ChartBand } from '../upgradeTest/chart.js';
 import { HEALTH_CHECK, HEALTH_CHECK_SOURCE } from '../upgradeTest/healthCheck.js';
 import { isTestMode, TEST_MODES, type TestMode } from '../upgradeTest/modes.js';
 import type { ModeOutcome } from '../upgradeTest/outcomes.js';
-import { APISERVERS, NEW_VERSION, OLD_VERSION, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
+import { DEFAULT_PAIR, versionPair } from '../upgradeTest/pairs.js';
+import { APISERVERS, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
 import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
 
 const MODE_PROCEDURES: Record<TestMode, string> = {
@@ -26,6 +27,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
     options: {
       out: { type: 'string' },
       mode: { type: 'string', default: 'all' },
+      pair: { type: 'string', default: DEFAULT_PAIR },
       runs: { type: 'string', default: '1' },
       svg: { type: 'string' },
       short: { type: 'boolean', default: false },
@@ -41,14 +43,15 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const progress = (line: string): void => {
     process.stderr.write(`[upgrade-test] ${line}\n`);
   };
-  const components = await ensureComponents({ kubernetesVersions: [OLD_VERSION, NEW_VERSION], log: progress });
+  const pair = versionPair(values.pair ?? DEFAULT_PAIR);
+  const components = await ensureComponents({ kubernetesVersions: [pair.older.version, pair.newer.version], log: progress });
   const results = Object.fromEntries(modes.map((m) => [m, [] as ModeOutcome[]])) as Record<TestMode, ModeOutcome[]>;
   const bands: ChartBand[] = [];
   // Run by run, each mode in turn: whatever drifts on the machine over time falls on every mode alike.
   for (let run = 1; run <= runs; run++) {
     for (const m of modes) {
       progress(`run ${run} of ${runs}, mode ${m}`);
-      const { outcome, band } = await runMode(m, { components, short: values.short, progress });
+      const { outcome, band } = await runMode(m, { components, short: values.short, pair, progress });
       results[m].push(outcome);
       if (run === 1) bands.push(band);
     }
@@ -56,8 +59,9 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const summary = Object.fromEntries(modes.map((m) => [m, aggregateRuns(results[m])]));
   const document = {
     procedure: {
-      from: OLD_VERSION,
-      to: NEW_VERSION,
+      from: pair.older.version,
+      to: pair.newer.version,
+      pair: { id: pair.id, older: pair.older, newer: pair.newer, skew: pair.skew },
       apiservers: values.short ? APISERVERS.slice(0, 1) : APISERVERS,
       short: values.short,
       runs,
@@ -81,7 +85,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   mkdirSync(dirname(values.out), { recursive: true });
   writeFileSync(values.out, `${JSON.stringify(document, null, 2)}\n`);
   const svgPath = values.svg ?? values.out.replace(/(\.json)?$/, '.svg');
-  const subtitle = `apiservers v1.36.3 -> v1.37.2 -> v1.36.3; rules: operator steps${runs > 1 ? `; run 1 of ${runs} per mode` : ''}`;
+  const subtitle = `apiservers ${pair.older.version} -> ${pair.newer.version} -> ${pair.older.version}; rules: operator steps${runs > 1 ? `; run 1 of ${runs} per mode` : ''}`;
   writeFileSync(svgPath, await renderSvg(bands, subtitle));
   progress(`wrote ${values.out} and ${svgPath}`);
   for (const m of modes) {

@@ -104,10 +104,13 @@ for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
 Prints the figures and a flat summary, and writes them all to --out as JSON.
 `,
-  'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]
+  'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all]
+                            [--runs N] [--svg FILE] [--short]
 
-Upgrades three apiservers from v1.36.3 to v1.37.2 one at a time and rolls them
-back, under mixed load through a health-checked load balancer (HAProxy's
+Upgrades three apiservers from the older version of --pair to the newer
+(default 1.36-1.37: v1.36.3 to v1.37.2; 1.35-1.36: v1.35.4 to v1.36.3, which
+turns on storagemigration.k8s.io/v1beta1 with the upgrade) one at a time and
+rolls them back, under mixed load through a health-checked load balancer (HAProxy's
 defaults: /readyz every 2 s, back after 2 passes), once per mode and --runs
 times (default 1); mvproxy-drain also drains each apiserver with mvproxy
 around its restart. Counts spurious 404s, lost writes, missed watch events,

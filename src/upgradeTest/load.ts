@@ -3,7 +3,7 @@
 // and the ledger can fold them in order. Every request is recorded.
 import type { Balancer } from './balancer.js';
 import type { Ledger } from './ledger.js';
-import { classifyWrite, RESOURCES, type ClientKind, type RequestRecord, type ResourceKey, type Verb } from './observations.js';
+import { classifyWrite, RESOURCES, type ClientKind, type RequestRecord, type ResourceKey, type ResourceSpecs, type Verb } from './observations.js';
 import { collectionPath, genPatch, MERGE_PATCH, newObject, objectPath, readMeta } from './objects.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -15,6 +15,8 @@ export interface LoadOptions {
   now: () => number;
   /** Name prefix, unique per run. */
   prefix: string;
+  /** How each resource is reached in this run's version pair. */
+  specs: ResourceSpecs;
 }
 
 export class Load {
@@ -91,14 +93,15 @@ export class Load {
     const t0 = this.opts.now();
     const gen = ++this.gen;
     let method = 'GET';
-    let path = collectionPath(resource);
+    const spec = this.opts.specs[resource];
+    let path = collectionPath(spec);
     let body: unknown;
     let headers: Record<string, string> = {};
     if (verb === 'create') {
       method = 'POST';
-      body = newObject(resource, name ?? '', gen);
+      body = newObject(spec, name ?? '', gen);
     } else if (name !== undefined && verb !== 'list') {
-      path = objectPath(resource, name);
+      path = objectPath(spec, name);
       if (verb === 'update') {
         method = 'PATCH';
         body = genPatch(gen);

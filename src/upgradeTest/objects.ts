@@ -1,26 +1,24 @@
 // The objects the test writes and the paths it uses: pure.
-import { GEN_ANNOTATION, RESOURCE_SPECS, TEST_NAMESPACE, type ResourceKey } from './observations.js';
+import { GEN_ANNOTATION, RESOURCE_SPECS, TEST_NAMESPACE, type ResourceSpec } from './observations.js';
 
-export function collectionPath(resource: ResourceKey): string {
-  const s = RESOURCE_SPECS[resource];
+export function collectionPath(s: ResourceSpec): string {
   const base = s.group === '' ? `/api/${s.version}` : `/apis/${s.group}/${s.version}`;
-  return s.namespaced ? `${base}/namespaces/${TEST_NAMESPACE}/${resource}` : `${base}/${resource}`;
+  return s.namespaced ? `${base}/namespaces/${TEST_NAMESPACE}/${s.key}` : `${base}/${s.key}`;
 }
 
-export function objectPath(resource: ResourceKey, name: string): string {
-  return `${collectionPath(resource)}/${name}`;
+export function objectPath(s: ResourceSpec, name: string): string {
+  return `${collectionPath(s)}/${name}`;
 }
 
 const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 
 /** A new object of `resource` carrying generation `gen`. No controllers run in the sandbox: Deployments and Jobs stay objects. */
-export function newObject(resource: ResourceKey, name: string, gen: number): Record<string, unknown> {
-  const s = RESOURCE_SPECS[resource];
+export function newObject(s: ResourceSpec, name: string, gen: number): Record<string, unknown> {
   const metadata = { name, annotations: { [GEN_ANNOTATION]: String(gen) }, labels: { app: name } };
   const apiVersion = s.group === '' ? s.version : `${s.group}/${s.version}`;
   const head = { apiVersion, kind: s.kind, metadata };
   const podSpec = (restartPolicy: string) => ({ restartPolicy, containers: [{ name: 'c', image: PAUSE_IMAGE }] });
-  switch (resource) {
+  switch (s.key) {
     case 'configmaps':
       return { ...head, data: { gen: String(gen) } };
     case 'deployments':

@@ -18,7 +18,11 @@ export interface ResourceSpec {
 /** The CRD the test creates at start: served by every apiserver version from shared storage. */
 export const CRD_GROUP = 'upgradetest.mvproxy.dev';
 
-export const RESOURCE_SPECS: Record<ResourceKey, ResourceSpec> = {
+/** How a run reaches each resource: RESOURCE_SPECS, or a version pair's (pairs.ts). */
+export type ResourceSpecs = Readonly<Record<ResourceKey, ResourceSpec>>;
+
+/** The resources as the default pair (v1.36 -> v1.37) reaches them. */
+export const RESOURCE_SPECS: ResourceSpecs = {
   configmaps: { key: 'configmaps', group: '', version: 'v1', namespaced: true, kind: 'ConfigMap' },
   deployments: { key: 'deployments', group: 'apps', version: 'v1', namespaced: true, kind: 'Deployment' },
   jobs: { key: 'jobs', group: 'batch', version: 'v1', namespaced: true, kind: 'Job' },

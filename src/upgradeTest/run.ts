@@ -1,7 +1,8 @@
-// One run of one mode: a fresh sandbox of three v1.36.3 apiservers behind
-// the simulated load balancer, continuous load, each apiserver upgraded to
-// v1.37.2 by the operator's procedure (procedure.ts), a read-back of every
-// acknowledged write, the rollback, a last read-back, and the judgement.
+// One run of one mode: a fresh sandbox of three apiservers at the older
+// version of a pair (pairs.ts) behind the simulated load balancer,
+// continuous load, each apiserver upgraded to the newer version by the
+// operator's procedure (procedure.ts), a read-back of every acknowledged
+// write, the rollback, a last read-back, and the judgement.
 import { envoyAdminGet } from '../util/envoyAdmin.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -18,14 +19,13 @@ import { Load } from './load.js';
 import { operatorDrains, sandboxModeOf, throughSidecars, type TestMode } from './modes.js';
 import { RESOURCES, type RequestRecord, type ResourceKey } from './observations.js';
 import { judgeMode, judgeWatch, perSecond, type ModeOutcome } from './outcomes.js';
+import type { VersionPair } from './pairs.js';
 import { Operator } from './procedure.js';
 import { ServedSetObserver } from './servedSets.js';
 import { Timeline } from './timeline.js';
 import { discoveryLoop, Watcher } from './watch.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-export const OLD_VERSION = 'v1.36.3';
-export const NEW_VERSION = 'v1.37.2';
 export const APISERVERS = ['kas-a', 'kas-b', 'kas-c'];
 /** As production apiservers behind a load balancer run: after SIGTERM they keep serving this long with /readyz failing. */
 export const SHUTDOWN_DELAY_SECONDS = 2;
@@ -36,16 +36,24 @@ export interface RunOptions {
   components: InstalledComponents;
   /** One apiserver upgraded and rolled back, lighter load: for the test suite. */
   short: boolean;
+  pair: VersionPair;
   progress: (line: string) => void;
 }
 
 export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outcome: ModeOutcome; band: ChartBand }> {
   const log = (line: string): void => opts.progress(`[${mode}] ${line}`);
   const dir = mkdtempSync(join(tmpdir(), `mvproxy-upgrade-${mode}-`));
-  log(`starting ${APISERVERS.length} apiservers ${OLD_VERSION} in ${dir}`);
+  const { older } = opts.pair;
+  log(`starting ${APISERVERS.length} apiservers ${older.version} in ${dir}`);
   const sandbox = await Sandbox.up({
     dir,
-    apiservers: APISERVERS.map((name) => ({ name, version: OLD_VERSION, shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS })),
+    apiservers: APISERVERS.map((name) => ({
+      name,
+      version: older.version,
+      ...(older.runtimeConfig ? { runtimeConfig: older.runtimeConfig } : {}),
+      ...(older.featureGates ? { featureGates: older.featureGates } : {}),
+      shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS,
+    })),
     components: opts.components,
     mode: sandboxModeOf(mode),
   });
@@ -92,7 +100,8 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   const state = sandbox.state();
   const adminSocket = state.controlPlane?.adminSocket;
   const entries: Entry[] = state.apiservers.map((a) => ({ name: a.name, url: throughSidecars(mode) ? (a.sidecar ?? a.direct) : a.direct }));
-  const cluster = new ClusterReader(sandbox);
+  const specs = opts.pair.specs;
+  const cluster = new ClusterReader(sandbox, specs);
   const creds = { ca: state.ca, token: sandbox.adminBearerToken(), cert: state.clientCerts.admin };
   await cluster.prepare(entries, creds);
   const admin = async (verb: 'Drain' | 'Undrain', apiserver: string): Promise<void> => {
@@ -119,12 +128,12 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
       rotation.push({ entry: name, t_s: Math.round(t) / 1000, in: inRotation, reason });
     },
   });
-  const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS);
+  const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS, specs);
   await observer.start();
   const ledger = new Ledger();
   const records: RequestRecord[] = [];
-  const load = new Load(balancer, ledger, { workersPerKind: opts.short ? 2 : 3, thinkMs: 25, now, prefix: mode });
-  const watchers = [new Watcher(balancer, 'configmaps', 'token', now, records, []), new Watcher(balancer, 'widgets', 'cert', now, records, [])];
+  const load = new Load(balancer, ledger, { workersPerKind: opts.short ? 2 : 3, thinkMs: 25, now, prefix: mode, specs });
+  const watchers = [new Watcher(balancer, specs.configmaps, 'token', now, records, []), new Watcher(balancer, specs.widgets, 'cert', now, records, [])];
   await Promise.all(watchers.map((w) => w.start()));
   load.start();
   const discovery = discoveryLoop(balancer, now, records, 250);
@@ -144,9 +153,9 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
 
   await operator.hold();
   const order = opts.short ? APISERVERS.slice(0, 1) : APISERVERS;
-  for (const a of order) await operator.step(a, OLD_VERSION, NEW_VERSION);
+  for (const a of order) await operator.step(a, opts.pair.older, opts.pair.newer);
   await operator.readBackServed(opts.short ? 'read back (one upgraded)' : 'read back (all upgraded)', RESOURCES);
-  for (const a of [...order].reverse()) await operator.step(a, NEW_VERSION, OLD_VERSION);
+  for (const a of [...order].reverse()) await operator.step(a, opts.pair.newer, opts.pair.older);
 
   await load.stop();
   await discovery.stop();

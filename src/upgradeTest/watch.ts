@@ -5,7 +5,7 @@
 // reflector does. A watch that fails before its answer is a transport error;
 // one that breaks after its 200 is a broken watch; both are counted.
 import type { Balancer } from './balancer.js';
-import type { BrokenWatch, ClientKind, RequestRecord, ResourceKey, WatchEventRecord } from './observations.js';
+import type { BrokenWatch, ClientKind, RequestRecord, ResourceKey, ResourceSpec, WatchEventRecord } from './observations.js';
 import { collectionPath, discoveryGroups } from './objects.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,7 +29,7 @@ export class Watcher {
 
   constructor(
     private readonly balancer: Balancer,
-    private readonly resource: ResourceKey,
+    private readonly resource: ResourceSpec,
     private readonly kind: ClientKind,
     private readonly now: () => number,
     private readonly records: RequestRecord[],
@@ -37,7 +37,7 @@ export class Watcher {
   ) {}
 
   get resourceKey(): ResourceKey {
-    return this.resource;
+    return this.resource.key;
   }
 
   /** Lists (until that succeeds) for a starting resourceVersion, then watches until `stop`. */
@@ -63,12 +63,12 @@ export class Watcher {
             else if (newRv !== undefined) rv = newRv;
             const name = event?.object?.metadata?.name;
             if ((event?.type === 'ADDED' || event?.type === 'MODIFIED' || event?.type === 'DELETED') && name !== undefined && newRv !== undefined)
-              this.events.push({ resource: this.resource, type: event.type, name, rv: newRv, t: this.now() });
+              this.events.push({ resource: this.resource.key, type: event.type, name, rv: newRv, t: this.now() });
           },
         );
         if (!end.cut && end.status === 200) {
           if (end.error === undefined) this.endedByServer++;
-          else this.broken.push({ t0, t: this.now(), entry: entry.name, resource: this.resource, error: end.error });
+          else this.broken.push({ t0, t: this.now(), entry: entry.name, resource: this.resource.key, error: end.error });
         }
         if (!end.cut && end.error !== undefined && !this.recordedSince(t0)) {
           this.records.push({
@@ -77,7 +77,7 @@ export class Watcher {
             entry: entry.name,
             client: this.kind,
             verb: 'watch',
-            resource: this.resource,
+            resource: this.resource.key,
             status: 0,
             retryAfter: false,
             detail: end.error,
@@ -105,7 +105,7 @@ export class Watcher {
 
   private record(t0: number, entry: string, status: number, retryAfter: boolean): void {
     this.recorded.add(t0);
-    this.records.push({ t0, t1: this.now(), entry, client: this.kind, verb: 'watch', resource: this.resource, status, retryAfter });
+    this.records.push({ t0, t1: this.now(), entry, client: this.kind, verb: 'watch', resource: this.resource.key, status, retryAfter });
   }
 
   private async list(): Promise<string> {
@@ -119,7 +119,7 @@ export class Watcher {
         entry: entry.name,
         client: this.kind,
         verb: 'list',
-        resource: this.resource,
+        resource: this.resource.key,
         status: answer.status,
         retryAfter: answer.retryAfter,
       });

@@ -13,20 +13,22 @@ import type { ChartBand } from '../../src/upgradeTest/chart.js';
 import { renderSvg } from '../../src/upgradeTest/chart.js';
 import { TEST_MODES, type TestMode } from '../../src/upgradeTest/modes.js';
 import type { ModeOutcome } from '../../src/upgradeTest/outcomes.js';
-import { NEW_VERSION, OLD_VERSION, runMode } from '../../src/upgradeTest/run.js';
+import { DEFAULT_PAIR, versionPair } from '../../src/upgradeTest/pairs.js';
+import { runMode } from '../../src/upgradeTest/run.js';
 import { breaches, heldTo, SUMMARY_COUNTS } from '../../src/upgradeTest/summary.js';
 
 describe('upgrade test (short): one apiserver upgraded and rolled back under load', { timeout: 900_000 }, () => {
   let components: InstalledComponents;
+  const pair = versionPair(DEFAULT_PAIR);
   const results: Partial<Record<TestMode, { outcome: ModeOutcome; band: ChartBand }>> = {};
   const evidence = (o: ModeOutcome): string => JSON.stringify({ ...o, steps: undefined, served_changes: undefined, rotation: undefined }, null, 1);
 
   before(async () => {
-    components = await ensureComponents({ kubernetesVersions: [OLD_VERSION, NEW_VERSION], log: () => undefined });
+    components = await ensureComponents({ kubernetesVersions: [pair.older.version, pair.newer.version], log: () => undefined });
   });
 
   const run = async (t: TestContext, mode: TestMode): Promise<ModeOutcome> => {
-    const r = await runMode(mode, { components, short: true, progress: () => undefined });
+    const r = await runMode(mode, { components, short: true, pair, progress: () => undefined });
     results[mode] = r;
     const o = r.outcome;
     // Every count in the test's output, passed or not: the figures behind the verdict.
