@@ -35,7 +35,7 @@ export interface TestSandbox {
 /** `auditLogs`: every apiserver writes an audit log (Sandbox.auditLogPath), for tests that ask how an apiserver read a request. */
 export async function startTestSandbox(
   specs: ApiserverSpec[],
-  options: { peerEgressProxy?: string; auditLogs?: boolean; mode?: SandboxMode; controlPlaneReplicas?: ControlPlaneReplicas } = {},
+  options: { peerEgressProxy?: string; auditLogs?: boolean; mode?: SandboxMode; controlPlaneReplicas?: ControlPlaneReplicas; controllerManager?: boolean } = {},
 ): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));
