@@ -44,7 +44,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
     process.stderr.write(`[upgrade-test] ${line}\n`);
   };
   const pair = versionPair(values.pair ?? DEFAULT_PAIR);
-  const components = await ensureComponents({ kubernetesVersions: [pair.older.version, pair.newer.version], log: progress });
+  const components = await ensureComponents({ kubernetesVersions: [pair.older, pair.newer], log: progress });
   const results = Object.fromEntries(modes.map((m) => [m, [] as ModeOutcome[]])) as Record<TestMode, ModeOutcome[]>;
   const bands: ChartBand[] = [];
   // Run by run, each mode in turn: whatever drifts on the machine over time falls on every mode alike.
@@ -59,9 +59,11 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const summary = Object.fromEntries(modes.map((m) => [m, aggregateRuns(results[m])]));
   const document = {
     procedure: {
-      from: pair.older.version,
-      to: pair.newer.version,
-      pair: { id: pair.id, older: pair.older, newer: pair.newer, skew: pair.skew },
+      from: pair.older,
+      to: pair.newer,
+      pair: pair.id,
+      resources: pair.resources,
+      skew_resource: pair.skew,
       apiservers: values.short ? APISERVERS.slice(0, 1) : APISERVERS,
       short: values.short,
       runs,
@@ -85,7 +87,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   mkdirSync(dirname(values.out), { recursive: true });
   writeFileSync(values.out, `${JSON.stringify(document, null, 2)}\n`);
   const svgPath = values.svg ?? values.out.replace(/(\.json)?$/, '.svg');
-  const subtitle = `apiservers ${pair.older.version} -> ${pair.newer.version} -> ${pair.older.version}; rules: operator steps${runs > 1 ? `; run 1 of ${runs} per mode` : ''}`;
+  const subtitle = `apiservers ${pair.older} -> ${pair.newer} -> ${pair.older}; rules: operator steps${runs > 1 ? `; run 1 of ${runs} per mode` : ''}`;
   writeFileSync(svgPath, await renderSvg(bands, subtitle));
   progress(`wrote ${values.out} and ${svgPath}`);
   for (const m of modes) {

@@ -108,9 +108,9 @@ Prints the figures and a flat summary, and writes them all to --out as JSON.
                             [--runs N] [--svg FILE] [--short]
 
 Upgrades three apiservers from the older version of --pair to the newer
-(default 1.36-1.37: v1.36.3 to v1.37.2; 1.35-1.36: v1.35.4 to v1.36.3, which
-turns on storagemigration.k8s.io/v1beta1 with the upgrade) one at a time and
-rolls them back, under mixed load through a health-checked load balancer (HAProxy's
+(default 1.36-1.37: v1.36.3 to v1.37.2, skew on storageversionmigrations;
+1.35-1.36: v1.35.4 to v1.36.3, skew on mutatingadmissionpolicies) one at a
+time and rolls them back, under mixed load through a health-checked load balancer (HAProxy's
 defaults: /readyz every 2 s, back after 2 passes), once per mode and --runs
 times (default 1); mvproxy-drain also drains each apiserver with mvproxy
 around its restart. Counts spurious 404s, lost writes, missed watch events,

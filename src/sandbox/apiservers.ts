@@ -12,8 +12,6 @@ export interface ApiserverSpec {
   version: string;
   /** Passed to --runtime-config, e.g. `batch/v1=false`. */
   runtimeConfig?: string;
-  /** Passed to --feature-gates (with mode upstream's own gate), e.g. `StorageVersionMigrator=true`. */
-  featureGates?: string;
   /**
    * --shutdown-delay-duration in seconds: after SIGTERM it keeps serving this
    * long with /readyz failing, as production apiservers behind load balancers do.
@@ -72,9 +70,6 @@ export function validateApiserverSpecs(specs: ApiserverSpec[], components: Insta
     if (spec.runtimeConfig !== undefined && !/^[a-z0-9./=,-]+$/i.test(spec.runtimeConfig)) {
       throw new Error(`invalid --runtime-config value for ${spec.name}: ${JSON.stringify(spec.runtimeConfig)}`);
     }
-    if (spec.featureGates !== undefined && !/^([A-Za-z0-9]+=(true|false),?)+$/.test(spec.featureGates)) {
-      throw new Error(`invalid --feature-gates value for ${spec.name}: ${JSON.stringify(spec.featureGates)}`);
-    }
   }
 }
 
@@ -118,13 +113,13 @@ export function etcdProcess(o: { command: string; dataDir: string; clientPort: n
  */
 function advertiseFlags(port: number, pki: SandboxPki, upstreamPeerProxy: boolean): string[] {
   if (!upstreamPeerProxy) return ['--advertise-address=192.0.2.1'];
-  return ['--advertise-address=127.0.0.1', '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${port}`, `--peer-ca-file=${pki.ca.cert}`];
-}
-
-/** One --feature-gates flag: upstream's proxy gate in mode upstream, and the apiserver's own. */
-function featureGateFlags(spec: ApiserverSpec, upstreamPeerProxy: boolean): string[] {
-  const gates = [...(upstreamPeerProxy ? ['UnknownVersionInteroperabilityProxy=true'] : []), ...(spec.featureGates ? [spec.featureGates] : [])];
-  return gates.length === 0 ? [] : [`--feature-gates=${gates.join(',')}`];
+  return [
+    '--advertise-address=127.0.0.1',
+    '--peer-advertise-ip=127.0.0.1',
+    `--peer-advertise-port=${port}`,
+    `--peer-ca-file=${pki.ca.cert}`,
+    '--feature-gates=UnknownVersionInteroperabilityProxy=true',
+  ];
 }
 
 /** One kube-apiserver, in its own UTS namespace with its name as hostname (so it holds its own identity lease). */
@@ -149,7 +144,6 @@ export function kubeApiserverProcess(o: {
     `--secure-port=${o.port}`,
     '--bind-address=127.0.0.1',
     ...advertiseFlags(o.port, pki, o.upstreamPeerProxy ?? false),
-    ...featureGateFlags(spec, o.upstreamPeerProxy ?? false),
     '--endpoint-reconciler-type=none',
     `--tls-cert-file=${serving.cert}`,
     `--tls-private-key-file=${serving.key}`,

@@ -283,14 +283,13 @@ export class Sandbox {
    * `auditPolicy` (a policy document) gives it an audit log (auditLogPath) from this start on,
    * whether or not the sandbox keeps audit logs (benchmarks audit only what they probe).
    */
-  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string; featureGates?: string; auditPolicy?: string } = {}): Promise<void> {
+  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string; auditPolicy?: string } = {}): Promise<void> {
     const run = this.requireApiserver(name);
     if (run.process?.running) throw new Error(`apiserver ${name} is already running`);
     const { auditPolicy, ...specChange } = change;
     const spec: ApiserverSpec = { ...run.spec, ...specChange };
     // An empty runtime-config means "back to the release's defaults".
     if (spec.runtimeConfig === '') delete spec.runtimeConfig;
-    if (spec.featureGates === '') delete spec.featureGates;
     validateApiserverSpecs([spec], this.opts.components);
     run.spec = spec;
     if (auditPolicy !== undefined) {

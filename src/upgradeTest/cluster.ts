@@ -5,16 +5,13 @@
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { httpsRequest, type HttpResult } from '../util/https.js';
 import type { Credentials, Entry } from './balancer.js';
-import { CRD_GROUP, GEN_ANNOTATION, TEST_NAMESPACE, type ResourceKey, type ResourceSpecs, type Snapshot } from './observations.js';
+import { CRD_GROUP, GEN_ANNOTATION, TEST_NAMESPACE, RESOURCE_SPECS, type ResourceKey, type Snapshot } from './observations.js';
 import { collectionPath, discoveryGroups, widgetCrd } from './objects.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export class ClusterReader {
-  constructor(
-    private readonly sandbox: Sandbox,
-    private readonly specs: ResourceSpecs,
-  ) {}
+  constructor(private readonly sandbox: Sandbox) {}
 
   /** A request to apiserver `via` (by default the first one running). */
   private async direct(method: string, path: string, body?: unknown, via?: string): Promise<HttpResult> {
@@ -46,7 +43,7 @@ export class ClusterReader {
     for (const entry of entries) {
       for (;;) {
         const tls = { ca: creds.ca, ...creds.cert };
-        const list = await httpsRequest(entry.url + collectionPath(this.specs.widgets), tls, { timeoutMs: 5000 }).catch(() => undefined);
+        const list = await httpsRequest(entry.url + collectionPath(RESOURCE_SPECS.widgets), tls, { timeoutMs: 5000 }).catch(() => undefined);
         const apis = await httpsRequest(`${entry.url}/apis`, tls, { headers: { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT }, timeoutMs: 5000 }).catch(
           () => undefined,
         );
@@ -64,7 +61,7 @@ export class ClusterReader {
       let res: HttpResult | undefined;
       for (let attempt = 0; attempt < 20 && res?.status !== 200; attempt++) {
         if (attempt > 0) await sleep(500);
-        res = await this.direct('GET', collectionPath(this.specs[resource]), undefined, via).catch(() => undefined);
+        res = await this.direct('GET', collectionPath(RESOURCE_SPECS[resource]), undefined, via).catch(() => undefined);
       }
       if (res?.status !== 200) throw new Error(`check: cannot list ${resource} from ${via}: ${res?.status} ${res?.body.slice(0, 300)}`);
       const items = (JSON.parse(res.body) as { items?: Array<{ metadata?: { name?: string; annotations?: Record<string, string> } }> }).items ?? [];

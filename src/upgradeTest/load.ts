@@ -3,7 +3,7 @@
 // and the ledger can fold them in order. Every request is recorded.
 import type { Balancer } from './balancer.js';
 import type { Ledger } from './ledger.js';
-import { classifyWrite, RESOURCES, type ClientKind, type RequestRecord, type ResourceKey, type ResourceSpecs, type Verb } from './observations.js';
+import { classifyWrite, RESOURCE_SPECS, type ClientKind, type RequestRecord, type ResourceKey, type Verb } from './observations.js';
 import { collectionPath, genPatch, MERGE_PATCH, newObject, objectPath, readMeta } from './objects.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -15,8 +15,8 @@ export interface LoadOptions {
   now: () => number;
   /** Name prefix, unique per run. */
   prefix: string;
-  /** How each resource is reached in this run's version pair. */
-  specs: ResourceSpecs;
+  /** What the workers write and read (the version pair's resources). */
+  resources: readonly ResourceKey[];
 }
 
 export class Load {
@@ -66,7 +66,8 @@ export class Load {
   }
 
   private async worker(kind: ClientKind, id: string): Promise<void> {
-    const owned = new Map<ResourceKey, string[]>(RESOURCES.map((r) => [r, []]));
+    const { resources } = this.opts;
+    const owned = new Map<ResourceKey, string[]>(resources.map((r) => [r, []]));
     let seq = 0;
     while (this.running) {
       if (this.paused) {
@@ -75,7 +76,7 @@ export class Load {
       }
       this.busy++;
       try {
-        const resource = RESOURCES[Math.floor(Math.random() * RESOURCES.length)] as ResourceKey;
+        const resource = resources[Math.floor(Math.random() * resources.length)] as ResourceKey;
         const mine = owned.get(resource) ?? [];
         const chosen = chooseVerb(mine.length);
         const verb: Verb = this.held.has(resource) && chosen !== 'get' && chosen !== 'list' ? (mine.length > 0 ? 'get' : 'list') : chosen;
@@ -93,7 +94,7 @@ export class Load {
     const t0 = this.opts.now();
     const gen = ++this.gen;
     let method = 'GET';
-    const spec = this.opts.specs[resource];
+    const spec = RESOURCE_SPECS[resource];
     let path = collectionPath(spec);
     let body: unknown;
     let headers: Record<string, string> = {};

@@ -1,5 +1,5 @@
 // The objects the test writes and the paths it uses: pure.
-import { GEN_ANNOTATION, RESOURCE_SPECS, TEST_NAMESPACE, type ResourceSpec } from './observations.js';
+import { CRD_GROUP, GEN_ANNOTATION, RESOURCE_SPECS, TEST_NAMESPACE, type ResourceSpec } from './observations.js';
 
 export function collectionPath(s: ResourceSpec): string {
   const base = s.group === '' ? `/api/${s.version}` : `/apis/${s.group}/${s.version}`;
@@ -30,6 +30,19 @@ export function newObject(s: ResourceSpec, name: string, gen: number): Record<st
       return { ...head, spec: { template: { spec: podSpec('Never') } } };
     case 'storageversionmigrations':
       return { ...head, spec: { resource: { group: 'apps', resource: 'deployments' } } };
+    case 'mutatingadmissionpolicies':
+      // Bound to nothing, so it mutates nothing; it matches only a resource no one serves.
+      return {
+        ...head,
+        spec: {
+          matchConstraints: {
+            resourceRules: [{ apiGroups: [CRD_GROUP], apiVersions: ['v1'], operations: ['CREATE'], resources: ['nothings'] }],
+          },
+          failurePolicy: 'Ignore',
+          reinvocationPolicy: 'Never',
+          mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }],
+        },
+      };
     case 'widgets':
       return { ...head, spec: { gen } };
   }

@@ -2,8 +2,8 @@
 // and the plain records the load generator writes. Pure data, shared by the
 // I/O edge (load.ts, run.ts) and the pure judges (ledger, timeline, outcomes).
 
-/** The resources under load, one per API surface the issue names. */
-export const RESOURCES = ['configmaps', 'deployments', 'jobs', 'storageversionmigrations', 'widgets'] as const;
+/** Every resource a run may put under load (a version pair picks its own: pairs.ts), one per API surface the issue names. */
+export const RESOURCES = ['configmaps', 'deployments', 'jobs', 'storageversionmigrations', 'mutatingadmissionpolicies', 'widgets'] as const;
 export type ResourceKey = (typeof RESOURCES)[number];
 
 export interface ResourceSpec {
@@ -18,11 +18,7 @@ export interface ResourceSpec {
 /** The CRD the test creates at start: served by every apiserver version from shared storage. */
 export const CRD_GROUP = 'upgradetest.mvproxy.dev';
 
-/** How a run reaches each resource: RESOURCE_SPECS, or a version pair's (pairs.ts). */
-export type ResourceSpecs = Readonly<Record<ResourceKey, ResourceSpec>>;
-
-/** The resources as the default pair (v1.36 -> v1.37) reaches them. */
-export const RESOURCE_SPECS: ResourceSpecs = {
+export const RESOURCE_SPECS: Readonly<Record<ResourceKey, ResourceSpec>> = {
   configmaps: { key: 'configmaps', group: '', version: 'v1', namespaced: true, kind: 'ConfigMap' },
   deployments: { key: 'deployments', group: 'apps', version: 'v1', namespaced: true, kind: 'Deployment' },
   jobs: { key: 'jobs', group: 'batch', version: 'v1', namespaced: true, kind: 'Job' },
@@ -32,6 +28,13 @@ export const RESOURCE_SPECS: ResourceSpecs = {
     version: 'v1',
     namespaced: false,
     kind: 'StorageVersionMigration',
+  },
+  mutatingadmissionpolicies: {
+    key: 'mutatingadmissionpolicies',
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    namespaced: false,
+    kind: 'MutatingAdmissionPolicy',
   },
   widgets: { key: 'widgets', group: CRD_GROUP, version: 'v1', namespaced: true, kind: 'Widget' },
 };

@@ -14,7 +14,6 @@ import type { Ledger } from './ledger.js';
 import type { Load } from './load.js';
 import type { ResourceKey, StepRecord } from './observations.js';
 import type { CheckRecord } from './outcomes.js';
-import type { PairSide } from './pairs.js';
 import type { ServedSetObserver } from './servedSets.js';
 import { servedOnlyBy, type Timeline } from './timeline.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,8 +45,8 @@ export class Operator {
     return sleep(this.p.holdMs);
   }
 
-  /** Replaces `apiserver` (running `from`) by `to` (its version, runtime-config and feature gates), then holds. */
-  async step(apiserver: string, from: PairSide, to: PairSide): Promise<void> {
+  /** Replaces `apiserver` (running version `from`) by version `to`, then holds. */
+  async step(apiserver: string, from: string, to: string): Promise<void> {
     const { balancer, sandbox, load, log, drain } = this.p;
     const onlyHere = servedOnlyBy(this.p.timeline, apiserver, this.p.now());
     const outAt = this.mark(`${apiserver} out`);
@@ -64,17 +63,17 @@ export class Operator {
     log(`${apiserver}: stop`);
     this.p.observer.stopping(apiserver);
     await sandbox.stopApiserver(apiserver);
-    log(`${apiserver}: start ${to.version}`);
-    await sandbox.startApiserver(apiserver, to);
+    log(`${apiserver}: start ${to}`);
+    await sandbox.startApiserver(apiserver, { version: to });
     const readyAt = this.p.now();
     this.p.observer.started(apiserver);
     await drain?.('Undrain', apiserver);
     log(`${apiserver}: ready; back in the load balancer, waiting for its health check`);
     const inAt = await balancer.putBack(apiserver);
-    this.marks.push({ second: inAt / 1000, label: `${apiserver} ${to.version} in` });
+    this.marks.push({ second: inAt / 1000, label: `${apiserver} ${to} in` });
     load.releaseWrites();
-    this.steps.push({ apiserver, from: from.version, to: to.version, outAt, readyAt, inAt });
-    log(`${apiserver}: in rotation at ${to.version}, ${Math.round(inAt - readyAt)} ms after /readyz passed`);
+    this.steps.push({ apiserver, from, to, outAt, readyAt, inAt });
+    log(`${apiserver}: in rotation at ${to}, ${Math.round(inAt - readyAt)} ms after /readyz passed`);
     await this.hold();
   }
 

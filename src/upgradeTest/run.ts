@@ -17,7 +17,7 @@ import { HEALTH_CHECK } from './healthCheck.js';
 import { Ledger } from './ledger.js';
 import { Load } from './load.js';
 import { operatorDrains, sandboxModeOf, throughSidecars, type TestMode } from './modes.js';
-import { RESOURCES, type RequestRecord, type ResourceKey } from './observations.js';
+import type { RequestRecord, ResourceKey } from './observations.js';
 import { judgeMode, judgeWatch, perSecond, type ModeOutcome } from './outcomes.js';
 import type { VersionPair } from './pairs.js';
 import { Operator } from './procedure.js';
@@ -44,16 +44,10 @@ export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outco
   const log = (line: string): void => opts.progress(`[${mode}] ${line}`);
   const dir = mkdtempSync(join(tmpdir(), `mvproxy-upgrade-${mode}-`));
   const { older } = opts.pair;
-  log(`starting ${APISERVERS.length} apiservers ${older.version} in ${dir}`);
+  log(`starting ${APISERVERS.length} apiservers ${older} in ${dir}`);
   const sandbox = await Sandbox.up({
     dir,
-    apiservers: APISERVERS.map((name) => ({
-      name,
-      version: older.version,
-      ...(older.runtimeConfig ? { runtimeConfig: older.runtimeConfig } : {}),
-      ...(older.featureGates ? { featureGates: older.featureGates } : {}),
-      shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS,
-    })),
+    apiservers: APISERVERS.map((name) => ({ name, version: older, shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS })),
     components: opts.components,
     mode: sandboxModeOf(mode),
   });
@@ -100,8 +94,8 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   const state = sandbox.state();
   const adminSocket = state.controlPlane?.adminSocket;
   const entries: Entry[] = state.apiservers.map((a) => ({ name: a.name, url: throughSidecars(mode) ? (a.sidecar ?? a.direct) : a.direct }));
-  const specs = opts.pair.specs;
-  const cluster = new ClusterReader(sandbox, specs);
+  const { resources } = opts.pair;
+  const cluster = new ClusterReader(sandbox);
   const creds = { ca: state.ca, token: sandbox.adminBearerToken(), cert: state.clientCerts.admin };
   await cluster.prepare(entries, creds);
   const admin = async (verb: 'Drain' | 'Undrain', apiserver: string): Promise<void> => {
@@ -128,12 +122,12 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
       rotation.push({ entry: name, t_s: Math.round(t) / 1000, in: inRotation, reason });
     },
   });
-  const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS, specs);
+  const observer = new ServedSetObserver(sandbox, timeline, now, SERVED_SET_READING_INTERVAL_MS, resources);
   await observer.start();
   const ledger = new Ledger();
   const records: RequestRecord[] = [];
-  const load = new Load(balancer, ledger, { workersPerKind: opts.short ? 2 : 3, thinkMs: 25, now, prefix: mode, specs });
-  const watchers = [new Watcher(balancer, specs.configmaps, 'token', now, records, []), new Watcher(balancer, specs.widgets, 'cert', now, records, [])];
+  const load = new Load(balancer, ledger, { workersPerKind: opts.short ? 2 : 3, thinkMs: 25, now, prefix: mode, resources });
+  const watchers = [new Watcher(balancer, 'configmaps', 'token', now, records, []), new Watcher(balancer, 'widgets', 'cert', now, records, [])];
   await Promise.all(watchers.map((w) => w.start()));
   load.start();
   const discovery = discoveryLoop(balancer, now, records, 250);
@@ -154,7 +148,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   await operator.hold();
   const order = opts.short ? APISERVERS.slice(0, 1) : APISERVERS;
   for (const a of order) await operator.step(a, opts.pair.older, opts.pair.newer);
-  await operator.readBackServed(opts.short ? 'read back (one upgraded)' : 'read back (all upgraded)', RESOURCES);
+  await operator.readBackServed(opts.short ? 'read back (one upgraded)' : 'read back (all upgraded)', resources);
   for (const a of [...order].reverse()) await operator.step(a, opts.pair.newer, opts.pair.older);
 
   await load.stop();
@@ -167,7 +161,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   await Promise.all(watchers.map((w) => w.stop()));
   balancer.close();
   const durationMs = now();
-  await operator.readBackServed('read back (all rolled back)', RESOURCES);
+  await operator.readBackServed('read back (all rolled back)', resources);
   await observer.stop();
   const all = [...records, ...load.records].sort((a, b) => a.t0 - b.t0);
   const outcome = judgeMode(

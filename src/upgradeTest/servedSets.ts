@@ -9,7 +9,7 @@ import { AGGREGATED_DISCOVERY_ACCEPT, type ApiserverDiscovery } from '../model/d
 import { parseAggregatedDiscovery } from '../model/discoveryDocument.js';
 import { servedSetFromDiscovery } from '../model/servedSet.js';
 import { httpsRequest } from '../util/https.js';
-import { RESOURCE_SPECS, RESOURCES, type ResourceKey, type ResourceSpecs } from './observations.js';
+import { RESOURCE_SPECS, RESOURCES, type ResourceKey } from './observations.js';
 import { SERVES_NOTHING, type ServedSet, type Timeline } from './timeline.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * (parseAggregatedDiscovery, servedSetFromDiscovery); undefined when either
  * is not one.
  */
-export function servedFromDiscovery(apiBody: string, apisBody: string, specs: ResourceSpecs = RESOURCE_SPECS): ServedSet | undefined {
+export function servedFromDiscovery(apiBody: string, apisBody: string, resources: readonly ResourceKey[] = RESOURCES): ServedSet | undefined {
   let discovery: ApiserverDiscovery;
   try {
     discovery = { core: parseAggregatedDiscovery(JSON.parse(apiBody), [], '/api'), groups: parseAggregatedDiscovery(JSON.parse(apisBody), [], '/apis') };
@@ -27,9 +27,9 @@ export function servedFromDiscovery(apiBody: string, apisBody: string, specs: Re
     return undefined;
   }
   const served = new Set(servedSetFromDiscovery(discovery).map((r) => `${r.group}/${r.version}/${r.resource}`));
-  const resources = RESOURCES.filter((r) => served.has(`${specs[r].group}/${specs[r].version}/${r}`));
+  const servedResources = resources.filter((r) => served.has(`${RESOURCE_SPECS[r].group}/${RESOURCE_SPECS[r].version}/${r}`));
   const groups = discovery.groups.items.map((i) => i.metadata.name).filter((name) => name !== '');
-  return { resources: new Set<ResourceKey>(resources), groups: new Set(groups) };
+  return { resources: new Set<ResourceKey>(servedResources), groups: new Set(groups) };
 }
 
 /** Reads every apiserver's served set every `intervalMs` into the timeline, until stopped. */
@@ -45,7 +45,7 @@ export class ServedSetObserver {
     private readonly timeline: Timeline,
     private readonly now: () => number,
     private readonly intervalMs: number,
-    private readonly specs: ResourceSpecs,
+    private readonly resources: readonly ResourceKey[],
   ) {}
 
   /** One reading of every apiserver now, then one every `intervalMs`. */
@@ -83,7 +83,7 @@ export class ServedSetObserver {
         if (!a.running || this.stopped.has(a.name)) return;
         const get = (path: string) => httpsRequest(`${a.direct}${path}`, tls, { headers: { accept: AGGREGATED_DISCOVERY_ACCEPT }, timeoutMs: 2000 });
         const [api, apis] = await Promise.all([get('/api'), get('/apis')]).catch(() => [undefined, undefined] as const);
-        const served = api?.status === 200 && apis?.status === 200 ? servedFromDiscovery(api.body, apis.body, this.specs) : undefined;
+        const served = api?.status === 200 && apis?.status === 200 ? servedFromDiscovery(api.body, apis.body, this.resources) : undefined;
         // Stamped when the answer came: a resource counts as served from the moment it was seen served.
         // A reading begun before the apiserver was being stopped no longer says anything.
         if (this.stopped.has(a.name)) return;

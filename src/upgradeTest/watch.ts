@@ -5,7 +5,7 @@
 // reflector does. A watch that fails before its answer is a transport error;
 // one that breaks after its 200 is a broken watch; both are counted.
 import type { Balancer } from './balancer.js';
-import type { BrokenWatch, ClientKind, RequestRecord, ResourceKey, ResourceSpec, WatchEventRecord } from './observations.js';
+import { RESOURCE_SPECS, type BrokenWatch, type ClientKind, type RequestRecord, type ResourceKey, type WatchEventRecord } from './observations.js';
 import { collectionPath, discoveryGroups } from './objects.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../model/discovery.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,7 +29,7 @@ export class Watcher {
 
   constructor(
     private readonly balancer: Balancer,
-    private readonly resource: ResourceSpec,
+    private readonly resource: ResourceKey,
     private readonly kind: ClientKind,
     private readonly now: () => number,
     private readonly records: RequestRecord[],
@@ -37,7 +37,7 @@ export class Watcher {
   ) {}
 
   get resourceKey(): ResourceKey {
-    return this.resource.key;
+    return this.resource;
   }
 
   /** Lists (until that succeeds) for a starting resourceVersion, then watches until `stop`. */
@@ -50,7 +50,7 @@ export class Watcher {
         last = entry.name;
         const t0 = this.now();
         let gone = false;
-        const path = `${collectionPath(this.resource)}?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`;
+        const path = `${collectionPath(RESOURCE_SPECS[this.resource])}?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`;
         const end = await this.balancer.watch(
           entry,
           this.kind,
@@ -63,12 +63,12 @@ export class Watcher {
             else if (newRv !== undefined) rv = newRv;
             const name = event?.object?.metadata?.name;
             if ((event?.type === 'ADDED' || event?.type === 'MODIFIED' || event?.type === 'DELETED') && name !== undefined && newRv !== undefined)
-              this.events.push({ resource: this.resource.key, type: event.type, name, rv: newRv, t: this.now() });
+              this.events.push({ resource: this.resource, type: event.type, name, rv: newRv, t: this.now() });
           },
         );
         if (!end.cut && end.status === 200) {
           if (end.error === undefined) this.endedByServer++;
-          else this.broken.push({ t0, t: this.now(), entry: entry.name, resource: this.resource.key, error: end.error });
+          else this.broken.push({ t0, t: this.now(), entry: entry.name, resource: this.resource, error: end.error });
         }
         if (!end.cut && end.error !== undefined && !this.recordedSince(t0)) {
           this.records.push({
@@ -77,7 +77,7 @@ export class Watcher {
             entry: entry.name,
             client: this.kind,
             verb: 'watch',
-            resource: this.resource.key,
+            resource: this.resource,
             status: 0,
             retryAfter: false,
             detail: end.error,
@@ -105,21 +105,21 @@ export class Watcher {
 
   private record(t0: number, entry: string, status: number, retryAfter: boolean): void {
     this.recorded.add(t0);
-    this.records.push({ t0, t1: this.now(), entry, client: this.kind, verb: 'watch', resource: this.resource.key, status, retryAfter });
+    this.records.push({ t0, t1: this.now(), entry, client: this.kind, verb: 'watch', resource: this.resource, status, retryAfter });
   }
 
   private async list(): Promise<string> {
     for (;;) {
       const entry = this.balancer.pick();
       const t0 = this.now();
-      const answer = await this.balancer.send(entry, this.kind, 'GET', collectionPath(this.resource));
+      const answer = await this.balancer.send(entry, this.kind, 'GET', collectionPath(RESOURCE_SPECS[this.resource]));
       this.records.push({
         t0,
         t1: this.now(),
         entry: entry.name,
         client: this.kind,
         verb: 'list',
-        resource: this.resource.key,
+        resource: this.resource,
         status: answer.status,
         retryAfter: answer.retryAfter,
       });

@@ -54,9 +54,13 @@ describe("KEP-4020's clients: the real kube-controller-manager through the older
     assert.equal((await viaPeer()('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })).status, 201);
     for (const name of ['one', 'two']) assert.equal((await viaPeer()('POST', `/apis/batch/v1/namespaces/${ns}/jobs`, job(name))).status, 201);
     assert.equal((await viaSidecar()('DELETE', `/api/v1/namespaces/${ns}`)).status, 200);
-    await eventually(async () => {
-      assert.equal((await viaPeer()('GET', `/api/v1/namespaces/${ns}`)).status, 404, 'the namespace is still there');
-    }, 180_000, 1000);
+    await eventually(
+      async () => {
+        assert.equal((await viaPeer()('GET', `/api/v1/namespaces/${ns}`)).status, 404, 'the namespace is still there');
+      },
+      180_000,
+      1000,
+    );
     const left = await viaPeer()('GET', `/apis/batch/v1/namespaces/${ns}/jobs`);
     assert.equal(left.status, 200);
     assert.deepEqual((JSON.parse(left.body) as { items: unknown[] }).items, [], 'Jobs of the deleted namespace are still stored');
@@ -82,8 +86,12 @@ describe("KEP-4020's clients: the real kube-controller-manager through the older
     assert.equal((await viaSidecar()('GET', `/api/v1/namespaces/${ns}/configmaps/dependent`)).status, 200, 'the dependent was deleted while its owner exists');
     // The collector is alive and sees the owner: deleting it does collect the dependent.
     assert.equal((await viaPeer()('DELETE', `/apis/batch/v1/namespaces/${ns}/jobs/owner?propagationPolicy=Background`)).status, 200);
-    await eventually(async () => {
-      assert.equal((await viaSidecar()('GET', `/api/v1/namespaces/${ns}/configmaps/dependent`)).status, 404, 'the dependent outlived its owner');
-    }, 120_000, 1000);
+    await eventually(
+      async () => {
+        assert.equal((await viaSidecar()('GET', `/api/v1/namespaces/${ns}/configmaps/dependent`)).status, 404, 'the dependent outlived its owner');
+      },
+      120_000,
+      1000,
+    );
   });
 });

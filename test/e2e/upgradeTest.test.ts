@@ -24,7 +24,7 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
   const evidence = (o: ModeOutcome): string => JSON.stringify({ ...o, steps: undefined, served_changes: undefined, rotation: undefined }, null, 1);
 
   before(async () => {
-    components = await ensureComponents({ kubernetesVersions: [pair.older.version, pair.newer.version], log: () => undefined });
+    components = await ensureComponents({ kubernetesVersions: [pair.older, pair.newer], log: () => undefined });
   });
 
   const run = async (t: TestContext, mode: TestMode): Promise<ModeOutcome> => {
