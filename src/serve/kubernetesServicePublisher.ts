@@ -79,7 +79,7 @@ export class KubernetesServicePublisher {
   private state: PublisherState = 'starting';
   private message = 'no probe round yet';
   private stoppedWhy?: string;
-  /** Objects this replica has seen carrying mvproxy's content: their disappearance is someone else's doing. */
+  /** Objects (kind/name) this replica has seen carrying mvproxy's content: their disappearance is someone else's doing. */
   private readonly known = new Set<string>();
   /** The Endpoints as last read or written (canonical). */
   private endpoints?: string;
@@ -175,25 +175,26 @@ export class KubernetesServicePublisher {
     let foreignFound = false;
     try {
       for (const desired of desiredObjects(this.options.plan, publication)) {
+        const id = `${desired.ref.kind}/${desired.ref.name}`;
         for (let attempt = 1; ; attempt++) {
           const observed = await objects.read(desired.ref);
           if (desired.ref.kind === 'Endpoints') this.endpoints = observed?.canonical;
           let verdict = judgeObserved(desired, observed);
-          if (verdict === 'absent' && this.known.has(desired.ref.name)) verdict = 'foreign';
+          if (verdict === 'absent' && this.known.has(id)) verdict = 'foreign';
           if (verdict === 'foreign' && !foreignFound) {
             foreignFound = true;
-            this.options.logger.warn({ object: `${desired.ref.kind} ${desired.ref.name}` }, 'the published object was rewritten or deleted by someone else');
+            this.options.logger.warn({ object: id }, 'the published object was rewritten or deleted by someone else');
             if (this.guard.record(now)) return this.stopWriting(desired.ref.kind, desired.ref.name);
           }
           if (verdict === 'as-desired') {
-            this.known.add(desired.ref.name);
+            this.known.add(id);
             break;
           }
           try {
             if (observed)
               await objects.replace(desired.ref, { ...desired.body, metadata: { ...desired.body.metadata, resourceVersion: observed.resourceVersion } });
             else await objects.create(desired.ref, desired.body);
-            this.known.add(desired.ref.name);
+            this.known.add(id);
             if (desired.ref.kind === 'Endpoints') this.endpoints = desired.canonical;
             break;
           } catch (err) {
