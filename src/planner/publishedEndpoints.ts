@@ -29,8 +29,8 @@ export const SERVICE_NAMESPACE = 'default';
 export const SERVICE_NAME = 'kubernetes';
 export const SIDECAR_SLICE = 'kubernetes';
 export const FALLBACK_SLICE = 'kubernetes-mvproxy-fallback';
-/** The EndpointSlice controllers leave slices managed by someone else alone. */
-export const MANAGED_BY = 'mvproxy.dev/control-plane';
+/** The EndpointSlice controllers leave slices managed by someone else alone (a label value: no "/", as upstream's `endpointslice-controller.k8s.io`). */
+export const MANAGED_BY = 'control-plane.mvproxy.dev';
 /** The Service's port name: kube-proxy matches endpoints to it by name. */
 export const PORT_NAME = 'https';
 
@@ -178,6 +178,6 @@ export function publishedNow(plan: PublishPlan, endpointsCanonical: string): { b
 export function describePublication(p: Publication): string {
   const parts: string[] = [];
   if (p.viaSidecar.length > 0) parts.push(`${p.viaSidecar.join(', ')} through ${p.viaSidecar.length === 1 ? 'its sidecar' : 'their sidecars'}`);
-  if (p.direct.length > 0) parts.push(`${p.direct.join(', ')} at ${p.direct.length === 1 ? 'its apiserver' : 'their apiservers'} directly (sidecar not live)`);
+  if (p.direct.length > 0) parts.push(`${p.direct.join(', ')} at ${p.direct.length === 1 ? 'its apiserver' : 'their apiservers'} directly`);
   return parts.join('; ');
 }

@@ -104,7 +104,7 @@ describe('published endpoints: the objects', () => {
   it('the slices name the Service and mvproxy as their manager, so the EndpointSlice controllers leave them alone', () => {
     for (const body of [objectsFor(live(['kas-a'])).slice, objectsFor(live(['kas-a'])).fallback]) {
       assert.deepEqual(((body?.['metadata'] ?? {}) as Record<string, unknown>)['labels'], {
-        'endpointslice.kubernetes.io/managed-by': 'mvproxy.dev/control-plane',
+        'endpointslice.kubernetes.io/managed-by': 'control-plane.mvproxy.dev',
         'kubernetes.io/service-name': 'kubernetes',
       });
     }
@@ -144,7 +144,7 @@ describe('published endpoints: the objects', () => {
   it('says who is listed and how in one line', () => {
     assert.equal(
       describePublication({ viaSidecar: ['kas-a', 'kas-b'], direct: ['kas-c'] }),
-      'kas-a, kas-b through their sidecars; kas-c at its apiserver directly (sidecar not live)',
+      'kas-a, kas-b through their sidecars; kas-c at its apiserver directly',
     );
   });
 });
