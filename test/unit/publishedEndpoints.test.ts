@@ -110,6 +110,19 @@ describe('published endpoints: the objects', () => {
     }
   });
 
+  it('every label is one the API accepts (a value has no slash: a qualified name is only for keys)', () => {
+    const qualifiedName = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+    const value = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+    for (const o of objectsFor(live(['kas-a'], ['kas-b'])).objects) {
+      const metadata = o.body.metadata as { labels: Record<string, string>; annotations: Record<string, string> };
+      for (const [k, v] of Object.entries(metadata.labels)) {
+        assert.match(k, qualifiedName, k);
+        assert.match(v, value, `${k}=${v}`);
+      }
+      for (const k of Object.keys(metadata.annotations)) assert.match(k, qualifiedName, k);
+    }
+  });
+
   it('every replica makes the same objects from the same liveness, whatever order it learned things in', () => {
     const reordered: PublishPlan = { ...plan, targets: [...plan.targets].reverse() };
     const a = objectsFor(live(['kas-c', 'kas-a'], ['kas-b'])).objects;
