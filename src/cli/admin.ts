@@ -153,7 +153,7 @@ function formatStatus(status: Status__Output): string {
 }
 
 /** The `kubernetes` Service's endpoints as this replica publishes them; nothing while publishing is off. */
-function formatKubernetesService(k: Status__Output['kubernetes_service']): string {
+export function formatKubernetesService(k: Status__Output['kubernetes_service']): string {
   if (!k?.enabled) return '';
   const nodes = table(
     ['APISERVER', 'PUBLISHED', 'SIDECAR LIVE', 'APISERVER READY', 'SIDECAR SEEN BY'],
