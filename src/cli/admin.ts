@@ -149,7 +149,32 @@ function formatStatus(status: Status__Output): string {
       s.xds.map((t) => t.last_nack).find((m) => m) ?? '-',
     ]),
   );
-  return `${apiservers}\n${sidecars}`;
+  return `${apiservers}\n${sidecars}${formatKubernetesService(status.kubernetes_service)}`;
+}
+
+/** The `kubernetes` Service's endpoints as this replica publishes them; nothing while publishing is off. */
+export function formatKubernetesService(k: Status__Output['kubernetes_service']): string {
+  if (!k?.enabled) return '';
+  const nodes = table(
+    ['APISERVER', 'PUBLISHED', 'SIDECAR LIVE', 'APISERVER READY', 'SIDECAR SEEN BY'],
+    k.nodes.map((n) => [
+      n.apiserver,
+      n.published === 'sidecar' ? 'sidecar' : n.published === 'apiserver' ? 'apiserver (directly)' : 'no',
+      n.sidecar_live ? 'yes' : 'no',
+      n.apiserver_ready ? 'yes' : 'no',
+      n.sidecar_seen_by.join(', ') || '-',
+    ]),
+  );
+  // A node listed that nothing observes live: what a dead node looks like when every replica was down (docs/never-worse.md).
+  const stale = k.nodes.filter((n) => (n.published === 'sidecar' && !n.sidecar_live) || (n.published === 'apiserver' && !n.apiserver_ready));
+  const lines = [
+    `\nkubernetes Service (default/kubernetes): ${k.state}: ${k.message}`,
+    ...(stale.length > 0 ? [`listed but not observed live: ${stale.map((n) => n.apiserver).join(', ')}`] : []),
+    ...(k.other_addresses.length > 0 ? [`also listed (no config entry publishes them): ${k.other_addresses.join(', ')}`] : []),
+    ...(k.foreign_writes > 0 ? [`rewritten by someone else ${k.foreign_writes} time(s) in the last 120 s`] : []),
+    `confirmed: ${k.confirmed_at || 'never'}`,
+  ];
+  return `${lines.join('\n')}\n${nodes}`;
 }
 
 function formatExplanation(e: Explanation__Output): string {

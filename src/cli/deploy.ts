@@ -31,7 +31,10 @@ export async function fileText(file: RenderedFile): Promise<string> {
 
 export async function runDeploy(args: string[]): Promise<number> {
   const [target, ...rest] = args;
-  if (target !== 'kubeadm') throw new Error('usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE]');
+  if (target !== 'kubeadm')
+    throw new Error(
+      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--publish-kubernetes-service]',
+    );
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -39,13 +42,18 @@ export async function runDeploy(args: string[]): Promise<number> {
       out: { type: 'string' },
       image: { type: 'string' },
       'envoy-image': { type: 'string' },
+      'publish-kubernetes-service': { type: 'boolean', default: false },
     },
     strict: true,
   });
   const nodes = (values.node ?? []).map(parseNodeFlag);
   if (nodes.length === 0) throw new Error('give every control-plane node: --node NAME=IP[,HOSTNAME] (once per node)');
   if (!values.out) throw new Error('--out DIR is required');
-  const layout = kubeadmLayout(nodes, { image: values.image ?? defaultImage(), ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}) });
+  const layout = kubeadmLayout(nodes, {
+    image: values.image ?? defaultImage(),
+    ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}),
+    ...(values['publish-kubernetes-service'] ? { tuning: { publishKubernetesService: true } } : {}),
+  });
   for (const node of nodes) {
     for (const file of renderKubeadmNode(layout, node.name)) {
       const target = join(values.out, node.name, file.path);

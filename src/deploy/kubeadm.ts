@@ -320,6 +320,20 @@ export function apiserverPatch(layout: DeployLayout, name: string): JsonValue {
   ];
 }
 
+/**
+ * The switch to mvproxy publishing the `kubernetes` Service's endpoints: the
+ * apiserver stops publishing itself (`kube-apiserver1+json.json`, applied after
+ * the patch above). Every apiserver must run it before any replica publishes,
+ * or the ones still on the lease reconciler rewrite the objects every 10 s
+ * (docs/kubeadm.md, "Publishing the kubernetes Service").
+ */
+export function endpointReconcilerPatch(): JsonValue {
+  return [
+    { op: 'test', path: '/spec/containers/0/name', value: 'kube-apiserver' },
+    { op: 'add', path: '/spec/containers/0/command/-', value: '--endpoint-reconciler-type=none' },
+  ];
+}
+
 /** Every file of one node, at its path on the node. */
 export function renderKubeadmNode(
   layout: DeployLayout,
@@ -333,5 +347,8 @@ export function renderKubeadmNode(
     { path: f.config, format: 'json', content: nodeServeConfig(layout, name) },
     { path: f.bootstrap, format: 'json', content: nodeSidecarBootstrap(layout, name) },
     { path: `${dirs.patches}/kube-apiserver+json.json`, format: 'json', content: apiserverPatch(layout, name) },
+    ...(layout.tuning.publishKubernetesService
+      ? [{ path: `${dirs.patches}/kube-apiserver1+json.json`, format: 'json' as const, content: endpointReconcilerPatch() }]
+      : []),
   ];
 }

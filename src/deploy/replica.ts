@@ -46,6 +46,12 @@ export interface ReplicaTuning {
   localOnlyGraceSeconds?: number;
   discoveryPollMillis?: number;
   peerEgressProxy?: string;
+  /**
+   * The replica publishes the `kubernetes` Service's endpoints (every sidecar's
+   * listen address, each apiserver's own as the fallback): only once every
+   * apiserver runs --endpoint-reconciler-type=none (docs/kubeadm.md).
+   */
+  publishKubernetesService?: boolean;
 }
 
 /** The JSON file `mvproxy serve --config` reads (src/serve/config.ts validates it). */
@@ -65,6 +71,7 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
     replicaName: replica.replicaName,
   };
   if (tuning.peerEgressProxy !== undefined) config['peerEgressProxy'] = tuning.peerEgressProxy;
+  if (tuning.publishKubernetesService) config['kubernetesService'] = { publish: true };
   for (const key of ['departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis'] as const) {
     const value = tuning[key];
     if (value !== undefined) config[key] = value;

@@ -18,7 +18,9 @@ export type ClusterEventKind =
   | 'drain'
   | 'undrain'
   | 'sidecar-connected'
-  | 'sidecar-disconnected';
+  | 'sidecar-disconnected'
+  | 'kubernetes-service'
+  | 'kubernetes-service-stopped';
 
 export interface ClusterEvent {
   /** Epoch milliseconds. */

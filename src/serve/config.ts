@@ -13,7 +13,9 @@ import { DEFAULT_DRAIN_RECORD } from '../sources/drainRecord.js';
 import { DEFAULT_SYNC_RECORD } from '../sources/syncRecord.js';
 import { hostname } from 'node:os';
 import { BlockList, isIP } from 'node:net';
-import type { ApiserverEndpoint } from '../model/cluster.js';
+import type { ApiserverEndpoint, NetworkAddress } from '../model/cluster.js';
+import { DEFAULT_LIVENESS_RECORD } from '../sources/livenessRecord.js';
+import { publishPlan, type KubernetesServiceConfig } from './configPublish.js';
 
 export interface SidecarListener {
   host: string;
@@ -21,10 +23,14 @@ export interface SidecarListener {
   /** The certificate clients see: the apiserver's own serving certificate. */
   servingCert: string;
   servingKey: string;
+  /** Where pods reach this sidecar, for the `kubernetes` Service (configPublish.ts); default `listen`. */
+  publish?: NetworkAddress;
 }
 
 export interface ServedApiserver extends ApiserverEndpoint {
   sidecar: SidecarListener;
+  /** Where pods reach the apiserver itself while its sidecar is not live (configPublish.ts); default `address`. */
+  publish?: NetworkAddress;
 }
 
 export interface ServeConfig {
@@ -74,6 +80,8 @@ export interface ServeConfig {
   requestTimeoutSeconds: number;
   /** How often the certificate files are read for in-place rewrites and client CA changes (certificateFiles.ts); default 5000. */
   certificatePollMillis?: number;
+  /** Set when this replica publishes the `kubernetes` Service's endpoints (`kubernetesService.publish`, off by default). */
+  kubernetesService?: KubernetesServiceConfig;
 }
 
 /** The range and default of every number in the file: [min, max, default]. Integers only. */
@@ -123,12 +131,15 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     apiservers: r.array('apiservers').map((a) => {
       const sidecar = a.object('sidecar');
       const address = a.hostPort('address');
-      return {
+      const served: ServedApiserver = {
         name: a.name('name'),
         hostname: a.string('hostname'),
         address,
         sidecar: { ...sidecar.hostPort('listen'), servingCert: sidecar.file('servingCert'), servingKey: sidecar.file('servingKey') },
       };
+      if (a.has('publish')) served.publish = a.hostPort('publish');
+      if (sidecar.has('publish')) served.sidecar.publish = sidecar.hostPort('publish');
+      return served;
     }),
     tls: {
       clientCa: tls.file('clientCa'),
@@ -149,15 +160,25 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
     replicaName: r.optionalString('replicaName') ?? hostname(),
   };
   for (const field of ['drainRecord', 'syncRecord'] as const) {
-    const value = r.optionalString(field);
-    if (value === undefined) continue;
-    const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(value);
-    if (!m || value.length > 317) problems.push(`${field}: ${JSON.stringify(value)} is not NAMESPACE/NAME of a ConfigMap`);
-    else config[field] = { namespace: m[1] ?? '', name: m[3] ?? '' };
+    const ref = configMapRef(field, r.optionalString(field), problems);
+    if (ref) config[field] = ref;
   }
   if (config.replicaName === '' || config.replicaName.length > 253) problems.push('replicaName: must be 1 to 253 characters');
-  if (config.drainRecord.namespace === config.syncRecord.namespace && config.drainRecord.name === config.syncRecord.name)
-    problems.push('syncRecord: must not be the drainRecord ConfigMap (its keys would read as drains)');
+  const sameRef = (a: { namespace: string; name: string }, b: { namespace: string; name: string }): boolean => a.namespace === b.namespace && a.name === b.name;
+  if (sameRef(config.drainRecord, config.syncRecord)) problems.push('syncRecord: must not be the drainRecord ConfigMap (its keys would read as drains)');
+  if (r.has('kubernetesService')) {
+    const section = r.object('kubernetesService');
+    const livenessRecord = configMapRef('kubernetesService.livenessRecord', section.optionalString('livenessRecord'), problems) ?? {
+      ...DEFAULT_LIVENESS_RECORD,
+    };
+    if (section.optionalBoolean('publish') === true) {
+      if (sameRef(livenessRecord, config.drainRecord) || sameRef(livenessRecord, config.syncRecord))
+        problems.push('kubernetesService.livenessRecord: must be a ConfigMap of its own (not the drainRecord or syncRecord)');
+      if (!/^[-._a-zA-Z0-9]+$/.test(config.replicaName)) problems.push('replicaName: must be a ConfigMap key (letters, digits, -, _ and .) to publish');
+      const plan = publishPlan(config.apiservers, problems);
+      if (plan) config.kubernetesService = { livenessRecord, plan };
+    }
+  }
   const unixSocket = xds.optionalString('unixSocket');
   if (unixSocket !== undefined) config.xds.unixSocket = resolve(baseDir, unixSocket);
   const unixSocketMode = xds.optionalString('unixSocketMode');
@@ -218,6 +239,15 @@ export function parseServeConfig(raw: Json, baseDir: string, checkFiles: boolean
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** `NAMESPACE/NAME` of a ConfigMap; undefined (and a problem when it was given) otherwise. */
+function configMapRef(field: string, value: string | undefined, problems: string[]): { namespace: string; name: string } | undefined {
+  if (value === undefined) return undefined;
+  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(value);
+  if (m && value.length <= 317) return { namespace: m[1] ?? '', name: m[3] ?? '' };
+  problems.push(`${field}: ${JSON.stringify(value)} is not NAMESPACE/NAME of a ConfigMap`);
+  return undefined;
 }
 
 const LOOPBACK = new BlockList();

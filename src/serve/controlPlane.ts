@@ -15,7 +15,7 @@ import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { ReplicaSyncRecord } from './syncReporter.js';
-import { makeSources } from './sources.js';
+import { makeSources, type ControlPlaneSources } from './sources.js';
 import type { Clock } from '../sources/runtime.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
@@ -63,6 +63,8 @@ export class ControlPlane implements AdminBackend {
   private drainWatcher?: DrainWatcher;
   /** What this replica's sidecars ACKed, for the others, and what theirs did (syncReporter.ts). */
   private syncRecord?: ReplicaSyncRecord;
+  /** The `kubernetes` Service's publisher, when the config turns it on. */
+  private publisher?: ControlPlaneSources['publisher'];
   private readonly grpcServer: grpc.Server;
   private readonly health: HealthImplementation;
   private adminServer?: HttpServer;
@@ -153,6 +155,7 @@ export class ControlPlane implements AdminBackend {
       departedGraceMs: this.departedGraceMs,
       onModel: (model) => this.reconciles.offer(model),
       onDrains: (names, notes) => this.drainsObserved(names, notes),
+      onEvents: (events) => this.journal.journal.record(events),
     });
     const { observer } = sources;
     this.observer = observer;
@@ -160,6 +163,8 @@ export class ControlPlane implements AdminBackend {
     this.drainWatcher = sources.drainWatcher;
     this.syncRecord = sources.syncRecord;
     this.syncRecord.start();
+    this.publisher = sources.publisher;
+    this.publisher?.start();
     await Promise.all([observer.start(), this.drainWatcher.start()]);
     return observer;
   }
@@ -305,6 +310,7 @@ export class ControlPlane implements AdminBackend {
       departedGraceMs: this.departedGraceMs,
       replica: this.config.replicaName,
       reports: this.syncRecord?.reports ?? new Map(),
+      ...(this.publisher ? { kubernetesService: this.publisher.publisher.status() } : {}),
     };
   }
 
@@ -382,6 +388,7 @@ export class ControlPlane implements AdminBackend {
     this.certificateFiles.stop();
     this.drainWatcher?.stop();
     this.syncRecord?.stop();
+    this.publisher?.stop();
     this.warmStartKeeper?.flush();
     this.ads.closeStreams();
     await shutdownGrpcServer(this.grpcServer, 1000);

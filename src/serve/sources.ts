@@ -14,6 +14,8 @@ import type { Clock } from '../sources/runtime.js';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { ReplicaSyncRecord } from './syncReporter.js';
+import type { ClusterEvent } from '../model/events.js';
+import type { makeKubernetesServicePublisher } from './kubernetesServicePublisher.js';
 
 export interface SourcesOptions {
   config: ServeConfig;
@@ -27,6 +29,8 @@ export interface SourcesOptions {
   onModel: (model: ClusterModel) => void;
   /** Each version of the drain record: the names drained and what was noted with them. */
   onDrains: (names: readonly string[], notes: Readonly<Record<string, string>>) => void;
+  /** Events for the journal (the `kubernetes` Service's publisher's). */
+  onEvents: (events: ClusterEvent[]) => void;
 }
 
 export interface ControlPlaneSources {
@@ -34,6 +38,8 @@ export interface ControlPlaneSources {
   drainWriter: DrainWriter;
   drainWatcher: DrainWatcher;
   syncRecord: ReplicaSyncRecord;
+  /** The `kubernetes` Service's publisher, when the config turns it on (kubernetesServicePublisher.ts). */
+  publisher?: Awaited<ReturnType<typeof makeKubernetesServicePublisher>>;
 }
 
 /** Loads and makes the sources, wired to the callbacks; starting them is the caller's. */
@@ -80,5 +86,15 @@ export async function makeSources(options: SourcesOptions): Promise<ControlPlane
     write: kubeSyncWriter(kubeConfig, config.syncRecord),
     logger: deps.logger.child({ component: 'sync-record' }),
   });
-  return { observer, drainWriter, drainWatcher, syncRecord };
+  const { kubernetesService } = config;
+  const publisher = kubernetesService
+    ? await (await import('./kubernetesServicePublisher.js')).makeKubernetesServicePublisher({
+        config: { ...config, kubernetesService },
+        kubeConfig,
+        client: createKubeListWatchClient(kubeConfig),
+        logger: deps.logger.child({ component: 'kubernetes-service' }),
+        record: options.onEvents,
+      })
+    : undefined;
+  return { observer, drainWriter, drainWatcher, syncRecord, ...(publisher ? { publisher } : {}) };
 }

@@ -23,6 +23,7 @@ import type { SidecarSyncReport } from '../model/syncReport.js';
 import { compareStrings } from '../util/order.js';
 import type { Event } from '../generated/mvproxy/admin/v1/Event.js';
 import type { JournalEntry } from '../model/events.js';
+import type { KubernetesServiceStatus } from '../generated/mvproxy/admin/v1/KubernetesServiceStatus.js';
 
 const ADMIN_PROTO = 'mvproxy/admin/v1/admin.proto';
 /** Longer paths are not requests an apiserver would accept either. */
@@ -200,7 +201,16 @@ export interface StatusInput {
   /** This replica's name, and what the others reported of the sidecars streaming from them (model/syncReport.ts). */
   replica: string;
   reports: ReadonlyMap<string, SidecarSyncReport>;
+  /** The `kubernetes` Service's publisher's own status; absent while publishing is off. */
+  kubernetesService?: KubernetesServiceStatus;
 }
+
+/** The status while publishing is off (kubernetesService.publish unset). */
+export const PUBLISHING_OFF: KubernetesServiceStatus = {
+  enabled: false,
+  state: 'off',
+  message: 'kubernetesService.publish is not set: the apiservers publish themselves (their endpoint reconciler)',
+};
 
 /** The GetStatus answer, from what the control plane holds. Pure. */
 export function adminStatus(input: StatusInput): Status {
@@ -255,7 +265,7 @@ export function adminStatus(input: StatusInput): Status {
       envoys_behind: behind,
     };
   });
-  return { apiservers, sidecars };
+  return { apiservers, sidecars, kubernetes_service: input.kubernetesService ?? PUBLISHING_OFF };
 }
 
 /** How a sidecar is connected, for people: "no", "yes", "yes (3 Envoys)" or "via <replica>". */

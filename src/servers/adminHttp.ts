@@ -124,5 +124,6 @@ export function statusDump(input: StatusInput): unknown {
     xds: ads,
     replica,
     syncRecord: Object.fromEntries(reports),
+    kubernetesService: input.kubernetesService ?? null,
   };
 }

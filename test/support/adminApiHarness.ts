@@ -43,6 +43,15 @@ export const STATUS: AdminStatus = {
       envoys_behind: ['edge-1'],
     },
   ],
+  kubernetes_service: {
+    enabled: true,
+    state: 'publishing',
+    message: 'lists a through its sidecar',
+    nodes: [{ apiserver: 'a', published: 'sidecar', sidecar_live: true, apiserver_ready: true, sidecar_seen_by: ['mvproxy-a', 'mvproxy-b'] }],
+    other_addresses: ['10.0.0.9:6443'],
+    foreign_writes: 1,
+    confirmed_at: '2026-11-30T22:00:00.000Z',
+  },
 };
 
 export const EXPLANATION: RequestExplanation = {

@@ -9,7 +9,16 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseNodeFlag } from '../../src/cli/deploy.js';
-import { apiserverPatch, controlPlanePod, hostMounts, kubeadmLayout, nodeServeConfig, nodeSidecarBootstrap, sidecarPod } from '../../src/deploy/kubeadm.js';
+import {
+  apiserverPatch,
+  controlPlanePod,
+  hostMounts,
+  kubeadmLayout,
+  nodeServeConfig,
+  nodeSidecarBootstrap,
+  renderKubeadmNode,
+  sidecarPod,
+} from '../../src/deploy/kubeadm.js';
 import { parseServeConfig } from '../../src/serve/config.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 
@@ -166,6 +175,32 @@ describe('mvproxy deploy kubeadm', () => {
       { op: 'test', path: '/spec/containers/0/ports/0/name', value: 'probe-port' },
       { op: 'replace', path: '/spec/containers/0/ports/0/containerPort', value: 6444 },
     ]);
+  });
+
+  it("with --publish-kubernetes-service every replica publishes the nodes' sidecars, and a second patch turns the apiservers' endpoint reconciler off", () => {
+    const publishing = kubeadmLayout(
+      [
+        { name: 'cp-1', ip: '10.0.0.11' },
+        { name: 'cp-2', ip: '10.0.0.12' },
+      ],
+      { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } },
+    );
+    const config = parseServeConfig(nodeServeConfig(publishing, 'cp-2'), '/', false);
+    assert.deepEqual(config.kubernetesService?.plan, {
+      family: 'IPv4',
+      sidecarPort: 6443,
+      apiserverPort: 6444,
+      targets: [
+        { name: 'cp-1', sidecarIp: '10.0.0.11', apiserverIp: '10.0.0.11' },
+        { name: 'cp-2', sidecarIp: '10.0.0.12', apiserverIp: '10.0.0.12' },
+      ],
+    });
+    const patch = renderKubeadmNode(publishing, 'cp-1').find((f) => f.path === '/etc/mvproxy/kubeadm-patches/kube-apiserver1+json.json');
+    assert.deepEqual(patch?.content, [
+      { op: 'test', path: '/spec/containers/0/name', value: 'kube-apiserver' },
+      { op: 'add', path: '/spec/containers/0/command/-', value: '--endpoint-reconciler-type=none' },
+    ]);
+    assert.equal(nodeServeConfig(layout, 'cp-1')['kubernetesService'], undefined, 'off unless asked for');
   });
 
   it('mounts only the topmost folders, writable when anything under them is written', () => {
