@@ -209,7 +209,7 @@ async function timeChange(
   );
   const getDiscovery = () =>
     httpsRequest(
-      kasC.direct + '/apis',
+      `${kasC.direct}/apis`,
       { ca: state.ca },
       { headers: { authorization: `Bearer ${token}`, accept: AGGREGATED_DISCOVERY_NOPEER_JSON }, timeoutMs: 2000 },
     );
