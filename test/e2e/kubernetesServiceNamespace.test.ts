@@ -183,7 +183,7 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     assert.deepEqual(versions(await published()), versions(first));
   });
 
-  it('a SIGKILLed sidecar leaves the slice within 25 s, its apiserver on 6444 takes its place, and it comes back after a restart', async () => {
+  it('a SIGKILLed sidecar leaves the slice within 25 s, its apiserver on 6444 takes its place, and it comes back after a restart', async (ctx) => {
     await eventually(sidecarsListed, 60_000, 1000);
     const killedAt = Date.now();
     await t.sandbox.killSidecar('kas-a');
@@ -198,6 +198,7 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
       500,
     );
     const took = Date.now() - killedAt;
+    ctx.diagnostic(`the killed sidecar left the slice after ${took} ms`);
     assert.ok(took <= LEAVE_WITHIN_MS, `left after ${took} ms`);
     assert.deepEqual(
       gone.fallback?.ports?.map((x) => [x.name, x.port]),
@@ -207,8 +208,10 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
       [[NODE_A], [6444]],
       [[NODE_B], [6443]],
     ]);
+    const restartedAt = Date.now();
     await t.sandbox.startSidecar('kas-a');
     const back = await eventually(sidecarsListed, 40_000, 500);
+    ctx.diagnostic(`the restarted sidecar was listed again after ${Date.now() - restartedAt} ms`);
     assert.deepEqual(addressesOf(back.fallback), []);
   });
 
