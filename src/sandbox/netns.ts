@@ -35,9 +35,14 @@ export function holderCommand(addresses: readonly string[], root: boolean): { co
   return { command: 'unshare', args: [...(root ? [] : ['--user', '--map-root-user']), '--net', 'sh', '-c', setup] };
 }
 
-/** How a process enters the namespace held by `pid` (the user namespace too when not root). */
+/**
+ * How a process enters the namespace held by `pid` (the user namespace too
+ * when not root). --preserve-credentials: nsenter would otherwise call
+ * setgroups, which a user namespace mapped by an unprivileged user refuses;
+ * the caller's own user is root in that namespace already.
+ */
 export function enterCommand(pid: number, root: boolean): string[] {
-  return ['nsenter', ...(root ? [] : [`--user=/proc/${pid}/ns/user`]), `--net=/proc/${pid}/ns/net`];
+  return ['nsenter', ...(root ? [] : ['--preserve-credentials', `--user=/proc/${pid}/ns/user`]), `--net=/proc/${pid}/ns/net`];
 }
 
 /** The running namespace: its holder, and the command that enters it. */

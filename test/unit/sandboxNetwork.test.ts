@@ -52,7 +52,7 @@ describe('the sandbox network namespace', () => {
 
   it('without root the holder makes a user namespace to own the network namespace, and processes enter both', () => {
     assert.deepEqual(holderCommand([], false).args.slice(0, 3), ['--user', '--map-root-user', '--net']);
-    assert.deepEqual(enterCommand(42, false), ['nsenter', '--user=/proc/42/ns/user', '--net=/proc/42/ns/net']);
+    assert.deepEqual(enterCommand(42, false), ['nsenter', '--preserve-credentials', '--user=/proc/42/ns/user', '--net=/proc/42/ns/net']);
   });
 
   it('as root a process enters the network namespace only', () => {
