@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
 import { SANDBOX_MODES, type SandboxMode } from '../sandbox/options.js';
+import { SANDBOX_NETWORKS, type SandboxNetworkMode } from '../sandbox/netns.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { ControlPlaneReplicas } from '../sandbox/controlPlanes.js';
 import { readState } from '../sandbox/state.js';
@@ -46,6 +47,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
       'controller-manager': { type: 'string', default: 'on' },
+      network: { type: 'string', default: 'loopback' },
     },
     allowPositionals: true,
     strict: true,
@@ -61,8 +63,10 @@ export async function runSandbox(args: string[]): Promise<number> {
       if (replicas !== 'one' && replicas !== 'per-apiserver') throw new Error('--control-plane-replicas must be one or per-apiserver');
       const controllerManager = values['controller-manager'];
       if (controllerManager !== 'on' && controllerManager !== 'off') throw new Error('--controller-manager must be on or off');
+      const network = SANDBOX_NETWORKS.find((n) => n === values.network);
+      if (!network) throw new Error(`--network must be one of ${SANDBOX_NETWORKS.join(', ')}, got ${JSON.stringify(values.network)}`);
       if (values.detach) return upDetached(rest, dir, statePath);
-      return upForeground(specs, dir, basePort, mode, replicas, controllerManager === 'on');
+      return upForeground(specs, dir, basePort, mode, replicas, controllerManager === 'on', network);
     }
     case 'down': {
       if (!existsSync(statePath)) {
@@ -111,6 +115,7 @@ async function upForeground(
   mode: SandboxMode,
   controlPlaneReplicas: ControlPlaneReplicas,
   controllerManager: boolean,
+  network: SandboxNetworkMode,
 ): Promise<number> {
   if (existsSync(join(dir, 'state.json'))) {
     const state = readState(join(dir, 'state.json'));
@@ -128,6 +133,7 @@ async function upForeground(
     mode,
     controlPlaneReplicas,
     controllerManager,
+    network,
     ...(basePort !== undefined ? { basePort } : {}),
   });
   let stopping = false;
@@ -143,7 +149,7 @@ async function upForeground(
   };
   const control = serveControl(sandbox, sandbox.state().controlSocket, stop);
   await control;
-  progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (mode ${mode}); logs in ${sandbox.logsDir}`);
+  progress(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (mode ${mode}, network ${network}); logs in ${sandbox.logsDir}`);
   process.stdout.write(`${sandbox.statePath}\n`);
   // A detached child's output goes to its log; its parent prints the next steps.
   if (!detachedChild()) process.stderr.write(nextSteps(sandbox.state(), { detached: false }));

@@ -30,7 +30,7 @@ apt-gets the Debian packages the bench and tests use when missing: h2load
 
 verbs:
   up [--apiserver vX.Y.Z[:RUNTIME_CONFIG] ...] [--mode mvproxy|upstream|none] [--detach] [--dir DIR] [--base-port N]
-     [--control-plane-replicas one|per-apiserver] [--controller-manager on|off]
+     [--control-plane-replicas one|per-apiserver] [--controller-manager on|off] [--network loopback|namespace]
           start etcd and kube-apiservers (default v1.36.3 and v1.37.2), and in mode mvproxy
           one sidecar per apiserver and the control plane; in the foreground until Ctrl-C
           unless --detach. --mode upstream runs kube-apiserver's own Mixed Version Proxy
@@ -38,6 +38,10 @@ verbs:
           one control-plane replica beside each apiserver, as the kubeadm static pods do.
           --controller-manager off leaves out the kube-controller-manager (by default one
           runs at the oldest version, through that node's endpoint, as kubeadm connects it).
+          --network namespace runs everything in a network namespace of its own, each node
+          at its own address (192.0.2.11, .12, ...: sidecar on 6443, apiserver on 6444), the
+          host reaching them through relays on its 127.0.0.1 ports, and the control plane
+          publishes the kubernetes Service's endpoints (default: loopback, all on 127.0.0.1).
   down [--dir DIR]              stop a detached sandbox
   stop NAME [--dir DIR]         stop one apiserver of a running sandbox
   start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]

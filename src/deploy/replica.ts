@@ -16,6 +16,10 @@ export interface NodeApiserver {
   address: string;
   /** `host:port` the sidecar takes over. */
   sidecarListen: string;
+  /** `host:port` pods are sent to when its sidecar is not live (config `publish`; default `address`). */
+  publish?: string;
+  /** `host:port` pods are sent to for its sidecar (config `sidecar.publish`; default `sidecarListen`). */
+  sidecarPublish?: string;
   servingCert: string;
   servingKey: string;
 }
@@ -62,7 +66,13 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
       name: a.name,
       hostname: a.hostname,
       address: a.address,
-      sidecar: { listen: a.sidecarListen, servingCert: a.servingCert, servingKey: a.servingKey },
+      ...(a.publish === undefined ? {} : { publish: a.publish }),
+      sidecar: {
+        listen: a.sidecarListen,
+        ...(a.sidecarPublish === undefined ? {} : { publish: a.sidecarPublish }),
+        servingCert: a.servingCert,
+        servingKey: a.servingKey,
+      },
     })),
     tls: { clientCa: tls.clientCa, frontProxyClientCert: tls.frontProxyClientCert, frontProxyClientKey: tls.frontProxyClientKey, peerCa: tls.peerCa },
     xds: { unixSocket: replica.xdsSocket, ...(replica.xdsTcp ? { tcp: { ...replica.xdsTcp } } : {}) },

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
 import { SANDBOX_SERVICE_CLUSTER_IP_RANGE, type SandboxPki } from './pki.js';
 import type { ManagedProcess, ProcessSpec } from './processes.js';
+import { NODE_APISERVER_PORT, NODE_SIDECAR_PORT } from './netns.js';
 
 export interface ApiserverSpec {
   name: string;
@@ -26,7 +27,23 @@ export interface RunningApiserver {
   sidecarPort: number;
   /** The sidecar's loopback Prometheus stats listener (GET /stats/prometheus only). */
   sidecarStatsPort: number;
+  /**
+   * Network mode `namespace`: its node's address in the sandbox's network
+   * namespace, where it listens on 6444 and its sidecar on 6443; `port` and
+   * `sidecarPort` are then the host's relays to them (relay.ts).
+   */
+  nodeAddress?: string;
   process?: ManagedProcess;
+}
+
+/** Where an apiserver listens, seen from the network it runs in. */
+export function apiserverListen(run: RunningApiserver): { host: string; port: number } {
+  return run.nodeAddress === undefined ? { host: '127.0.0.1', port: run.port } : { host: run.nodeAddress, port: NODE_APISERVER_PORT };
+}
+
+/** Where its sidecar listens, seen from the network it runs in. */
+export function sidecarListen(run: RunningApiserver): { host: string; port: number } {
+  return run.nodeAddress === undefined ? { host: '127.0.0.1', port: run.sidecarPort } : { host: run.nodeAddress, port: NODE_SIDECAR_PORT };
 }
 
 /**
@@ -80,7 +97,15 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /** etcd on fresh data in `dataDir` (a throwaway store). */
-export function etcdProcess(o: { command: string; dataDir: string; clientPort: number; peerPort: number; logsDir: string }): ProcessSpec {
+export function etcdProcess(o: {
+  command: string;
+  dataDir: string;
+  clientPort: number;
+  peerPort: number;
+  logsDir: string;
+  /** Network mode `namespace`: it runs there, on the namespace's own 127.0.0.1. */
+  enter?: readonly string[];
+}): ProcessSpec {
   const client = `http://127.0.0.1:${o.clientPort}`;
   const peer = `http://127.0.0.1:${o.peerPort}`;
   return {
@@ -98,25 +123,26 @@ export function etcdProcess(o: { command: string; dataDir: string; clientPort: n
       '--unsafe-no-fsync', // a throwaway test store; durability is not the point
     ],
     logFile: join(o.logsDir, 'etcd.log'),
+    ...(o.enter ? { enter: o.enter } : {}),
   };
 }
 
 /**
  * What an apiserver advertises. By default a documentation address
  * (192.0.2.1): the sandbox needs no `kubernetes` Service endpoints and nobody
- * dials it. Upstream's Mixed Version Proxy dials the address a peer advertises
- * in its identity lease, so in mode `upstream` every apiserver advertises
- * 127.0.0.1 and its own port, and the feature is switched on the only way it
+ * dials it; in network mode `namespace`, its node address. Upstream's Mixed
+ * Version Proxy dials the address a peer advertises in its identity lease, so
+ * in mode `upstream` every apiserver advertises where it listens, and the feature is switched on the only way it
  * works: the feature gate (beta, on by default since 1.36, named here so 1.35
  * would work too) and `--peer-ca-file` (the CA of the peers' serving
  * certificates); peers authenticate with the front-proxy client certificate.
  */
-function advertiseFlags(port: number, pki: SandboxPki, upstreamPeerProxy: boolean): string[] {
-  if (!upstreamPeerProxy) return ['--advertise-address=192.0.2.1'];
+function advertiseFlags(listen: { host: string; port: number }, pki: SandboxPki, upstreamPeerProxy: boolean): string[] {
+  if (!upstreamPeerProxy) return [`--advertise-address=${listen.host === '127.0.0.1' ? '192.0.2.1' : listen.host}`];
   return [
-    '--advertise-address=127.0.0.1',
-    '--peer-advertise-ip=127.0.0.1',
-    `--peer-advertise-port=${port}`,
+    `--advertise-address=${listen.host}`,
+    `--peer-advertise-ip=${listen.host}`,
+    `--peer-advertise-port=${listen.port}`,
     `--peer-ca-file=${pki.ca.cert}`,
     '--feature-gates=UnknownVersionInteroperabilityProxy=true',
   ];
@@ -135,15 +161,20 @@ export function kubeApiserverProcess(o: {
   audit?: ApiserverAuditLog;
   /** Turn on kube-apiserver's own Mixed Version Proxy (sandbox mode `upstream`). */
   upstreamPeerProxy?: boolean;
+  /** Where it listens: default 127.0.0.1:`port`; in network mode `namespace`, its node address and 6444. */
+  listen?: { host: string; port: number };
+  /** The command that enters the sandbox's network namespace, in that mode. */
+  enter?: readonly string[];
 }): ProcessSpec {
   const { spec, pki } = o;
   const serving = pki.serving[spec.name];
   if (!serving) throw new Error(`internal: no serving certificate for ${spec.name}`);
+  const listen = o.listen ?? { host: '127.0.0.1', port: o.port };
   const args = [
     `--etcd-servers=http://127.0.0.1:${o.etcdPort}`,
-    `--secure-port=${o.port}`,
-    '--bind-address=127.0.0.1',
-    ...advertiseFlags(o.port, pki, o.upstreamPeerProxy ?? false),
+    `--secure-port=${listen.port}`,
+    `--bind-address=${listen.host}`,
+    ...advertiseFlags(listen, pki, o.upstreamPeerProxy ?? false),
     '--endpoint-reconciler-type=none',
     `--tls-cert-file=${serving.cert}`,
     `--tls-private-key-file=${serving.key}`,
@@ -171,5 +202,12 @@ export function kubeApiserverProcess(o: {
     // reads it as soon as its answer arrives (batching would hold it for seconds).
     args.push(`--audit-policy-file=${o.audit.policyFile}`, `--audit-log-path=${o.audit.logPath}`, '--audit-log-mode=blocking', '--audit-log-format=json');
   }
-  return { name: spec.name, command: o.command, args, logFile: join(o.logsDir, `${spec.name}.log`), hostname: spec.name };
+  return {
+    name: spec.name,
+    command: o.command,
+    args,
+    logFile: join(o.logsDir, `${spec.name}.log`),
+    hostname: spec.name,
+    ...(o.enter ? { enter: o.enter } : {}),
+  };
 }

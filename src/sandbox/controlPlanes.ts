@@ -4,7 +4,9 @@
 // socket and every other sidecar, as failover, over mutual TLS. Every replica
 // watches the same cluster and the same drain record, so any of them gives a
 // sidecar the same snapshots.
+import { execFile } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ControlPlaneAddress } from '../xds/bootstrap.js';
@@ -17,12 +19,15 @@ import {
   type NodeApiserver,
   type ReplicaTuning,
 } from '../deploy/replica.js';
-import type { RunningApiserver } from './apiservers.js';
-import type { SandboxPki } from './pki.js';
+import { apiserverListen, sidecarListen, type RunningApiserver } from './apiservers.js';
+import { CONTROL_PLANE_USER, type SandboxPki } from './pki.js';
+import { writeKubeconfig } from './kubeconfig.js';
+import { repoFile } from '../util/protoRoot.js';
 import { freePorts } from './ports.js';
 import { ManagedProcess } from './processes.js';
 import type { SandboxState } from './state.js';
 
+const execFileAsync = promisify(execFile);
 const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 
 /** What the sandbox tunes beyond serve's defaults: it polls discovery twice as often. */
@@ -41,6 +46,13 @@ export interface SandboxControlPlanesOptions {
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
   progress: (line: string) => void;
+  /**
+   * Network mode `namespace`: the command that enters the sandbox's network
+   * namespace, and the host relay each replica's admin port gets (relay.ts).
+   * The replicas then publish the `kubernetes` Service's endpoints: every node
+   * has an address the API accepts.
+   */
+  namespace?: { enter: readonly string[]; relay: (hostPort: number, target: { host: string; port: number }) => Promise<void> };
 }
 
 interface Replica {
@@ -75,8 +87,33 @@ export class SandboxControlPlanes {
     return this.file(r, 'warm-start', '.json');
   }
 
-  /** Writes every replica's config and starts them all; `adminPort` is the first replica's admin HTTP port. */
-  async start(adminPort: number, apiservers: RunningApiserver[], kubeconfig: string, pki: SandboxPki): Promise<void> {
+  /**
+   * The control plane is `mvproxy serve`, the same command an operator runs,
+   * as the user deploy/rbac.yaml binds and with only those rights: every test
+   * that uses the sandbox also checks that the shipped RBAC is enough (the
+   * `kubernetes` Service's publication included, in network mode `namespace`).
+   * Applies it (with `kubectl`, as the admin), writes every replica's config and
+   * starts them all; `adminPort` is the first replica's admin HTTP port.
+   */
+  async start(adminPort: number, apiservers: RunningApiserver[], pki: SandboxPki, kubectl: string): Promise<void> {
+    // Watches go to the last apiserver: tests mostly stop the first ones.
+    const watched = apiservers.at(-1);
+    if (!watched) throw new Error('internal: no apiserver');
+    const adminKubeconfig = join(this.opts.dir, `kubeconfig-${watched.spec.name}-direct`);
+    await execFileAsync(kubectl, [`--kubeconfig=${adminKubeconfig}`, 'apply', '--server-side', '-f', repoFile('deploy/rbac.yaml')], { timeout: 60_000 });
+    const kubeconfig = join(this.opts.dir, 'kubeconfig-mvproxy-control-plane');
+    // The replicas run where the apiservers run: in the namespace, at its node address.
+    const listen = apiserverListen(watched);
+    await writeKubeconfig(kubeconfig, {
+      server: `https://${listen.host}:${listen.port}`,
+      caFile: pki.ca.cert,
+      user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
+      name: CONTROL_PLANE_USER,
+    });
+    await this.startReplicas(adminPort, apiservers, kubeconfig, pki);
+  }
+
+  private async startReplicas(adminPort: number, apiservers: RunningApiserver[], kubeconfig: string, pki: SandboxPki): Promise<void> {
     if (this.opts.replicas === 'one') {
       this.replicas.push({ name: 'mvproxy', adminPort });
     } else {
@@ -87,14 +124,19 @@ export class SandboxControlPlanes {
         this.replicas.push({ name: `mvproxy-${run.spec.name}`, node: run.spec.name, adminPort: admin, xdsTcpPort: xds });
       });
     }
+    const namespace = this.opts.namespace;
+    if (namespace) for (const r of this.replicas) await namespace.relay(r.adminPort, { host: '127.0.0.1', port: r.adminPort });
     const nodes: NodeApiserver[] = apiservers.map((run) => {
       const serving = pki.serving[run.spec.name];
       if (!serving) throw new Error(`internal: no serving certificate for ${run.spec.name}`);
+      const [address, sidecar] = [apiserverListen(run), sidecarListen(run)].map((a) => `${a.host}:${a.port}`) as [string, string];
       return {
         name: run.spec.name,
         hostname: run.spec.name,
-        address: `127.0.0.1:${run.port}`,
-        sidecarListen: `127.0.0.1:${run.sidecarPort}`,
+        address,
+        sidecarListen: sidecar,
+        // Said outright, though the defaults are the same: what pods are sent to is the operator's word.
+        ...(namespace ? { publish: address, sidecarPublish: sidecar } : {}),
         servingCert: serving.cert,
         servingKey: serving.key,
       };
@@ -119,6 +161,7 @@ export class SandboxControlPlanes {
         {
           ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
           ...SANDBOX_REPLICA_TUNING,
+          ...(namespace ? { publishKubernetesService: true } : {}),
         },
       );
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
@@ -160,6 +203,7 @@ export class SandboxControlPlanes {
       args: [...REPLICA_NODE_FLAGS, cliMain, ...serveArgs(this.configPath(replica), 'info')],
       env: { ...process.env, ...REPLICA_ENV },
       logFile: join(this.opts.logsDir, `${replica.name}.log`),
+      ...(this.opts.namespace ? { enter: this.opts.namespace.enter } : {}),
     });
     replica.process = proc;
     await proc.waitReady(`mvproxy control plane ${replica.name}`, async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/healthz`)).ok);

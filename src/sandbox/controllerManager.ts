@@ -18,7 +18,7 @@ import type { ControllerManagerState } from './state.js';
 export interface ControllerManagerSpec {
   command: string;
   version: string;
-  /** The node-local endpoint it talks to (URL): a sidecar in mode mvproxy, else the apiserver itself. */
+  /** The node-local endpoint it talks to (URL, as seen from where it runs): a sidecar in mode mvproxy, else the apiserver itself. */
   server: string;
   /** The apiserver whose node it runs on. */
   node: string;
@@ -27,6 +27,8 @@ export interface ControllerManagerSpec {
   pki: SandboxPki;
   dir: string;
   logsDir: string;
+  /** Network mode `namespace`: the command that enters the sandbox's network namespace. */
+  enter?: readonly string[];
 }
 
 /** kubeadm's arguments for kube-controller-manager, with the sandbox's files in place of /etc/kubernetes. */
@@ -91,6 +93,7 @@ export class SandboxControllerManager {
       command: this.spec.command,
       args: kubeControllerManagerArgs({ kubeconfig: this.kubeconfig, port: this.spec.port, pki: this.spec.pki }),
       logFile: this.logFile,
+      ...(this.spec.enter ? { enter: this.spec.enter } : {}),
     };
   }
 

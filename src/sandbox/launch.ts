@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { httpsGet } from '../util/https.js';
-import { auditLogPath, etcdProcess, kubeApiserverProcess, type ApiserverAuditLog, type RunningApiserver } from './apiservers.js';
+import { apiserverListen, auditLogPath, etcdProcess, kubeApiserverProcess, type ApiserverAuditLog, type RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
 
@@ -16,6 +16,8 @@ export interface LaunchContext {
   logsDir: string;
   components: InstalledComponents;
   progress: (line: string) => void;
+  /** Network mode `namespace`: the command that enters the sandbox's network namespace (netns.ts). */
+  enter?: readonly string[];
 }
 
 /** etcd on fresh data: the process at once, and its readiness to wait for. */
@@ -24,7 +26,9 @@ export function startEtcd(ctx: LaunchContext, clientPort: number, peerPort: numb
   rmSync(dataDir, { recursive: true, force: true });
   const client = `http://127.0.0.1:${clientPort}`;
   ctx.progress(`starting etcd on ${client}`);
-  const etcd = new ManagedProcess(etcdProcess({ command: ctx.components.etcd, dataDir, clientPort, peerPort, logsDir: ctx.logsDir }));
+  const etcd = new ManagedProcess(
+    etcdProcess({ command: ctx.components.etcd, dataDir, clientPort, peerPort, logsDir: ctx.logsDir, ...(ctx.enter ? { enter: ctx.enter } : {}) }),
+  );
   const ready = etcd.waitReady('etcd', async () => {
     const res = await fetch(`${client}/health`);
     return res.ok;
@@ -46,8 +50,10 @@ export async function launchApiserver(run: RunningApiserver, launch: ApiserverLa
   const name = run.spec.name;
   const binaries = launch.components.kubernetes[run.spec.version];
   if (!binaries) throw new Error(`kube-apiserver ${run.spec.version} is not installed`);
+  const listen = apiserverListen(run);
   launch.progress(
-    `starting kube-apiserver ${run.spec.version} as ${name} on https://127.0.0.1:${run.port}` +
+    `starting kube-apiserver ${run.spec.version} as ${name} on https://${listen.host}:${listen.port}` +
+      (run.nodeAddress === undefined ? '' : ` (in the sandbox network namespace; host relay https://127.0.0.1:${run.port})`) +
       (run.spec.runtimeConfig ? ` (--runtime-config=${run.spec.runtimeConfig})` : ''),
   );
   const pki = launch.pki;
@@ -65,6 +71,8 @@ export async function launchApiserver(run: RunningApiserver, launch: ApiserverLa
       logsDir: launch.logsDir,
       ...(audit ? { audit } : {}),
       upstreamPeerProxy: launch.upstreamPeerProxy,
+      listen,
+      ...(launch.enter ? { enter: launch.enter } : {}),
     }),
   );
   const process = run.process;

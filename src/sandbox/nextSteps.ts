@@ -31,6 +31,13 @@ export function nextSteps(state: SandboxState, { detached }: { detached: boolean
     lines.push(`  npx mvproxy admin status                  what the control plane sees (also: explain, drain, config)`);
     lines.push(`  ${replica.admin}/                 the status page (${replica.admin}/metrics for Prometheus)`);
   }
+  const network = state.network;
+  if (network?.mode === 'namespace' && entry) {
+    const kubeconfig = entry.kubeconfig.sidecar ?? entry.kubeconfig.direct;
+    lines.push(`  ${state.kubectl} --kubeconfig ${kubeconfig} -n default get endpointslices,endpoints kubernetes`);
+    lines.push('      every live sidecar at its node address, port 6443: what pods are sent to');
+    if (network.enter) lines.push(`  ${network.enter} sh          a shell in the sandbox's network namespace`);
+  }
   lines.push(detached ? '  npx mvproxy sandbox down                  stop the sandbox' : 'Ctrl-C stops the sandbox.');
   return `${lines.join('\n')}\n`;
 }

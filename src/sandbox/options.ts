@@ -3,6 +3,7 @@
 import type { InstalledComponents } from '../install/index.js';
 import type { ApiserverSpec } from './apiservers.js';
 import type { ControlPlaneReplicas } from './controlPlanes.js';
+import type { SandboxNetworkMode } from './netns.js';
 
 export const SANDBOX_MODES = ['mvproxy', 'upstream', 'none'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -36,5 +37,14 @@ export interface SandboxOptions {
    * it costs CPU on a small machine.
    */
   controllerManager?: boolean;
+  /**
+   * `loopback` (default): every process on the host's 127.0.0.1. `namespace`:
+   * every process in the sandbox's own network namespace, each node at its
+   * own address (192.0.2.11, .12, ...; apiserver on 6444, sidecar on 6443, as
+   * kubeadm lays a node out), the host reaching them through relays on the
+   * same 127.0.0.1 ports; and the control plane publishes the `kubernetes`
+   * Service's endpoints (the API refuses loopback addresses there).
+   */
+  network?: SandboxNetworkMode;
   progress?: (line: string) => void;
 }

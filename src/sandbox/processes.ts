@@ -16,6 +16,11 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv;
   /** Run in a UTS namespace with this hostname (apiserver identity is derived from it). */
   hostname?: string;
+  /**
+   * The command that enters the sandbox's network namespace (netns.ts), put
+   * before everything else: absent, the process shares the host's network.
+   */
+  enter?: readonly string[];
 }
 
 export class ManagedProcess {
@@ -93,16 +98,24 @@ export class ManagedProcess {
   }
 }
 
-function wrapCommand(spec: ProcessSpec): [string, string[]] {
+/**
+ * setpriv first: nsenter and unshare exec in place (no fork) and keep the
+ * effective user, so the parent-death signal holds for the command at the end.
+ */
+export function wrapCommand(spec: Pick<ProcessSpec, 'command' | 'args' | 'hostname' | 'enter'>): [string, string[]] {
   const inner = spec.hostname
-    ? [...utsNamespacePrefix(), 'sh', '-c', 'hostname "$0" && exec "$@"', spec.hostname, spec.command, ...spec.args]
+    ? [...utsNamespacePrefix(spec.enter !== undefined), 'sh', '-c', 'hostname "$0" && exec "$@"', spec.hostname, spec.command, ...spec.args]
     : [spec.command, ...spec.args];
-  return ['setpriv', ['--pdeathsig', 'KILL', ...inner]];
+  return ['setpriv', ['--pdeathsig', 'KILL', ...(spec.enter ?? []), ...inner]];
 }
 
-/** Root can unshare UTS directly; others need a user namespace to do it. */
-function utsNamespacePrefix(): string[] {
-  return process.getuid?.() === 0 ? ['unshare', '--uts'] : ['unshare', '--user', '--map-root-user', '--uts'];
+/**
+ * Root can unshare UTS directly; others need a user namespace to do it. A
+ * process that entered the sandbox's network namespace is root already (in
+ * the user namespace that owns it, when the sandbox is not run as root).
+ */
+function utsNamespacePrefix(entered: boolean): string[] {
+  return entered || process.getuid?.() === 0 ? ['unshare', '--uts'] : ['unshare', '--user', '--map-root-user', '--uts'];
 }
 
 export function tailOfFile(path: string, lines: number): string {

@@ -2,26 +2,33 @@
 // (each in its own UTS namespace so each has its own identity lease), all
 // sharing etcd (their command lines: apiservers.ts). Later layers add the
 // mvproxy control plane and one Envoy sidecar per apiserver (sidecars.ts).
-// The Sandbox starts and stops them all and writes the state file.
+// The Sandbox starts and stops them all and writes the state file. Its
+// network (network.ts): the host's loopback, or a network namespace of its own.
 import { mkdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { CONTROL_PLANE_USER, ensureSandboxPki, type SandboxPki } from './pki.js';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { repoFile } from '../util/protoRoot.js';
-import { writeApiserverKubeconfigs, writeKubeconfig } from './kubeconfig.js';
+import { ensureSandboxPki, type SandboxPki } from './pki.js';
+import { writeApiserverKubeconfigs } from './kubeconfig.js';
 import type { ManagedProcess } from './processes.js';
-import { writeState, type SandboxState, type SandboxApiserverState } from './state.js';
+import { writeState, type SandboxState } from './state.js';
 import { serviceAccountToken } from './serviceAccount.js';
-import { auditLogPath, compareVersions, SANDBOX_AUDIT_POLICY, validateApiserverSpecs, type ApiserverSpec, type RunningApiserver } from './apiservers.js';
+import {
+  apiserverListen,
+  auditLogPath,
+  compareVersions,
+  SANDBOX_AUDIT_POLICY,
+  sidecarListen,
+  validateApiserverSpecs,
+  type ApiserverSpec,
+  type RunningApiserver,
+} from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
 import { SandboxControlPlanes } from './controlPlanes.js';
 import type { SandboxMode, SandboxOptions } from './options.js';
 import { allocatePorts } from './portLayout.js';
 import { launchApiserver, startEtcd, type LaunchContext } from './launch.js';
 import { SandboxControllerManager } from './controllerManager.js';
-
-const execFileAsync = promisify(execFile);
+import { SandboxNetwork } from './network.js';
+import { sandboxState } from './stateView.js';
 
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
 export const SANDBOX_ADMIN_SERVICE_ACCOUNT = 'mvproxy-sandbox-admin';
@@ -40,14 +47,19 @@ export class Sandbox {
   private readonly auditPolicies = new Map<string, string>();
   private controllerManager?: SandboxControllerManager;
 
-  private constructor(private readonly opts: SandboxOptions) {
+  private constructor(
+    private readonly opts: SandboxOptions,
+    private readonly network: SandboxNetwork,
+  ) {
     this.dir = resolve(opts.dir);
     this.progress = opts.progress ?? (() => undefined);
+    const enter = network.enter;
     this.sidecars = new SandboxSidecars({
       dir: this.dir,
       logsDir: this.logsDir,
       envoy: opts.components.envoy,
       progress: this.progress,
+      ...(enter ? { enter } : {}),
     });
     this.controlPlanes = new SandboxControlPlanes({
       dir: this.dir,
@@ -55,6 +67,7 @@ export class Sandbox {
       replicas: opts.controlPlaneReplicas ?? 'one',
       ...(opts.peerEgressProxy ? { peerEgressProxy: opts.peerEgressProxy } : {}),
       progress: this.progress,
+      ...(enter ? { namespace: { enter, relay: (port, target) => network.expose(port, target) } } : {}),
     });
   }
 
@@ -77,7 +90,12 @@ export class Sandbox {
   /** Starts everything and waits until every apiserver is ready; on failure stops what it started. */
   static async up(opts: SandboxOptions): Promise<Sandbox> {
     validateApiserverSpecs(opts.apiservers, opts.components);
-    const sandbox = new Sandbox(opts);
+    const logsDir = join(resolve(opts.dir), 'logs');
+    mkdirSync(logsDir, { recursive: true });
+    const mode = opts.network ?? 'loopback';
+    if (mode === 'namespace') opts.progress?.('making the sandbox network namespace and its relay agent');
+    const network = await SandboxNetwork.create(mode, resolve(opts.dir), logsDir, opts.apiservers.length);
+    const sandbox = new Sandbox(opts, network);
     try {
       await sandbox.start();
       return sandbox;
@@ -91,23 +109,19 @@ export class Sandbox {
     mkdirSync(this.logsDir, { recursive: true });
     if (this.opts.auditLogs) writeFileSync(this.auditPolicyPath, SANDBOX_AUDIT_POLICY);
     const names = this.opts.apiservers.map((a) => a.name);
-    this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: names });
+    this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: names, extraSans: this.network.servingSans(names) });
     const ports = await allocatePorts(names, this.opts.basePort);
     this.etcdPort = ports.etcdClient;
+    const runs = await this.network.wire(this.opts.apiservers, ports, { sidecars: this.withSidecars, controllerManager: this.opts.controllerManager ?? false });
+    for (const run of runs) this.apiservers.set(run.spec.name, run);
     const etcd = startEtcd(this.launchContext, ports.etcdClient, ports.etcdPeer);
     this.etcd = etcd.process;
     await etcd.ready;
-    this.opts.apiservers.forEach((spec, i) => {
-      const port = ports.apiservers[i];
-      const [sidecarPort, sidecarStatsPort] = [ports.sidecars[i], ports.sidecarStats[i]];
-      if (port === undefined || sidecarPort === undefined || sidecarStatsPort === undefined) throw new Error('internal: port allocation mismatch');
-      this.apiservers.set(spec.name, { spec, port, sidecarPort, sidecarStatsPort });
-    });
     // Start them together (each takes seconds to become ready), then wait for all.
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
     this.adminToken = await this.createAdminToken();
     if (this.withSidecars) {
-      await this.startControlPlane(ports.controlPlaneAdmin);
+      await this.controlPlanes.start(ports.controlPlaneAdmin, [...this.apiservers.values()], this.requirePki(), this.kubectlPath());
       await Promise.all([...this.apiservers.keys()].map((name) => this.launchSidecar(name)));
     }
     if (this.opts.controllerManager) await this.startControllerManager(ports.controllerManager);
@@ -135,40 +149,18 @@ export class Sandbox {
     });
   }
 
-  /**
-   * The control plane is `mvproxy serve`, the same command an operator runs,
-   * as the user deploy/rbac.yaml binds and with only those rights: every test
-   * that uses the sandbox also checks that the shipped RBAC is enough.
-   */
-  private async startControlPlane(adminPort: number): Promise<void> {
-    const pki = this.requirePki();
-    // Watches go to the last apiserver: tests mostly stop the first ones.
-    const watched = [...this.apiservers.values()].at(-1);
-    if (!watched) throw new Error('internal: no apiserver');
-    const adminKubeconfig = join(this.dir, `kubeconfig-${watched.spec.name}-direct`);
-    await execFileAsync(this.kubectlPath(), [`--kubeconfig=${adminKubeconfig}`, 'apply', '--server-side', '-f', repoFile('deploy/rbac.yaml')], {
-      timeout: 60_000,
-    });
-    const kubeconfig = join(this.dir, 'kubeconfig-mvproxy-control-plane');
-    await writeKubeconfig(kubeconfig, {
-      server: `https://127.0.0.1:${watched.port}`,
-      caFile: pki.ca.cert,
-      user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
-      name: CONTROL_PLANE_USER,
-    });
-    await this.controlPlanes.start(adminPort, [...this.apiservers.values()], kubeconfig, pki);
-  }
-
   /** kube-controller-manager at the oldest version, on the first node of that version, through that node's endpoint. */
   private async startControllerManager(port: number): Promise<void> {
     const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
     const command = oldest && this.opts.components.kubernetes[oldest.spec.version]?.kubeControllerManager;
     if (!oldest || !command) throw new Error('internal: no kube-controller-manager installed');
-    const endpoint = this.state().apiservers.find((a) => a.name === oldest.spec.name);
+    const endpoint = this.withSidecars ? sidecarListen(oldest) : apiserverListen(oldest);
+    const enter = this.network.enter;
     this.controllerManager = new SandboxControllerManager({
       command,
       version: oldest.spec.version,
-      server: endpoint?.sidecar ?? `https://127.0.0.1:${oldest.port}`,
+      server: `https://${endpoint.host}:${endpoint.port}`,
+      ...(enter ? { enter } : {}),
       node: oldest.spec.name,
       port,
       pki: this.requirePki(),
@@ -240,6 +232,17 @@ export class Sandbox {
     await this.sidecars.stopSidecar(name);
   }
 
+  /** Kills one apiserver's Envoy sidecar with SIGKILL, as a crash would (the apiserver keeps running). */
+  async killSidecar(name: string): Promise<void> {
+    this.requireApiserver(name);
+    await this.sidecars.killSidecar(name);
+  }
+
+  /** Network mode `namespace`: the command that enters the sandbox's network namespace (put before a command to run it there). */
+  get namespaceEnter(): readonly string[] | undefined {
+    return this.network.enter;
+  }
+
   /** Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms). */
   async startSidecar(name: string): Promise<void> {
     await this.launchSidecar(name, 20);
@@ -251,7 +254,8 @@ export class Sandbox {
   }
 
   private get launchContext(): LaunchContext {
-    return { dir: this.dir, logsDir: this.logsDir, components: this.opts.components, progress: this.progress };
+    const enter = this.network.enter;
+    return { dir: this.dir, logsDir: this.logsDir, components: this.opts.components, progress: this.progress, ...(enter ? { enter } : {}) };
   }
 
   private async launchApiserver(name: string): Promise<void> {
@@ -302,38 +306,18 @@ export class Sandbox {
   }
 
   state(): SandboxState {
-    const pki = this.requirePki();
-    const apiservers: SandboxApiserverState[] = [...this.apiservers.values()].map((run) => {
-      const direct = `https://127.0.0.1:${run.port}`;
-      const kubeconfigDirect = join(this.dir, `kubeconfig-${run.spec.name}-direct`);
-      const sidecar = this.withSidecars ? this.sidecars.sidecarState(run) : {};
-      return {
-        name: run.spec.name,
-        version: run.spec.version,
-        ...(run.spec.runtimeConfig ? { runtimeConfig: run.spec.runtimeConfig } : {}),
-        hostname: run.spec.name,
-        direct,
-        ...sidecar,
-        kubeconfig: { direct: kubeconfigDirect, ...(this.withSidecars ? { sidecar: join(this.dir, `kubeconfig-${run.spec.name}-sidecar`) } : {}) },
-        running: run.process?.running ?? false,
-        logFile: join(this.logsDir, `${run.spec.name}.log`),
-      };
-    });
-    const kubectl = this.kubectlPath();
-    return {
-      pid: process.pid,
-      mode: this.mode,
+    return sandboxState({
       dir: this.dir,
-      apiservers,
-      kubectl,
-      ca: pki.ca.cert,
-      clientCerts: { admin: pki.admin, user: pki.user },
-      etcd: `http://127.0.0.1:${this.etcdPort}`,
-      logs: this.logsDir,
-      controlSocket: join(this.dir, 'control.sock'),
-      ...(this.withSidecars ? this.controlPlanes.state() : {}),
-      ...(this.controllerManager ? { controllerManager: this.controllerManager.state() } : {}),
-    };
+      logsDir: this.logsDir,
+      mode: this.mode,
+      apiservers: [...this.apiservers.values()],
+      pki: this.requirePki(),
+      kubectl: this.kubectlPath(),
+      etcdPort: this.etcdPort,
+      ...(this.withSidecars ? { sidecars: this.sidecars, controlPlanes: this.controlPlanes } : {}),
+      ...(this.controllerManager ? { controllerManager: this.controllerManager } : {}),
+      network: this.network,
+    });
   }
 
   /** kubectl of the newest release in the sandbox. */
@@ -364,6 +348,7 @@ export class Sandbox {
     await this.controlPlanes.stop();
     await Promise.all([...this.apiservers.values()].map((run) => run.process?.stop()));
     await this.etcd?.stop();
+    await this.network.stop();
     if (existsSync(this.statePath)) rmSync(this.statePath);
   }
 

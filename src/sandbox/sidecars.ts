@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { httpsGet } from '../util/https.js';
 import { PROMETHEUS_STATS_PATH, sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
 import { sidecarEnvoyArgs } from '../deploy/replica.js';
-import type { RunningApiserver } from './apiservers.js';
+import { sidecarListen, type RunningApiserver } from './apiservers.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
 import type { SandboxApiserverState } from './state.js';
@@ -17,6 +17,8 @@ export interface SandboxSidecarsOptions {
   /** The Envoy binary. */
   envoy: string;
   progress: (line: string) => void;
+  /** Network mode `namespace`: the command that enters the sandbox's network namespace. */
+  enter?: readonly string[];
 }
 
 export class SandboxSidecars {
@@ -37,6 +39,12 @@ export class SandboxSidecars {
     this.sidecars.delete(name);
   }
 
+  /** Kills the Envoy sidecar of `name` with SIGKILL, as a crash would (no drain, no goodbye). */
+  async killSidecar(name: string): Promise<void> {
+    await this.sidecars.get(name)?.kill();
+    this.sidecars.delete(name);
+  }
+
   /**
    * Starts the Envoy sidecar of `run`; ready once it answers /readyz with the
    * apiserver behind it (as `adminToken`), polled every `pollMs`.
@@ -51,15 +59,18 @@ export class SandboxSidecars {
       bootstrapPath,
       `${JSON.stringify(sidecarBootstrap({ nodeId: name, controlPlane, failover, admin: { unixSocket: this.sidecarAdminSocket(name) }, stats: { port: run.sidecarStatsPort } }), null, 2)}\n`,
     );
-    this.opts.progress(`starting the Envoy sidecar of ${name} on https://127.0.0.1:${run.sidecarPort}`);
+    const listen = sidecarListen(run);
+    this.opts.progress(`starting the Envoy sidecar of ${name} on https://${listen.host}:${listen.port}`);
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
       args: sidecarEnvoyArgs(bootstrapPath, 1),
       logFile: join(this.logsDir, `envoy-${name}.log`),
+      ...(this.opts.enter ? { enter: this.opts.enter } : {}),
     });
     this.sidecars.set(name, sidecar);
-    // Ready when the listener (pushed over ADS) answers with the apiserver behind it.
+    // Ready when the listener (pushed over ADS) answers with the apiserver behind it
+    // (through the host's relay in network mode `namespace`).
     await sidecar.waitReady(
       `Envoy sidecar of ${name}`,
       async () => {

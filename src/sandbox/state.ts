@@ -24,6 +24,24 @@ export interface SandboxApiserverState {
   kubeconfig: { direct: string; sidecar?: string };
   running: boolean;
   logFile: string;
+  /** Network mode `namespace`: its node's address in the sandbox's network namespace. */
+  nodeAddress?: string;
+  /** Network mode `namespace`: `direct` and `sidecar` as seen inside the namespace (the fields above are the host's relays to them). */
+  inNamespace?: { direct: string; sidecar?: string };
+}
+
+/** How the sandbox's processes are networked (network.ts). */
+export interface SandboxNetworkState {
+  /** `loopback`: on the host's 127.0.0.1; `namespace`: in the sandbox's own network namespace, the host's URLs being relays. */
+  mode: 'loopback' | 'namespace';
+  /** The process holding the namespace. */
+  namespacePid?: number;
+  /** The command that enters it, e.g. `nsenter --net=/proc/PID/ns/net` (then a command to run there). */
+  enter?: string;
+  /** The relay agent's Unix socket inside the namespace (relay.ts). */
+  relaySocket?: string;
+  /** Every host relay: the host's address, and what it reaches inside the namespace. */
+  relays?: { host: string; namespace: string }[];
 }
 
 export interface SandboxState {
@@ -40,6 +58,8 @@ export interface SandboxState {
   logs: string;
   /** Unix socket of the sandbox's control endpoint (stop/start apiservers). */
   controlSocket: string;
+  /** How its processes are networked. Absent in files written before network modes (then: loopback). */
+  network?: SandboxNetworkState;
   /** The mvproxy control plane (its first replica), when the sandbox runs sidecars. */
   controlPlane?: SandboxControlPlaneState;
   /** Every replica of the control plane (one, or one per apiserver). */

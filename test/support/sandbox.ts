@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureComponents } from '../../src/install/index.js';
 import type { ApiserverSpec } from '../../src/sandbox/apiservers.js';
 import type { SandboxMode } from '../../src/sandbox/options.js';
+import type { SandboxNetworkMode } from '../../src/sandbox/netns.js';
 import { Sandbox } from '../../src/sandbox/sandbox.js';
 import type { ControlPlaneReplicas } from '../../src/sandbox/controlPlanes.js';
 import type { SandboxState } from '../../src/sandbox/state.js';
@@ -35,7 +36,14 @@ export interface TestSandbox {
 /** `auditLogs`: every apiserver writes an audit log (Sandbox.auditLogPath), for tests that ask how an apiserver read a request. */
 export async function startTestSandbox(
   specs: ApiserverSpec[],
-  options: { peerEgressProxy?: string; auditLogs?: boolean; mode?: SandboxMode; controlPlaneReplicas?: ControlPlaneReplicas; controllerManager?: boolean } = {},
+  options: {
+    peerEgressProxy?: string;
+    auditLogs?: boolean;
+    mode?: SandboxMode;
+    controlPlaneReplicas?: ControlPlaneReplicas;
+    controllerManager?: boolean;
+    network?: SandboxNetworkMode;
+  } = {},
 ): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));

@@ -79,4 +79,15 @@ describe('next steps after sandbox up', () => {
     } as SandboxState;
     assert.match(nextSteps(none, { detached: false }), /kas-a\.direct get storageversionmigrations\n.*a 404/);
   });
+
+  it('in network mode namespace it shows the published kubernetes endpoints and how to enter the namespace', () => {
+    const inNamespace = { ...state, network: { mode: 'namespace', enter: 'nsenter --net=/proc/7/ns/net' } } as SandboxState;
+    const text = nextSteps(inNamespace, { detached: false });
+    assert.match(text, /kas-a\.sidecar -n default get endpointslices,endpoints kubernetes/);
+    assert.match(text, /nsenter --net=\/proc\/7\/ns\/net sh/);
+  });
+
+  it('on loopback it says nothing of endpoints or namespaces', () => {
+    assert.doesNotMatch(nextSteps(state, { detached: false }), /endpointslices|nsenter/);
+  });
 });

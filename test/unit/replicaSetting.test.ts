@@ -26,6 +26,27 @@ describe('a replica and its sidecar, wherever they run', () => {
     assert.equal(parsed.replicaName, 'mvproxy-a');
   });
 
+  it("the publish addresses a node is given become its apiserver entry's publish and sidecar.publish, and the plan publishes them", () => {
+    const node = {
+      name: 'a',
+      hostname: 'host-a',
+      servingCert: '/pki/a.crt',
+      servingKey: '/pki/a.key',
+      address: '192.0.2.11:6444',
+      sidecarListen: '192.0.2.11:6443',
+      publish: '192.0.2.11:6444',
+      sidecarPublish: '192.0.2.11:6443',
+    };
+    const config = replicaServeConfig([node], tls, replica, { publishKubernetesService: true });
+    const parsed = parseServeConfig(config, '/', false);
+    assert.deepEqual(parsed.kubernetesService?.plan, {
+      family: 'IPv4',
+      sidecarPort: 6443,
+      apiserverPort: 6444,
+      targets: [{ name: 'a', sidecarIp: '192.0.2.11', apiserverIp: '192.0.2.11' }],
+    });
+  });
+
   it('a replica without a mutual-TLS listener serves its own sidecar only (a single replica)', () => {
     assert.deepEqual(replicaServeConfig(apiservers, tls, replica)['xds'], { unixSocket: '/run/xds.sock' });
   });
