@@ -10,8 +10,10 @@ import { renderSvg, type ChartBand } from '../upgradeTest/chart.js';
 import { HEALTH_CHECK, HEALTH_CHECK_SOURCE } from '../upgradeTest/healthCheck.js';
 import { isTestMode, TEST_MODES, type TestMode } from '../upgradeTest/modes.js';
 import type { ModeOutcome } from '../upgradeTest/outcomes.js';
-import { DEFAULT_PAIR, versionPair } from '../upgradeTest/pairs.js';
+import { DEFAULT_PAIR, versionPair, type VersionPair } from '../upgradeTest/pairs.js';
 import { APISERVERS, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
+import { TERMINATING_ALLOWANCE_S } from '../upgradeTest/stories.js';
+import { NO_STORY_RESOURCE } from '../upgradeTest/storyJudgement.js';
 import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
 
 const MODE_PROCEDURES: Record<TestMode, string> = {
@@ -20,6 +22,19 @@ const MODE_PROCEDURES: Record<TestMode, string> = {
   mvproxy: 'the sidecars behind the load balancer; nothing else done around a restart',
   'mvproxy-drain': 'the sidecars behind the load balancer; drain --wait before each restart, undrain --wait after it',
 };
+
+/** When and how KEP-4020's stories run (src/upgradeTest/stories.ts), or why they do not. */
+function storiesProcedure(pair: VersionPair): Record<string, unknown> {
+  if (pair.storyResource === undefined) return { resource: null, skipped: NO_STORY_RESOURCE };
+  return {
+    resource: pair.storyResource,
+    when: `after ${APISERVERS[0]}'s upgrade step, before the next: ${APISERVERS[0]} then alone serves the resource`,
+    every_apiserver_up: 'a namespace holding two such objects deleted through the load balancer; an owner of the resource with a ConfigMap dependent',
+    sole_server_restarting: `the same, then ${APISERVERS[0]} restarted at its version as an operator step, the namespace deleted through the load balancer right after it stopped`,
+    terminating_allowance_s: TERMINATING_ALLOWANCE_S,
+    judged: `${TERMINATING_ALLOWANCE_S} s after ${APISERVERS[0]} is back in the load balancer, read from it directly`,
+  };
+}
 
 export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -78,6 +93,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       apiserver_shutdown_delay_s: SHUTDOWN_DELAY_SECONDS,
       served_set_reading_interval_ms: SERVED_SET_READING_INTERVAL_MS,
       modes: Object.fromEntries(modes.map((m) => [m, MODE_PROCEDURES[m]])),
+      stories: storiesProcedure(pair),
       invariants: INVARIANTS,
       mvproxy_claims: MVPROXY_CLAIMS,
     },
