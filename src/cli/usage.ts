@@ -115,8 +115,12 @@ defaults: /readyz every 2 s, back after 2 passes), once per mode and --runs
 times (default 1); mvproxy-drain also drains each apiserver with mvproxy
 around its restart. Counts spurious 404s, lost writes, missed watch events,
 5xx with and without Retry-After and while an apiserver served the resource,
-incomplete discovery, transport errors, broken watches and re-lists; writes
-every run and each count's total and per-run values to --out and draws the
+incomplete discovery, transport errors, broken watches and re-lists. With a
+real kube-controller-manager in every sandbox, after the first apiserver's
+upgrade (1.36-1.37 only) it also tells KEP-4020's stories: namespaces holding
+PodCertificateRequests only that apiserver serves deleted with every
+apiserver up and while it restarts, and counts namespaces left with garbage
+or stuck Terminating and dependents wrongly deleted. Writes every run and each count's total and per-run values to --out and draws the
 outcomes over time of each mode's first run (--svg, default next to --out).
 `,
 };
