@@ -63,9 +63,9 @@ const SETS: Record<StoryName, StorySet> = {
   'sole server restarting': { story: 'sole server restarting', deleted: 'story-restart-1', gc: 'story-gc-restart' },
 };
 const OWNER = 'owner';
+const DEPENDENT = 'dependent';
 /** An answer's status (0: none came) and body. */
 type Reply = { status: number; body: string };
-const DEPENDENT = 'dependent';
 
 /** Tells both stories and judges them; the counts and what they were judged on. */
 export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; record: StoriesRecord }> {
@@ -89,7 +89,7 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
   const step = await p.operator.step(p.server, p.version, p.version, { purpose: 'story restart', afterStop: () => deleteNamespace(restart) });
 
   const judgeAt = step.inAt + allowanceS * 1000;
-  p.log(`stories: judged ${allowanceS} s after ${p.server} was back`);
+  p.log(`stories: judging ${allowanceS} s after ${p.server} came back`);
   await sleep(Math.max(0, judgeAt - p.now()));
   const judgedAt = p.operator.mark('story: judged');
   const namespaces: DeletedNamespaceReading[] = [];
