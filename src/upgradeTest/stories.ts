@@ -5,7 +5,9 @@
 //
 // 1. "every apiserver up": a namespace holding two objects only that server
 //    serves, and in another namespace such an owner with a ConfigMap
-//    dependent; the first namespace deleted through the load balancer.
+//    dependent; the first namespace deleted through the load balancer, and
+//    waited for (at most the allowance) so that the next story's restart
+//    does not overlap it.
 // 2. "sole server restarting": the same again, then the operator restarts
 //    that server at the same version (an operator step like the others:
 //    out of the load balancer, stop, start, back in) and the namespace is
@@ -83,6 +85,8 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
   const up = SETS['every apiserver up'];
   await setUp(p, up, setupFailures);
   await deleteNamespace(up);
+  // With every apiserver up the controllers have until the allowance to finish: the restart must not overlap this story.
+  await untilGone(p, up.deleted, allowanceS * 1000);
 
   const restart = SETS['sole server restarting'];
   await setUp(p, restart, setupFailures);
@@ -115,6 +119,16 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
       unreadable: unreadable(namespaces, dependents),
     },
   };
+}
+
+/** Waits until `namespace` is gone (read from the server) or `timeoutMs` has passed. */
+async function untilGone(p: StoryParts, namespace: string, timeoutMs: number): Promise<void> {
+  const start = p.now();
+  while (p.now() - start < timeoutMs) {
+    if ((await direct(p, 'GET', `/api/v1/namespaces/${namespace}`)).status === 404) break;
+    await sleep(1000);
+  }
+  p.log(`story: ${namespace} ${p.now() - start < timeoutMs ? 'gone' : 'still there'} after ${Math.round((p.now() - start) / 100) / 10} s`);
 }
 
 /** Both namespaces; two objects in the one the story deletes; the owner directly on the server, its dependent through the load balancer. */
