@@ -1,4 +1,5 @@
-// `mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]`:
+// `mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]
+//   [--controller-manager-node kas-a|kas-b|kas-c]`:
 // upgrades three apiservers and rolls them back under load in each mode, N
 // times, writes every run's counts and their summary as JSON
 // (src/upgradeTest/summary.ts documents its shape) and the picture as SVG.
@@ -46,6 +47,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       runs: { type: 'string', default: '1' },
       svg: { type: 'string' },
       short: { type: 'boolean', default: false },
+      'controller-manager-node': { type: 'string', default: APISERVERS[0] },
     },
     strict: true,
   });
@@ -59,6 +61,8 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
     process.stderr.write(`[upgrade-test] ${line}\n`);
   };
   const pair = versionPair(values.pair ?? DEFAULT_PAIR);
+  const controllerManagerNode = values['controller-manager-node'] ?? APISERVERS[0] ?? 'kas-a';
+  if (!APISERVERS.includes(controllerManagerNode)) throw new Error(`--controller-manager-node: one of ${APISERVERS.join(', ')}, got ${controllerManagerNode}`);
   const components = await ensureComponents({ kubernetesVersions: [pair.older, pair.newer], log: progress });
   const results = Object.fromEntries(modes.map((m) => [m, [] as ModeOutcome[]])) as Record<TestMode, ModeOutcome[]>;
   const bands: ChartBand[] = [];
@@ -66,7 +70,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   for (let run = 1; run <= runs; run++) {
     for (const m of modes) {
       progress(`run ${run} of ${runs}, mode ${m}`);
-      const { outcome, band } = await runMode(m, { components, short: values.short, pair, progress });
+      const { outcome, band } = await runMode(m, { components, short: values.short, pair, controllerManagerNode, progress });
       results[m].push(outcome);
       if (run === 1) bands.push(band);
     }
@@ -93,6 +97,11 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       apiserver_shutdown_delay_s: SHUTDOWN_DELAY_SECONDS,
       served_set_reading_interval_ms: SERVED_SET_READING_INTERVAL_MS,
       modes: Object.fromEntries(modes.map((m) => [m, MODE_PROCEDURES[m]])),
+      controller_manager: {
+        version: pair.older,
+        node: controllerManagerNode,
+        endpoint: "the node's own: its sidecar in the mvproxy modes, the apiserver itself in none and upstream",
+      },
       stories: storiesProcedure(pair),
       invariants: INVARIANTS,
       mvproxy_claims: MVPROXY_CLAIMS,

@@ -36,5 +36,7 @@ export interface SandboxOptions {
    * it costs CPU on a small machine.
    */
   controllerManager?: boolean;
+  /** The apiserver whose node the kube-controller-manager runs on (its endpoint); by default the first of the oldest version. */
+  controllerManagerNode?: string;
   progress?: (line: string) => void;
 }

@@ -159,17 +159,18 @@ export class Sandbox {
     await this.controlPlanes.start(adminPort, [...this.apiservers.values()], kubeconfig, pki);
   }
 
-  /** kube-controller-manager at the oldest version, on the first node of that version, through that node's endpoint. */
+  /** kube-controller-manager at the oldest version, on the first node of that version (or the one asked for), through that node's endpoint. */
   private async startControllerManager(port: number): Promise<void> {
     const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
     const command = oldest && this.opts.components.kubernetes[oldest.spec.version]?.kubeControllerManager;
     if (!oldest || !command) throw new Error('internal: no kube-controller-manager installed');
-    const endpoint = this.state().apiservers.find((a) => a.name === oldest.spec.name);
+    const node = this.opts.controllerManagerNode === undefined ? oldest : this.requireApiserver(this.opts.controllerManagerNode);
+    const endpoint = this.state().apiservers.find((a) => a.name === node.spec.name);
     this.controllerManager = new SandboxControllerManager({
       command,
       version: oldest.spec.version,
-      server: endpoint?.sidecar ?? `https://127.0.0.1:${oldest.port}`,
-      node: oldest.spec.name,
+      server: endpoint?.sidecar ?? `https://127.0.0.1:${node.port}`,
+      node: node.spec.name,
       port,
       pki: this.requirePki(),
       dir: this.dir,

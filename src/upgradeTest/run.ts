@@ -39,6 +39,8 @@ export interface RunOptions {
   /** One apiserver upgraded and rolled back, lighter load: for the test suite. */
   short: boolean;
   pair: VersionPair;
+  /** The apiserver whose node runs kube-controller-manager (through its endpoint); default kas-a, the first upgraded. */
+  controllerManagerNode?: string;
   progress: (line: string) => void;
 }
 
@@ -54,6 +56,7 @@ export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outco
     mode: sandboxModeOf(mode),
     // KEP-4020's victims, the real ones: the stories (stories.ts) judge what its namespace controller and garbage collector did.
     controllerManager: true,
+    ...(opts.controllerManagerNode === undefined ? {} : { controllerManagerNode: opts.controllerManagerNode }),
   });
   // MVPROXY_UPGRADE_TEST_KEEP=1 keeps the sandbox folder (every component's log, each sidecar's Envoy stats): the evidence for a finding.
   const keep = process.env['MVPROXY_UPGRADE_TEST_KEEP'] === '1';
