@@ -1,4 +1,5 @@
-// `mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]`:
+// `mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all] [--runs N] [--svg FILE] [--short]
+//   [--controller-manager-node kas-a|kas-b|kas-c]`:
 // upgrades three apiservers and rolls them back under load in each mode, N
 // times, writes every run's counts and their summary as JSON
 // (src/upgradeTest/summary.ts documents its shape) and the picture as SVG.
@@ -10,8 +11,10 @@ import { renderSvg, type ChartBand } from '../upgradeTest/chart.js';
 import { HEALTH_CHECK, HEALTH_CHECK_SOURCE } from '../upgradeTest/healthCheck.js';
 import { isTestMode, TEST_MODES, type TestMode } from '../upgradeTest/modes.js';
 import type { ModeOutcome } from '../upgradeTest/outcomes.js';
-import { DEFAULT_PAIR, versionPair } from '../upgradeTest/pairs.js';
-import { APISERVERS, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
+import { DEFAULT_PAIR, versionPair, type VersionPair } from '../upgradeTest/pairs.js';
+import { APISERVERS, DEFAULT_CONTROLLER_MANAGER_NODE, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
+import { TERMINATING_ALLOWANCE_S } from '../upgradeTest/stories.js';
+import { NO_STORY_RESOURCE } from '../upgradeTest/storyJudgement.js';
 import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
 
 const MODE_PROCEDURES: Record<TestMode, string> = {
@@ -20,6 +23,19 @@ const MODE_PROCEDURES: Record<TestMode, string> = {
   mvproxy: 'the sidecars behind the load balancer; nothing else done around a restart',
   'mvproxy-drain': 'the sidecars behind the load balancer; drain --wait before each restart, undrain --wait after it',
 };
+
+/** When and how KEP-4020's stories run (src/upgradeTest/stories.ts), or why they do not. */
+function storiesProcedure(pair: VersionPair): Record<string, unknown> {
+  if (pair.storyResource === undefined) return { resource: null, skipped: NO_STORY_RESOURCE };
+  return {
+    resource: pair.storyResource,
+    when: `after ${APISERVERS[0]}'s upgrade step, before the next: ${APISERVERS[0]} then alone serves the resource`,
+    every_apiserver_up: 'a namespace holding two such objects deleted through the load balancer; an owner of the resource with a ConfigMap dependent',
+    sole_server_restarting: `the same, then ${APISERVERS[0]} restarted at its version as an operator step, the namespace deleted through the load balancer right after it stopped`,
+    terminating_allowance_s: TERMINATING_ALLOWANCE_S,
+    judged: `${TERMINATING_ALLOWANCE_S} s after ${APISERVERS[0]} is back in the load balancer, read from it directly`,
+  };
+}
 
 export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -31,6 +47,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       runs: { type: 'string', default: '1' },
       svg: { type: 'string' },
       short: { type: 'boolean', default: false },
+      'controller-manager-node': { type: 'string', default: DEFAULT_CONTROLLER_MANAGER_NODE },
     },
     strict: true,
   });
@@ -44,6 +61,8 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
     process.stderr.write(`[upgrade-test] ${line}\n`);
   };
   const pair = versionPair(values.pair ?? DEFAULT_PAIR);
+  const controllerManagerNode = values['controller-manager-node'] ?? DEFAULT_CONTROLLER_MANAGER_NODE;
+  if (!APISERVERS.includes(controllerManagerNode)) throw new Error(`--controller-manager-node: one of ${APISERVERS.join(', ')}, got ${controllerManagerNode}`);
   const components = await ensureComponents({ kubernetesVersions: [pair.older, pair.newer], log: progress });
   const results = Object.fromEntries(modes.map((m) => [m, [] as ModeOutcome[]])) as Record<TestMode, ModeOutcome[]>;
   const bands: ChartBand[] = [];
@@ -51,7 +70,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   for (let run = 1; run <= runs; run++) {
     for (const m of modes) {
       progress(`run ${run} of ${runs}, mode ${m}`);
-      const { outcome, band } = await runMode(m, { components, short: values.short, pair, progress });
+      const { outcome, band } = await runMode(m, { components, short: values.short, pair, controllerManagerNode, progress });
       results[m].push(outcome);
       if (run === 1) bands.push(band);
     }
@@ -78,6 +97,12 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       apiserver_shutdown_delay_s: SHUTDOWN_DELAY_SECONDS,
       served_set_reading_interval_ms: SERVED_SET_READING_INTERVAL_MS,
       modes: Object.fromEntries(modes.map((m) => [m, MODE_PROCEDURES[m]])),
+      controller_manager: {
+        version: pair.older,
+        node: controllerManagerNode,
+        endpoint: "the node's own: its sidecar in the mvproxy modes, the apiserver itself in none and upstream",
+      },
+      stories: storiesProcedure(pair),
       invariants: INVARIANTS,
       mvproxy_claims: MVPROXY_CLAIMS,
     },

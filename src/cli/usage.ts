@@ -113,7 +113,7 @@ for mvproxy and upstream, --convergence-samples times per kind of change
 Prints the figures and a flat summary, and writes them all to --out as JSON.
 `,
   'upgrade-test': `usage: mvproxy upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all]
-                            [--runs N] [--svg FILE] [--short]
+                            [--runs N] [--svg FILE] [--short] [--controller-manager-node kas-a|kas-b|kas-c]
 
 Upgrades three apiservers from the older version of --pair to the newer
 (default 1.36-1.37: v1.36.3 to v1.37.2, skew on storageversionmigrations;
@@ -123,8 +123,14 @@ defaults: /readyz every 2 s, back after 2 passes), once per mode and --runs
 times (default 1); mvproxy-drain also drains each apiserver with mvproxy
 around its restart. Counts spurious 404s, lost writes, missed watch events,
 5xx with and without Retry-After and while an apiserver served the resource,
-incomplete discovery, transport errors, broken watches and re-lists; writes
-every run and each count's total and per-run values to --out and draws the
+incomplete discovery, transport errors, broken watches and re-lists. With a
+real kube-controller-manager in every sandbox, after the first apiserver's
+upgrade (1.36-1.37 only) it also tells KEP-4020's stories: namespaces holding
+PodCertificateRequests only that apiserver serves deleted with every
+apiserver up and while it restarts, and counts namespaces left with garbage
+or stuck Terminating and dependents wrongly deleted. kube-controller-manager
+runs at the older version on --controller-manager-node's node (default kas-c,
+upgraded last, so that it meets the skew; kas-a is the first upgraded). Writes every run and each count's total and per-run values to --out and draws the
 outcomes over time of each mode's first run (--svg, default next to --out).
 `,
 };

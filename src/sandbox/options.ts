@@ -46,5 +46,7 @@ export interface SandboxOptions {
    * Service's endpoints (the API refuses loopback addresses there).
    */
   network?: SandboxNetworkMode;
+  /** The apiserver whose node the kube-controller-manager runs on (its endpoint); by default the first of the oldest version. */
+  controllerManagerNode?: string;
   progress?: (line: string) => void;
 }

@@ -149,19 +149,20 @@ export class Sandbox {
     });
   }
 
-  /** kube-controller-manager at the oldest version, on the first node of that version, through that node's endpoint. */
+  /** kube-controller-manager at the oldest version, on the first node of that version (or the one asked for), through that node's endpoint. */
   private async startControllerManager(port: number): Promise<void> {
     const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
     const command = oldest && this.opts.components.kubernetes[oldest.spec.version]?.kubeControllerManager;
     if (!oldest || !command) throw new Error('internal: no kube-controller-manager installed');
-    const endpoint = this.withSidecars ? sidecarListen(oldest) : apiserverListen(oldest);
+    const node = this.opts.controllerManagerNode === undefined ? oldest : this.requireApiserver(this.opts.controllerManagerNode);
+    const endpoint = this.withSidecars ? sidecarListen(node) : apiserverListen(node);
     const enter = this.network.enter;
     this.controllerManager = new SandboxControllerManager({
       command,
       version: oldest.spec.version,
       server: `https://${endpoint.host}:${endpoint.port}`,
       ...(enter ? { enter } : {}),
-      node: oldest.spec.name,
+      node: node.spec.name,
       port,
       pki: this.requirePki(),
       dir: this.dir,

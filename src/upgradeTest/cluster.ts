@@ -13,8 +13,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export class ClusterReader {
   constructor(private readonly sandbox: Sandbox) {}
 
-  /** A request to apiserver `via` (by default the first one running). */
-  private async direct(method: string, path: string, body?: unknown, via?: string): Promise<HttpResult> {
+  /** A request to apiserver `via` (by default the first one running), with the admin certificate; throws when it is not running. */
+  async direct(method: string, path: string, body?: unknown, via?: string): Promise<HttpResult> {
     const state = this.sandbox.state();
     const running = state.apiservers.find((a) => a.running && (via === undefined || a.name === via));
     if (!running) throw new Error(via === undefined ? 'no apiserver is running' : `apiserver ${via} is not running`);

@@ -1,5 +1,6 @@
-// The objects the test writes and the paths it uses: pure.
-import { CRD_GROUP, GEN_ANNOTATION, RESOURCE_SPECS, TEST_NAMESPACE, type ResourceSpec } from './observations.js';
+// The objects the test writes and the paths it uses: pure (no I/O; new keys and UIDs are random).
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { CRD_GROUP, GEN_ANNOTATION, RESOURCE_SPECS, STORY_RESOURCE_SPECS, TEST_NAMESPACE, type ResourceSpec, type StoryResourceKey } from './observations.js';
 
 export function collectionPath(s: ResourceSpec): string {
   const base = s.group === '' ? `/api/${s.version}` : `/apis/${s.group}/${s.version}`;
@@ -90,4 +91,71 @@ export function discoveryGroups(body: string): string[] | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The path of `resource` (a story resource) in `namespace`, or of one object of it. */
+export function storyPath(resource: StoryResourceKey, namespace: string, name?: string): string {
+  const s = STORY_RESOURCE_SPECS[resource];
+  return `/apis/${s.group}/${s.version}/namespaces/${namespace}/${resource}${name === undefined ? '' : `/${name}`}`;
+}
+
+/** A new object of a story resource, valid for creation by an administrator. */
+export function newStoryObject(resource: StoryResourceKey, name: string): Record<string, unknown> {
+  switch (resource) {
+    case 'podcertificaterequests':
+      return podCertificateRequest(name);
+  }
+}
+
+/** A signer outside kubernetes.io: nothing in the cluster acts on the requests. */
+export const STORY_SIGNER = 'upgradetest.mvproxy.dev/signer';
+
+/**
+ * A certificates.k8s.io/v1 PodCertificateRequest for a pod that does not
+ * exist: kube-apiserver only validates it (v1.37's
+ * ValidatePodCertificateRequestCreate: names and UIDs well formed,
+ * maxExpirationSeconds within [3600, 7862400], and spec.stubPKCS10Request a
+ * PKCS#10 request with an Ed25519, ECDSA or RSA key whose signature verifies).
+ * v1 has no pkixPublicKey/proofOfPossession (v1beta1's): the key goes in the
+ * stub request, empty as kubelet's.
+ */
+export function podCertificateRequest(name: string): Record<string, unknown> {
+  const podUID = randomUUID();
+  return {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'PodCertificateRequest',
+    metadata: { name },
+    spec: {
+      signerName: STORY_SIGNER,
+      podName: `${name}-pod`,
+      podUID,
+      serviceAccountName: 'default',
+      serviceAccountUID: randomUUID(),
+      nodeName: 'story-node',
+      nodeUID: randomUUID(),
+      maxExpirationSeconds: 86400,
+      stubPKCS10Request: stubPkcs10Request().toString('base64'),
+    },
+  };
+}
+
+/** DER: a tag, its length, its content. */
+function der(tag: number, content: Buffer): Buffer {
+  const n = content.length;
+  const length = n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
+  return Buffer.concat([Buffer.from([tag]), length, content]);
+}
+
+/** id-Ed25519 (RFC 8410): 1.3.101.112. */
+const ED25519_ALGORITHM = der(0x30, der(0x06, Buffer.from([0x2b, 0x65, 0x70])));
+
+/** An empty PKCS#10 certification request (RFC 2986: version 0, no subject, no attributes) for a new Ed25519 key, signed with it. */
+export function stubPkcs10Request(): Buffer {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const info = der(
+    0x30,
+    Buffer.concat([der(0x02, Buffer.from([0])), der(0x30, Buffer.alloc(0)), publicKey.export({ type: 'spki', format: 'der' }), der(0xa0, Buffer.alloc(0))]),
+  );
+  const signature = sign(null, info, privateKey);
+  return der(0x30, Buffer.concat([info, ED25519_ALGORITHM, der(0x03, Buffer.concat([Buffer.from([0]), signature]))]));
 }

@@ -39,6 +39,18 @@ export const RESOURCE_SPECS: Readonly<Record<ResourceKey, ResourceSpec>> = {
   widgets: { key: 'widgets', group: CRD_GROUP, version: 'v1', namespaced: true, kind: 'Widget' },
 };
 
+/**
+ * Namespaced resources only the newer side of a pair serves, for the stories
+ * of KEP-4020's two victims (stories.ts): the namespace controller and the
+ * garbage collector. Not under load: the stories create and read them.
+ */
+export const STORY_RESOURCES = ['podcertificaterequests'] as const;
+export type StoryResourceKey = (typeof STORY_RESOURCES)[number];
+
+export const STORY_RESOURCE_SPECS: Readonly<Record<StoryResourceKey, { group: string; version: string; kind: string }>> = {
+  podcertificaterequests: { group: 'certificates.k8s.io', version: 'v1', kind: 'PodCertificateRequest' },
+};
+
 /** The namespace every namespaced object of the test lives in. */
 export const TEST_NAMESPACE = 'upgrade-test';
 
@@ -104,6 +116,8 @@ export interface StepRecord {
   readyAt: number;
   /** Back in rotation (in service again from here): the health check's `rise` passes after the operator put it back. */
   inAt: number;
+  /** A step that is no upgrade or rollback (a restart at the same version): why it was made. */
+  purpose?: string;
 }
 
 /** A watch whose stream broke after its 200 (not cut by the load balancer): its client saw a failure. */

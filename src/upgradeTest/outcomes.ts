@@ -3,6 +3,7 @@
 // (observed, never assumed from its version).
 import type { Ledger, LostWrite } from './ledger.js';
 import type { BrokenWatch, RequestRecord, ResourceKey, StepRecord, WatchEventRecord, WriteRecord } from './observations.js';
+import type { NoStories, StoriesRecord, StoryCounts } from './storyJudgement.js';
 import type { Timeline } from './timeline.js';
 
 /**
@@ -126,6 +127,10 @@ export interface ModeObservations {
   checks: readonly CheckRecord[];
   steps: StepRecord[];
   durationMs: number;
+  /** KEP-4020's stories (stories.ts), when the pair has a story resource. */
+  stories?: { counts: StoryCounts; record: StoriesRecord } | NoStories;
+  /** How often the sandbox restarted kube-controller-manager (it exits when it loses its apiserver). */
+  controllerManagerRestarts?: number;
 }
 
 /** One run of one mode, as the JSON records it (times in seconds since the mode's start unless named _ms). */
@@ -151,7 +156,18 @@ export interface ModeOutcome {
   acknowledged_writes_not_read_back: number;
   /** Acknowledged creates and updates whose answer carried no resourceVersion. */
   acknowledged_without_resource_version: number;
+  // KEP-4020's stories (stories.ts, storyJudgement.ts), judged from what the real kube-controller-manager did: mvproxy claims 0 (MVPROXY_CLAIMS).
+  /** Namespaces deleted by a story that went while objects of theirs were still stored. */
+  namespaces_left_with_garbage: number;
+  /** Namespaces deleted by a story still there once the allowance after the sole server's return had passed. */
+  namespaces_stuck_terminating: number;
+  /** ConfigMaps gone while their owner (only one apiserver serves it) still existed. */
+  dependents_wrongly_deleted: number;
+  /** What the stories were judged on, or why none ran. */
+  stories?: StoriesRecord | NoStories;
   // Extras.
+  /** How often the sandbox restarted kube-controller-manager (it exits when it loses its apiserver and leader election). */
+  controller_manager_restarts: number;
   watch_events_missed: number;
   watch_events_duplicated: number;
   /** Watches the server ended cleanly; their clients resumed (not a failure). */
@@ -195,6 +211,8 @@ export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledge
   const withoutRv = acknowledged.filter((w) => w.verb !== 'delete' && w.rv === undefined);
   const unread = notReadBack(ledger.all(), o.checks);
   const lost = o.checks.flatMap((c) => c.lost);
+  const stories = o.stories === undefined || 'skipped' in o.stories ? undefined : o.stories;
+  const storiesRecord = o.stories === undefined ? undefined : 'skipped' in o.stories ? o.stories : o.stories.record;
   return {
     spurious_404: spurious.length,
     lost_writes: lost.length,
@@ -209,6 +227,11 @@ export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledge
     errors_5xx_while_served: whileServed.length,
     acknowledged_writes_not_read_back: unread.length,
     acknowledged_without_resource_version: withoutRv.length,
+    namespaces_left_with_garbage: stories?.counts.namespaces_left_with_garbage ?? 0,
+    namespaces_stuck_terminating: stories?.counts.namespaces_stuck_terminating ?? 0,
+    dependents_wrongly_deleted: stories?.counts.dependents_wrongly_deleted ?? 0,
+    ...(storiesRecord === undefined ? {} : { stories: storiesRecord }),
+    controller_manager_restarts: o.controllerManagerRestarts ?? 0,
     watch_events_missed: watch.missed.length,
     watch_events_duplicated: watch.duplicated.length,
     watches_ended_by_server: o.watchesEndedByServer,

@@ -5,7 +5,12 @@
 // - 1.35 -> 1.36 (the upgrade users make before upstream's proxy is beta):
 //   admissionregistration.k8s.io/v1 mutatingadmissionpolicies (and its
 //   bindings), the only difference between the two releases' defaults.
-import type { ResourceKey } from './observations.js';
+// A pair also names the namespaced resource only its newer side serves, for
+// the stories of KEP-4020's victims (stories.ts), when there is one: 1.37
+// serves certificates.k8s.io/v1 podcertificaterequests (GA, on by default;
+// 1.36 has the API at beta, off by default); 1.35 and 1.36 differ by no
+// namespaced resource, so that pair runs no stories.
+import type { ResourceKey, StoryResourceKey } from './observations.js';
 
 export interface VersionPair {
   id: string;
@@ -15,6 +20,8 @@ export interface VersionPair {
   resources: readonly ResourceKey[];
   /** The resource only the newer side serves. */
   skew: ResourceKey;
+  /** The namespaced resource only the newer side serves, for the stories (stories.ts); absent: the pair runs none. */
+  storyResource?: StoryResourceKey;
 }
 
 const COMMON: readonly ResourceKey[] = ['configmaps', 'deployments', 'jobs', 'widgets'];
@@ -26,6 +33,7 @@ export const VERSION_PAIRS: Readonly<Record<string, VersionPair>> = {
     newer: 'v1.37.2',
     resources: [...COMMON, 'storageversionmigrations'],
     skew: 'storageversionmigrations',
+    storyResource: 'podcertificaterequests',
   },
   '1.35-1.36': {
     id: '1.35-1.36',

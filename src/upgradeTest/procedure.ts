@@ -34,6 +34,13 @@ export interface OperatorParts {
   holdMs: number;
 }
 
+export interface StepExtras {
+  /** Why a step that is no upgrade is made (the stories' restart). */
+  purpose?: string;
+  /** Run once the apiserver has stopped, before it starts again. */
+  afterStop?: () => Promise<void>;
+}
+
 export class Operator {
   readonly steps: StepRecord[] = [];
   readonly checks: CheckRecord[] = [];
@@ -45,11 +52,16 @@ export class Operator {
     return sleep(this.p.holdMs);
   }
 
-  /** Replaces `apiserver` (running version `from`) by version `to`, then holds. */
-  async step(apiserver: string, from: string, to: string): Promise<void> {
+  /**
+   * Replaces `apiserver` (running version `from`) by version `to` (the same
+   * version: a restart), then holds. `purpose` names a step outside the
+   * upgrade in its record and marks; `afterStop` runs once it has stopped.
+   */
+  async step(apiserver: string, from: string, to: string, extra: StepExtras = {}): Promise<StepRecord> {
     const { balancer, sandbox, load, log, drain } = this.p;
     const onlyHere = servedOnlyBy(this.p.timeline, apiserver, this.p.now());
-    const outAt = this.mark(`${apiserver} out`);
+    const tag = extra.purpose === undefined ? '' : ` (${extra.purpose})`;
+    const outAt = this.mark(`${apiserver} out${tag}`);
     log(`${apiserver}: out of rotation${drain ? ', drain' : ''}`);
     // Out of the rotation first (no new requests reach it), then the drain moves what sidecars send it to peers.
     const takeOut = balancer.takeOut(apiserver);
@@ -63,6 +75,7 @@ export class Operator {
     log(`${apiserver}: stop`);
     this.p.observer.stopping(apiserver);
     await sandbox.stopApiserver(apiserver);
+    await extra.afterStop?.();
     log(`${apiserver}: start ${to}`);
     await sandbox.startApiserver(apiserver, { version: to });
     const readyAt = this.p.now();
@@ -70,11 +83,13 @@ export class Operator {
     await drain?.('Undrain', apiserver);
     log(`${apiserver}: ready; back in the load balancer, waiting for its health check`);
     const inAt = await balancer.putBack(apiserver);
-    this.marks.push({ second: inAt / 1000, label: `${apiserver} ${to} in` });
+    this.marks.push({ second: inAt / 1000, label: `${apiserver} ${to} in${tag}` });
     load.releaseWrites();
-    this.steps.push({ apiserver, from, to, outAt, readyAt, inAt });
+    const record: StepRecord = { apiserver, from, to, outAt, readyAt, inAt, ...(extra.purpose === undefined ? {} : { purpose: extra.purpose }) };
+    this.steps.push(record);
     log(`${apiserver}: in rotation at ${to}, ${Math.round(inAt - readyAt)} ms after /readyz passed`);
     await this.hold();
+    return record;
   }
 
   /** Reads back every resource some apiserver in service is observed serving, each from one that serves it; resources none serves are left out. */
@@ -102,7 +117,8 @@ export class Operator {
     }
   }
 
-  private mark(label: string): number {
+  /** Records an operator event for the picture; returns its time. */
+  mark(label: string): number {
     const t = this.p.now();
     this.marks.push({ second: t / 1000, label });
     return t;

@@ -18,15 +18,24 @@ import { Ledger } from './ledger.js';
 import { Load } from './load.js';
 import { operatorDrains, sandboxModeOf, throughSidecars, type TestMode } from './modes.js';
 import type { RequestRecord, ResourceKey } from './observations.js';
-import { judgeMode, judgeWatch, perSecond, type ModeOutcome } from './outcomes.js';
+import { judgeMode, judgeWatch, perSecond, type ModeObservations, type ModeOutcome } from './outcomes.js';
 import type { VersionPair } from './pairs.js';
 import { Operator } from './procedure.js';
 import { ServedSetObserver } from './servedSets.js';
+import { runStories } from './stories.js';
+import { NO_STORY_RESOURCE } from './storyJudgement.js';
 import { Timeline } from './timeline.js';
 import { discoveryLoop, Watcher } from './watch.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const APISERVERS = ['kas-a', 'kas-b', 'kas-c'];
+/**
+ * kas-c, upgraded last: its (old) controller-manager leads while kas-a alone
+ * serves what is new, as a leader on a node not yet upgraded does in a real
+ * upgrade. On kas-a's node it would talk to the sole server itself and never
+ * meet the skew the stories are about.
+ */
+export const DEFAULT_CONTROLLER_MANAGER_NODE = 'kas-c';
 /** As production apiservers behind a load balancer run: after SIGTERM they keep serving this long with /readyz failing. */
 export const SHUTDOWN_DELAY_SECONDS = 2;
 /** How often each apiserver's own discovery is read (servedSets.ts). */
@@ -37,6 +46,11 @@ export interface RunOptions {
   /** One apiserver upgraded and rolled back, lighter load: for the test suite. */
   short: boolean;
   pair: VersionPair;
+  /**
+   * The apiserver whose node runs kube-controller-manager (through its endpoint);
+   * default the one upgraded last, whose controller-manager meets the skew.
+   */
+  controllerManagerNode?: string;
   progress: (line: string) => void;
 }
 
@@ -50,6 +64,9 @@ export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outco
     apiservers: APISERVERS.map((name) => ({ name, version: older, shutdownDelaySeconds: SHUTDOWN_DELAY_SECONDS })),
     components: opts.components,
     mode: sandboxModeOf(mode),
+    // KEP-4020's victims, the real ones: the stories (stories.ts) judge what its namespace controller and garbage collector did.
+    controllerManager: true,
+    controllerManagerNode: opts.controllerManagerNode ?? DEFAULT_CONTROLLER_MANAGER_NODE,
   });
   // MVPROXY_UPGRADE_TEST_KEEP=1 keeps the sandbox folder (every component's log, each sidecar's Envoy stats): the evidence for a finding.
   const keep = process.env['MVPROXY_UPGRADE_TEST_KEEP'] === '1';
@@ -147,7 +164,15 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
 
   await operator.hold();
   const order = opts.short ? APISERVERS.slice(0, 1) : APISERVERS;
-  for (const a of order) await operator.step(a, opts.pair.older, opts.pair.newer);
+  let stories: ModeObservations['stories'] = { skipped: NO_STORY_RESOURCE };
+  for (const a of order) {
+    await operator.step(a, opts.pair.older, opts.pair.newer);
+    // The first apiserver upgraded is then the only one serving the story resource, the others still old.
+    const resource = opts.pair.storyResource;
+    if (a === order[0] && resource !== undefined) {
+      stories = await runStories({ cluster, balancer, operator, resource, server: a, version: opts.pair.newer, now, log });
+    }
+  }
   await operator.readBackServed(opts.short ? 'read back (one upgraded)' : 'read back (all upgraded)', resources);
   for (const a of [...order].reverse()) await operator.step(a, opts.pair.newer, opts.pair.older);
 
@@ -175,6 +200,8 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
       checks: operator.checks,
       steps: operator.steps,
       durationMs,
+      stories,
+      controllerManagerRestarts: sandbox.state().controllerManager?.restarts ?? 0,
     },
     timeline,
     ledger,
@@ -184,6 +211,6 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   outcome.served_set_failed_readings = observer.failedReadings;
   outcome.load_average = { start: loadStart, end: loadavg()[0] ?? 0 };
   if (throughSidecars(mode)) outcome.sidecar_counters = await sidecarCounters(sandbox);
-  log(`done: ${JSON.stringify({ ...outcome, steps: undefined, examples: undefined, served_changes: undefined, rotation: undefined })}`);
+  log(`done: ${JSON.stringify({ ...outcome, steps: undefined, examples: undefined, served_changes: undefined, rotation: undefined, stories: undefined })}`);
   return { outcome, band: { mode, perSecond: perSecond(all, timeline, ledger), marks: operator.marks } };
 }

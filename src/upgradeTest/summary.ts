@@ -10,13 +10,16 @@
 //       "apiserver_shutdown_delay_s": 2,
 //       "served_set_reading_interval_ms": 500,
 //       "modes": { "none": "...", "upstream": "...", "mvproxy": "...", "mvproxy-drain": "..." },
+//       "stories": {                  // KEP-4020's stories (stories.ts), or { "resource": null, "skipped": "..." }
+//         "resource": "podcertificaterequests", "when": "...", "terminating_allowance_s": 60, ...
+//       },
 //       "invariants": [...], "mvproxy_claims": [...]
 //     },
 //     "summary": {                    // per mode, per count: the total over the runs and each run's value
 //       "<mode>": { "<count>": { "total": 12, "runs": [4, 0, 8] }, ... }
 //     },
 //     "runs": {                       // per mode, every run in full (outcomes.ts ModeOutcome)
-//       "<mode>": [ { "spurious_404": 4, ..., "steps": [...], "checks": [...], "examples": {...} }, ... ]
+//       "<mode>": [ { "spurious_404": 4, ..., "steps": [...], "checks": [...], "stories": {...}, "examples": {...} }, ... ]
 //     }
 //   }
 import type { TestMode } from './modes.js';
@@ -34,7 +37,16 @@ export const INVARIANTS = [
 ] as const;
 
 /** Counts mvproxy (both ways of operating it) claims to keep at 0, on top of the invariants. */
-export const MVPROXY_CLAIMS = ['spurious_404', 'missed_watch_events', 'incomplete_discovery', 'errors_5xx_without_retry_after'] as const;
+export const MVPROXY_CLAIMS = [
+  'spurious_404',
+  'missed_watch_events',
+  'incomplete_discovery',
+  'errors_5xx_without_retry_after',
+  // KEP-4020's stories: the real kube-controller-manager through mvproxy leaves no garbage, no stuck namespace, no wrongly collected dependent.
+  'namespaces_left_with_garbage',
+  'namespaces_stuck_terminating',
+  'dependents_wrongly_deleted',
+] as const;
 
 /** The counts the summary adds up, in the order it lists them. */
 export const SUMMARY_COUNTS = [
@@ -51,8 +63,12 @@ export const SUMMARY_COUNTS = [
   'errors_5xx_while_served',
   'acknowledged_writes_not_read_back',
   'acknowledged_without_resource_version',
+  'namespaces_left_with_garbage',
+  'namespaces_stuck_terminating',
+  'dependents_wrongly_deleted',
   'watches_ended_by_server',
   'writes_acknowledged',
+  'controller_manager_restarts',
 ] as const;
 export type SummaryCount = (typeof SUMMARY_COUNTS)[number];
 
