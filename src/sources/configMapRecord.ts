@@ -5,6 +5,7 @@
 // applies it atomically, so writers of different keys never overwrite each
 // other (no read-modify-write, hence no conflict to retry). Every replica
 // watches the whole object.
+import { compareStrings } from '../util/order.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import { isRecord } from '../util/json.js';
@@ -33,6 +34,16 @@ export function configMapData(configMap: unknown): Record<string, string> | unde
   for (const [key, value] of Object.entries(data)) {
     if (typeof value !== 'string') return undefined;
     out[key] = value;
+  }
+  return out;
+}
+
+/** The entries of a record's data that `decode` reads, by key, in key order (one replica's or sidecar's entry per key). */
+export function decodeEntries<T>(data: Readonly<Record<string, string>>, decode: (key: string, value: string) => T | undefined): Map<string, T> {
+  const out = new Map<string, T>();
+  for (const [key, value] of Object.entries(data).sort(([a], [b]) => compareStrings(a, b))) {
+    const entry = decode(key, value);
+    if (entry !== undefined) out.set(key, entry);
   }
   return out;
 }

@@ -8,9 +8,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { LivenessReport } from '../model/publication.js';
 import type { Logger } from '../util/log.js';
 import { isRecord } from '../util/json.js';
-import { compareStrings } from '../util/order.js';
 import type { ListWatchClient } from './listWatch.js';
-import { ConfigMapWatcher, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
+import { ConfigMapWatcher, decodeEntries, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
 
 export const DEFAULT_LIVENESS_RECORD: ConfigMapRef = { namespace: 'kube-system', name: 'mvproxy-liveness' };
 
@@ -47,12 +46,10 @@ export function decodeLivenessReport(value: string): LivenessReport | undefined 
 
 /** Every readable entry, by the key it is under (the replica that wrote it: an entry naming another replica is ignored). */
 export function livenessReports(data: Readonly<Record<string, string>>): Map<string, LivenessReport> {
-  const out = new Map<string, LivenessReport>();
-  for (const [key, value] of Object.entries(data).sort(([a], [b]) => compareStrings(a, b))) {
+  return decodeEntries(data, (key, value) => {
     const report = decodeLivenessReport(value);
-    if (report && report.replica === key) out.set(key, report);
-  }
-  return out;
+    return report?.replica === key ? report : undefined;
+  });
 }
 
 export interface LivenessWatcherOptions {

@@ -9,9 +9,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { SidecarSyncReport } from '../model/syncReport.js';
 import type { Logger } from '../util/log.js';
 import { isRecord } from '../util/json.js';
-import { compareStrings } from '../util/order.js';
 import type { ListWatchClient } from './listWatch.js';
-import { ConfigMapWatcher, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
+import { ConfigMapWatcher, decodeEntries, patchConfigMapData, type ConfigMapRef } from './configMapRecord.js';
 
 export const DEFAULT_SYNC_RECORD: ConfigMapRef = { namespace: 'kube-system', name: 'mvproxy-sidecars' };
 
@@ -38,12 +37,7 @@ export function decodeSyncReport(value: string): SidecarSyncReport | undefined {
 
 /** Every readable entry of the record, by sidecar. */
 export function syncReports(data: Readonly<Record<string, string>>): Map<string, SidecarSyncReport> {
-  const out = new Map<string, SidecarSyncReport>();
-  for (const [sidecar, value] of Object.entries(data).sort(([a], [b]) => compareStrings(a, b))) {
-    const report = decodeSyncReport(value);
-    if (report) out.set(sidecar, report);
-  }
-  return out;
+  return decodeEntries(data, (_sidecar, value) => decodeSyncReport(value));
 }
 
 export interface SyncWatcherOptions {

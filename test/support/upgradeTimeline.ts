@@ -1,6 +1,7 @@
 // Served sets and a timeline for the upgrade test's unit tests: what a
 // 1.36 and a 1.37 apiserver were observed serving, and a small history.
 import type { ResourceKey } from '../../src/upgradeTest/observations.js';
+import type { ModeObservations } from '../../src/upgradeTest/outcomes.js';
 import { Timeline, type ServedSet } from '../../src/upgradeTest/timeline.js';
 
 const served = (resources: ResourceKey[], groups: string[]): ServedSet => ({ resources: new Set(resources), groups: new Set(groups) });
@@ -28,4 +29,20 @@ export function upgradeTimeline(): Timeline {
   t.observe('kas-a', 180, NEW_SERVED);
   t.enter('kas-a', 200);
   return t;
+}
+
+/** A mode's observations with nothing in them (a one-second run), plus what a test sets. */
+export function emptyObservations(extra: Partial<ModeObservations> = {}): ModeObservations {
+  return {
+    requests: [],
+    watchEvents: [],
+    watchStart: {},
+    brokenWatches: [],
+    watchesEndedByServer: 0,
+    watchRelists: 0,
+    checks: [],
+    steps: [],
+    durationMs: 1000,
+    ...extra,
+  };
 }

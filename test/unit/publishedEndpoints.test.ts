@@ -13,18 +13,11 @@ import {
   publishedNow,
   type Liveness,
 } from '../../src/planner/publishedEndpoints.js';
+import { PLAN } from '../support/publisherHarness.js';
 import { canonicalObject, CONTENT_DIGEST_ANNOTATION, endpointsAddresses, type PublishPlan } from '../../src/model/publication.js';
 
-const plan: PublishPlan = {
-  family: 'IPv4',
-  sidecarPort: 6443,
-  apiserverPort: 6444,
-  targets: [
-    { name: 'kas-a', sidecarIp: '192.0.2.1', apiserverIp: '192.0.2.11' },
-    { name: 'kas-b', sidecarIp: '192.0.2.2', apiserverIp: '192.0.2.12' },
-    { name: 'kas-c', sidecarIp: '192.0.2.3', apiserverIp: '192.0.2.13' },
-  ],
-};
+// The harness's two nodes and a third.
+const plan: PublishPlan = { ...PLAN, targets: [...PLAN.targets, { name: 'kas-c', sidecarIp: '192.0.2.3', apiserverIp: '192.0.2.13' }] };
 
 const live = (sidecars: string[], apiservers: string[] = []): Liveness => ({ sidecars: new Set(sidecars), apiservers: new Set(apiservers) });
 

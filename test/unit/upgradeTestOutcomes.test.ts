@@ -7,7 +7,7 @@ import { Ledger } from '../../src/upgradeTest/ledger.js';
 import { categorize, judgeMode, judgeWatch, missingGroups, notReadBack, perSecond, type ModeObservations } from '../../src/upgradeTest/outcomes.js';
 import type { RequestRecord, WatchEventRecord } from '../../src/upgradeTest/observations.js';
 import { Timeline } from '../../src/upgradeTest/timeline.js';
-import { NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../support/upgradeTimeline.js';
+import { emptyObservations, NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../support/upgradeTimeline.js';
 
 // kas-a and kas-b observed as 1.36 from 0; kas-a out at 100, observed as 1.37 at 180, back in service at 200.
 const timeline = upgradeTimeline;
@@ -30,17 +30,7 @@ const req = (r: Partial<RequestRecord>): RequestRecord => ({
   ...r,
 });
 
-const observations = (): ModeObservations => ({
-  requests: [],
-  watchEvents: [],
-  watchStart: {},
-  brokenWatches: [],
-  watchesEndedByServer: 0,
-  watchRelists: 0,
-  checks: [],
-  steps: [],
-  durationMs: 1000,
-});
+const observations = (): ModeObservations => emptyObservations();
 
 describe('upgrade test outcomes', () => {
   it('a 404 for a resource an in-service apiserver served throughout is spurious', () => {

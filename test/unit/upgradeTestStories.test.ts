@@ -20,7 +20,7 @@ import {
   type StoriesRecord,
 } from '../../src/upgradeTest/storyJudgement.js';
 import { INVARIANTS, MVPROXY_CLAIMS } from '../../src/upgradeTest/summary.js';
-import { upgradeTimeline } from '../support/upgradeTimeline.js';
+import { emptyObservations, upgradeTimeline } from '../support/upgradeTimeline.js';
 
 /** The elements of a DER constructed value (a SEQUENCE): each one's tag, whole encoding and content. */
 function derChildren(buf: Buffer): Array<{ tag: number; whole: Buffer; content: Buffer }> {
@@ -142,19 +142,8 @@ describe('upgrade test stories: the judgement', () => {
 });
 
 describe('upgrade test stories: in the outcome and what is held to them', () => {
-  const observations = (stories: ModeObservations['stories']): ModeObservations => ({
-    requests: [],
-    watchEvents: [],
-    watchStart: {},
-    brokenWatches: [],
-    watchesEndedByServer: 0,
-    watchRelists: 0,
-    checks: [],
-    steps: [],
-    durationMs: 1000,
-    controllerManagerRestarts: 2,
-    ...(stories === undefined ? {} : { stories }),
-  });
+  const observations = (stories: ModeObservations['stories']): ModeObservations =>
+    emptyObservations({ controllerManagerRestarts: 2, ...(stories === undefined ? {} : { stories }) });
 
   it('the outcome carries the stories’ counts, what they were judged on, and the controller-manager’s restarts', () => {
     const record: StoriesRecord = {
