@@ -27,6 +27,7 @@ import {
   type ConvergenceSample,
   convergedAt,
   convergenceFigures,
+  discoveryListsGroup,
   type JournalEvent,
   type KindFigures,
   planChange,
@@ -214,7 +215,7 @@ export async function restartSample(t: ConvergenceTarget, change: ServedSetChang
       const discovery = await get(`${restarted.direct}/apis`, AGGREGATED_DISCOVERY_NOPEER_JSON).catch(() => undefined);
       if (discovery?.status === 200) {
         answering ??= sent;
-        const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === change.group);
+        const serves = discoveryListsGroup(discovery.body, change.group);
         if (serves === (kind === 'added')) t0 = sent;
       }
       if (t0 === undefined) await sleep(POLL_MS);

@@ -10,6 +10,11 @@ import { percentile } from './load.js';
  * `removed`, one comes back without a group-version it served;
  * `drained`, an operator drains one (mvproxy only).
  */
+/** Whether an aggregated discovery document (`/apis`, JSON) lists API group `group`: the clock of every served-set change. */
+export function discoveryListsGroup(body: string, group: string): boolean {
+  return (JSON.parse(body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === group);
+}
+
 export const CHANGE_KINDS = ['added', 'removed', 'drained'] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
 

@@ -26,7 +26,7 @@ import type { SandboxState } from '../sandbox/state.js';
 import { envoyAdminGet } from '../util/envoyAdmin.js';
 import { httpsRequest } from '../util/https.js';
 import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './adsClients.js';
-import { type Distribution, distribution } from './convergenceProbes.js';
+import { type Distribution, discoveryListsGroup, distribution } from './convergenceProbes.js';
 import { replicaMemoryFloorMb } from './memoryFloor.js';
 import { PUSH_ORDER } from '../xds/snapshot.js';
 import { processCpuTicks, statusKb, USER_HZ } from './procStat.js';
@@ -223,7 +223,7 @@ async function timeChange(
     const sentWall = Date.now();
     const discovery = await getDiscovery().catch(() => undefined);
     if (discovery?.status === 200) {
-      const serves = (JSON.parse(discovery.body) as { items: Array<{ metadata: { name: string } }> }).items.some((g) => g.metadata.name === GROUP);
+      const serves = discoveryListsGroup(discovery.body, GROUP);
       if (serves !== resourceOff) {
         t0 = sent;
         t0Wall = sentWall;
