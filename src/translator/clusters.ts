@@ -33,6 +33,9 @@ const EGRESS_PROXY_METADATA = 'envoy.http11_proxy_transport_socket.proxy_address
 /** Every watch holds a request open for its whole life: Envoy's default limit of 1024 is far too low. */
 const MANY = 1_000_000;
 
+/** kube-apiserver's HTTP/2 stream limit per connection when --http2-max-streams-per-connection is 0 (k8s.io/apiserver secure_serving.go). */
+const KUBE_APISERVER_DEFAULT_HTTP2_STREAMS = 100;
+
 /**
  * Long-running requests have no timeout (routes.ts): an apiserver that
  * vanishes without closing its connections (host down, network cut) is found
@@ -190,8 +193,16 @@ function protocolOptions(flavour: UpstreamFlavour): HttpProtocolOptions {
     common_http_protocol_options: common,
     auto_config: {
       http_protocol_options: {},
-      // Detect a peer that vanished without closing its connections (watches would hang).
-      http2_protocol_options: { connection_keepalive: { interval: seconds(30), timeout: seconds(10) } },
+      http2_protocol_options: {
+        // Detect a peer that vanished without closing its connections (watches would hang).
+        connection_keepalive: { interval: seconds(30), timeout: seconds(10) },
+        // Streams Envoy opens on a connection before the apiserver's SETTINGS
+        // arrive are otherwise unbounded, and kube-apiserver resets those past
+        // its limit (100 unless --http2-max-streams-per-connection says more):
+        // under load, a burst of watches got 503 once retries ran out. Go's
+        // client assumes the same 100 until it hears otherwise.
+        max_concurrent_streams: { value: KUBE_APISERVER_DEFAULT_HTTP2_STREAMS },
+      },
     },
   };
 }

@@ -105,6 +105,18 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     return stats.stats[0]?.value ?? Number.NaN;
   }
 
+  /** Nonzero Envoy counters that say why a request got no answer from the apiserver (for a failure message). */
+  async function envoyTroubleCounters(): Promise<string> {
+    const stats = await envoyAdminJson<{ stats: Array<{ name: string; value: number }> }>(
+      sidecarAdminSocket,
+      '/stats?format=json&filter=(reset|overflow|refused|protocol_error|5xx|503|no_healthy|cx_connect_fail|cx_destroy|wasm|ext_proc|ejections_active)',
+    );
+    return stats.stats
+      .filter((stat) => typeof stat.value === 'number' && stat.value > 0)
+      .map((stat) => `${stat.name}=${stat.value}`)
+      .join(' ');
+  }
+
   /** The control plane's resident memory and heap, from its /metrics. */
   async function controlPlaneMemory(): Promise<{ rssBytes: number; heapUsedBytes: number }> {
     const text = await (await fetch(`${state.controlPlane?.admin}/metrics`)).text();
@@ -117,6 +129,8 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     status: Promise<number>;
     names: Set<string>;
     ended: boolean;
+    /** Of an answer other than 200: who answered and what it said, for the failure message. */
+    refusal?: string;
   }
 
   function openWatch(session: ClientHttp2Session, resourceVersion: string): OpenWatch {
@@ -128,13 +142,21 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     });
     const watch: OpenWatch = { stream, status: Promise.resolve(0), names: new Set(), ended: false };
     watch.status = new Promise((resolve) => {
-      stream.on('response', (headers) => resolve(Number(headers[':status'])));
+      stream.on('response', (headers) => {
+        const status = Number(headers[':status']);
+        if (status !== 200) watch.refusal = `${status} from ${String(headers.server ?? 'the sidecar')}`;
+        resolve(status);
+      });
       stream.on('error', () => resolve(-1));
       stream.on('close', () => resolve(-1));
     });
     let buffered = '';
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
+      if (watch.refusal !== undefined) {
+        watch.refusal += `: ${chunk.slice(0, 300)}`;
+        return;
+      }
       buffered += chunk;
       for (let newline = buffered.indexOf('\n'); newline !== -1; newline = buffered.indexOf('\n')) {
         const event = JSON.parse(buffered.slice(0, newline)) as { type: string; object: { metadata?: { name?: string } } };
@@ -175,7 +197,13 @@ describe('1,000 concurrent watches through one sidecar', { timeout: 115_000 }, (
     const statuses = await Promise.all(watches.map((w) => w.status));
     const openedInMs = performance.now() - opening;
     const notOk = statuses.filter((s) => s !== 200);
-    assert.equal(notOk.length, 0, `watches not answered 200: ${JSON.stringify(notOk.slice(0, 10))}`);
+    if (notOk.length > 0) await new Promise((resolve) => setTimeout(resolve, 500)); // their bodies
+    const refusals = [...new Set(watches.flatMap((w) => (w.refusal === undefined ? [] : [w.refusal])))];
+    assert.equal(
+      notOk.length,
+      0,
+      `watches not answered 200: ${JSON.stringify(notOk.slice(0, 10))}; ${refusals.slice(0, 3).join(' | ')}; sidecar counters: ${notOk.length > 0 ? await envoyTroubleCounters() : ''}`,
+    );
     assert.ok((await envoyActiveRequests()) >= WATCHES, 'the sidecar holds them all');
 
     // Meanwhile, a GET through the same sidecar stays fast.

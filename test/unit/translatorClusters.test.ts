@@ -131,6 +131,16 @@ describe('translateSidecar', () => {
       }
     });
 
+    test('HTTP/2 to an apiserver opens at most 100 streams per connection, the default limit of kube-apiserver, even before its SETTINGS arrive', () => {
+      for (const c of translateSidecar(REROUTES, settings).clusters.filter((c) => !c.name?.includes('-h1'))) {
+        const options = unpack<HttpProtocolOptions>(
+          c.typed_extension_protocol_options?.['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'],
+          'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        );
+        assert.deepEqual(options.auto_config?.http2_protocol_options?.max_concurrent_streams, { value: 100 }, c.name);
+      }
+    });
+
     test('apiserver connections use TCP keep-alive as a client-go client would (30 s, 9 probes): streams have no idle timeout', () => {
       for (const c of translateSidecar(REROUTES, settings).clusters) {
         assert.deepEqual(
