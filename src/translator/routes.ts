@@ -19,6 +19,7 @@ import { HEALTH_PATH_PREFIXES, type GroupDocumentRoute, type RerouteToPeers, typ
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { extProcForMergedDocument } from './extProc.js';
 import { identityFilterDisabled } from './identityFilter.js';
+import { documentFilterEnabled } from './documentFilters.js';
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
@@ -120,6 +121,7 @@ export function routeConfiguration(
   groupDocuments: readonly GroupDocumentRoute[] = [],
   fallback?: RerouteToPeers,
   settings: Pick<TranslatorSettings, 'limits'> = {},
+  overExtProc: ReadonlySet<MergedDocument> = new Set(),
 ): RouteConfiguration {
   // Every request that is not long-running: the apiserver's own timeout, and a little more.
   const timeout = sidecarLimits(settings).requestTimeoutSeconds + REQUEST_TIMEOUT_MARGIN_SECONDS;
@@ -138,7 +140,7 @@ export function routeConfiguration(
         routes: [
           // Proxied once already, by us or by an upstream-MVP apiserver: never again.
           ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, timeout),
-          ...mergedDocumentRoutes(otherwise, timeout),
+          ...mergedDocumentRoutes(otherwise, timeout, overExtProc),
           ...coreGroupShortcut(routes, groupDocuments, otherwise, timeout, logged),
           ...groupDocuments.flatMap((document) => groupDocumentRoutes(document, timeout)),
           ...ordered.flatMap((route) => resourceRoutes(route, timeout)),
@@ -211,17 +213,18 @@ function groupDocumentRoutes(document: GroupDocumentRoute, timeout: number): Rou
 }
 
 /**
- * Documents ext_proc answers merged, after the local apiserver has
- * authenticated and authorized the client: aggregated discovery (`/api` and
- * `/apis`, GET or HEAD, with the aggregated Accept and without
- * profile=nopeer) and the OpenAPI v3 index (`/openapi/v3`). The route decides
- * which document a request is for and tells ext_proc (the exact Accept
- * negotiation is the discovery module's); ext_proc replaces the apiserver's
- * 200 with the merged document and lets every other answer, 401 and 403
- * included, through. Upgrade requests never are; already-proxied ones
- * matched earlier.
+ * Documents answered merged, after the local apiserver has authenticated and
+ * authorized the client: aggregated discovery (`/api` and `/apis`, GET or
+ * HEAD, with the aggregated Accept and without profile=nopeer) and the
+ * OpenAPI v3 index (`/openapi/v3`). The route decides which document a
+ * request is for and switches on the filter that holds it
+ * (documentFilters.ts), or ext_proc for a document too large to push
+ * (`overExtProc`); either replaces the apiserver's 200 with the merged
+ * document (the format the apiserver negotiated) and lets every other answer,
+ * 401 and 403 included, through. Upgrade requests never are; already-proxied
+ * ones matched earlier.
  */
-function mergedDocumentRoutes(set: string, timeout: number): Route[] {
+function mergedDocumentRoutes(set: string, timeout: number, overExtProc: ReadonlySet<MergedDocument>): Route[] {
   const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
   const pathOf = (document: MergedDocument): string => `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
   const aggregatedDiscovery = (document: MergedDocument): RouteMatch => ({
@@ -242,7 +245,10 @@ function mergedDocumentRoutes(set: string, timeout: number): Route[] {
       route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate }), timeout),
       // To a fallback peer: marked, so it answers for itself and never proxies further.
       ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
-      typed_per_filter_config: { ...extProcForMergedDocument(document), ...(certificate ? {} : identityFilterDisabled()) },
+      typed_per_filter_config: {
+        ...(overExtProc.has(document) ? extProcForMergedDocument(document) : documentFilterEnabled(document)),
+        ...(certificate ? {} : identityFilterDisabled()),
+      },
     }));
   return [
     ...merged('discovery (aggregated, core)', aggregatedDiscovery('core-discovery'), 'core-discovery'),

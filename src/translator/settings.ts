@@ -4,6 +4,7 @@ import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { Secret } from '../generated/envoy/extensions/transport_sockets/tls/v3/Secret.js';
+import type { TypedExtensionConfig } from '../generated/envoy/config/core/v3/TypedExtensionConfig.js';
 
 /** The name every apiserver's serving certificate carries and peers verify (as upstream does). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
@@ -56,7 +57,7 @@ export interface TranslatorSettings {
   controlPlaneCluster: string;
   /** The certificate-identity filter that runs inside Envoy. */
   identityFilter: {
-    /** The compiled module (dist/envoy/identity-filter.wasm), sent inline. */
+    /** The compiled module (dist/envoy/identity-filter.wasm), sent inline over ECDS; the document filters run it too. */
     module: Uint8Array;
     /** Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
     headers?: IdentityHeaders;
@@ -121,4 +122,6 @@ export interface EnvoyResources {
   routes: RouteConfiguration[];
   /** The SDS secrets the listener and clusters name (secrets.ts). */
   secrets: Secret[];
+  /** ECDS: the identity filter's and the document filters' configurations (documentFilters.ts). */
+  extensionConfigs: TypedExtensionConfig[];
 }

@@ -5,6 +5,8 @@ import { clustersFor, type UpstreamSet } from './clusters.js';
 import { apiserverListener } from './listener.js';
 import { LOCAL_CLUSTER, peerClusterName } from './names.js';
 import { routeConfiguration } from './routes.js';
+import { documentPushed, filterConfigurations, type SidecarDocuments } from './documentFilters.js';
+import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import { sidecarSecrets } from './secrets.js';
 import type { EnvoyResources, TranslatorSettings } from './settings.js';
 import { sidecarLimits } from './settings.js';
@@ -13,10 +15,14 @@ import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 
 export type { EnvoyResources, TranslatorSettings } from './settings.js';
+export type { SidecarDocuments } from './documentFilters.js';
+export { DOCUMENT_FILTERS, DOCUMENT_PUSH_BUDGET_BYTES } from './documentFilters.js';
 export { PEER_SERVER_NAME } from './settings.js';
 export { PEER_PROXIED_HEADER } from './routes.js';
 export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';
+
+const MERGED_DOCUMENTS = Object.keys(MERGED_DOCUMENT_PATHS) as MergedDocument[];
 
 interface TranslatedParts {
   readonly clusters: Map<string, { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] }>;
@@ -61,7 +67,11 @@ function listenerAndSecrets(settings: TranslatorSettings, node: string): Pick<En
   return made;
 }
 
-export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings, cache?: TranslationCache): EnvoyResources {
+/**
+ * `documents`: the sidecar's merged documents, encoded (absent: each filter
+ * keeps the documents it last received, or serves the local one).
+ */
+export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings, cache?: TranslationCache, documents?: SidecarDocuments): EnvoyResources {
   const sets = upstreamSets(plan);
   // clustersFor reads the set and settings.upstream only.
   const upstreamKey = cache ? JSON.stringify(settings.upstream) : '';
@@ -84,6 +94,7 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     throw new Error(`apiserver names produce the cluster name ${JSON.stringify(duplicate)} twice (${plan.node})`);
   }
 
+  const overExtProc = new Set(MERGED_DOCUMENTS.filter((document) => !documentPushed(documents, document)));
   return {
     clusters,
     endpoints,
@@ -93,10 +104,11 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
       memo(
         cache?.routes,
         cache?.previous?.routes,
-        () => JSON.stringify([plan.routes, plan.groupDocuments, plan.fallback, sidecarLimits(settings)]),
-        () => routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings),
+        () => JSON.stringify([plan.routes, plan.groupDocuments, plan.fallback, sidecarLimits(settings), [...overExtProc]]),
+        () => routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings, overExtProc),
       ),
     ],
+    extensionConfigs: filterConfigurations(settings, documents),
   };
 }
 

@@ -8,6 +8,7 @@ import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v
 import type { Listener } from '../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { Secret } from '../generated/envoy/extensions/transport_sockets/tls/v3/Secret.js';
+import type { TypedExtensionConfig } from '../generated/envoy/config/core/v3/TypedExtensionConfig.js';
 import { compareStrings } from '../util/order.js';
 
 /** v3 type URLs of the resources mvproxy serves over ADS. */
@@ -17,6 +18,7 @@ export const TYPE_URL = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
   route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
   secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+  extensionConfig: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig',
 } as const;
 
 export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
@@ -26,9 +28,11 @@ export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
  * routes that use them (Envoy's xDS "eventual consistency" rules). Secrets
  * (SDS: certificate files named on the sidecar's host) are asked for by name
  * once Envoy meets a cluster or listener that names them; each waits (warms)
- * until its secrets arrive.
+ * until its secrets arrive. The filters' configurations (ECDS: the identity
+ * filter's module, the merged documents) go last, once the routes that
+ * serve what a document lists are in place (servers/adsStream.ts).
  */
-export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.secret, TYPE_URL.listener, TYPE_URL.route];
+export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.secret, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.extensionConfig];
 
 /** Types whose SotW reply is always the full set, whatever names Envoy asks for. */
 export const WILDCARD_TYPES: ReadonlySet<ResourceTypeUrl> = new Set([TYPE_URL.cluster, TYPE_URL.listener]);
@@ -38,8 +42,9 @@ export type EndpointResource = ClusterLoadAssignment & { '@type': typeof TYPE_UR
 export type ListenerResource = Listener & { '@type': typeof TYPE_URL.listener };
 export type RouteResource = RouteConfiguration & { '@type': typeof TYPE_URL.route };
 export type SecretResource = Secret & { '@type': typeof TYPE_URL.secret };
+export type ExtensionConfigResource = TypedExtensionConfig & { '@type': typeof TYPE_URL.extensionConfig };
 /** A resource as a plain object carrying its '@type', ready to be sent as an Any. */
-export type Resource = ClusterResource | EndpointResource | ListenerResource | RouteResource | SecretResource;
+export type Resource = ClusterResource | EndpointResource | ListenerResource | RouteResource | SecretResource | ExtensionConfigResource;
 
 export interface TypeSnapshot {
   /** Content hash of the resources of this type. */
@@ -58,6 +63,7 @@ export interface SnapshotInput {
   listeners?: readonly Listener[];
   routes?: readonly RouteConfiguration[];
   secrets?: readonly Secret[];
+  extensionConfigs?: readonly TypedExtensionConfig[];
 }
 
 export function isResourceTypeUrl(value: string): value is ResourceTypeUrl {
@@ -199,6 +205,10 @@ export function makeSnapshot(input: SnapshotInput): Snapshot {
         TYPE_URL.secret,
         (input.secrets ?? []).map((r): SecretResource => ({ ...r, '@type': TYPE_URL.secret })),
       ),
+      [TYPE_URL.extensionConfig]: typeSnapshot(
+        TYPE_URL.extensionConfig,
+        (input.extensionConfigs ?? []).map((r) => tagged(r, (): ExtensionConfigResource => ({ ...r, '@type': TYPE_URL.extensionConfig }))),
+      ),
     },
   };
 }
@@ -211,6 +221,7 @@ export function snapshotVersions(snapshot: Snapshot): Record<ResourceTypeUrl, st
     [TYPE_URL.listener]: snapshot.types[TYPE_URL.listener].version,
     [TYPE_URL.route]: snapshot.types[TYPE_URL.route].version,
     [TYPE_URL.secret]: snapshot.types[TYPE_URL.secret].version,
+    [TYPE_URL.extensionConfig]: snapshot.types[TYPE_URL.extensionConfig].version,
   };
 }
 

