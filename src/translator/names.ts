@@ -56,6 +56,9 @@ export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 /** Name of the certificate-identity HTTP filter (WASM, envoy/identity-filter); per-route configs refer to it. */
 export const IDENTITY_FILTER = 'mvproxy.identity';
 
+/** root_id of the merged-discovery document filter: the same WASM module as IDENTITY_FILTER, configured with a document set (src/xds/documentSet.ts). */
+export const DISCOVERY_FILTER_ROOT_ID = 'mvproxy.discovery';
+
 /** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */
 export const EXT_PROC_NODE_METADATA = 'x-mvproxy-node';
 
