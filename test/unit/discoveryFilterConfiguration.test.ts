@@ -76,6 +76,14 @@ describe('malformed configuration is refused (Envoy NACKs it), with a warning na
     assert.match(host.warnings()[0] as string, /variant 0: ETag is empty or not a header value/);
   });
 
+  test('streams of a plugin whose configuration was refused pass untouched (never get the identity filter)', () => {
+    const host = discoveryHost(Buffer.from('nonsense'));
+    const request = [...REQUEST, ['x-remote-user', 'someone'], ['if-none-match', ETAG]] as typeof REQUEST;
+    const { request: req, response } = exchange(host, request);
+    assert.deepEqual(req.headers, request);
+    assert.equal(response.localResponse, undefined);
+  });
+
   test('a later good configuration of the same plugin works', () => {
     const host = discoveryHost(GOOD.subarray(0, 20));
     assert.equal(host.configured, false);

@@ -243,7 +243,26 @@ describe('the OpenAPI v3 index', () => {
   });
 });
 
-describe('size', () => {
+describe('size and memory', () => {
+  test('requests allocate nothing that stays: memory stops growing over many requests, open streams included', () => {
+    const host = discoveryHost(groupSet([jsonVariant(), jsonVariant({ encoding: 'gzip', body: GZIP_BODY }), protobufVariant()]));
+    const request = withHeaders([
+      ['if-none-match', `"x", ${ETAG}`],
+      ['accept-encoding', 'gzip'],
+    ]);
+    const round = (): number => {
+      // 200 concurrent streams, then 5000 one after the other, all three outcomes.
+      const open = Array.from({ length: 200 }, () => host.openStream());
+      for (const stream of open) host.sendRequestHeaders(stream, REQUEST);
+      for (const stream of open) host.sendResponseHeaders(stream, ok(AGG_PROTOBUF));
+      for (const stream of open) host.closeStream(stream);
+      for (let i = 0; i < 5000; i++) exchange(host, i % 2 === 0 ? request : REQUEST, ok(i % 3 === 0 ? AGG_PROTOBUF : AGG_JSON));
+      return host.memoryBytes();
+    };
+    const sizes = [round(), round(), round(), round()];
+    assert.equal(sizes[3], sizes[1], `memory grew: ${sizes.join(', ')}`);
+  });
+
   test('a 5 MiB body round-trips byte for byte', () => {
     const body = Buffer.alloc(5 * 1024 * 1024);
     for (let i = 0; i < body.length; i += 4) body.writeUInt32LE((i * 2654435761) >>> 0, i);

@@ -142,6 +142,8 @@ function configureDiscovery(rootContextId: u32, data: usize, size: usize): bool 
     if (set == 0) {
       heap.free(data);
       logString(LOG_WARN, "mvproxy discovery filter: configuration refused: " + documentsError);
+      // Known as a discovery plugin from now on (its streams never get the identity filter); documents kept.
+      if (!discoveryRoots.has(rootContextId)) discoveryRoots.set(rootContextId, 0);
       return false;
     }
   } else if (data != 0) {
