@@ -5,9 +5,9 @@
 // (discovery.ts, documents.ts); any other root_id ("mvproxy.identity") is the
 // certificate-identity filter below. A stream follows its plugin context.
 //
-// For every request the identity filter it does what kube-apiserver's x509 authenticator would
-// do with the client certificate Envoy verified, and hands the result to the
-// apiserver as front-proxy request headers:
+// For every request the identity filter does what kube-apiserver's x509
+// authenticator would do with the client certificate Envoy verified, and
+// hands the result to the apiserver as front-proxy request headers:
 //   1. removes every header named x-remote-* (and the configured user, UID
 //      and group headers and extra prefix), in any spelling;
 //   2. reads and removes x-forwarded-client-cert (absent: done);
@@ -46,11 +46,11 @@ import {
   MAP_HTTP_REQUEST_HEADERS,
   STATUS_OK,
   logString,
-  proxy_get_property,
   proxy_add_header_map_value,
   proxy_get_buffer_bytes,
   proxy_get_current_time_nanoseconds,
   proxy_get_header_map_pairs,
+  proxy_get_property,
   proxy_remove_header_map_value,
   proxy_replace_header_map_value,
 } from "./abi";
@@ -225,9 +225,9 @@ export function proxy_on_response_headers(contextId: u32, _numHeaders: u32, _end
   return action;
 }
 
-export function proxy_on_response_body(_contextId: u32, _bodySize: usize, _endOfStream: bool): i32 {
-  return ACTION_CONTINUE;
-}
+// No proxy_on_response_body (the ABI does not require it): without the export
+// Envoy continues every body chunk without calling into the VM, which matters
+// for the identity filter's long lists and watches.
 
 function onRequestHeaders(config: Config): i32 {
   // 1. Strip identity headers; find x-forwarded-client-cert.
