@@ -56,7 +56,7 @@ export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 /** Name of the certificate-identity HTTP filter (WASM, envoy/identity-filter); per-route configs refer to it. */
 export const IDENTITY_FILTER = 'mvproxy.identity';
 
-/** Root id of the same module's merged-document filter (documentFilters.ts). */
+/** root_id of the merged-document filter: the same WASM module as IDENTITY_FILTER, configured with a document set (src/xds/documentSet.ts). */
 export const DISCOVERY_FILTER_ROOT_ID = 'mvproxy.discovery';
 
 /** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */

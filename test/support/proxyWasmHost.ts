@@ -1,9 +1,11 @@
 // A small proxy-wasm ABI 0.2.1 host in Node, enough to run an HTTP filter
 // module the way Envoy does (github.com/proxy-wasm/spec, abi-versions/v0.2.1):
-// one VM, a plugin (root) context configured from a string, and one stream
-// context per request that sees only proxy_on_request_headers. Several
-// plugin contexts (as after an Envoy configuration update, while older
-// streams finish) and concurrent streams can be driven step by step.
+// one VM, plugin (root) contexts configured from a string or bytes, each
+// with its root_id (the property plugin_root_id), and one stream context per
+// request that sees proxy_on_request_headers and, if driven, the response
+// headers (proxy_on_response_headers). Several plugin contexts (as after an
+// Envoy configuration update, while older streams finish, or several
+// plugins sharing one VM) and concurrent streams can be driven step by step.
 //
 // Header maps behave like Envoy's: names are matched case-insensitively and
 // added/replaced under their lowercased name; removing a name removes every
@@ -23,10 +25,15 @@ export interface LocalResponse {
 
 export interface RequestResult {
   action: 'continue' | 'pause';
-  /** The request headers after the filter ran, in order. */
+  /** The request headers (or, for sendResponseHeaders, the response headers) after the filter ran, in order. */
   headers: HeaderList;
   localResponse?: LocalResponse;
+  /** The local response's body as bytes (`localResponse.body` is it decoded as UTF-8). */
+  localResponseBody?: Buffer;
 }
+
+/** What a filter did with the response headers. */
+export type ResponseResult = RequestResult;
 
 export interface LogEntry {
   level: number;
@@ -40,6 +47,7 @@ const STATUS_NOT_FOUND = 1;
 const STATUS_BAD_ARGUMENT = 2;
 const BUFFER_PLUGIN_CONFIGURATION = 7;
 const MAP_HTTP_REQUEST_HEADERS = 0;
+const MAP_HTTP_RESPONSE_HEADERS = 2;
 
 interface FilterExports {
   memory: WebAssembly.Memory;
@@ -50,6 +58,7 @@ interface FilterExports {
   proxy_on_context_create: (contextId: number, parentContextId: number) => void;
   proxy_on_configure: (rootContextId: number, size: number) => number;
   proxy_on_request_headers: (contextId: number, numHeaders: number, endOfStream: number) => number;
+  proxy_on_response_headers?: (contextId: number, numHeaders: number, endOfStream: number) => number;
   proxy_on_done: (contextId: number) => number;
   proxy_on_log: (contextId: number) => void;
   proxy_on_delete: (contextId: number) => void;
@@ -116,8 +125,10 @@ function deserializeHeaderMap(bytes: Uint8Array): HeaderList {
 }
 
 export interface HostOptions {
-  /** The plugin configuration (google.protobuf.StringValue in Envoy); default empty. */
-  configuration?: string;
+  /** The plugin configuration (google.protobuf.StringValue, or BytesValue's bytes, in Envoy); default empty. */
+  configuration?: string | Uint8Array;
+  /** The plugin's root_id (property plugin_root_id) for every plugin context unless given; default empty. */
+  rootId?: string;
   /** Current time in nanoseconds since the epoch; default: the real clock. */
   now?: () => bigint;
 }
@@ -133,14 +144,22 @@ export class ProxyWasmHost {
   private readonly exports: FilterExports;
   private nextContextId = 1;
   private rootContextId = 0;
-  private configuration = new Uint8Array(0);
-  /** Open stream contexts and the request headers each one will see. */
+  private configuration: Uint8Array = new Uint8Array(0);
+  private readonly defaultRootId: string;
+  /** root_id of each plugin context. */
+  private readonly rootIds = new Map<number, string>();
+  /** Open stream contexts and the plugin context of each. */
   private readonly streams = new Map<number, { root: number }>();
+  /** The context of the callback running (whose plugin_root_id the module reads). */
+  private current = 0;
   private headers: HeaderList | undefined;
+  private responseHeaders: HeaderList | undefined;
   private localResponse: LocalResponse | undefined;
+  private localResponseBody: Buffer | undefined;
 
   private constructor(module: WebAssembly.Module, opts: HostOptions) {
     this.now = opts.now ?? (() => BigInt(Date.now()) * 1_000_000n);
+    this.defaultRootId = opts.rootId ?? '';
     const env = this.imports();
     const imports: Record<string, Record<string, WebAssembly.ImportValue>> = {};
     for (const imp of WebAssembly.Module.imports(module)) {
@@ -177,21 +196,36 @@ export class ProxyWasmHost {
    * Replaces the plugin context by a new one with this configuration (an
    * Envoy configuration update); returns what the module answered.
    */
-  configure(configuration: string): boolean {
-    if (this.rootContextId !== 0) this.deleteContext(this.rootContextId);
-    const root = this.addPluginContext(configuration);
+  configure(configuration: string | Uint8Array, rootId: string = this.defaultRootId): boolean {
+    if (this.rootContextId !== 0) this.deletePluginContext(this.rootContextId);
+    const root = this.addPluginContext(configuration, rootId);
     this.rootContextId = root;
     return this.configured;
   }
 
-  /** Adds a plugin context (the previous ones stay); returns its id. Sets `configured`. */
-  addPluginContext(configuration: string): number {
+  /** Adds a plugin context with this root_id (the previous ones stay); returns its id. Sets `configured`. */
+  addPluginContext(configuration: string | Uint8Array, rootId: string = this.defaultRootId): number {
     const root = this.nextContextId++;
-    this.exports.proxy_on_context_create(root, 0);
-    if (this.exports.proxy_on_vm_start(root, 0) === 0) throw new Error('proxy_on_vm_start failed');
-    this.configuration = encoder.encode(configuration);
-    this.configured = this.exports.proxy_on_configure(root, this.configuration.length) !== 0;
+    this.rootIds.set(root, rootId);
+    this.call(root, () => this.exports.proxy_on_context_create(root, 0));
+    if (this.call(root, () => this.exports.proxy_on_vm_start(root, 0)) === 0) throw new Error('proxy_on_vm_start failed');
+    this.reconfigurePluginContext(root, configuration);
     return root;
+  }
+
+  /** proxy_on_configure again on an existing plugin context; returns (and sets `configured` to) what the module answered. */
+  reconfigurePluginContext(root: number, configuration: string | Uint8Array): boolean {
+    if (!this.rootIds.has(root)) throw new Error(`plugin context ${root} does not exist`);
+    this.configuration = typeof configuration === 'string' ? encoder.encode(configuration) : configuration;
+    this.configured = this.call(root, () => this.exports.proxy_on_configure(root, this.configuration.length)) !== 0;
+    return this.configured;
+  }
+
+  /** Deletes a plugin context (its streams may still be open, as in Envoy after an update). */
+  deletePluginContext(root: number): void {
+    if (!this.rootIds.has(root)) throw new Error(`plugin context ${root} does not exist`);
+    this.deleteContext(root);
+    this.rootIds.delete(root);
   }
 
   /** The plugin context `configure` made. */
@@ -202,7 +236,7 @@ export class ProxyWasmHost {
   /** Opens a stream context under a plugin context (default: the current one); returns its id. */
   openStream(root: number = this.rootContextId): number {
     const id = this.nextContextId++;
-    this.exports.proxy_on_context_create(id, root);
+    this.call(id, () => this.exports.proxy_on_context_create(id, root));
     this.streams.set(id, { root });
     return id;
   }
@@ -211,14 +245,43 @@ export class ProxyWasmHost {
   sendRequestHeaders(stream: number, headers: HeaderList): RequestResult {
     if (!this.streams.has(stream)) throw new Error(`stream ${stream} is not open`);
     this.headers = headers.map(([k, v]) => [k, v]);
-    this.localResponse = undefined;
     try {
-      const action = this.exports.proxy_on_request_headers(stream, headers.length, 1);
-      const result: RequestResult = { action: action === 0 ? 'continue' : 'pause', headers: this.headers };
-      if (this.localResponse !== undefined) result.localResponse = this.localResponse;
-      return result;
+      return this.phase(stream, this.headers, () => this.exports.proxy_on_request_headers(stream, headers.length, 1));
     } finally {
       this.headers = undefined;
+    }
+  }
+
+  /** Delivers response headers (`:status` among them) to an open stream; a module without proxy_on_response_headers continues. */
+  sendResponseHeaders(stream: number, headers: HeaderList): ResponseResult {
+    if (!this.streams.has(stream)) throw new Error(`stream ${stream} is not open`);
+    this.responseHeaders = headers.map(([k, v]) => [k, v]);
+    try {
+      const onResponseHeaders = this.exports.proxy_on_response_headers;
+      return this.phase(stream, this.responseHeaders, () => (onResponseHeaders ? onResponseHeaders(stream, headers.length, 0) : 0));
+    } finally {
+      this.responseHeaders = undefined;
+    }
+  }
+
+  private phase(stream: number, headers: HeaderList, run: () => number): RequestResult {
+    this.localResponse = undefined;
+    this.localResponseBody = undefined;
+    const action = this.call(stream, run);
+    const result: RequestResult = { action: action === 0 ? 'continue' : 'pause', headers };
+    if (this.localResponse !== undefined) result.localResponse = this.localResponse;
+    if (this.localResponseBody !== undefined) result.localResponseBody = this.localResponseBody;
+    return result;
+  }
+
+  /** Runs a callback of the module for context `id` (the current context for property reads). */
+  private call<T>(id: number, run: () => T): T {
+    const previous = this.current;
+    this.current = id;
+    try {
+      return run();
+    } finally {
+      this.current = previous;
     }
   }
 
@@ -248,9 +311,11 @@ export class ProxyWasmHost {
   }
 
   private deleteContext(id: number): void {
-    this.exports.proxy_on_done(id);
-    this.exports.proxy_on_log(id);
-    this.exports.proxy_on_delete(id);
+    this.call(id, () => {
+      this.exports.proxy_on_done(id);
+      this.exports.proxy_on_log(id);
+      this.exports.proxy_on_delete(id);
+    });
   }
 
   // ---- memory helpers ----
@@ -283,8 +348,15 @@ export class ProxyWasmHost {
   }
 
   private requestHeaders(map: number): HeaderList {
-    if (map !== MAP_HTTP_REQUEST_HEADERS || this.headers === undefined) throw new Error(`header map ${map} is not available here`);
-    return this.headers;
+    const headers = map === MAP_HTTP_REQUEST_HEADERS ? this.headers : map === MAP_HTTP_RESPONSE_HEADERS ? this.responseHeaders : undefined;
+    if (headers === undefined) throw new Error(`header map ${map} is not available here`);
+    return headers;
+  }
+
+  /** The root_id of the current context's plugin. */
+  private currentRootId(): string | undefined {
+    const root = this.streams.get(this.current)?.root ?? this.current;
+    return this.rootIds.get(root);
   }
 
   private imports(): Record<string, (...args: number[]) => number> {
@@ -301,6 +373,13 @@ export class ProxyWasmHost {
         if (bufferId !== BUFFER_PLUGIN_CONFIGURATION) return STATUS_NOT_FOUND;
         if (start > this.configuration.length) return STATUS_BAD_ARGUMENT;
         return this.give(this.configuration.subarray(start, start + maxSize), returnData, returnSize);
+      },
+      proxy_get_property: (pathPtr, pathLen, returnData, returnSize) => {
+        // ABI 0.2.1: path segments separated by NUL bytes.
+        const path = this.string(pathPtr, pathLen).split('\0');
+        const rootId = this.currentRootId();
+        if (path.length !== 1 || path[0] !== 'plugin_root_id' || rootId === undefined) return STATUS_NOT_FOUND;
+        return this.give(encoder.encode(rootId), returnData, returnSize);
       },
       proxy_get_header_map_pairs: (map, returnData, returnSize) => this.give(serializeHeaderMap(this.requestHeaders(map)), returnData, returnSize),
       proxy_get_header_map_value: (map, keyPtr, keyLen, returnData, returnSize) => {
@@ -333,8 +412,9 @@ export class ProxyWasmHost {
         return STATUS_OK;
       },
       proxy_send_local_response: (status, detailsPtr, detailsLen, bodyPtr, bodyLen, headersPtr, headersLen, grpcStatus) => {
-        if (this.headers === undefined) throw new Error('proxy_send_local_response outside a request');
+        if (this.headers === undefined && this.responseHeaders === undefined) throw new Error('proxy_send_local_response outside a request');
         if (this.localResponse !== undefined) throw new Error('proxy_send_local_response called twice');
+        this.localResponseBody = Buffer.from(this.bytes(bodyPtr, bodyLen));
         this.localResponse = {
           status,
           details: this.string(detailsPtr, detailsLen),

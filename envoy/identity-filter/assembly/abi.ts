@@ -18,6 +18,7 @@ export const BUFFER_VM_CONFIGURATION: i32 = 6;
 export const BUFFER_PLUGIN_CONFIGURATION: i32 = 7;
 
 export const MAP_HTTP_REQUEST_HEADERS: i32 = 0;
+export const MAP_HTTP_RESPONSE_HEADERS: i32 = 2;
 
 // @ts-ignore: decorator
 @external("env", "proxy_log")
@@ -34,6 +35,15 @@ export declare function proxy_get_buffer_bytes(bufferId: i32, start: usize, maxS
 // @ts-ignore: decorator
 @external("env", "proxy_get_header_map_pairs")
 export declare function proxy_get_header_map_pairs(mapId: i32, returnData: usize, returnSize: usize): i32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_get_header_map_value")
+export declare function proxy_get_header_map_value(mapId: i32, keyData: usize, keySize: usize, returnData: usize, returnSize: usize): i32;
+
+/** A host property; the path's segments are separated by NUL bytes (none after the last). */
+// @ts-ignore: decorator
+@external("env", "proxy_get_property")
+export declare function proxy_get_property(pathData: usize, pathSize: usize, returnData: usize, returnSize: usize): i32;
 
 // @ts-ignore: decorator
 @external("env", "proxy_add_header_map_value")

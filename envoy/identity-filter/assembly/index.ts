@@ -1,9 +1,13 @@
-// mvproxy's certificate-identity HTTP filter, run inside Envoy
-// (envoy.filters.http.wasm, proxy-wasm ABI 0.2.1).
+// mvproxy's HTTP filters run inside Envoy (envoy.filters.http.wasm,
+// proxy-wasm ABI 0.2.1). One module, two filters, chosen per plugin by its
+// root_id (the host property plugin_root_id, read when the plugin context is
+// configured): "mvproxy.discovery" is the merged-discovery document filter
+// (discovery.ts, documents.ts); any other root_id ("mvproxy.identity") is the
+// certificate-identity filter below. A stream follows its plugin context.
 //
-// For every request it does what kube-apiserver's x509 authenticator would
-// do with the client certificate Envoy verified, and hands the result to the
-// apiserver as front-proxy request headers:
+// For every request the identity filter does what kube-apiserver's x509
+// authenticator would do with the client certificate Envoy verified, and
+// hands the result to the apiserver as front-proxy request headers:
 //   1. removes every header named x-remote-* (and the configured user, UID
 //      and group headers and extra prefix), in any spelling;
 //   2. reads and removes x-forwarded-client-cert (absent: done);
@@ -46,11 +50,14 @@ import {
   proxy_get_buffer_bytes,
   proxy_get_current_time_nanoseconds,
   proxy_get_header_map_pairs,
+  proxy_get_property,
   proxy_remove_header_map_value,
   proxy_replace_header_map_value,
 } from "./abi";
 import { KIND_ANONYMOUS, KIND_REJECTED, LOGGED_EXPIRED, LOGGED_NOT_YET_VALID, cacheGet, cachePut } from "./cache";
 import { Config, configError, defaultConfig, parseConfig } from "./config";
+import { discoveryRequestHeaders, discoveryResponseHeaders, discoveryStreamDone } from "./discovery";
+import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers";
 import { MAX_XFCC, readCertificate, warnCertificate } from "./identity";
@@ -74,8 +81,10 @@ export function malloc(size: usize): usize {
 // ---------------------------------------------------------------------------
 // Contexts and configuration
 
-/** Configuration per plugin (root) context. */
+/** Configuration per plugin (root) context of the identity filter. */
 const roots = new Map<u32, Config>();
+/** Document set (documents.ts; 0: none held) per plugin context of the discovery filter. */
+const discoveryRoots = new Map<u32, u32>();
 /** Used for a stream whose plugin context is unknown (never expected). */
 let fallbackConfig: Config = defaultConfig();
 
@@ -91,28 +100,78 @@ export function proxy_on_context_create(contextId: u32, parentContextId: u32): v
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: usize): bool {
   enter();
-  let config: Config | null = null;
-  if (configurationSize == 0) {
-    config = defaultConfig();
-  } else {
+  const discovery = discoveryRoots.has(rootContextId) || isDiscoveryPlugin();
+  let data: usize = 0;
+  let size: usize = 0;
+  if (configurationSize != 0) {
     const ptrs = memory.data(16, 8);
+    store<u32>(ptrs, 0);
+    store<u32>(ptrs, 0, 4);
     if (proxy_get_buffer_bytes(BUFFER_PLUGIN_CONFIGURATION, 0, configurationSize, ptrs, ptrs + 4) == STATUS_OK) {
-      const data = <usize>load<u32>(ptrs);
-      const size = <usize>load<u32>(ptrs + 4);
-      config = parseConfig(data, size);
-      if (data != 0) heap.free(data);
-      if (config === null) logString(LOG_WARN, "mvproxy identity filter: configuration refused: " + configError);
+      data = <usize>load<u32>(ptrs);
+      size = <usize>load<u32>(ptrs + 4);
     } else {
-      logString(LOG_WARN, "mvproxy identity filter: cannot read the plugin configuration");
+      logString(LOG_WARN, "mvproxy filter: cannot read the plugin configuration");
+      leave();
+      return false;
     }
   }
+  const ok = discovery ? configureDiscovery(rootContextId, data, size) : configureIdentity(rootContextId, data, size);
   addDebt(DEBT_LIMIT); // configuring is rare: collect now
-  if (config !== null) {
-    roots.set(rootContextId, config);
-    fallbackConfig = config;
-  }
   leave();
-  return config !== null;
+  return ok;
+}
+
+function configureIdentity(rootContextId: u32, data: usize, size: usize): bool {
+  const config = size == 0 ? defaultConfig() : parseConfig(data, size);
+  if (data != 0) heap.free(data);
+  if (config === null) {
+    logString(LOG_WARN, "mvproxy identity filter: configuration refused: " + configError);
+    return false;
+  }
+  roots.set(rootContextId, config);
+  fallbackConfig = config;
+  return true;
+}
+
+/** Replaces the root's documents (empty configuration: none held); a stream in flight keeps its own reference. */
+function configureDiscovery(rootContextId: u32, data: usize, size: usize): bool {
+  let set: usize = 0;
+  if (size != 0) {
+    set = parseDocumentSet(data, size);
+    if (set == 0) {
+      heap.free(data);
+      logString(LOG_WARN, "mvproxy discovery filter: configuration refused: " + documentsError);
+      // Known as a discovery plugin from now on (its streams never get the identity filter); documents kept.
+      if (!discoveryRoots.has(rootContextId)) discoveryRoots.set(rootContextId, 0);
+      return false;
+    }
+  } else if (data != 0) {
+    heap.free(data);
+  }
+  if (discoveryRoots.has(rootContextId)) {
+    const old = <usize>discoveryRoots.get(rootContextId);
+    if (old != 0) release(old);
+  }
+  discoveryRoots.set(rootContextId, <u32>set);
+  return true;
+}
+
+const PLUGIN_ROOT_ID = String.UTF8.encode("plugin_root_id");
+const DISCOVERY_ROOT_ID = String.UTF8.encode("mvproxy.discovery");
+
+/** Whether the plugin being configured has the discovery filter's root_id. */
+function isDiscoveryPlugin(): bool {
+  const ret = memory.data(8, 8);
+  store<u32>(ret, 0);
+  store<u32>(ret, 0, 4);
+  const path = changetype<usize>(PLUGIN_ROOT_ID);
+  if (proxy_get_property(path, PLUGIN_ROOT_ID.byteLength, ret, ret + 4) != STATUS_OK) return false;
+  const p = <usize>load<u32>(ret);
+  const n = <usize>load<u32>(ret, 4);
+  const found = n == <usize>DISCOVERY_ROOT_ID.byteLength && memory.compare(p, changetype<usize>(DISCOVERY_ROOT_ID), n) == 0;
+  if (p != 0) heap.free(p);
+  return found;
 }
 
 export function proxy_on_done(_contextId: u32): bool {
@@ -123,9 +182,17 @@ export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();
-  if (!streamDelete(contextId) && roots.has(contextId)) {
-    roots.delete(contextId);
-    addDebt(64);
+  discoveryStreamDone(contextId);
+  if (!streamDelete(contextId)) {
+    if (roots.has(contextId)) {
+      roots.delete(contextId);
+      addDebt(64);
+    } else if (discoveryRoots.has(contextId)) {
+      const set = <usize>discoveryRoots.get(contextId);
+      if (set != 0) release(set);
+      discoveryRoots.delete(contextId);
+      addDebt(64);
+    }
   }
   leave();
 }
@@ -144,10 +211,23 @@ const NOW: usize = memory.data(8, 8);
 
 export function proxy_on_request_headers(contextId: u32, _numHeaders: u32, _endOfStream: bool): i32 {
   enter();
-  const action = onRequestHeaders(configOf(contextId));
+  const root = streamGet(contextId);
+  const action =
+    root != 0 && discoveryRoots.has(root) ? discoveryRequestHeaders(contextId, <usize>discoveryRoots.get(root)) : onRequestHeaders(configOf(contextId));
   leave();
   return action;
 }
+
+export function proxy_on_response_headers(contextId: u32, _numHeaders: u32, _endOfStream: bool): i32 {
+  enter();
+  const action = discoveryResponseHeaders(contextId); // Continue unless a discovery stream holds documents
+  leave();
+  return action;
+}
+
+// No proxy_on_response_body (the ABI does not require it): without the export
+// Envoy continues every body chunk without calling into the VM, which matters
+// for the identity filter's long lists and watches.
 
 function onRequestHeaders(config: Config): i32 {
   // 1. Strip identity headers; find x-forwarded-client-cert.
