@@ -84,9 +84,13 @@ export function documentFilter(document: MergedDocument): HttpFilter {
   };
 }
 
-/** typed_per_filter_config entry of the route that selects `document`. */
+/**
+ * typed_per_filter_config entry of the route that selects `document`: the
+ * filter has no per-route configuration, and Envoy reads a FilterConfig whose
+ * `config` is present but empty as "enabled here".
+ */
 export function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
-  return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { disabled: false }) };
+  return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { config: { type_url: '', value: '' } }) };
 }
 
 /** The module, one VM shared by every instance (same vm_id, code and runtime). */
