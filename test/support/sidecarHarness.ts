@@ -14,7 +14,7 @@ import { AdsServer } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { SidecarLimits } from '../../src/translator/settings.js';
-import { PEER_SERVER_NAME, translateSidecar } from '../../src/translator/translator.js';
+import { PEER_SERVER_NAME, translateSidecar, type SidecarDocuments } from '../../src/translator/translator.js';
 import { httpsGet } from '../../src/util/https.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
 import { makeSnapshot } from '../../src/xds/snapshot.js';
@@ -90,6 +90,8 @@ export interface RunningSidecar {
   envoy: EnvoyInstance;
   /** The control plane's gRPC server (ADS and the services `register` added). */
   grpcServer: grpc.Server;
+  /** Pushes the plan again with these merged documents (encoded sets, translateSidecar's `documents`). */
+  push: (documents: SidecarDocuments | undefined) => void;
   stop: () => Promise<void>;
 }
 
@@ -108,6 +110,8 @@ export async function startSidecar(opts: {
   limits?: Partial<SidecarLimits>;
   /** The bootstrap's client connection limit (SidecarBootstrapOptions.maxDownstreamConnections). */
   maxDownstreamConnections?: number;
+  /** The merged documents pushed over ECDS from the start (translateSidecar's `documents`); none when absent. */
+  documents?: SidecarDocuments;
 }): Promise<RunningSidecar> {
   const { dir, certs } = opts;
   const write = (name: string, content: string): string => {
@@ -133,7 +137,9 @@ export async function startSidecar(opts: {
     peerCa,
   };
   const settings = { ...sidecarSettings(listenerPort, files), ...(opts.limits ? { limits: opts.limits } : {}) };
-  ads.setSnapshot(opts.node, makeSnapshot(translateSidecar(opts.plan, settings)));
+  const push = (documents: SidecarDocuments | undefined): void =>
+    ads.setSnapshot(opts.node, makeSnapshot(translateSidecar(opts.plan, settings, undefined, documents)));
+  push(opts.documents);
 
   const envoy = await startEnvoy(undefined, {
     bootstrap: sidecarBootstrap({
@@ -152,6 +158,7 @@ export async function startSidecar(opts: {
     caFile: peerCa,
     envoy,
     grpcServer,
+    push,
     stop: async () => {
       await envoy.stop();
       await shutdownGrpcServer(grpcServer, 100);
