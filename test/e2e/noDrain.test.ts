@@ -261,6 +261,10 @@ describe('document changes and a module upgrade drain no connection', () => {
       assert.deepEqual(w.errors, [], w.label);
     }
     assert.ok((await stat(kasA, 'http.apiserver.downstream_cx_active')) >= cxActive, 'the watch connections are still there');
+    assert.ok((await stat(kasA, 'http.apiserver.downstream_cx_http2_active')) >= 1, 'the HTTP/2 connection is still there');
+    assert.ok((await stat(kasA, 'http.apiserver.downstream_cx_http1_active')) >= 2, 'the HTTP/1.1 connections are still there');
+    // Every merged document came from the pushed filters: no ext_proc stream at all.
+    for (const s of sidecars) assert.equal(await stat(s, 'http.apiserver.ext_proc.mvproxy.streams_started'), 0, `${s.name}: ext_proc streams`);
     t.diagnostic(`ECDS versions on kas-a's sidecar: ${versions.length}; ${configmaps} configmaps seen by all ${watches.length} watches`);
     for (const w of watches) w.close();
     session.close();
