@@ -7,8 +7,10 @@ import { isRecord } from '../util/json.js';
 import { TYPE_URL, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { table } from './table.js';
 
-/** `--type` values: the plural of each type's short name (clusters, endpoints, listeners, routes, secrets). */
-export const CONFIG_TYPES: Readonly<Record<string, ResourceTypeUrl>> = Object.fromEntries(Object.entries(TYPE_URL).map(([short, url]) => [`${short}s`, url]));
+/** `--type` values: the plural of each type's short name (clusters, endpoints, listeners, routes, secrets), and `filters` for ECDS. */
+export const CONFIG_TYPES: Readonly<Record<string, ResourceTypeUrl>> = Object.fromEntries(
+  Object.entries(TYPE_URL).map(([short, url]) => [url === TYPE_URL.extensionConfig ? 'filters' : `${short}s`, url]),
+);
 
 export function configTypeUrl(name: string): ResourceTypeUrl {
   const url = CONFIG_TYPES[name];
@@ -88,12 +90,29 @@ function summary(url: string, resources: Record<string, unknown>[]): string {
           return [str(r['name']), '-', '-'];
         }),
       );
+    case TYPE_URL.extensionConfig:
+      // The module and the documents are bytes: their sizes, not their content.
+      return table(
+        ['NAME', 'ROOT', 'MODULE BYTES', 'CONFIGURATION BYTES'],
+        resources.map((r) => {
+          const plugin = isRecord(r['typed_config']) && isRecord(r['typed_config']['config']) ? r['typed_config']['config'] : {};
+          const code = isRecord(plugin['vm_config']) && isRecord(plugin['vm_config']['code']) ? plugin['vm_config']['code'] : {};
+          const inline = isRecord(code['local']) ? code['local']['inline_bytes'] : undefined;
+          const configuration = isRecord(plugin['configuration']) ? plugin['configuration']['value'] : undefined;
+          return [str(r['name']), str(plugin['root_id']) || '-', base64Bytes(inline), base64Bytes(configuration)];
+        }),
+      );
     default:
       return table(
         ['NAME'],
         resources.map((r) => [str(r['name'])]),
       );
   }
+}
+
+/** The byte count of a base64 field of the resource JSON. */
+function base64Bytes(v: unknown): string {
+  return typeof v === 'string' ? String(Buffer.from(v, 'base64').length) : '-';
 }
 
 function str(v: unknown): string {

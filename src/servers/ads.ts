@@ -14,7 +14,8 @@ import type { Logger } from '../util/log.js';
 import { envoyService } from '../xds/protos.js';
 import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
 import type { EncodedSnapshot } from './snapshotStore.js';
-import { AdsStream, grpcError, type AdsCall, type AdsStreamHost, type StreamNack, type StreamTypeState } from './adsStream.js';
+import { AdsStream, type AdsCall, type AdsStreamHost, type StreamNack, type StreamTypeState } from './adsStream.js';
+import { grpcError } from './grpcListen.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
 import { compareStrings } from '../util/order.js';
 

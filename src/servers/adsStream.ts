@@ -1,5 +1,5 @@
-// One state-of-the-world ADS stream (one Envoy), carrying CDS, EDS, LDS and
-// RDS. Per type URL it keeps the subscribed names, the last nonce, version and
+// One state-of-the-world ADS stream (one Envoy), carrying CDS, EDS, SDS, LDS,
+// RDS and ECDS. Per type URL it keeps the subscribed names, the last nonce, version and
 // names sent, and the last version ACKed. Flow control follows
 // go-control-plane: at most one response per type is in flight; the next one
 // waits for Envoy's ACK or NACK, so every NACK is seen with its reason. A
@@ -7,7 +7,7 @@
 // carrying a superseded nonce is ignored; clusters and endpoints go out (and
 // are answered) before the listeners and routes that use them, and a cluster
 // leaves only after the listeners and routes that no longer use it were
-// answered (make before break, both ways).
+// answered (make before break, both ways); filter configurations go last.
 //
 // The server that hosts streams (ads.ts) keeps the registry of nodes, their
 // NACK history, events and metrics; a stream tells it what happened through
@@ -17,6 +17,7 @@ import type { Logger } from '../util/log.js';
 import { PUSH_ORDER, TYPE_URL, WILDCARD_TYPES, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { encodeDiscoveryResponse, encodedResources, type AnyBytes, type EncodedSnapshot, type SharedResponse } from './snapshotStore.js';
 import { nodeClaimRefusal, nodeSidecar } from './peerIdentity.js';
+import { grpcError } from './grpcListen.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
@@ -88,10 +89,6 @@ export interface AdsStreamOptions {
  * back every other Envoy's config.
  */
 export const BUDGET_HOLD_MS = 2000;
-
-export function grpcError(code: grpc.status, details: string): grpc.ServerErrorResponse {
-  return { name: 'AdsError', message: details, code, details };
-}
 
 function namesKey(url: ResourceTypeUrl, names: readonly string[]): string {
   return WILDCARD_TYPES.has(url) || names.length === 0 || names.includes('*') ? '*' : names.join('\n');
@@ -280,11 +277,7 @@ export class AdsStream {
     return !st.inFlight && !this.needsSend(encoded, url, st);
   }
 
-  /**
-   * LDS and RDS wait for the clusters they use (routesMayGo); the filters'
-   * configurations (ECDS) wait for the listener and routes too, so a merged
-   * document never lists what the sidecar's routes cannot serve yet.
-   */
+  /** ECDS waits for LDS and RDS too: a merged document never lists what the routes cannot serve yet. */
   private mayGo(encoded: EncodedSnapshot, url: ResourceTypeUrl): boolean {
     if (url === TYPE_URL.listener || url === TYPE_URL.route) return this.routesMayGo(encoded);
     if (url !== TYPE_URL.extensionConfig) return true;

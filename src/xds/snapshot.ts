@@ -32,7 +32,14 @@ export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
  * filter's module, the merged documents) go last, once the routes that
  * serve what a document lists are in place (servers/adsStream.ts).
  */
-export const PUSH_ORDER: readonly ResourceTypeUrl[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.secret, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.extensionConfig];
+export const PUSH_ORDER: readonly ResourceTypeUrl[] = [
+  TYPE_URL.cluster,
+  TYPE_URL.endpoint,
+  TYPE_URL.secret,
+  TYPE_URL.listener,
+  TYPE_URL.route,
+  TYPE_URL.extensionConfig,
+];
 
 /** Types whose SotW reply is always the full set, whatever names Envoy asks for. */
 export const WILDCARD_TYPES: ReadonlySet<ResourceTypeUrl> = new Set([TYPE_URL.cluster, TYPE_URL.listener]);

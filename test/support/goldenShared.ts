@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { isObject, type Json } from './goldenJson.js';
 
 /** The files of a case's resources: one per type of resource the snapshot pushes. */
-export const RESOURCE_TYPES = ['clusters', 'endpoints', 'listeners', 'routes', 'secrets'] as const;
+export const RESOURCE_TYPES = ['clusters', 'endpoints', 'listeners', 'routes', 'secrets', 'extensionConfigs'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Canonical resources, by type. */
@@ -197,10 +197,17 @@ export const SHARED_PARTS: readonly SharedPart[] = [
   },
   {
     name: 'http-filters',
-    what: 'client-sent X-Remote-* removed, the identity filter, ext_proc, the router (identity)',
+    what: 'client-sent X-Remote-* removed, the identity filter and the document filters (over ECDS), ext_proc, the router (identity)',
     type: 'listeners',
     kind: 'value',
     pick: (b) => field(hcm(b), 'http_filters'),
+  },
+  {
+    name: 'identity-filter-configuration',
+    what: 'the identity filter over ECDS: the module inline (MODULE), failing closed, the default identity headers',
+    type: 'extensionConfigs',
+    kind: 'value',
+    pick: (b) => named(array(b.extensionConfigs, 'extensionConfigs'), 'mvproxy.identity'),
   },
   {
     name: 'local-reply-config',

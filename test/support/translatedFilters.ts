@@ -1,11 +1,12 @@
 // The HTTP filters of a translated listener, and whether a route switches
-// ext_proc and the identity filter on.
+// ext_proc, the document filters and the identity filter on.
 import assert from 'node:assert/strict';
 
 import type { FilterConfig } from '../../src/generated/envoy/config/route/v3/FilterConfig.js';
 import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import type { EnvoyResources } from '../../src/translator/translator.js';
+import { DOCUMENT_FILTERS, type EnvoyResources } from '../../src/translator/translator.js';
+import type { MergedDocument } from '../../src/model/requestInfo.js';
 import { unpack } from './translatorFixtures.js';
 
 /** The HTTP connection manager of the listener's one filter chain. */
@@ -29,4 +30,15 @@ export function extProcOn(route: Route): boolean {
 /** Whether the identity filter runs on this route: on in the filter chain, off where the route says so. */
 export function identityOn(route: Route): boolean {
   return filterSwitch(route, 'mvproxy.identity')?.disabled !== true;
+}
+
+/** Whether the filter holding `document` answers on this route: off in the filter chain, on where the route says so. */
+export function documentFilterOn(route: Route, document: MergedDocument): boolean {
+  const perRoute = filterSwitch(route, DOCUMENT_FILTERS[document]);
+  return perRoute !== undefined && perRoute.disabled !== true;
+}
+
+/** Whether any document filter answers on this route. */
+export function anyDocumentFilterOn(route: Route): boolean {
+  return (Object.keys(DOCUMENT_FILTERS) as MergedDocument[]).some((document) => documentFilterOn(route, document));
 }

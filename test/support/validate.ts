@@ -17,6 +17,7 @@ import type { Cluster } from '../../src/generated/envoy/config/cluster/v3/Cluste
 import type { Listener } from '../../src/generated/envoy/config/listener/v3/Listener.js';
 import type { Bootstrap } from '../../src/generated/envoy/config/bootstrap/v3/Bootstrap.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import type { HttpFilter } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { EnvoyResources } from '../../src/translator/settings.js';
 import { envoyRoot } from '../../src/xds/protos.js';
 import { envoyBinary } from './envoy.js';
@@ -61,6 +62,16 @@ function staticBootstrap(resources: EnvoyResources): Bootstrap {
     return { ...rest, type: 'STATIC', load_assignment: { ...assignment, cluster_name: cluster.name ?? '' } };
   });
 
+  // Filters configured over ECDS get their configuration (or their default) inline.
+  const filterConfigs = new Map(resources.extensionConfigs.map((c) => [c.name ?? '', c.typed_config]));
+  const withFilterConfiguration = (filter: HttpFilter): HttpFilter => {
+    if (!filter.config_discovery) return filter;
+    const { config_discovery: discovery, ...rest } = filter;
+    const typed = filterConfigs.get(filter.name ?? '') ?? discovery.default_config;
+    if (!typed) throw new Error(`filter ${filter.name} has neither an ECDS configuration nor a default`);
+    return { ...rest, typed_config: typed };
+  };
+
   const listeners = resources.listeners.map(
     (listener): Listener => ({
       ...listener,
@@ -73,7 +84,7 @@ function staticBootstrap(resources: EnvoyResources): Bootstrap {
           if (rds === undefined || rds === null) return filter;
           const routeConfig = routeConfigs.get(rds.route_config_name ?? '');
           if (routeConfig === undefined) throw new Error(`listener ${listener.name} refers to unknown routes ${rds.route_config_name}`);
-          return { ...filter, typed_config: { ...hcm, route_config: routeConfig } };
+          return { ...filter, typed_config: { ...hcm, route_config: routeConfig, http_filters: (hcm.http_filters ?? []).map(withFilterConfiguration) } };
         }),
       })),
     }),

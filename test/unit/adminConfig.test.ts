@@ -46,9 +46,9 @@ describe('GetConfig answer', () => {
   });
 
   it('each resource is its JSON, the identity filter module as base64 bytes', () => {
-    const listener = [...snapshot.types[TYPE_URL.listener].resources.values()][0];
-    assert.ok(listener);
-    const json = resourceJson(listener);
+    const identity = snapshot.types[TYPE_URL.extensionConfig].resources.get('mvproxy.identity');
+    assert.ok(identity);
+    const json = resourceJson(identity);
     assert.ok(!json.includes('"type":"Buffer"'), 'no Buffer serialization');
     assert.ok(json.includes(Buffer.from(settings.identityFilter.module).toString('base64')));
   });
@@ -72,7 +72,7 @@ describe('mvproxy admin config output', () => {
     assert.equal(configTypeUrl('routes'), TYPE_URL.route);
     assert.equal(configTypeUrl('clusters'), TYPE_URL.cluster);
     assert.equal(configTypeUrl('secrets'), TYPE_URL.secret);
-    assert.throws(() => configTypeUrl('secret'), /--type: one of clusters, endpoints, listeners, routes, secrets; got "secret"/);
+    assert.throws(() => configTypeUrl('secret'), /--type: one of clusters, endpoints, listeners, routes, secrets, filters; got "secret"/);
   });
 
   it('the routes table shows each route with what it matches and the cluster it goes to', () => {

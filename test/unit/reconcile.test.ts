@@ -37,7 +37,14 @@ function changedTypes(before: Reconciled, after: Reconciled): Record<string, str
 }
 
 function shortType(url: ResourceTypeUrl): string {
-  return { [TYPE_URL.cluster]: 'CDS', [TYPE_URL.endpoint]: 'EDS', [TYPE_URL.listener]: 'LDS', [TYPE_URL.route]: 'RDS', [TYPE_URL.secret]: 'SDS', [TYPE_URL.extensionConfig]: 'ECDS' }[url];
+  return {
+    [TYPE_URL.cluster]: 'CDS',
+    [TYPE_URL.endpoint]: 'EDS',
+    [TYPE_URL.listener]: 'LDS',
+    [TYPE_URL.route]: 'RDS',
+    [TYPE_URL.secret]: 'SDS',
+    [TYPE_URL.extensionConfig]: 'ECDS',
+  }[url];
 }
 
 /** The resource routes of a sidecar's plan, as `group/version/resource -> action`. */
@@ -115,16 +122,25 @@ describe('reconcile', () => {
     }
   });
 
-  it('changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there', () => {
+  it('changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there, and every merged document', () => {
     const before = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
     const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': [...CORE, ...MIGRATION] }));
-    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS'], 'kas-b': ['RDS'], 'kas-c': [] });
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': ['RDS', 'ECDS'], 'kas-c': ['ECDS'] });
   });
 
-  it("changes, when one apiserver stops serving something only it served, only the route configurations of its peers' sidecars", () => {
+  it("changes, when one apiserver stops serving something only it served, only the route configurations of its peers' sidecars, and every merged document", () => {
     const before = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE }));
     const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
-    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS'], 'kas-b': [], 'kas-c': ['RDS'] });
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': ['ECDS'], 'kas-c': ['RDS', 'ECDS'] });
+  });
+
+  it('pushes the merged documents of every sidecar whose own apiserver is known, and leaves the others as they are', () => {
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
+    const { discovery: _, ...blindB } = m.apiservers[1] as ApiserverObservation;
+    const result = run({ ...m, apiservers: [m.apiservers[0] as ApiserverObservation, blindB] });
+    const filters = (node: string): string[] => [...sidecar(result, node).snapshot.types[TYPE_URL.extensionConfig].resources.keys()];
+    assert.deepEqual(filters('kas-a'), ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.identity']);
+    assert.deepEqual(filters('kas-b'), ['mvproxy.identity']);
   });
 
   it("merges every live apiserver's discovery into each sidecar's ext_proc document", () => {
@@ -141,17 +157,22 @@ describe('reconcile', () => {
     }
   });
 
-  it("configures each sidecar's listener from its own declared address and the injected identity filter module", () => {
+  it("configures each sidecar's listener from its own declared address, and its filters with the injected module over ECDS, not in the listener", () => {
     const result = run(model({ 'kas-a': CORE, 'kas-b': CORE }));
-    const listener = sidecar(result, 'kas-b').snapshot.types[TYPE_URL.listener].resources.get(LISTENER_NAME);
+    const { snapshot } = sidecar(result, 'kas-b');
+    const listener = snapshot.types[TYPE_URL.listener].resources.get(LISTENER_NAME);
     assert.ok(listener && listener['@type'] === TYPE_URL.listener);
     assert.deepEqual(listener.address?.socket_address, { address: '10.0.0.2', port_value: 6443 });
-    const inline: unknown[] = [];
-    JSON.stringify(listener, (key, value: unknown) => {
-      if (key === 'inline_bytes') inline.push(value);
-      return value;
-    });
-    assert.deepEqual(inline, [WASM.toJSON()], 'the module travels inline in the listener');
+    const inlineIn = (resource: unknown): unknown[] => {
+      const inline: unknown[] = [];
+      JSON.stringify(resource, (key, value: unknown) => {
+        if (key === 'inline_bytes') inline.push(value);
+        return value;
+      });
+      return inline;
+    };
+    assert.deepEqual(inlineIn(listener), [], 'a new module replaces no listener');
+    for (const [name, config] of snapshot.types[TYPE_URL.extensionConfig].resources) assert.deepEqual(inlineIn(config), [WASM.toJSON()], name);
   });
   it('gives each sidecar whose apiserver has no known discovery the merge of its peers, as merged for it alone', () => {
     const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE, 'kas-d': CORE });

@@ -1,4 +1,4 @@
-// The translator's ext_proc and identity-filter configuration, and the routes that switch them on:
+// The translator's ext_proc, document-filter and identity-filter configuration, and the routes that switch them on:
 // merged discovery and OpenAPI documents, client-certificate twins, group documents.
 // Plans: test/support/sidecarPlans.ts; route selection: test/support/envoyRouteMatcher.ts.
 import assert from 'node:assert/strict';
@@ -16,11 +16,14 @@ import {
   peerClusterName,
   UPSTREAM_FLAVOURS,
   translateSidecar,
+  DOCUMENT_FILTERS,
+  DOCUMENT_PUSH_BUDGET_BYTES,
   type EnvoyResources,
 } from '../../src/translator/translator.js';
 import { AGGREGATED, routesOf, selectRoute } from '../support/envoyRouteMatcher.js';
 import { B, C, CONTRACT, NO_PEERS, REROUTES, UNAVAILABLE, plan } from '../support/sidecarPlans.js';
-import { connectionManager, extProcOn, filterSwitch, identityOn } from '../support/translatedFilters.js';
+import { anyDocumentFilterOn, connectionManager, documentFilterOn, extProcOn, filterSwitch, identityOn } from '../support/translatedFilters.js';
+import type { MergedDocument } from '../../src/model/requestInfo.js';
 import { throwawaySettingsForTestFile, unpack } from '../support/translatorFixtures.js';
 
 const settings = throwawaySettingsForTestFile('mvproxy-translator-');
@@ -74,10 +77,15 @@ describe('translateSidecar', () => {
       assert.deepEqual(hcm.set_current_client_cert_details, { cert: true });
     });
 
-    test("the identity filter carries the compiled module inline, fails closed and names the apiserver's identity headers", () => {
-      const filter = (connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? []).find((f) => f.name === 'mvproxy.identity');
+    test("the identity filter comes over ECDS with the compiled module inline, fails closed and names the apiserver's identity headers", () => {
+      const resources = translateSidecar(NO_PEERS, settings);
+      const filter = (connectionManager(resources).http_filters ?? []).find((f) => f.name === 'mvproxy.identity');
       assert.equal(filter?.disabled, undefined, 'on unless a route switches it off');
-      const wasm = unpack<Wasm>(filter?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+      assert.equal(filter?.typed_config, undefined, 'no module in the listener');
+      assert.deepEqual(filter?.config_discovery?.type_urls, ['type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm']);
+      assert.equal(filter?.config_discovery?.default_config, undefined, 'no default: the listener waits for it');
+      const config = resources.extensionConfigs.find((c) => c.name === 'mvproxy.identity');
+      const wasm = unpack<Wasm>(config?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
       assert.equal(wasm.config?.vm_config?.runtime, 'envoy.wasm.runtime.v8');
       assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.identityFilter.module);
       assert.equal(wasm.config?.fail_open, false);
@@ -88,6 +96,30 @@ describe('translateSidecar', () => {
         groupHeader: 'x-remote-group',
         extraHeaderPrefix: 'x-remote-extra-',
       });
+    });
+
+    test('each document filter is off in the chain, a no-op until its first configuration, and holds its document set over ECDS, failing open', () => {
+      const set = Uint8Array.from([1, 2, 3]);
+      const resources = translateSidecar(NO_PEERS, settings, undefined, new Map([['group-discovery', set]]));
+      for (const name of Object.values(DOCUMENT_FILTERS)) {
+        const filter = (connectionManager(resources).http_filters ?? []).find((f) => f.name === name);
+        assert.equal(filter?.disabled, true, name);
+        assert.equal(filter?.config_discovery?.apply_default_config_without_warming, true, name);
+        assert.equal(
+          (filter?.config_discovery?.default_config as { '@type'?: string } | undefined)?.['@type'],
+          'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation',
+        );
+      }
+      assert.deepEqual(
+        resources.extensionConfigs.map((c) => c.name),
+        ['mvproxy.discovery.groups', 'mvproxy.identity'],
+        'a document not given is left out: the sidecar keeps what it holds',
+      );
+      const wasm = unpack<Wasm>(resources.extensionConfigs[0]?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+      assert.equal(wasm.config?.root_id, 'mvproxy.discovery');
+      assert.equal(wasm.config?.vm_config?.vm_id, 'mvproxy.identity', 'one VM for every instance');
+      assert.equal(wasm.config?.fail_open, true);
+      assert.deepEqual([...(unpack<{ value: Uint8Array }>(wasm.config?.configuration, 'google.protobuf.BytesValue').value ?? [])], [1, 2, 3]);
     });
 
     test('a request that reached no apiserver gets a 503 Status with Retry-After, never an empty or plain-text 503', () => {
@@ -125,9 +157,9 @@ describe('translateSidecar', () => {
       }
     });
 
-    test('aggregated discovery without profile=nopeer goes to the local apiserver through ext_proc, told which document, for every client', () => {
+    test('aggregated discovery without profile=nopeer goes to the local apiserver with the filter holding its document on, for every client', () => {
       const resources = translateSidecar(NO_PEERS, settings);
-      const cases: Array<[string, string, string]> = [
+      const cases: Array<[string, string, MergedDocument]> = [
         ['/apis', 'discovery (aggregated)', 'group-discovery'],
         ['/apis?timeout=32s', 'discovery (aggregated)', 'group-discovery'],
         ['/api', 'discovery (aggregated, core)', 'core-discovery'],
@@ -138,34 +170,54 @@ describe('translateSidecar', () => {
           const route = selectRoute(resources, { path, headers: { accept: AGGREGATED }, clientCert });
           assert.equal(route.name, `${name}${clientCert ? ' (client certificate)' : ''}`, path);
           assert.equal(route.route?.cluster, clientCert ? 'local-h1-front-proxy' : 'local-h1');
-          const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
-          assert.equal(perRoute?.disabled, false);
-          assert.deepEqual(unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute'), {
-            '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
-            overrides: { grpc_initial_metadata: [{ key: 'x-mvproxy-document', value: document }] },
-          });
+          assert.equal(documentFilterOn(route, document), true, path);
+          assert.equal(extProcOn(route), false, path);
         }
       }
     });
 
-    test('only GET and HEAD of /apis go through ext_proc', () => {
+    test('a document over the push budget goes through ext_proc instead, told which document', () => {
+      const oversize = new Uint8Array(DOCUMENT_PUSH_BUDGET_BYTES + 1);
+      const resources = translateSidecar(NO_PEERS, settings, undefined, new Map([['group-discovery', oversize]]));
+      const route = selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED } });
+      assert.equal(documentFilterOn(route, 'group-discovery'), false);
+      const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
+      assert.equal(perRoute?.disabled, false);
+      assert.deepEqual(unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute'), {
+        '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
+        overrides: { grpc_initial_metadata: [{ key: 'x-mvproxy-document', value: 'group-discovery' }] },
+      });
+      assert.equal(
+        documentFilterOn(selectRoute(resources, { path: '/api', headers: { accept: AGGREGATED } }), 'core-discovery'),
+        true,
+        'the others stay pushed',
+      );
+      assert.ok(!resources.extensionConfigs.some((c) => c.name === DOCUMENT_FILTERS['group-discovery']), 'not pushed');
+    });
+
+    test('only GET and HEAD of /apis get the merged document', () => {
       const resources = translateSidecar(NO_PEERS, settings);
       assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': 'HEAD' } }).name, 'discovery (aggregated)');
       for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS']) {
-        assert.equal(extProcOn(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': method } })), false, method);
+        const route = selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': method } });
+        assert.equal(extProcOn(route) || anyDocumentFilterOn(route), false, method);
       }
     });
 
-    test('the OpenAPI v3 index goes to the local apiserver through ext_proc, told it is the index', () => {
+    test('the OpenAPI v3 index goes to the local apiserver with the filter holding the merged index on', () => {
       const route = selectRoute(translateSidecar(NO_PEERS, settings), { path: '/openapi/v3' });
-      const perRoute = filterSwitch(route, 'envoy.filters.http.ext_proc');
-      assert.deepEqual(
-        unpack<ExtProcPerRoute>(perRoute?.config, 'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute').overrides?.grpc_initial_metadata,
-        [{ key: 'x-mvproxy-document', value: 'openapi-index' }],
+      assert.equal(documentFilterOn(route, 'openapi-index'), true);
+      assert.equal(
+        anyDocumentFilterOn({
+          ...route,
+          typed_per_filter_config: { ...route.typed_per_filter_config, [DOCUMENT_FILTERS['openapi-index']]: undefined as never },
+        }),
+        false,
       );
+      assert.equal(extProcOn(route), false);
     });
 
-    test('discovery with profile=nopeer, unaggregated discovery and group documents served locally skip ext_proc', () => {
+    test('discovery with profile=nopeer, unaggregated discovery and group documents served locally get the local answer', () => {
       const resources = translateSidecar(REROUTES, settings);
       const nopeer = selectRoute(resources, { path: '/apis', headers: { accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } });
       assert.equal(nopeer.name, 'local');
@@ -188,7 +240,7 @@ describe('translateSidecar', () => {
           const route = selectRoute(resources, { path, clientCert });
           assert.equal(route.name, clientCert ? `${name} (client certificate)` : name, path);
           assert.equal(route.route?.cluster, flavouredClusterName(cluster, { protocol: 'http1', frontProxy: clientCert }), path);
-          assert.equal(extProcOn(route), false, path);
+          assert.equal(extProcOn(route) || anyDocumentFilterOn(route), false, path);
           assert.equal(identityOn(route), clientCert, path);
           assert.deepEqual(
             (route.request_headers_to_add ?? []).map((h) => [h.header?.key, h.header?.value]),

@@ -18,7 +18,15 @@ describe('translateSidecar', () => {
       const filters = connectionManager(translateSidecar(NO_PEERS, settings)).http_filters ?? [];
       assert.deepEqual(
         filters.map((f) => f.name),
-        ['envoy.filters.http.header_mutation', 'mvproxy.identity', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router'],
+        [
+          'envoy.filters.http.header_mutation',
+          'mvproxy.identity',
+          'mvproxy.discovery.core',
+          'mvproxy.discovery.groups',
+          'mvproxy.discovery.openapi',
+          'envoy.filters.http.ext_proc',
+          'envoy.filters.http.router',
+        ],
       );
       const mutation = unpack<HeaderMutation>(filters[0]?.typed_config, 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation');
       assert.deepEqual(mutation.mutations?.request_mutations, [{ remove_on_match: { key_matcher: { prefix: 'x-remote-', ignore_case: true } } }]);

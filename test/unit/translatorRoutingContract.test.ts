@@ -1,6 +1,6 @@
 // The translator's routing contract: for every path (corner cases and generated shapes), Envoy's route
 // selects the destination parseRequestPath and the plan give, over the right cluster flavour, with
-// ext_proc and the identity filter only where they belong.
+// document filters and the identity filter only where they belong.
 // Plans: test/support/sidecarPlans.ts; route selection: test/support/envoyRouteMatcher.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -12,7 +12,7 @@ import { destinationForRequest } from '../../src/planner/destination.js';
 import { PEER_PROXIED_HEADER, flavouredClusterName, peerClusterName, translateSidecar, type UpstreamFlavour } from '../../src/translator/translator.js';
 import { AGGREGATED, routesOf, selectRoute, type TestRequest } from '../support/envoyRouteMatcher.js';
 import { CONTRACT, FALLBACK, LONG_NAMES, NON_CORE_REROUTES, NO_PEERS, REROUTES, UNAVAILABLE } from '../support/sidecarPlans.js';
-import { extProcOn, identityOn } from '../support/translatedFilters.js';
+import { anyDocumentFilterOn, extProcOn, identityOn } from '../support/translatedFilters.js';
 import { throwawaySettingsForTestFile } from '../support/translatorFixtures.js';
 
 const settings = throwawaySettingsForTestFile('mvproxy-translator-');
@@ -54,7 +54,7 @@ function routedDestination(p: SidecarPlan, route: Route, flavour: UpstreamFlavou
 
 const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
 
-/** The routes that select a merged document (ext_proc on). */
+/** The routes that select a merged document (its document filter on). */
 const MERGED_ROUTE = /^(discovery \(aggregated|openapi index)/;
 
 describe('translateSidecar', () => {
@@ -180,7 +180,7 @@ describe('translateSidecar', () => {
 
     const paths = [...cornerCases, ...generatedPaths()];
 
-    /** Same destination with and without a client certificate; the identity filter only for certificates, ext_proc only for merged documents. */
+    /** Same destination with and without a client certificate; the identity filter only for certificates, a document filter only for merged documents, ext_proc never (every document is pushed). */
     function assertContract(p: SidecarPlan, request: TestRequest, alreadyProxied: boolean, upgrade: boolean): void {
       const resources = translateSidecar(p, settings);
       const expected = describeDestination(destinationForRequest(p, parseRequestPath(request.path), { alreadyProxied }));
@@ -188,8 +188,9 @@ describe('translateSidecar', () => {
         const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
         const route = selectRoute(resources, { ...request, clientCert });
         assert.equal(routedDestination(p, route, expectedFlavour({ ...request, clientCert }, upgrade)), expected, what);
-        const wantsExtProc = MERGED_ROUTE.test(route.name ?? '');
-        assert.equal(extProcOn(route), wantsExtProc, `${what}: ext_proc ${wantsExtProc ? 'on' : 'off'} (route ${route.name})`);
+        const wantsDocument = MERGED_ROUTE.test(route.name ?? '');
+        assert.equal(anyDocumentFilterOn(route), wantsDocument, `${what}: document filter ${wantsDocument ? 'on' : 'off'} (route ${route.name})`);
+        assert.equal(extProcOn(route), false, `${what}: ext_proc off (route ${route.name})`);
         const wantsIdentity = clientCert && !route.direct_response;
         assert.equal(identityOn(route), wantsIdentity, `${what}: identity filter ${wantsIdentity ? 'on' : 'off'} (route ${route.name})`);
       }
@@ -216,7 +217,7 @@ describe('translateSidecar', () => {
       }
     });
 
-    test('discovery requests go where their path goes, and through ext_proc on the merged-document routes only', () => {
+    test('discovery requests go where their path goes, with a document filter on the merged-document routes only', () => {
       const accepts = [AGGREGATED, `${AGGREGATED};profile=nopeer,${AGGREGATED}`, 'application/json'];
       for (const p of [CONTRACT, REROUTES, UNAVAILABLE, FALLBACK]) {
         for (const path of [...cornerCases, '/apis/', '/api/', '/apis/batch/', '/apis/batch/v1?timeout=32s']) {
