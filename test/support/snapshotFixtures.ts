@@ -1,11 +1,14 @@
 // A small xDS snapshot for the ADS tests, and the type URLs by their short names.
 import { TYPE_URL, makeSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
 import { rdsListener } from './envoy.js';
+import { typedConfig } from '../../src/translator/typed.js';
+import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 
-export const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS } = TYPE_URL;
+export const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS, extensionConfig: ECDS } = TYPE_URL;
 
 /** A small but complete config: EDS cluster, its endpoints, a listener using RDS, the route. */
-export function config(opts: { port?: number; routeCluster?: string; extraCluster?: boolean } = {}): Snapshot {
+/** `filterHeader`: a filter configuration (ECDS) `document`, a header mutation adding that header, like a document change. */
+export function config(opts: { port?: number; routeCluster?: string; extraCluster?: boolean; filterHeader?: string } = {}): Snapshot {
   const clusters = [
     {
       name: 'backend',
@@ -28,6 +31,14 @@ export function config(opts: { port?: number; routeCluster?: string; extraCluste
         virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: opts.routeCluster ?? 'backend' } }] }],
       },
       { name: 'unused', virtual_hosts: [] },
+    ],
+    extensionConfigs: [
+      {
+        name: 'document',
+        typed_config: typedConfig<HeaderMutation>('envoy.extensions.filters.http.header_mutation.v3.HeaderMutation', {
+          mutations: { response_mutations: [{ append: { header: { key: opts.filterHeader ?? 'x-document', value: '1' } } }] },
+        }),
+      },
     ],
   });
 }

@@ -1,78 +1,16 @@
 // ADS server against a real grpc-js client over a Unix socket: the protocol
 // rules (ACK, NACK, stale nonce, ordering, names) without an Envoy.
 // The client: test/support/fakeEnvoy.ts; the snapshot: test/support/snapshotFixtures.ts.
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { sendGarbage } from '../support/garbage.js';
 import { NackError, hasAcked, waitForAck, waitForNack } from '../support/adsWait.js';
-import pino from 'pino';
-import { AdsServer, type AdsMetrics } from '../../src/servers/ads.js';
-import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { BUDGET_HOLD_MS } from '../../src/servers/adsStream.js';
-import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
-import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import { FakeEnvoy } from '../support/fakeEnvoy.js';
-import { CDS, EDS, LDS, RDS, config } from '../support/snapshotFixtures.js';
+import { CDS, ECDS, EDS, LDS, RDS, config } from '../support/snapshotFixtures.js';
+import { NODE, harness, names } from '../support/adsHarness.js';
 import { snapshotVersions } from '../../src/xds/snapshot.js';
-
-const NODE = 'apiserver-a';
-
-interface Harness {
-  ads: AdsServer;
-  address: string;
-  path: string;
-  sent: Array<{ typeUrl: string; version: string }>;
-  nacks: number;
-  envoy(node?: string): FakeEnvoy;
-}
-
-async function harness(t: TestContext, options: { orderingTimeoutMs?: number; maxBytesInFlight?: number } = {}): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-ads-'));
-  const sent: Harness['sent'] = [];
-  const h = { nacks: 0 } as { nacks: number };
-  const metrics: AdsMetrics = {
-    responseSent: (_node, typeUrl, version) => sent.push({ typeUrl, version }),
-    nack: () => {
-      h.nacks++;
-    },
-  };
-  const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }), metrics, ...options });
-  const server = createGrpcServer();
-  ads.addToServer(server);
-  const path = join(dir, 'xds.sock');
-  const address = await listenUnix(server, path);
-  const clients: FakeEnvoy[] = [];
-  t.after(async () => {
-    for (const c of clients) c.close();
-    await shutdownGrpcServer(server, 100);
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    ads,
-    address,
-    path,
-    sent,
-    get nacks() {
-      return h.nacks;
-    },
-    envoy(node?: string) {
-      const c = new FakeEnvoy(address, node ?? NODE);
-      clients.push(c);
-      return c;
-    },
-  };
-}
-
-function names(response: DiscoveryResponse__Output): string[] {
-  return (response.resources ?? []).map((r) => {
-    const fields = r as unknown as { name?: string; cluster_name?: string };
-    return fields.name ?? fields.cluster_name ?? '?';
-  });
-}
 
 describe('ADS server', () => {
   it('answers the first CDS request with the full cluster set at the snapshot version', async (t) => {
@@ -220,6 +158,43 @@ describe('ADS server', () => {
     const lds = await envoy.next();
     const rds = await envoy.next();
     assert.deepEqual([lds.type_url, rds.type_url], [LDS, RDS]);
+  });
+
+  it('sends filter configurations (ECDS) only after the listener and routes of the same change are ACKed', async (t) => {
+    const h = await harness(t);
+    const envoy = h.envoy();
+    envoy.subscribe(CDS);
+    envoy.subscribe(EDS, ['backend']);
+    envoy.subscribe(LDS);
+    envoy.subscribe(RDS, ['ingress']);
+    envoy.subscribe(ECDS, ['document']);
+    h.ads.setSnapshot(NODE, config());
+    envoy.ack(await envoy.next());
+    envoy.ack(await envoy.next(), ['backend']);
+    const lds = await envoy.next();
+    const rds = await envoy.next();
+    assert.deepEqual([lds.type_url, rds.type_url], [LDS, RDS]);
+    await envoy.nothingFor(200);
+    envoy.ack(lds);
+    envoy.ack(rds, ['ingress']);
+    const ecds = await envoy.next();
+    assert.equal(ecds.type_url, ECDS);
+    assert.deepEqual(names(ecds), ['document']);
+    envoy.ack(ecds, ['document']);
+    // A new document with new routes: the routes first, again.
+    h.ads.setSnapshot(NODE, config({ routeCluster: 'other', extraCluster: true, filterHeader: 'x-other' }));
+    const cds = await envoy.next();
+    assert.equal(cds.type_url, CDS);
+    envoy.ack(cds);
+    const eds = await envoy.next();
+    envoy.ack(eds, ['backend', 'other']);
+    const moreEds = await envoy.next();
+    envoy.ack(moreEds, ['backend', 'other']);
+    const newRds = await envoy.next();
+    assert.equal(newRds.type_url, RDS);
+    await envoy.nothingFor(200);
+    envoy.ack(newRds, ['ingress']);
+    assert.equal((await envoy.next()).type_url, ECDS);
   });
 
   it('holds RDS until Envoy has asked for and ACKed the endpoints of a cluster it just accepted', async (t) => {
