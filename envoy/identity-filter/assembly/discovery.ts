@@ -51,6 +51,7 @@ import {
   variantAt,
 } from "./documents";
 import { equalsCI } from "./headers";
+import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { streamState } from "./streams";
 
 /** Stream flags (state word 1): the client takes gzip; the low bits: variants If-None-Match names. */
@@ -203,36 +204,26 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
   let mask: u32 = 0;
   let ifNoneMatch = false;
   let acceptEncoding = false;
-  let malformed = true;
-  if (pairs != 0 && pairsSize >= 4) {
-    const count = <usize>load<u32>(pairs);
-    if (count <= (pairsSize - 4) / 8) {
-      malformed = false;
-      let sizes = pairs + 4;
-      let data = sizes + count * 8;
-      const end = pairs + pairsSize;
-      for (let i: usize = 0; i < count; i++) {
-        const keyLen = <usize>load<u32>(sizes);
-        const valueLen = <usize>load<u32>(sizes, 4);
-        sizes += 8;
-        if (data > end || end - data < keyLen + valueLen + 2) {
-          malformed = true;
-          break;
-        }
-        const key = data;
-        const value = data + keyLen + 1;
-        data = value + valueLen + 1;
-        if (equalsNameCI(key, keyLen, ACCEPT)) {
-          if (hasNoPeer(value, valueLen)) nopeer = true;
-        } else if (equalsNameCI(key, keyLen, IF_NONE_MATCH)) {
-          ifNoneMatch = true;
-          mask |= matchMask(set, value, valueLen);
-        } else if (equalsNameCI(key, keyLen, ACCEPT_ENCODING)) {
-          acceptEncoding = true;
-          if (takesGzip(value, valueLen)) gzip = true;
-        }
+  // An absent or empty map counts as unreadable here.
+  let malformed = pairs == 0 || pairsSize < 4 || !pairsBegin(pairs, pairsSize);
+  if (!malformed) {
+    let r = pairsNext();
+    for (; r > 0; r = pairsNext()) {
+      const key = pairKey;
+      const keyLen = pairKeyLen;
+      const value = pairValue;
+      const valueLen = pairValueLen;
+      if (equalsNameCI(key, keyLen, ACCEPT)) {
+        if (hasNoPeer(value, valueLen)) nopeer = true;
+      } else if (equalsNameCI(key, keyLen, IF_NONE_MATCH)) {
+        ifNoneMatch = true;
+        mask |= matchMask(set, value, valueLen);
+      } else if (equalsNameCI(key, keyLen, ACCEPT_ENCODING)) {
+        acceptEncoding = true;
+        if (takesGzip(value, valueLen)) gzip = true;
       }
     }
+    if (r < 0) malformed = true;
   }
   if (pairs != 0) heap.free(pairs);
   // Unreadable headers or the apiserver's own document asked for: the local answer goes through.

@@ -61,6 +61,7 @@ import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers";
 import { MAX_XFCC, readCertificate, warnCertificate } from "./identity";
+import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { refuse, reject, rejectUnreadable } from "./rejection";
 import { streamDelete, streamGet, streamSet } from "./streams";
 import { XFCC_DIGEST, scanXfcc, xfccError } from "./xfcc";
@@ -243,38 +244,24 @@ function onRequestHeaders(config: Config): i32 {
   let xfccLen: usize = 0;
   let xfccCount: i32 = 0;
   let bearer = false;
-  let malformed = false;
-  if (pairs != 0 && pairsSize >= 4) {
-    const count = <usize>load<u32>(pairs);
-    // Sizes table, then NUL-terminated keys and values.
-    if (count > (pairsSize - 4) / 8) {
-      malformed = true;
-    } else {
-      let sizes = pairs + 4;
-      let data = sizes + count * 8;
-      const end = pairs + pairsSize;
-      for (let i: usize = 0; i < count; i++) {
-        const keyLen = <usize>load<u32>(sizes);
-        const valueLen = <usize>load<u32>(sizes, 4);
-        sizes += 8;
-        if (data > end || end - data < keyLen + valueLen + 2) {
-          malformed = true;
-          break;
-        }
-        const key = data;
-        const value = data + keyLen + 1;
-        data = value + valueLen + 1;
-        if (isStripped(key, keyLen, config)) {
-          proxy_remove_header_map_value(MAP_HTTP_REQUEST_HEADERS, key, keyLen);
-        } else if (equalsCI(key, keyLen, changetype<usize>(XFCC_BYTES), XFCC_BYTES.byteLength)) {
-          xfccCount++;
-          xfccAt = value;
-          xfccLen = valueLen;
-        } else if (equalsCI(key, keyLen, changetype<usize>(AUTHORIZATION_BYTES), AUTHORIZATION_BYTES.byteLength)) {
-          bearer = true;
-        }
+  // Absent or empty: no headers. Sizes table, then NUL-terminated keys and values.
+  let malformed = !pairsBegin(pairs, pairsSize);
+  if (!malformed) {
+    let r = pairsNext();
+    for (; r > 0; r = pairsNext()) {
+      const key = pairKey;
+      const keyLen = pairKeyLen;
+      if (isStripped(key, keyLen, config)) {
+        proxy_remove_header_map_value(MAP_HTTP_REQUEST_HEADERS, key, keyLen);
+      } else if (equalsCI(key, keyLen, changetype<usize>(XFCC_BYTES), XFCC_BYTES.byteLength)) {
+        xfccCount++;
+        xfccAt = pairValue;
+        xfccLen = pairValueLen;
+      } else if (equalsCI(key, keyLen, changetype<usize>(AUTHORIZATION_BYTES), AUTHORIZATION_BYTES.byteLength)) {
+        bearer = true;
       }
     }
+    if (r < 0) malformed = true;
   }
   if (malformed) {
     if (pairs != 0) heap.free(pairs);
