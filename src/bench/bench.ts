@@ -19,7 +19,7 @@ import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
 import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
 import { compareAlternately, type LoadTarget, type Side } from './load.js';
 import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
-import { summarize } from './summary.js';
+import { summarize, summarizeDiscovery } from './summary.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../model/discovery.js';
 
 export interface BenchOptions {
@@ -34,8 +34,8 @@ export interface BenchOptions {
   convergenceCapMs: number;
   /** The fan-out part (fanout.ts), run after the side-by-side sandboxes are down. */
   fanout: Omit<FanoutOptions, 'progress'>;
-  /** `convergence`: that part alone (both sandboxes, no load figures, no fan-out). */
-  only?: 'convergence';
+  /** `convergence` or `discovery` (merged /apis against upstream and the minimal Envoy): that part alone, no fan-out. */
+  only?: 'convergence' | 'discovery';
   progress: (line: string) => void;
 }
 
@@ -89,6 +89,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
   } finally {
     for (const bed of beds) await bed.sandbox.down();
   }
+  if (opts.only === 'discovery') return figures;
   // Its own sandbox (three apiservers, simulated nodes), once the others are down.
   const fanout = await runFanoutBench({ ...opts.fanout, progress: opts.progress });
   return { ...figures, summary: { ...figures.summary, ...fanoutSummary(fanout) }, fanout };
@@ -150,7 +151,6 @@ async function measureAll(
     const throughput = compareFigures(await compareAlternately(sides, { ...load, concurrency: opts.concurrency }), 'sidecar');
     return { latency, throughput };
   };
-  const local = await pair('a locally served GET, sidecar vs direct', target(mv, sidecarA, CM_PATH), target(mv, mv.a.direct, CM_PATH), sidecarPid);
   // Reference: what any Envoy hop costs here, without mvproxy's configuration.
   const bare = await startBareEnvoy({
     envoy,
@@ -165,6 +165,28 @@ async function measureAll(
     target(mv, mv.a.direct, CM_PATH),
     bare.pid,
   ).finally(() => bare.stop());
+
+  // mvproxy vs upstream vs direct: mvproxy's sidecar of kas-a (v1.36.3), upstream's
+  // kas-a itself (its proxy on), and the apiserver that serves the request, directly.
+  const cfg: SidesConfig = { ...load, h2load, inFlight: opts.inFlight, protocol: opts.protocol, h2loadWarmupMs: H2LOAD_WARMUP_MS, progress: opts.progress };
+  const three = (path: string, directBed: ApiserverState, accept?: string) => [
+    {
+      name: 'mvproxy',
+      description: `mvproxy's sidecar of kas-a (${VERSIONS['kas-a']})`,
+      target: target(mv, sidecarA, path, accept),
+      ...(sidecarPid === undefined ? {} : { pid: sidecarPid }),
+    },
+    { name: 'upstream', description: `kas-a (${VERSIONS['kas-a']}) with upstream's Mixed Version Proxy`, target: target(up, up.a.direct, path, accept) },
+    { name: 'direct', description: `${directBed.name} (${directBed.version}) directly, mvproxy's sandbox`, target: target(mv, directBed.direct, path, accept) },
+  ];
+  // Direct kas-a answers its own, unmerged document: the floor, not the same answer.
+  const apisJson = await measureSides('merged /apis (JSON)', three('/apis', mv.a, AGGREGATED_DISCOVERY_JSON), 'mvproxy', cfg);
+  const apisProtobuf = await measureSides('merged /apis (protobuf)', three('/apis', mv.a, AGGREGATED_DISCOVERY_PROTOBUF), 'mvproxy', cfg);
+  const inFlightMax = String(Math.max(...opts.inFlight));
+  if (opts.only === 'discovery') {
+    return { summary: summarizeDiscovery({ minimalEnvoy, apisJson, apisProtobuf, inFlightHigh: inFlightMax }), checks, minimalEnvoy, apisJson, apisProtobuf };
+  }
+  const local = await pair('a locally served GET, sidecar vs direct', target(mv, sidecarA, CM_PATH), target(mv, mv.a.direct, CM_PATH), sidecarPid);
   // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
   const withCert = (t: LoadTarget): LoadTarget => ({
     url: t.url,
@@ -180,32 +202,15 @@ async function measureAll(
     sidecarPid,
   );
 
-  // mvproxy vs upstream vs direct: mvproxy's sidecar of kas-a (v1.36.3), upstream's
-  // kas-a itself (its proxy on), and the apiserver that serves the request, directly.
-  const cfg: SidesConfig = { ...load, h2load, inFlight: opts.inFlight, protocol: opts.protocol, h2loadWarmupMs: H2LOAD_WARMUP_MS, progress: opts.progress };
-  const three = (path: string, directBed: ApiserverState, accept?: string) => [
-    {
-      name: 'mvproxy',
-      description: `mvproxy's sidecar of kas-a (${VERSIONS['kas-a']})`,
-      target: target(mv, sidecarA, path, accept),
-      ...(sidecarPid === undefined ? {} : { pid: sidecarPid }),
-    },
-    { name: 'upstream', description: `kas-a (${VERSIONS['kas-a']}) with upstream's Mixed Version Proxy`, target: target(up, up.a.direct, path, accept) },
-    { name: 'direct', description: `${directBed.name} (${directBed.version}) directly, mvproxy's sandbox`, target: target(mv, directBed.direct, path, accept) },
-  ];
   const reroutedGet = await measureSides('a rerouted GET', three(`${SVM_LIST}/bench`, mv.b), 'mvproxy', cfg);
   const reroutedList = await measureSides('a rerouted LIST', three(SVM_LIST, mv.b), 'mvproxy', cfg);
   const localGet = await measureSides('a locally served GET', three(CM_PATH, mv.a), 'mvproxy', cfg);
-  // Direct kas-a answers its own, unmerged document: the floor, not the same answer.
-  const apisJson = await measureSides('merged /apis (JSON)', three('/apis', mv.a, AGGREGATED_DISCOVERY_JSON), 'mvproxy', cfg);
-  const apisProtobuf = await measureSides('merged /apis (protobuf)', three('/apis', mv.a, AGGREGATED_DISCOVERY_PROTOBUF), 'mvproxy', cfg);
 
   opts.progress(`measuring the ext_proc server alone (${opts.concurrency * 2} streams in flight) ...`);
   const extProc = await loadExtProc(opts.concurrency * 2, opts.rounds * opts.roundMs);
 
   const convergence = await measureConvergencePart(opts, mv, up);
 
-  const inFlightMax = String(Math.max(...opts.inFlight));
   const inFlightMin = String(Math.min(...opts.inFlight));
   return {
     summary: {

@@ -21,13 +21,38 @@ export interface SummaryInput {
 
 /** Pure: the flat summary. Absent figures (a side that reported none) are left out rather than guessed. */
 export function summarize(m: SummaryInput): Record<string, number> {
+  return { ...summarizeDiscovery(m), ...summarizeRest(m) };
+}
+
+/**
+ * The merged-discovery figures alone (`bench --only discovery`): against
+ * upstream, and that ratio over the minimal Envoy's own cost (the floor of
+ * any Envoy hop in front of an in-process cache: 1 is the floor itself).
+ */
+export function summarizeDiscovery(m: Pick<SummaryInput, 'minimalEnvoy' | 'apisJson' | 'apisProtobuf' | 'inFlightHigh'>): Record<string, number> {
+  const minimalP50 = m.minimalEnvoy.latency.ratios['direct']?.p50Ratio;
+  const minimalThroughput = m.minimalEnvoy.throughput.ratios['direct']?.throughputRatio;
+  const out: Record<string, number | undefined> = {
+    minimal_envoy_p50_ratio: minimalP50,
+    minimal_envoy_throughput_ratio: minimalThroughput,
+    apis_json_p50_vs_upstream: m.apisJson.latency.ratios['upstream']?.p50Ratio,
+    apis_json_throughput_vs_upstream: m.apisJson.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    apis_protobuf_p50_vs_upstream: m.apisProtobuf.latency.ratios['upstream']?.p50Ratio,
+    apis_protobuf_throughput_vs_upstream: m.apisProtobuf.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
+    apis_json_p50_over_minimal_envoy: div(m.apisJson.latency.ratios['upstream']?.p50Ratio, minimalP50),
+    apis_protobuf_p50_over_minimal_envoy: div(m.apisProtobuf.latency.ratios['upstream']?.p50Ratio, minimalP50),
+    apis_json_throughput_over_minimal_envoy: div(m.apisJson.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio, minimalThroughput),
+    apis_protobuf_throughput_over_minimal_envoy: div(m.apisProtobuf.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio, minimalThroughput),
+  };
+  return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
+}
+
+function summarizeRest(m: SummaryInput): Record<string, number> {
   const out: Record<string, number | undefined> = {
     local_token_p50_ratio: m.local.latency.ratios['direct']?.p50Ratio,
     local_cert_p50_ratio: m.certificate.latency.ratios['direct']?.p50Ratio,
-    minimal_envoy_p50_ratio: m.minimalEnvoy.latency.ratios['direct']?.p50Ratio,
     local_token_throughput_ratio: m.local.throughput.ratios['direct']?.throughputRatio,
     local_cert_throughput_ratio: m.certificate.throughput.ratios['direct']?.throughputRatio,
-    minimal_envoy_throughput_ratio: m.minimalEnvoy.throughput.ratios['direct']?.throughputRatio,
     cert_vs_token_p50_ratio: div(m.certificate.latency.ratios['direct']?.p50Ratio, m.local.latency.ratios['direct']?.p50Ratio),
     cert_vs_token_throughput_ratio: div(m.certificate.throughput.ratios['direct']?.throughputRatio, m.local.throughput.ratios['direct']?.throughputRatio),
     local_vs_minimal_envoy_p50_ratio: div(m.local.latency.ratios['direct']?.p50Ratio, m.minimalEnvoy.latency.ratios['direct']?.p50Ratio),
@@ -49,10 +74,6 @@ export function summarize(m: SummaryInput): Record<string, number> {
     local_p50_vs_direct: m.localGet.latency.ratios['direct']?.p50Ratio,
     local_throughput_vs_upstream: m.localGet.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
     local_throughput_vs_direct: m.localGet.throughput[m.inFlightHigh]?.ratios['direct']?.throughputRatio,
-    apis_json_p50_vs_upstream: m.apisJson.latency.ratios['upstream']?.p50Ratio,
-    apis_json_throughput_vs_upstream: m.apisJson.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
-    apis_protobuf_p50_vs_upstream: m.apisProtobuf.latency.ratios['upstream']?.p50Ratio,
-    apis_protobuf_throughput_vs_upstream: m.apisProtobuf.throughput[m.inFlightHigh]?.ratios['upstream']?.throughputRatio,
     h2load_cpu_us_per_request_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) => s.generatorCpuUsPerRequest),
     // CPU time over wall time: 0.25 is a quarter of one core busy in h2load while the servers had the rest.
     h2load_core_share_max: maxGenerator([m.reroutedGet, m.reroutedList, m.localGet, m.apisJson, m.apisProtobuf], (s) =>

@@ -39,9 +39,11 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     crds: Number(values['fanout-crds']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
-  if (values.only !== undefined && values.only !== 'fanout' && values.only !== 'convergence') throw new Error('--only takes one part: fanout or convergence');
+  const parts = ['fanout', 'convergence', 'discovery'] as const;
+  const only = parts.find((part) => part === values.only);
+  if (values.only !== undefined && only === undefined) throw new Error(`--only takes one part: ${parts.join(', ')}`);
   const figures =
-    values.only === 'fanout'
+    only === 'fanout'
       ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
       : await runBench({
           rounds: int('rounds', values.rounds),
@@ -52,7 +54,7 @@ export async function runBenchCommand(args: string[]): Promise<number> {
           convergenceSamples: int('convergence-samples', values['convergence-samples']),
           convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
           fanout,
-          ...(values.only === 'convergence' ? { only: 'convergence' as const } : {}),
+          ...(only === undefined ? {} : { only }),
           progress,
         });
   const text = `${JSON.stringify(figures, null, 2)}\n`;

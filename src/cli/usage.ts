@@ -101,13 +101,14 @@ The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
 `,
   bench: `usage: mvproxy bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                     [--convergence-samples 30] [--convergence-cap-ms MS] [--out FILE]
-                    [--only fanout|convergence] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 500]
+                    [--only fanout|convergence|discovery] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 500]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
 latency (direct, minimal Envoy, sidecar, upstream's proxy), throughput with
 h2load, merged discovery, and convergence; then one replica's ADS fan-out to
-many simulated nodes and its peak memory (--only fanout or --only convergence:
-that part alone). Convergence is timed from the triggering event, the same way
+many simulated nodes and its peak memory (--only fanout, convergence or
+discovery: that part alone; discovery is merged /apis against upstream and
+the minimal Envoy). Convergence is timed from the triggering event, the same way
 for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
 Prints the figures and a flat summary, and writes them all to --out as JSON.
