@@ -18,6 +18,7 @@ import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
 import { TYPE_URL, PUSH_ORDER, makeSnapshot, type ResourceTypeUrl, type Snapshot } from '../../src/xds/snapshot.js';
 import { envoyGrpc } from '../../src/xds/protos.js';
 import { waitForAck, waitForNack } from '../support/adsWait.js';
+import { documentFilterConfig } from '../support/snapshotFixtures.js';
 import { dumpSection, eventually, rdsListener, startEnvoy, validateEnvoyConfig, type EnvoyInstance } from '../support/envoy.js';
 
 const silent = pino({ level: 'silent' });
@@ -72,6 +73,7 @@ function snapshotFor(backendPort: number, listenPort: number, route: { prefix?: 
       },
     ],
     listeners: [rdsListener('ingress', listenPort)],
+    extensionConfigs: [documentFilterConfig()],
     routes: [
       {
         name: 'ingress',

@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { Listener } from '../../src/generated/envoy/config/listener/v3/Listener.js';
 import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
+import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import { componentPaths } from '../../src/install/index.js';
 
@@ -248,7 +249,19 @@ export function rdsListener(name: string, port: number): Listener {
             typed_config: anyOf<HttpConnectionManager>('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', {
               stat_prefix: name,
               rds: { route_config_name: name, config_source: { ads: {}, resource_api_version: 'V3' } },
-              http_filters: [{ name: 'envoy.filters.http.router', typed_config: anyOf<Router>('envoy.extensions.filters.http.router.v3.Router', {}) }],
+              http_filters: [
+                // Configured over ECDS, as mvproxy's document filters are (snapshotFixtures.ts: `document`).
+                {
+                  name: 'document',
+                  config_discovery: {
+                    config_source: { ads: {}, resource_api_version: 'V3' },
+                    type_urls: ['type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation'],
+                    default_config: anyOf<HeaderMutation>('envoy.extensions.filters.http.header_mutation.v3.HeaderMutation', {}),
+                    apply_default_config_without_warming: true,
+                  },
+                },
+                { name: 'envoy.filters.http.router', typed_config: anyOf<Router>('envoy.extensions.filters.http.router.v3.Router', {}) },
+              ],
             }),
           },
         ],

@@ -2,6 +2,7 @@
 import { TYPE_URL, makeSnapshot, type Snapshot } from '../../src/xds/snapshot.js';
 import { rdsListener } from './envoy.js';
 import { typedConfig } from '../../src/translator/typed.js';
+import type { TypedExtensionConfig } from '../../src/generated/envoy/config/core/v3/TypedExtensionConfig.js';
 import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 
 export const { cluster: CDS, endpoint: EDS, listener: LDS, route: RDS, extensionConfig: ECDS } = TYPE_URL;
@@ -32,13 +33,16 @@ export function config(opts: { port?: number; routeCluster?: string; extraCluste
       },
       { name: 'unused', virtual_hosts: [] },
     ],
-    extensionConfigs: [
-      {
-        name: 'document',
-        typed_config: typedConfig<HeaderMutation>('envoy.extensions.filters.http.header_mutation.v3.HeaderMutation', {
-          mutations: { response_mutations: [{ append: { header: { key: opts.filterHeader ?? 'x-document', value: '1' } } }] },
-        }),
-      },
-    ],
+    extensionConfigs: [documentFilterConfig(opts.filterHeader)],
   });
+}
+
+/** The configuration of rdsListener's ECDS filter `document`: a header mutation adding `header` to responses. */
+export function documentFilterConfig(header = 'x-document'): TypedExtensionConfig {
+  return {
+    name: 'document',
+    typed_config: typedConfig<HeaderMutation>('envoy.extensions.filters.http.header_mutation.v3.HeaderMutation', {
+      mutations: { response_mutations: [{ append: { header: { key: header, value: '1' } } }] },
+    }),
+  };
 }
