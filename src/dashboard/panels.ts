@@ -34,6 +34,9 @@ export interface RowSpec {
 const CLIENT_HCM = 'envoy_http_conn_manager_prefix="apiserver"';
 /** Envoy's clusters without the one the stats listener itself uses. */
 const APISERVER_CLUSTERS = 'envoy_cluster_name!="envoy_admin"';
+/** A counter the document filters (WASM) define, per sidecar (Envoy prefixes it `wasmcustom`). */
+const wasmCounter = (name: string): string => `sum by (instance) (rate(envoy_wasmcustom_${name}[${RATE_WINDOW}]))`;
+
 /** ext_proc stats of the merged-document filter (stat prefix `mvproxy`) on the client listener. */
 const extProc = (stat: string): string => `sum by (instance) (rate(envoy_http_ext_proc_mvproxy_${stat}{${CLIENT_HCM}}[${RATE_WINDOW}]))`;
 const rate = (metric: string, by: string, selector = ''): string => `sum by (${by}) (rate(${metric}${selector}[${RATE_WINDOW}]))`;
@@ -140,13 +143,24 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
     ],
   },
   {
-    title: 'ext_proc (merged discovery and OpenAPI index)',
+    title: 'Merged documents (discovery and OpenAPI index)',
     panels: [
       {
-        title: 'Merged-document answers by result',
-        description: 'ext_proc calls the control plane answered: discovery (a merged document), pass (the local document was right), error.',
+        title: 'Merged-document answers (sidecars)',
+        description:
+          "What each sidecar's document filters answered, from inside Envoy: merged = the merged document it holds replaced the local apiserver's 200; 304 = the client's If-None-Match named its ETag; local = the local apiserver's own answer went through (profile=nopeer, a refusal, no document held yet).",
         unit: 'reqps',
-        targets: [{ expr: rate('mvproxy_ext_proc_requests_total', 'result'), legend: '{{result}}' }],
+        targets: [
+          { expr: wasmCounter('mvproxy_document_answers_merged'), legend: '{{instance}} merged' },
+          { expr: wasmCounter('mvproxy_document_answers_not_modified'), legend: '{{instance}} 304' },
+          { expr: wasmCounter('mvproxy_document_answers_local'), legend: '{{instance}} local' },
+        ],
+      },
+      {
+        title: 'Merged documents answered over ext_proc',
+        description: 'Only documents too large to push to the sidecars are asked for per request (0 when every document is pushed): discovery (a merged document), pass (the local document was right), error.',
+        unit: 'reqps',
+        targets: [{ expr: `${rate('mvproxy_ext_proc_requests_total', 'result')} or vector(0)`, legend: '{{result}}' }],
       },
       {
         title: 'ext_proc answer time',
