@@ -128,7 +128,7 @@ describe('draining kas-a (v1.36.3) for its upgrade, next to kas-b (v1.37.2)', ()
     };
     assert.deepEqual(
       all.types.map((t) => t.type_url.split('.').at(-1)),
-      ['Cluster', 'ClusterLoadAssignment', 'Secret', 'Listener', 'RouteConfiguration'],
+      ['Cluster', 'ClusterLoadAssignment', 'Secret', 'Listener', 'RouteConfiguration', 'TypedExtensionConfig'],
     );
     for (const t of all.types) assert.equal(t.version_acked, t.version, t.type_url);
   });
