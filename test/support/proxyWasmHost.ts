@@ -11,7 +11,11 @@
 // added/replaced under their lowercased name; removing a name removes every
 // value. Buffers handed to the module are allocated with its
 // proxy_on_memory_allocate, as Envoy does. The clock is injectable.
+// Metrics (proxy_define_metric and friends) are kept per VM by name, as
+// Envoy's stats; tests read them with `metric(name)`.
 import { readFileSync } from 'node:fs';
+
+import { deserializeHeaderMap, serializeHeaderMap } from './headerMaps.js';
 
 export type HeaderList = Array<[string, string]>;
 
@@ -48,6 +52,8 @@ const STATUS_BAD_ARGUMENT = 2;
 const BUFFER_PLUGIN_CONFIGURATION = 7;
 const MAP_HTTP_REQUEST_HEADERS = 0;
 const MAP_HTTP_RESPONSE_HEADERS = 2;
+const METRIC_COUNTER = 0;
+const METRIC_HISTOGRAM = 2;
 
 interface FilterExports {
   memory: WebAssembly.Memory;
@@ -80,50 +86,6 @@ const REQUIRED_EXPORTS = [
 const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
 
-/** The proxy-wasm serialization of a header map (spec: "Maps with HTTP fields"). */
-function serializeHeaderMap(headers: HeaderList): Uint8Array {
-  const pairs = headers.map(([k, v]) => [encoder.encode(k), encoder.encode(v)] as const);
-  let size = 4 + pairs.length * 8;
-  for (const [k, v] of pairs) size += k.length + v.length + 2;
-  const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, pairs.length, true);
-  let at = 4;
-  for (const [k, v] of pairs) {
-    view.setUint32(at, k.length, true);
-    view.setUint32(at + 4, v.length, true);
-    at += 8;
-  }
-  for (const [k, v] of pairs) {
-    out.set(k, at);
-    at += k.length + 1;
-    out.set(v, at);
-    at += v.length + 1;
-  }
-  return out;
-}
-
-function deserializeHeaderMap(bytes: Uint8Array): HeaderList {
-  if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0)) return [];
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const count = view.getUint32(0, true);
-  const sizes: Array<[number, number]> = [];
-  let at = 4;
-  for (let i = 0; i < count; i++) {
-    sizes.push([view.getUint32(at, true), view.getUint32(at + 4, true)]);
-    at += 8;
-  }
-  const out: HeaderList = [];
-  for (const [kl, vl] of sizes) {
-    const key = utf8.decode(bytes.subarray(at, at + kl));
-    at += kl + 1;
-    const value = utf8.decode(bytes.subarray(at, at + vl));
-    at += vl + 1;
-    out.push([key, value]);
-  }
-  return out;
-}
-
 export interface HostOptions {
   /** The plugin configuration (google.protobuf.StringValue, or BytesValue's bytes, in Envoy); default empty. */
   configuration?: string | Uint8Array;
@@ -131,6 +93,14 @@ export interface HostOptions {
   rootId?: string;
   /** Current time in nanoseconds since the epoch; default: the real clock. */
   now?: () => bigint;
+  /** proxy_define_metric fails (status BAD_ARGUMENT) when true. */
+  failDefineMetric?: boolean;
+}
+
+/** A metric the module defined (proxy_define_metric); its id is its index + 1. */
+export interface MetricDefinition {
+  type: number;
+  name: string;
 }
 
 export class ProxyWasmHost {
@@ -140,6 +110,9 @@ export class ProxyWasmHost {
   now: () => bigint;
   /** Result of the last proxy_on_configure. */
   configured = false;
+  /** Every proxy_define_metric that succeeded, in order. */
+  readonly metricDefinitions: MetricDefinition[] = [];
+  failDefineMetric: boolean;
 
   private readonly exports: FilterExports;
   private nextContextId = 1;
@@ -156,10 +129,13 @@ export class ProxyWasmHost {
   private responseHeaders: HeaderList | undefined;
   private localResponse: LocalResponse | undefined;
   private localResponseBody: Buffer | undefined;
+  /** Metric values by name (several definitions of a name share one, as in Envoy). */
+  private readonly metricValues = new Map<string, bigint>();
 
   private constructor(module: WebAssembly.Module, opts: HostOptions) {
     this.now = opts.now ?? (() => BigInt(Date.now()) * 1_000_000n);
     this.defaultRootId = opts.rootId ?? '';
+    this.failDefineMetric = opts.failDefineMetric ?? false;
     const env = this.imports();
     const imports: Record<string, Record<string, WebAssembly.ImportValue>> = {};
     for (const imp of WebAssembly.Module.imports(module)) {
@@ -306,6 +282,11 @@ export class ProxyWasmHost {
     return this.exports.memory.buffer.byteLength;
   }
 
+  /** A metric's value by name, or undefined if the module never defined it. */
+  metric(name: string): bigint | undefined {
+    return this.metricValues.get(name);
+  }
+
   warnings(): string[] {
     return this.logs.filter((l) => l.level === LOG_LEVEL.warn).map((l) => l.message);
   }
@@ -351,6 +332,11 @@ export class ProxyWasmHost {
     const headers = map === MAP_HTTP_REQUEST_HEADERS ? this.headers : map === MAP_HTTP_RESPONSE_HEADERS ? this.responseHeaders : undefined;
     if (headers === undefined) throw new Error(`header map ${map} is not available here`);
     return headers;
+  }
+
+  /** The metric with this id, or undefined. */
+  private metricById(id: number): MetricDefinition | undefined {
+    return this.metricDefinitions[id - 1];
   }
 
   /** The root_id of the current context's plugin. */
@@ -409,6 +395,30 @@ export class ProxyWasmHost {
         const headers = this.requestHeaders(map);
         const key = this.string(keyPtr, keyLen).toLowerCase();
         for (let i = headers.length - 1; i >= 0; i--) if (headers[i]?.[0].toLowerCase() === key) headers.splice(i, 1);
+        return STATUS_OK;
+      },
+      proxy_define_metric: (type, namePtr, nameLen, returnId) => {
+        if (this.failDefineMetric || type < 0 || type > 2) return STATUS_BAD_ARGUMENT;
+        const name = this.string(namePtr, nameLen);
+        this.metricDefinitions.push({ type, name });
+        if (!this.metricValues.has(name)) this.metricValues.set(name, 0n);
+        this.setU32(returnId, this.metricDefinitions.length);
+        return STATUS_OK;
+      },
+      // The offset is an i64, so a BigInt here whatever the declared type.
+      proxy_increment_metric: (id, offset) => {
+        const metric = this.metricById(id);
+        if (metric === undefined) return STATUS_NOT_FOUND;
+        // As Envoy: counters only go up, gauges either way, histograms are not incremented.
+        const by = BigInt(offset);
+        if (metric.type === METRIC_HISTOGRAM || (metric.type === METRIC_COUNTER && by < 0n)) return STATUS_BAD_ARGUMENT;
+        this.metricValues.set(metric.name, (this.metricValues.get(metric.name) ?? 0n) + by);
+        return STATUS_OK;
+      },
+      proxy_get_metric: (id, returnValue) => {
+        const metric = this.metricById(id);
+        if (metric === undefined) return STATUS_NOT_FOUND;
+        new DataView(this.exports.memory.buffer).setBigUint64(returnValue, this.metricValues.get(metric.name) ?? 0n, true);
         return STATUS_OK;
       },
       proxy_send_local_response: (status, detailsPtr, detailsLen, bodyPtr, bodyLen, headersPtr, headersLen, grpcStatus) => {

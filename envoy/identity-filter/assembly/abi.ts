@@ -20,6 +20,8 @@ export const BUFFER_PLUGIN_CONFIGURATION: i32 = 7;
 export const MAP_HTTP_REQUEST_HEADERS: i32 = 0;
 export const MAP_HTTP_RESPONSE_HEADERS: i32 = 2;
 
+export const METRIC_COUNTER: i32 = 0;
+
 // @ts-ignore: decorator
 @external("env", "proxy_log")
 export declare function proxy_log(level: i32, messageData: usize, messageSize: usize): i32;
@@ -69,6 +71,15 @@ export declare function proxy_send_local_response(
   headersSize: usize,
   grpcStatus: i32,
 ): i32;
+
+/** Defines a metric (type METRIC_COUNTER, ...) named by the UTF-8 name; its id (per VM) goes to returnMetricId. */
+// @ts-ignore: decorator
+@external("env", "proxy_define_metric")
+export declare function proxy_define_metric(metricType: i32, nameData: usize, nameSize: usize, returnMetricId: usize): i32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_increment_metric")
+export declare function proxy_increment_metric(metricId: u32, offset: i64): i32;
 
 /** Logs an AssemblyScript string (UTF-8 encoded) at `level`. Not on any hot path. */
 export function logString(level: i32, message: string): void {

@@ -16,7 +16,9 @@
 //     document (gzip variant when taken and held), as a local response.
 // Per stream the state is two words in the stream table (streams.ts): the
 // document set (one reference held) and flags. Nothing managed is allocated
-// and nothing is logged per request.
+// and nothing is logged per request. Every request seen is counted once
+// (metrics.ts): merged (200 sent), not modified (304 sent) or local (the
+// local answer went through untouched).
 import {
   ACTION_CONTINUE,
   ACTION_PAUSE,
@@ -51,6 +53,7 @@ import {
   variantAt,
 } from "./documents";
 import { equalsCI } from "./headers";
+import { ANSWER_LOCAL, ANSWER_MERGED, ANSWER_NOT_MODIFIED, countAnswer } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { streamState } from "./streams";
 
@@ -190,13 +193,20 @@ function matchMask(set: usize, p: usize, n: usize): u32 {
   return mask;
 }
 
+/** The local answer goes through untouched: counted, continue. */
+function passLocal(): i32 {
+  countAnswer(ANSWER_LOCAL);
+  return ACTION_CONTINUE;
+}
+
 export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
-  if (set == 0 || setCount(set) == 0) return ACTION_CONTINUE;
+  if (set == 0 || setCount(set) == 0) return passLocal();
   const state = streamState(contextId);
-  if (state == 0 || load<u32>(state) != 0) return ACTION_CONTINUE;
+  if (state == 0) return passLocal();
+  if (load<u32>(state) != 0) return ACTION_CONTINUE; // already taken: counted at its response
   store<u32>(RET, 0);
   store<u32>(RET, 0, 4);
-  if (proxy_get_header_map_pairs(MAP_HTTP_REQUEST_HEADERS, RET, RET + 4) != STATUS_OK) return ACTION_CONTINUE;
+  if (proxy_get_header_map_pairs(MAP_HTTP_REQUEST_HEADERS, RET, RET + 4) != STATUS_OK) return passLocal();
   const pairs = <usize>load<u32>(RET);
   const pairsSize = <usize>load<u32>(RET, 4);
   let nopeer = false;
@@ -227,7 +237,7 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
   }
   if (pairs != 0) heap.free(pairs);
   // Unreadable headers or the apiserver's own document asked for: the local answer goes through.
-  if (malformed || nopeer) return ACTION_CONTINUE;
+  if (malformed || nopeer) return passLocal();
   store<u32>(state, <u32>set);
   store<u32>(state, gzip ? mask | FLAG_GZIP : mask, 4);
   acquire(set);
@@ -304,7 +314,7 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
   if (set == 0) return ACTION_CONTINUE;
   const flags = load<u32>(state, 4);
   const chosen = chooseVariant(set, (flags & FLAG_GZIP) != 0);
-  if (chosen < 0) return ACTION_CONTINUE;
+  if (chosen < 0) return passLocal();
   const v = variantAt(set, <u32>chosen);
   const notModified = (flags & (<u32>1 << <u32>chosen)) != 0;
   const headers = <usize>load<u32>(v + (notModified ? V_H304 : V_H200));
@@ -321,7 +331,9 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
     headersLen,
     -1,
   );
-  return sent == STATUS_OK ? ACTION_PAUSE : ACTION_CONTINUE;
+  if (sent != STATUS_OK) return passLocal();
+  countAnswer(notModified ? ANSWER_NOT_MODIFIED : ANSWER_MERGED);
+  return ACTION_PAUSE;
 }
 
 /** Releases what a stream holds (its document set), at the end of the stream. */

@@ -61,6 +61,7 @@ import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers";
 import { MAX_XFCC, readCertificate, warnCertificate } from "./identity";
+import { defineAnswerMetrics } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { refuse, reject, rejectUnreadable } from "./rejection";
 import { streamDelete, streamGet, streamSet } from "./streams";
@@ -137,6 +138,7 @@ function configureIdentity(rootContextId: u32, data: usize, size: usize): bool {
 
 /** Replaces the root's documents (empty configuration: none held); a stream in flight keeps its own reference. */
 function configureDiscovery(rootContextId: u32, data: usize, size: usize): bool {
+  defineAnswerMetrics(); // once per VM
   let set: usize = 0;
   if (size != 0) {
     set = parseDocumentSet(data, size);
