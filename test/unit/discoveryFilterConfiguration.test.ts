@@ -181,9 +181,8 @@ describe('several plugins in one VM', () => {
 
     assert.deepEqual(answer(exchange(host, REQUEST, ok(), groups).response)?.body, JSON_BODY);
     assert.deepEqual(answer(exchange(host, [...REQUEST, ['accept', 'application/json']], ok('application/json'), openapi).response)?.body, OPENAPI_BODY);
-    // The group plugin does not answer the OpenAPI index's content type, nor the index plugin a protobuf one.
+    // The group plugin does not answer the OpenAPI index's content type.
     assert.equal(exchange(host, REQUEST, ok('application/json'), groups).response.localResponse, undefined);
-    assert.equal(exchange(host, REQUEST, ok(AGG_PROTOBUF), openapi).response.localResponse, undefined);
 
     const cert = await leaf({ name: [{ O: ['g'] }, { CN: ['alice'] }] });
     const identityStream = host.openStream(identityRoot);

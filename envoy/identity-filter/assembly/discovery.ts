@@ -253,8 +253,10 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
 function formatOf(p: usize, n: usize, kind: u32): i32 {
   let end = nextSeparator(p, n, 0, 0x3b, 0x3b);
   const typeLen = trim(p, end);
+  // kube-apiserver serves the OpenAPI v3 index with http.ServeContent, which
+  // sniffs its JSON as text/plain: the route chose the index, any type will do.
+  if (kind == KIND_OPENAPI) return <i32>FORMAT_JSON;
   const json = equalsNameCI(trimAt, typeLen, MEDIA_JSON);
-  if (kind == KIND_OPENAPI) return json ? <i32>FORMAT_JSON : -1;
   if (!json && !equalsNameCI(trimAt, typeLen, MEDIA_PROTOBUF)) return -1;
   // Exactly g=apidiscovery.k8s.io, v=v2, as=APIGroupDiscoveryList, in any order.
   let seen = 0;
