@@ -1,7 +1,8 @@
 // The control plane's one decision step, pure: from what it observes (the
 // cluster model) and what the operator asked (drains), to what every sidecar
 // must have (its Envoy snapshot, its merged documents included) and the
-// merged discovery its ext_proc responder answers documents too large to push with. No sockets, no clock, no files: the same inputs
+// merged discovery its ext_proc responder answers documents too large to
+// push with. No sockets, no clock, no files: the same inputs
 // always give the same outputs, so a restarted control plane pushes the very
 // versions the sidecars already run. ControlPlane (controlPlane.ts) runs it
 // whenever the model or the drains change and hands the results to the servers.
@@ -30,11 +31,10 @@ export interface ReconciledSidecar {
   /** Its Envoy resources, versioned by content. */
   snapshot: Snapshot;
   /**
-   * What its ext_proc responder answers `/api`, `/apis` and `/openapi/v3`
-   * with: merged on the first call and kept (documents rendered lazily too).
-   * Those requests are rare and models change often (a CRD storm changes
-   * every apiserver's discovery at each poll): merging at every reconcile
-   * was most of the control plane's allocations.
+   * Its merged discovery, merged on the first call and kept: the documents
+   * pushed to a sidecar whose apiserver's discovery is known take it at every
+   * reconcile (rendered once per content: render.ts, documentVariants.ts),
+   * and its ext_proc responder answers documents too large to push from it.
    */
   discovery: () => MergedDiscovery;
 }

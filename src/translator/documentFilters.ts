@@ -112,15 +112,26 @@ function plugin(settings: TranslatorSettings, name: string, rootId: string, conf
  * left out: Envoy keeps what it had (SotW ECDS drops nothing left out).
  */
 export function filterConfigurations(settings: TranslatorSettings, documents: SidecarDocuments | undefined): TypedExtensionConfig[] {
-  // A broken VM must not let a certificate request through without its identity.
-  const identity = plugin(settings, IDENTITY_FILTER, IDENTITY_FILTER, identityFilterConfiguration(settings), false);
-  const configs: TypedExtensionConfig[] = [{ name: IDENTITY_FILTER, typed_config: typedConfig<Wasm>(WASM, identity) }];
+  const configs: TypedExtensionConfig[] = [identityConfiguration(settings)];
   for (const [document, name] of Object.entries(DOCUMENT_FILTERS) as Array<[MergedDocument, string]>) {
     const set = documents?.get(document);
     if (set === undefined || !documentPushed(documents, document)) continue;
     configs.push(documentConfiguration(settings, name, set));
   }
   return configs.sort((a, b) => ((a.name ?? '') < (b.name ?? '') ? -1 : 1));
+}
+
+const identityConfigurations = new WeakMap<TranslatorSettings, TypedExtensionConfig>();
+
+/** The identity filter's configuration, one object per settings (it carries the module: hashed and encoded once). */
+function identityConfiguration(settings: TranslatorSettings): TypedExtensionConfig {
+  const known = identityConfigurations.get(settings);
+  if (known) return known;
+  // A broken VM must not let a certificate request through without its identity.
+  const identity = plugin(settings, IDENTITY_FILTER, IDENTITY_FILTER, identityFilterConfiguration(settings), false);
+  const made = { name: IDENTITY_FILTER, typed_config: typedConfig<Wasm>(WASM, identity) };
+  identityConfigurations.set(settings, made);
+  return made;
 }
 
 /**
