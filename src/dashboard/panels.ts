@@ -158,7 +158,8 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
       },
       {
         title: 'Merged documents answered over ext_proc',
-        description: 'Only documents too large to push to the sidecars are asked for per request (0 when every document is pushed): discovery (a merged document), pass (the local document was right), error.',
+        description:
+          'Only documents too large to push to the sidecars are asked for per request (0 when every document is pushed): discovery (a merged document), pass (the local document was right), error.',
         unit: 'reqps',
         targets: [{ expr: `${rate('mvproxy_ext_proc_requests_total', 'result')} or vector(0)`, legend: '{{result}}' }],
       },

@@ -8,7 +8,6 @@ import { IDENTITY_FILTER } from '../../src/translator/names.js';
 import { encodeDocumentSet } from '../../src/xds/documentSet.js';
 import { outcome, leaf, withCert } from '../support/identityFilterHarness.js';
 import {
-  AGG_PROTOBUF,
   ETAG,
   JSON_BODY,
   OPENAPI_BODY,
