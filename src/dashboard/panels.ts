@@ -34,8 +34,12 @@ export interface RowSpec {
 const CLIENT_HCM = 'envoy_http_conn_manager_prefix="apiserver"';
 /** Envoy's clusters without the one the stats listener itself uses. */
 const APISERVER_CLUSTERS = 'envoy_cluster_name!="envoy_admin"';
-/** A counter the document filters (WASM) define, per sidecar (Envoy prefixes it `wasmcustom`). */
-const wasmCounter = (name: string): string => `sum by (instance) (rate(envoy_wasmcustom_${name}[${RATE_WINDOW}]))`;
+/**
+ * A counter the document filters (WASM) define, per sidecar: `wasmcustom.NAME`
+ * in Envoy's stats, exported to Prometheus as NAME (a custom stat namespace
+ * loses its prefix, and gets no `envoy_`).
+ */
+const wasmCounter = (name: string): string => `sum by (instance) (rate(${name}[${RATE_WINDOW}]))`;
 
 /** ext_proc stats of the merged-document filter (stat prefix `mvproxy`) on the client listener. */
 const extProc = (stat: string): string => `sum by (instance) (rate(envoy_http_ext_proc_mvproxy_${stat}{${CLIENT_HCM}}[${RATE_WINDOW}]))`;

@@ -1,5 +1,5 @@
 // The merged-discovery document filter's counters (proxy-wasm counter
-// metrics; envoy_wasmcustom_<name> in Envoy's /stats/prometheus): every
+// metrics; <name> in Envoy's /stats/prometheus): every
 // request it sees counts once, as merged (200 sent), not modified (304 sent)
 // or local (the local answer went through untouched).
 // helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).

@@ -1,5 +1,5 @@
-// The discovery filter's counters (proxy-wasm counter metrics; Envoy exposes
-// each as envoy_wasmcustom_<name> in /stats/prometheus), one per outcome of
+// The discovery filter's counters (proxy-wasm counter metrics: wasmcustom.<name>
+// in Envoy's stats, <name> in /stats/prometheus), one per outcome of
 // a request it saw:
 //   mvproxy_document_answers_merged        200 with the merged document sent;
 //   mvproxy_document_answers_not_modified  304 sent (If-None-Match matched);
