@@ -211,7 +211,11 @@ describe('document changes and a module upgrade drain no connection', () => {
       );
       await everyWatchSaw(await createConfigMap());
     }
-    assert.equal(new Set(versions).size, versions.length, `eleven distinct ECDS versions: ${versions.join(' ')}`);
+    // Versions are content hashes: with every CRD deleted again, the documents (and version) may be the first ones.
+    assert.ok(
+      versions.every((version, i) => i === 0 || version !== versions[i - 1]),
+      `a new ECDS version at each of the ten changes: ${versions.join(' ')}`,
+    );
 
     // The module upgrade: a control plane restarted with a module that differs in a custom section.
     const reloads = await Promise.all(sidecars.map((s) => stat(s, STAT.identityReloads)));
