@@ -1,6 +1,6 @@
 // One state-of-the-world ADS stream (one Envoy), carrying CDS, EDS, SDS, LDS,
-// RDS and ECDS. Per type URL it keeps the subscribed names, the last nonce, version and
-// names sent, and the last version ACKed. Flow control follows
+// RDS and ECDS. Per type URL it keeps the subscribed names, the last nonce,
+// version and names sent, and the last version ACKed. Flow control follows
 // go-control-plane: at most one response per type is in flight; the next one
 // waits for Envoy's ACK or NACK, so every NACK is seen with its reason. A
 // NACKed version is not sent again until the desired state changes; a request

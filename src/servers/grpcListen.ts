@@ -14,12 +14,12 @@ import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { formatHost } from '../model/cluster.js';
 
-/** A gRPC server suited to long-lived Envoy streams (other services may be added to it). */
 /** An error a gRPC handler emits to end a call with `code`. */
 export function grpcError(code: grpc.status, details: string): grpc.ServerErrorResponse {
   return { name: 'AdsError', message: details, code, details };
 }
 
+/** A gRPC server suited to long-lived Envoy streams (other services may be added to it). */
 export function createGrpcServer(options: grpc.ServerOptions = {}): grpc.Server {
   return new grpc.Server({
     // Find dead Envoys (and half-open TCP) instead of holding their state forever.

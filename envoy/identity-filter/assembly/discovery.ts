@@ -251,11 +251,11 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
 
 /** The format the local answer's Content-Type is in, for a set of `kind`, or -1 (not one to replace). */
 function formatOf(p: usize, n: usize, kind: u32): i32 {
-  let end = nextSeparator(p, n, 0, 0x3b, 0x3b);
-  const typeLen = trim(p, end);
   // kube-apiserver serves the OpenAPI v3 index with http.ServeContent, which
   // sniffs its JSON as text/plain: the route chose the index, any type will do.
   if (kind == KIND_OPENAPI) return <i32>FORMAT_JSON;
+  let end = nextSeparator(p, n, 0, 0x3b, 0x3b);
+  const typeLen = trim(p, end);
   const json = equalsNameCI(trimAt, typeLen, MEDIA_JSON);
   if (!json && !equalsNameCI(trimAt, typeLen, MEDIA_PROTOBUF)) return -1;
   // Exactly g=apidiscovery.k8s.io, v=v2, as=APIGroupDiscoveryList, in any order.
