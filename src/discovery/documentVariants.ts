@@ -5,6 +5,7 @@
 // gets is decided in the sidecar, from the format the local apiserver
 // negotiated and the client's Accept-Encoding. Pure.
 import { gzipSync } from 'node:zlib';
+import { isEtagValue } from '../model/discovery.js';
 import type { MergedDocument } from '../model/requestInfo.js';
 import type { MergedDiscovery } from './merge.js';
 import { renderOpenApiIndex } from './openapi.js';
@@ -19,10 +20,12 @@ export interface DocumentVariant {
   body: Buffer;
 }
 
-/** A document's variants, with a key that changes exactly when they do (rendering them again is not needed to compare). */
+/** A document's variants, with a key that changes exactly when they or the local ETag do (rendering them again is not needed to compare). */
 export interface RenderedDocumentVariants {
   key: string;
   variants: () => DocumentVariant[];
+  /** The ETag the local apiserver sent with its own version of the document, when it sent a usable one. */
+  localEtag?: string;
 }
 
 /**
@@ -50,8 +53,10 @@ export function documentVariants(merged: MergedDiscovery): Map<MergedDocument, R
     ['group-discovery', merged.groups],
   ] as const) {
     const json = renderAggregatedCached(list, 'json').document;
+    const localEtag = merged.local.etags?.[document === 'core-discovery' ? 'core' : 'groups'];
     documents.set(document, {
-      key: `${document} ${json.etag}`,
+      key: `${document} ${json.etag} ${localEtag ?? ''}`,
+      ...(localEtag !== undefined && isEtagValue(localEtag) ? { localEtag } : {}),
       variants: () => {
         const protobuf = renderAggregatedCached(list, 'protobuf').document;
         return [

@@ -75,12 +75,7 @@ export interface MergeOptions {
  * namespace controller treat them as deleted.
  */
 export function mergeDiscovery(localName: string, model: ClusterModel, now: number, options: MergeOptions = {}): MergedDiscovery {
-  const localOnly = activeLocalOnlyGroupVersions(model, now);
-  const local = model.apiservers.find((a) => a.endpoint.name === localName);
-  const contributors = model.apiservers
-    .filter((a) => a.discovery !== undefined)
-    .filter((a) => a === local || options.departedGraceMs === undefined || peerStanding(a, now, options.departedGraceMs) !== 'gone')
-    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
+  const { localOnly, local, contributors } = mergeInputs(localName, model, now, options);
 
   // Peers never contribute local-only group-versions (shared-state-local). Their lists
   // still vote on the order, so the order is the same whichever apiserver is
@@ -111,6 +106,22 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
   const openapi = mergeOpenApiIndex(local, contributors.filter((a) => a !== local).map(withRoutableOpenApi), localOnly);
   if (openapi) merged.openapi = openapi;
   return merged;
+}
+
+/** Everything a merge reads (mergeMemo.ts keys merges on it): the local apiserver, the contributors in merge order, the active local-only group-versions. */
+export interface MergeInputs {
+  local: ApiserverObservation | undefined;
+  contributors: ApiserverObservation[];
+  localOnly: Set<string>;
+}
+
+export function mergeInputs(localName: string, model: ClusterModel, now: number, options: MergeOptions = {}): MergeInputs {
+  const local = model.apiservers.find((a) => a.endpoint.name === localName);
+  const contributors = model.apiservers
+    .filter((a) => a.discovery !== undefined)
+    .filter((a) => a === local || options.departedGraceMs === undefined || peerStanding(a, now, options.departedGraceMs) !== 'gone')
+    .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
+  return { local, contributors, localOnly: activeLocalOnlyGroupVersions(model, now) };
 }
 
 /** A peer's documents without the entries mvproxy does not route on. */

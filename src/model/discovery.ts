@@ -109,4 +109,16 @@ export interface ApiserverDiscovery {
    * without it. Absent when there is none.
    */
   dropped?: DroppedDiscoveryEntry[];
+  /**
+   * The ETags the apiserver sent with `core` and `groups`, as sent, where it
+   * sent a usable one (isEtagValue). Its sidecar revalidates with it: the
+   * apiserver's 304 authorizes a request without encoding the document the
+   * sidecar replaces (docs/never-worse.md, "Merged documents").
+   */
+  etags?: { core?: string; groups?: string };
+}
+
+/** An ETag value fit to send back in If-None-Match: visible ASCII only (kube-apiserver's is a quoted SHA-512 in hex), at most 256 bytes. */
+export function isEtagValue(value: string): boolean {
+  return /^[\x21-\x7e]{1,256}$/.test(value);
 }

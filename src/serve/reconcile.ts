@@ -16,7 +16,8 @@ import { documentVariants } from '../discovery/documentVariants.js';
 import type { MergedDocument } from '../model/requestInfo.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
-import { mergeDiscovery, type MergedDiscovery } from '../discovery/index.js';
+import type { MergedDiscovery } from '../discovery/index.js';
+import { memoizedMerge } from '../discovery/mergeMemo.js';
 
 export interface ReconcileSettings {
   /** The translator settings of each declared sidecar, by node (apiserver name): other nodes get nothing. */
@@ -48,6 +49,8 @@ export interface Reconciled {
   translations: TranslationCache;
   /** Encoded document sets by their variants' key, for the next reconcile to reuse. */
   documentSets: Map<string, Uint8Array>;
+  /** Merged discovery by its inputs (discovery/mergeMemo.ts), for the next reconcile to reuse. */
+  merges: Map<string, MergedDiscovery>;
 }
 
 /**
@@ -65,7 +68,8 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   // peers' documents only, the same whichever sidecar it is: merged once for all of them.
   let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
-  const merged = (node: string) => memoized(() => mergeDiscovery(node, model, model.now, { departedGraceMs }));
+  const merges = new Map<string, MergedDiscovery>();
+  const merged = (node: string) => memoized(() => memoizedMerge(node, model, model.now, { departedGraceMs }, merges, previous?.merges));
   const documentSets = new Map<string, Uint8Array>();
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
@@ -79,14 +83,14 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
     const documents = known.has(plan.node) ? encodedDocuments(discovery(), documentSets, previous?.documentSets) : undefined;
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache, documents)), discovery });
   }
-  return { plans, sidecars, translations: cache, documentSets };
+  return { plans, sidecars, translations: cache, documentSets, merges };
 }
 
 /** A sidecar's merged documents, encoded for its filters; each set encoded once per content, whatever the number of sidecars and reconciles. */
 function encodedDocuments(merged: MergedDiscovery, sets: Map<string, Uint8Array>, previous: ReadonlyMap<string, Uint8Array> | undefined): SidecarDocuments {
   const documents = new Map<MergedDocument, Uint8Array>();
   for (const [document, rendered] of documentVariants(merged)) {
-    const set = sets.get(rendered.key) ?? previous?.get(rendered.key) ?? encodeDocumentSet(document, rendered.variants());
+    const set = sets.get(rendered.key) ?? previous?.get(rendered.key) ?? encodeDocumentSet(document, rendered.variants(), rendered.localEtag);
     sets.set(rendered.key, set);
     documents.set(document, set);
   }

@@ -6,13 +6,14 @@
 // is declared against its model type, so the two cannot drift apart.
 import { z } from 'zod';
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../model/cluster.js';
-import type {
-  APIGroupDiscoveryList,
-  APIResourceDiscovery,
-  APISubresourceDiscovery,
-  ApiserverDiscovery,
-  DroppedDiscoveryEntry,
-  GroupVersionKind,
+import {
+  isEtagValue,
+  type APIGroupDiscoveryList,
+  type APIResourceDiscovery,
+  type APISubresourceDiscovery,
+  type ApiserverDiscovery,
+  type DroppedDiscoveryEntry,
+  type GroupVersionKind,
 } from '../model/discovery.js';
 
 const time = z.number().finite();
@@ -67,11 +68,14 @@ const droppedEntry: z.ZodType<DroppedDiscoveryEntry> = z.object({
   kind: z.enum(['malformed', 'unroutable']),
 });
 
+const etagValue = z.string().refine(isEtagValue, 'not an ETag value');
+
 const discovery: z.ZodType<ApiserverDiscovery> = z.object({
   core: groupDiscoveryList,
   groups: groupDiscoveryList,
   openapi: z.object({ paths: z.record(z.string(), z.object({ serverRelativeURL: z.string() })) }).optional(),
   dropped: z.array(droppedEntry).optional(),
+  etags: z.object({ core: etagValue.optional(), groups: etagValue.optional() }).optional(),
 });
 
 const servedResource: z.ZodType<ServedResource> = z.object({

@@ -216,11 +216,13 @@ export class DiscoveryFetcher {
     this.openapi = openapi;
     if (core && groups && (changed || !this.discovery)) {
       const dropped = [...core.dropped, ...groups.dropped];
+      const etags = { ...(core.sentEtag ? { core: core.sentEtag } : {}), ...(groups.sentEtag ? { groups: groups.sentEtag } : {}) };
       this.discovery = {
         core: core.list,
         groups: groups.list,
         ...(openapi ? { openapi: openapi.index } : {}),
         ...(dropped.length > 0 ? { dropped } : {}),
+        ...(etags.core || etags.groups ? { etags } : {}),
       };
     }
     const wasReachable = this.reachable;

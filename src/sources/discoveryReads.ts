@@ -3,7 +3,7 @@
 // keeps the previous document itself), the OpenAPI v3 index by body hash.
 // Every failure is a DiscoverySyncError of its type.
 import { createHash } from 'node:crypto';
-import { AGGREGATED_DISCOVERY_ACCEPT, type APIGroupDiscoveryList, type DroppedDiscoveryEntry } from '../model/discovery.js';
+import { AGGREGATED_DISCOVERY_ACCEPT, isEtagValue, type APIGroupDiscoveryList, type DroppedDiscoveryEntry } from '../model/discovery.js';
 import { parseAggregatedDiscovery, type DiscoveryDocument } from '../model/discoveryDocument.js';
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry, type OpenApiV3Index } from '../model/openapi.js';
@@ -41,6 +41,8 @@ export function answered(err: unknown): boolean {
 /** One discovery document as last read. */
 export interface DiscoveryDocumentState {
   etag: string;
+  /** The ETag the apiserver sent, when usable (isEtagValue); `etag` may be a hash of the body instead. */
+  sentEtag?: string;
   list: APIGroupDiscoveryList;
   /** Entries of this document mvproxy does not route on. */
   dropped: DroppedDiscoveryEntry[];
@@ -87,7 +89,7 @@ export async function readDiscoveryDocument(
     throw new DiscoverySyncError('parse', `GET ${path}: ${errorMessage(err)}`, `sha256:${createHash('sha256').update(response.body).digest('hex')}`);
   }
   dropped.push(...routableDiscovery(list, path).dropped);
-  return { etag, list, dropped };
+  return { etag, list, dropped, ...(response.etag !== undefined && isEtagValue(response.etag) ? { sentEtag: response.etag } : {}) };
 }
 
 /** Returns `previous` itself when the index did not change. */

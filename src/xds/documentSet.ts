@@ -6,9 +6,10 @@
 //
 // Layout, little-endian, every length a u32 byte count:
 //   offset 0  "MVPD" (4 bytes)
-//          4  u8 version = 1
+//          4  u8 version = 2
 //          5  u8 kind: 0 core discovery (/api), 1 group discovery (/apis), 2 OpenAPI v3 index (/openapi/v3)
-//          6  u32 variant count (at most 6), then per variant:
+//          6  u32 len + the local apiserver's own ETag for this document (len 0: none)
+//             u32 variant count (at most 6), then per variant:
 //               u8 format: 0 aggregated JSON, 1 aggregated protobuf, 2 plain JSON (the OpenAPI index)
 //               u8 encoding: 0 identity, 1 gzip
 //               u32 len + ETag (quoted, as sent in the ETag header)
@@ -16,9 +17,11 @@
 //               u32 len + body (encoded as `encoding` says)
 // Nothing follows the last variant. Kinds 0 and 1 take formats 0 and 1, kind
 // 2 takes format 2; each (format, encoding) pair at most once; ETag and
-// Content-Type non-empty, without control characters. An empty configuration
-// (zero bytes, not an empty set) means "no documents": the filter lets the
-// local apiserver answer.
+// Content-Type, and the local ETag when present, non-empty, without control
+// characters. A set travels in the same ECDS resource as the module that
+// reads it, so the filter only ever reads its own version. An empty
+// configuration (zero bytes, not an empty set) means "no documents": the
+// filter lets the local apiserver answer.
 
 /** The merged documents (src/model/requestInfo.ts MergedDocument). */
 export type DocumentKind = 'core-discovery' | 'group-discovery' | 'openapi-index';
@@ -33,7 +36,7 @@ export interface DocumentVariant {
 }
 
 export const DOCUMENT_SET_MAGIC = 'MVPD';
-export const DOCUMENT_SET_VERSION = 1;
+export const DOCUMENT_SET_VERSION = 2;
 const MAX_VARIANTS = 6;
 
 const KINDS: readonly DocumentKind[] = ['core-discovery', 'group-discovery', 'openapi-index'];
@@ -50,17 +53,21 @@ function headerValueOk(value: string): boolean {
   return true;
 }
 
-/** The plugin configuration bytes for these documents; throws on a set the filter would refuse. */
-export function encodeDocumentSet(kind: DocumentKind, variants: readonly DocumentVariant[]): Buffer {
+/**
+ * The plugin configuration bytes for these documents; throws on a set the
+ * filter would refuse. `localEtag`: the ETag the local apiserver sent with
+ * its own version of this document, which the filter revalidates with.
+ */
+export function encodeDocumentSet(kind: DocumentKind, variants: readonly DocumentVariant[], localEtag?: string): Buffer {
   if (variants.length > MAX_VARIANTS) throw new Error(`at most ${MAX_VARIANTS} variants, not ${variants.length}`);
+  if (localEtag !== undefined && !headerValueOk(localEtag)) throw new Error('the local ETag is empty or not a header value');
   const seen = new Set<string>();
-  const parts: Buffer[] = [];
-  const head = Buffer.alloc(10);
+  const head = Buffer.alloc(6);
   head.write(DOCUMENT_SET_MAGIC, 0, 'latin1');
   head.writeUInt8(DOCUMENT_SET_VERSION, 4);
   head.writeUInt8(KINDS.indexOf(kind), 5);
-  head.writeUInt32LE(variants.length, 6);
-  parts.push(head);
+  const local = Buffer.from(localEtag ?? '', 'utf8');
+  const parts: Buffer[] = [head, u32(local.length), local, u32(variants.length)];
   for (const v of variants) {
     if (!formatFits(kind, v.format)) throw new Error(`a ${kind} document cannot be in format ${v.format}`);
     const key = `${v.format}/${v.encoding}`;
@@ -83,16 +90,20 @@ function u32(value: number): Buffer {
   return out;
 }
 
+export interface DecodedDocumentSet {
+  kind: DocumentKind;
+  localEtag?: string;
+  variants: DocumentVariant[];
+}
+
 /** Reads a document set (tests, admin); throws on what the filter refuses. Empty bytes: undefined (no documents). */
-export function decodeDocumentSet(bytes: Buffer): { kind: DocumentKind; variants: DocumentVariant[] } | undefined {
+export function decodeDocumentSet(bytes: Buffer): DecodedDocumentSet | undefined {
   if (bytes.length === 0) return undefined;
-  if (bytes.length < 10 || bytes.toString('latin1', 0, 4) !== DOCUMENT_SET_MAGIC) throw new Error('not a document set');
+  if (bytes.length < 14 || bytes.toString('latin1', 0, 4) !== DOCUMENT_SET_MAGIC) throw new Error('not a document set');
   if (bytes.readUInt8(4) !== DOCUMENT_SET_VERSION) throw new Error(`unsupported document set version ${bytes.readUInt8(4)}`);
   const kind = KINDS[bytes.readUInt8(5)];
   if (kind === undefined) throw new Error(`unknown document kind ${bytes.readUInt8(5)}`);
-  const count = bytes.readUInt32LE(6);
-  if (count > MAX_VARIANTS) throw new Error(`${count} variants`);
-  let at = 10;
+  let at = 6;
   const take = (): Buffer => {
     if (at + 4 > bytes.length) throw new Error(`truncated at byte ${at}`);
     const len = bytes.readUInt32LE(at);
@@ -101,6 +112,11 @@ export function decodeDocumentSet(bytes: Buffer): { kind: DocumentKind; variants
     at += 4 + len;
     return out;
   };
+  const localEtag = take().toString('utf8');
+  if (at + 4 > bytes.length) throw new Error(`truncated at byte ${at}`);
+  const count = bytes.readUInt32LE(at);
+  if (count > MAX_VARIANTS) throw new Error(`${count} variants`);
+  at += 4;
   const variants: DocumentVariant[] = [];
   for (let i = 0; i < count; i++) {
     if (at + 2 > bytes.length) throw new Error(`truncated at byte ${at}`);
@@ -113,5 +129,5 @@ export function decodeDocumentSet(bytes: Buffer): { kind: DocumentKind; variants
     variants.push({ format, encoding, etag, contentType, body: take() });
   }
   if (at !== bytes.length) throw new Error(`${bytes.length - at} bytes after the last variant`);
-  return { kind, variants };
+  return { kind, ...(localEtag ? { localEtag } : {}), variants };
 }

@@ -13,6 +13,8 @@ export { AGGREGATED_DISCOVERY_JSON as AGG_JSON, AGGREGATED_DISCOVERY_PROTOBUF as
 
 export const ETAG = '"0123456789ABCDEF"';
 export const OTHER_ETAG = '"FEDCBA9876543210"';
+/** The local apiserver's own ETag for its document (a set may hold it to revalidate with). */
+export const LOCAL_ETAG = '"10CA1E7A6"';
 export const JSON_BODY = Buffer.from('{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"merged":true}]}\n');
 export const PROTOBUF_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0x0a, 0x01, 0xff, 0x00, 0x10]);
 /** Stands for a gzip body: the filter never looks inside. */
@@ -47,8 +49,8 @@ export function openapiVariant(overrides: Partial<DocumentVariant> = {}): Docume
 }
 
 /** The usual group discovery set: JSON and protobuf, identity. */
-export function groupSet(variants: DocumentVariant[] = [jsonVariant(), protobufVariant()]): Buffer {
-  return encodeDocumentSet('group-discovery', variants);
+export function groupSet(variants: DocumentVariant[] = [jsonVariant(), protobufVariant()], localEtag?: string): Buffer {
+  return encodeDocumentSet('group-discovery', variants, localEtag);
 }
 
 /** A VM with one discovery plugin configured with `configuration` (default: groupSet()). */

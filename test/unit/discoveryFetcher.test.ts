@@ -64,6 +64,24 @@ describe('DiscoveryFetcher', () => {
     assert.notEqual(updates[1]?.etag, updates[0]?.etag);
   });
 
+  test("the discovery carries each document's ETag as the apiserver sent it, for its sidecar to revalidate with", async () => {
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher } = newFetcher(transport, new FakeTime());
+    await fetcher.start();
+    fetcher.stop();
+    const sent = new Map(transport.responses.map((r) => [r.path, r.etag]));
+    assert.deepEqual(fetcher.current().discovery?.etags, { core: sent.get('/api'), groups: sent.get('/apis') });
+  });
+
+  test("an ETag not fit to send back, or none, is not carried (the body hash that stands for it is ours, not the apiserver's)", async () => {
+    const transport = new FakeTransport((p) => ({ status: 200, ...(p === '/api' ? { etag: '"a b"' } : {}), body: p === '/api' ? CORE_BODY : APIS_BODY }));
+    const { fetcher } = newFetcher(transport, new FakeTime());
+    await fetcher.start();
+    fetcher.stop();
+    assert.equal(fetcher.current().discovery?.groups.items[0]?.metadata.name, 'batch');
+    assert.equal(fetcher.current().discovery?.etags, undefined);
+  });
+
   test('a 200 with an unchanged ETag emits no update', async () => {
     const time = new FakeTime();
     // A server that ignores If-None-Match but keeps its ETag.

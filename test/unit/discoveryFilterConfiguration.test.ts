@@ -36,16 +36,17 @@ function patched(at: number, bytes: number[]): Buffer {
 
 describe('malformed configuration is refused (Envoy NACKs it), with a warning naming the field and offset', () => {
   const cases: Array<[string, Buffer, RegExp]> = [
-    ['truncated header', GOOD.subarray(0, 7), /truncated header.*offset 0/],
+    ['truncated header', GOOD.subarray(0, 13), /truncated header: 13 bytes, 14 needed.*offset 0/],
     ['bad magic', patched(0, [0x4d, 0x56, 0x50, 0x58]), /bad magic.*offset 0/],
-    ['bad version', patched(4, [2]), /unsupported version 2.*offset 4/],
+    ['an older version', patched(4, [1]), /unsupported version 1.*offset 4/],
     ['unknown kind', patched(5, [3]), /unknown document kind 3.*offset 5/],
-    ['too many variants', patched(6, [7, 0, 0, 0]), /variant count 7.*offset 6/],
+    ['a local ETag length past the end', patched(6, [0xff, 0xff, 0, 0]), /local ETag length 65535 runs past the end.*offset 6/],
+    ['too many variants', patched(10, [7, 0, 0, 0]), /variant count 7.*offset 10/],
     ['truncated in a body', GOOD.subarray(0, GOOD.length - 1), /variant 1: body length \d+ runs past the end/],
-    ['an ETag length past the end', patched(12, [0xff, 0xff, 0xff, 0xff]), /variant 0: ETag length 4294967295 runs past the end.*offset 12/],
+    ['an ETag length past the end', patched(16, [0xff, 0xff, 0xff, 0xff]), /variant 0: ETag length 4294967295 runs past the end.*offset 16/],
     ['trailing bytes', Buffer.concat([GOOD, Buffer.from([0])]), /1 bytes after the last variant/],
-    ['a format the kind does not take', patched(10, [2]), /variant 0: format 2 not valid for document kind 1.*offset 10/],
-    ['unknown encoding', patched(11, [2]), /variant 0: unknown encoding 2.*offset 11/],
+    ['a format the kind does not take', patched(14, [2]), /variant 0: format 2 not valid for document kind 1.*offset 14/],
+    ['unknown encoding', patched(15, [2]), /variant 0: unknown encoding 2.*offset 15/],
   ];
   for (const [name, bytes, warning] of cases) {
     test(name, () => {
@@ -60,8 +61,8 @@ describe('malformed configuration is refused (Envoy NACKs it), with a warning na
 
   test('a repeated format and encoding', () => {
     const one = encodeDocumentSet('core-discovery', [jsonVariant()]);
-    const twice = Buffer.concat([one, one.subarray(10)]);
-    twice.writeUInt32LE(2, 6);
+    const twice = Buffer.concat([one, one.subarray(14)]);
+    twice.writeUInt32LE(2, 10);
     const host = discoveryHost(twice);
     assert.equal(host.configured, false);
     assert.match(host.warnings()[0] as string, /variant 1: format and encoding repeated/);
@@ -69,10 +70,18 @@ describe('malformed configuration is refused (Envoy NACKs it), with a warning na
 
   test('an ETag that is not a header value', () => {
     const bytes = encodeDocumentSet('core-discovery', [jsonVariant({ etag: '"AB"' })]);
-    bytes[17] = 0x0a; // inside the ETag
+    bytes[21] = 0x0a; // inside the ETag
     const host = discoveryHost(bytes);
     assert.equal(host.configured, false);
     assert.match(host.warnings()[0] as string, /variant 0: ETag is empty or not a header value/);
+  });
+
+  test('a local ETag that is not a header value', () => {
+    const bytes = encodeDocumentSet('core-discovery', [jsonVariant()], '"LOCAL"');
+    bytes[12] = 0x0d; // inside the local ETag
+    const host = discoveryHost(bytes);
+    assert.equal(host.configured, false);
+    assert.match(host.warnings()[0] as string, /the local ETag is not a header value.*offset 10/);
   });
 
   test('streams of a plugin whose configuration was refused pass untouched (never get the identity filter)', () => {

@@ -29,6 +29,7 @@ import { type HeaderList, ProxyWasmHost } from '../support/proxyWasmHost.js';
 const MERGED = 'mvproxy_document_answers_merged';
 const NOT_MODIFIED = 'mvproxy_document_answers_not_modified';
 const LOCAL = 'mvproxy_document_answers_local';
+const LOCAL_NOT_MODIFIED = 'mvproxy_document_local_not_modified';
 
 interface Counts {
   merged: bigint | undefined;
@@ -139,8 +140,19 @@ describe('the identity filter', () => {
   });
 });
 
+describe('revalidation with the local ETag', () => {
+  test("the local apiserver's 304 counts as the answer sent and as a local 304; its 200 only as the answer", () => {
+    const host = discoveryHost(groupSet(undefined, '"LOCAL"'));
+    exchange(host, REQUEST, [[':status', '304']]);
+    exchange(host, withHeaders([['if-none-match', ETAG]]), [[':status', '304']]);
+    exchange(host, REQUEST, ok());
+    assert.deepEqual(counts(host), { merged: 2n, notModified: 1n, local: 0n });
+    assert.equal(host.metric(LOCAL_NOT_MODIFIED), 2n);
+  });
+});
+
 describe('definition', () => {
-  test('the three counters are defined once per VM, whatever the plugins and reconfigurations', () => {
+  test('the four counters are defined once per VM, whatever the plugins and reconfigurations', () => {
     const host = discoveryHost();
     addDiscoveryPlugin(host, 'openapi-index', [openapiVariant()]);
     host.configure(groupSet([jsonVariant()]));
@@ -149,6 +161,7 @@ describe('definition', () => {
       { type: 0, name: MERGED },
       { type: 0, name: NOT_MODIFIED },
       { type: 0, name: LOCAL },
+      { type: 0, name: LOCAL_NOT_MODIFIED },
     ]);
   });
 
@@ -158,7 +171,7 @@ describe('definition', () => {
     assert.equal(answer(exchange(host).response)?.status, 200);
     assert.equal(answer(exchange(host, withHeaders([['if-none-match', ETAG]])).response)?.status, 304);
     assert.equal(exchange(host, REQUEST, [[':status', '401']]).response.localResponse, undefined);
-    assert.equal(host.hostCalls.get('proxy_define_metric'), 3);
+    assert.equal(host.hostCalls.get('proxy_define_metric'), 4);
     assert.equal(host.hostCalls.get('proxy_increment_metric'), undefined);
     assert.deepEqual(counts(host), { merged: undefined, notModified: undefined, local: undefined });
     assert.deepEqual(host.warnings(), []);
@@ -168,7 +181,7 @@ describe('definition', () => {
     const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: DISCOVERY_FILTER_ROOT_ID, configuration: groupSet(), failDefineMetric: true });
     host.failDefineMetric = false;
     host.configure(encodeDocumentSet('group-discovery', [jsonVariant()]));
-    assert.equal(host.hostCalls.get('proxy_define_metric'), 3);
+    assert.equal(host.hostCalls.get('proxy_define_metric'), 4);
     assert.deepEqual(host.metricDefinitions, []);
   });
 });

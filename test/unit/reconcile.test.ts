@@ -9,6 +9,7 @@ import { reconcile, reconcileSettings, type Reconciled } from '../../src/serve/r
 import { encodeSnapshot } from '../../src/servers/snapshotStore.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName, translateSidecar, translationCache } from '../../src/translator/translator.js';
 import { mergeDiscovery } from '../../src/discovery/index.js';
+import { decodeDocumentSet } from '../../src/xds/documentSet.js';
 import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 import { BATCH, config, CORE, GRACE_SECONDS, MIGRATION, model, NOW } from '../support/reconcileFixtures.js';
 
@@ -141,6 +142,24 @@ describe('reconcile', () => {
     const filters = (node: string): string[] => [...sidecar(result, node).snapshot.types[TYPE_URL.extensionConfig].resources.keys()];
     assert.deepEqual(filters('kas-a'), ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.identity']);
     assert.deepEqual(filters('kas-b'), ['mvproxy.identity']);
+  });
+
+  it("gives each sidecar's document sets its own apiserver's ETags, which the filter revalidates with", () => {
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
+    const [a, b] = m.apiservers as [ApiserverObservation, ApiserverObservation];
+    const withEtags = (server: ApiserverObservation, core: string, groups: string): ApiserverObservation =>
+      server.discovery ? { ...server, discovery: { ...server.discovery, etags: { core, groups } } } : server;
+    const result = run({ ...m, apiservers: [withEtags(a, '"a-core"', '"a-groups"'), withEtags(b, '"b-core"', '"b-groups"')] });
+    const localEtags = [...result.documentSets.values()].map((set) => decodeDocumentSet(Buffer.from(set))?.localEtag).sort();
+    assert.deepEqual(localEtags, ['"a-core"', '"a-groups"', '"b-core"', '"b-groups"']);
+  });
+
+  it('merges nothing again when no discovery changed: the next reconcile reuses every merge', () => {
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
+    const settings = reconcileSettings(config(['kas-a', 'kas-b']), WASM);
+    const before = reconcile(m, new Set(), settings);
+    const after = reconcile({ ...m, now: m.now + 10_000 }, new Set(['kas-b']), settings, before);
+    for (const node of ['kas-a', 'kas-b']) assert.equal(sidecar(after, node).discovery(), sidecar(before, node).discovery(), node);
   });
 
   it("merges every live apiserver's discovery into each sidecar's ext_proc document", () => {

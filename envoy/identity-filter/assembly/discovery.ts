@@ -9,11 +9,19 @@
 //     Otherwise remember which variants If-None-Match names and whether the
 //     client takes gzip (as kube-apiserver's negotiateContentEncoding: a
 //     token exactly "gzip" in Accept-Encoding), and remove both headers so
-//     the local apiserver answers 200 in full, uncompressed.
-//   response headers: only a 200 in a format the set holds (by the local
-//     Content-Type, negotiated by the apiserver from the client's Accept) is
-//     replaced: 304 if If-None-Match named the ETag, else 200 with the
-//     document (gzip variant when taken and held), as a local response.
+//     the local apiserver answers uncompressed. When the set holds the local
+//     apiserver's own ETag and the Accept leaves no doubt which format the
+//     apiserver negotiates (revalidationFormat), send that ETag as
+//     If-None-Match: the apiserver then answers an empty 304 once it has
+//     authorized the request, instead of encoding a document that would be
+//     dropped. Otherwise it answers 200 in full.
+//   response headers: a 200 in a format the set holds (by the local
+//     Content-Type, negotiated by the apiserver from the client's Accept),
+//     or a 304 to the filter's own revalidation (in the format decided on
+//     the request), is replaced: 304 if the client's If-None-Match named the
+//     ETag, else 200 with the document (gzip variant when taken and held), as
+//     a local response. A 200 to a revalidation (the local document changed
+//     since the ETag was pushed) is handled as any 200.
 // Per stream the state is two words in the stream table (streams.ts): the
 // document set (one reference held) and flags. Nothing managed is allocated
 // and nothing is logged per request. Every request seen is counted once
@@ -27,6 +35,7 @@ import {
   STATUS_OK,
   proxy_get_header_map_pairs,
   proxy_get_header_map_value,
+  proxy_add_header_map_value,
   proxy_remove_header_map_value,
   proxy_send_local_response,
 } from "./abi";
@@ -50,15 +59,23 @@ import {
   release,
   setCount,
   setKind,
+  setLocalEtag,
+  setLocalEtagLen,
   variantAt,
 } from "./documents";
 import { equalsCI } from "./headers";
-import { ANSWER_LOCAL, ANSWER_MERGED, ANSWER_NOT_MODIFIED, countAnswer } from "./metrics";
+import { ANSWER_LOCAL, ANSWER_MERGED, ANSWER_NOT_MODIFIED, countAnswer, countRevalidated } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { streamState } from "./streams";
 
-/** Stream flags (state word 1): the client takes gzip; the low bits: variants If-None-Match names. */
+/**
+ * Stream flags (state word 1): the client takes gzip; the filter revalidated
+ * with the local ETag, and in which format (bits 8-9); the low bits: variants
+ * the client's If-None-Match names.
+ */
 const FLAG_GZIP: u32 = 0x80000000;
+const FLAG_REVALIDATED: u32 = 0x40000000;
+const FORMAT_SHIFT: u32 = 8;
 
 const ACCEPT = String.UTF8.encode("accept");
 const IF_NONE_MATCH = String.UTF8.encode("if-none-match");
@@ -72,6 +89,7 @@ const PARAM_G = String.UTF8.encode("g");
 const PARAM_V = String.UTF8.encode("v");
 const PARAM_AS = String.UTF8.encode("as");
 const PARAM_PROFILE = String.UTF8.encode("profile");
+const PARAM_Q = String.UTF8.encode("q");
 const APIDISCOVERY = String.UTF8.encode("apidiscovery.k8s.io");
 const V2 = String.UTF8.encode("v2");
 const LIST = String.UTF8.encode("APIGroupDiscoveryList");
@@ -155,6 +173,58 @@ function hasNoPeer(p: usize, n: usize): bool {
   return false;
 }
 
+/** Whether some parameter q of a media range in [p, p + n) has a value not starting with "0" (so it may outrank the first range). */
+function hasHighQuality(p: usize, n: usize): bool {
+  let i: usize = 0;
+  while (i <= n) {
+    const end = nextSeparator(p, n, i, 0x2c, 0x3b);
+    if (readParam(p + i, end - i, PARAM_Q) && (paramValueLen == 0 || load<u8>(paramValueAt) != 0x30)) return true;
+    i = end + 1;
+  }
+  return false;
+}
+
+/**
+ * The aggregated format kube-apiserver is certain to negotiate from this
+ * Accept value (its goautoneg parse: ranges sorted by q, stably below 12;
+ * media types and parameter names compared exactly), or -1 when in doubt.
+ * Certain when the first range is exactly aggregated v2 JSON or protobuf
+ * (parameters g, v and as, nothing else), no range may outrank it (no q
+ * above 0.x), there are at most 11 ranges, and nothing is quoted or tabbed.
+ */
+function revalidationFormat(p: usize, n: usize): i32 {
+  let ranges = 1;
+  for (let i: usize = 0; i < n; i++) {
+    const c = load<u8>(p + i);
+    if (c == 0x22 || c == 0x09) return -1;
+    if (c == 0x2c) ranges++;
+  }
+  if (ranges > 11 || hasHighQuality(p, n)) return -1;
+  const first = nextSeparator(p, n, 0, 0x2c, 0x2c);
+  let end = nextSeparator(p, first, 0, 0x3b, 0x3b);
+  const typeLen = trim(p, end);
+  const json = equals(trimAt, typeLen, MEDIA_JSON);
+  if (!json && !equals(trimAt, typeLen, MEDIA_PROTOBUF)) return -1;
+  let seen = 0;
+  while (end < first) {
+    const start = end + 1;
+    end = nextSeparator(p, first, start, 0x3b, 0x3b);
+    const len = end - start;
+    if (readParam(p + start, len, PARAM_G) && (seen & 1) == 0 && equals(paramValueAt, paramValueLen, APIDISCOVERY) && exactName(p + start, PARAM_G)) seen |= 1;
+    else if (readParam(p + start, len, PARAM_V) && (seen & 2) == 0 && equals(paramValueAt, paramValueLen, V2) && exactName(p + start, PARAM_V)) seen |= 2;
+    else if (readParam(p + start, len, PARAM_AS) && (seen & 4) == 0 && equals(paramValueAt, paramValueLen, LIST) && exactName(p + start, PARAM_AS)) seen |= 4;
+    else return -1;
+  }
+  if (seen != 7) return -1;
+  return json ? <i32>FORMAT_AGGREGATED_JSON : <i32>FORMAT_AGGREGATED_PROTOBUF;
+}
+
+/** Whether the parameter at p (leading spaces allowed) is named exactly `name` (readParam compares names case-insensitively; goautoneg does not). */
+function exactName(p: usize, name: ArrayBuffer): bool {
+  while (load<u8>(p) == 0x20) p++;
+  return memory.compare(p, changetype<usize>(name), <usize>name.byteLength) == 0;
+}
+
 /** kube-apiserver's negotiateContentEncoding: some comma-separated token, trimmed, is exactly "gzip". */
 function takesGzip(p: usize, n: usize): bool {
   let i: usize = 0;
@@ -211,6 +281,8 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
   const pairsSize = <usize>load<u32>(RET, 4);
   let nopeer = false;
   let gzip = false;
+  let accepts = 0;
+  let format: i32 = -1;
   let mask: u32 = 0;
   let ifNoneMatch = false;
   let acceptEncoding = false;
@@ -225,6 +297,8 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
       const valueLen = pairValueLen;
       if (equalsNameCI(key, keyLen, ACCEPT)) {
         if (hasNoPeer(value, valueLen)) nopeer = true;
+        // kube-apiserver reads the first Accept header only: with more, stay in doubt.
+        if (++accepts == 1) format = revalidationFormat(value, valueLen);
       } else if (equalsNameCI(key, keyLen, IF_NONE_MATCH)) {
         ifNoneMatch = true;
         mask |= matchMask(set, value, valueLen);
@@ -238,11 +312,23 @@ export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
   if (pairs != 0) heap.free(pairs);
   // Unreadable headers or the apiserver's own document asked for: the local answer goes through.
   if (malformed || nopeer) return passLocal();
-  store<u32>(state, <u32>set);
-  store<u32>(state, gzip ? mask | FLAG_GZIP : mask, 4);
-  acquire(set);
+  let flags = gzip ? mask | FLAG_GZIP : mask;
   if (ifNoneMatch) proxy_remove_header_map_value(MAP_HTTP_REQUEST_HEADERS, changetype<usize>(IF_NONE_MATCH), IF_NONE_MATCH.byteLength);
   if (acceptEncoding) proxy_remove_header_map_value(MAP_HTTP_REQUEST_HEADERS, changetype<usize>(ACCEPT_ENCODING), ACCEPT_ENCODING.byteLength);
+  const localEtagLen = setLocalEtagLen(set);
+  if (accepts == 1 && format >= 0 && localEtagLen > 0 && findVariant(set, <u32>format, ENCODING_IDENTITY) >= 0) {
+    const added = proxy_add_header_map_value(
+      MAP_HTTP_REQUEST_HEADERS,
+      changetype<usize>(IF_NONE_MATCH),
+      IF_NONE_MATCH.byteLength,
+      setLocalEtag(set),
+      localEtagLen,
+    );
+    if (added == STATUS_OK) flags |= FLAG_REVALIDATED | (<u32>format << FORMAT_SHIFT);
+  }
+  store<u32>(state, <u32>set);
+  store<u32>(state, flags, 4);
+  acquire(set);
   return ACTION_CONTINUE;
 }
 
@@ -286,16 +372,25 @@ function freeReturned(): void {
   if (p != 0) heap.free(p);
 }
 
+/** Whether the last chooseVariant took the local apiserver's 304 to a revalidation. */
+let localNotModified = false;
+
 /** The variant to answer with, or -1 to let the local answer through. */
-function chooseVariant(set: usize, gzip: bool): i32 {
+function chooseVariant(set: usize, flags: u32): i32 {
   if (!responseHeader(STATUS)) return -1;
-  const ok = isOk();
+  const status = statusCode();
   freeReturned();
-  if (!ok) return -1;
-  if (!responseHeader(CONTENT_TYPE)) return -1;
-  const format = formatOf(<usize>load<u32>(RET), <usize>load<u32>(RET, 4), setKind(set));
-  freeReturned();
+  let format: i32 = -1;
+  localNotModified = status == 304 && (flags & FLAG_REVALIDATED) != 0;
+  if (localNotModified) {
+    format = <i32>((flags >> FORMAT_SHIFT) & 3);
+  } else if (status == 200) {
+    if (!responseHeader(CONTENT_TYPE)) return -1;
+    format = formatOf(<usize>load<u32>(RET), <usize>load<u32>(RET, 4), setKind(set));
+    freeReturned();
+  }
   if (format < 0) return -1;
+  const gzip = (flags & FLAG_GZIP) != 0;
   if (gzip) {
     const zipped = findVariant(set, <u32>format, ENCODING_GZIP);
     if (zipped >= 0) return zipped;
@@ -303,10 +398,17 @@ function chooseVariant(set: usize, gzip: bool): i32 {
   return findVariant(set, <u32>format, ENCODING_IDENTITY);
 }
 
-/** Whether the value in RET is "200". */
-function isOk(): bool {
+/** The three-digit status in RET, or 0. */
+function statusCode(): i32 {
   const p = <usize>load<u32>(RET);
-  return <usize>load<u32>(RET, 4) == 3 && load<u8>(p) == 0x32 && load<u8>(p + 1) == 0x30 && load<u8>(p + 2) == 0x30;
+  if (<usize>load<u32>(RET, 4) != 3) return 0;
+  let code: i32 = 0;
+  for (let i: usize = 0; i < 3; i++) {
+    const digit = <i32>load<u8>(p + i) - 0x30;
+    if (digit < 0 || digit > 9) return 0;
+    code = code * 10 + digit;
+  }
+  return code;
 }
 
 export function discoveryResponseHeaders(contextId: u32): i32 {
@@ -315,7 +417,7 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
   const set = <usize>load<u32>(state);
   if (set == 0) return ACTION_CONTINUE;
   const flags = load<u32>(state, 4);
-  const chosen = chooseVariant(set, (flags & FLAG_GZIP) != 0);
+  const chosen = chooseVariant(set, flags);
   if (chosen < 0) return passLocal();
   const v = variantAt(set, <u32>chosen);
   const notModified = (flags & (<u32>1 << <u32>chosen)) != 0;
@@ -335,6 +437,7 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
   );
   if (sent != STATUS_OK) return passLocal();
   countAnswer(notModified ? ANSWER_NOT_MODIFIED : ANSWER_MERGED);
+  if (localNotModified) countRevalidated();
   return ACTION_PAUSE;
 }
 

@@ -8,7 +8,8 @@
 // so a reconfigure never frees documents a stream in flight still serves.
 //
 // Configuration (little-endian; every length a u32 byte count):
-//   "MVPD"  u8 version (1)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
+//   "MVPD"  u8 version (2)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
+//   u32 len + the local apiserver's own ETag for the document (len 0: none)
 //   u32 variant count, then per variant:
 //     u8 format (0 aggregated JSON, 1 aggregated protobuf, 2 plain JSON: the OpenAPI index)
 //     u8 encoding (0 identity, 1 gzip)
@@ -36,7 +37,9 @@ const SET_REFS: usize = 0;
 const SET_KIND: usize = 4;
 const SET_DATA: usize = 8;
 const SET_COUNT: usize = 12;
-const SET_VARIANTS: usize = 16;
+const SET_LOCAL_ETAG: usize = 16;
+const SET_LOCAL_ETAG_LEN: usize = 20;
+const SET_VARIANTS: usize = 24;
 export const V_FORMAT: usize = 0;
 export const V_ENCODING: usize = 4;
 export const V_BODY: usize = 8;
@@ -58,6 +61,15 @@ export function setKind(set: usize): u32 {
 
 export function setCount(set: usize): u32 {
   return load<u32>(set + SET_COUNT);
+}
+
+/** The local apiserver's own ETag for the document (in the configuration buffer), or 0. */
+export function setLocalEtag(set: usize): usize {
+  return <usize>load<u32>(set + SET_LOCAL_ETAG);
+}
+
+export function setLocalEtagLen(set: usize): usize {
+  return <usize>load<u32>(set + SET_LOCAL_ETAG_LEN);
 }
 
 export function variantAt(set: usize, i: u32): usize {
@@ -115,16 +127,20 @@ function headerValue(p: usize, n: usize): bool {
  * documentsError, and `data` stays the caller's.
  */
 export function parseDocumentSet(data: usize, size: usize): usize {
-  if (size < 10) return fail("truncated header: " + size.toString() + " bytes, 10 needed", 0);
+  if (size < 14) return fail("truncated header: " + size.toString() + " bytes, 14 needed", 0);
   if (load<u32>(data) != 0x4450564d) return fail('bad magic: not "MVPD"', 0);
   const version = load<u8>(data + 4);
-  if (version != 1) return fail("unsupported version " + version.toString(), 4);
+  if (version != 2) return fail("unsupported version " + version.toString(), 4);
   const kind = <u32>load<u8>(data + 5);
   if (kind > KIND_OPENAPI) return fail("unknown document kind " + kind.toString(), 5);
-  const count = load<u32>(data + 6);
-  if (count > MAX_VARIANTS) return fail("variant count " + count.toString() + " above " + MAX_VARIANTS.toString(), 6);
+  const localEtagLen = <usize>load<u32>(data + 6);
+  if (<u64>localEtagLen > <u64>(size - 14)) return fail("local ETag length " + localEtagLen.toString() + " runs past the end", 6);
+  if (localEtagLen > 0 && !headerValue(data + 10, localEtagLen)) return fail("the local ETag is not a header value", 10);
+  const variantsAt: usize = 14 + localEtagLen;
+  const count = load<u32>(data + variantsAt - 4);
+  if (count > MAX_VARIANTS) return fail("variant count " + count.toString() + " above " + MAX_VARIANTS.toString(), variantsAt - 4);
   // First pass: validate everything before allocating.
-  let at: usize = 10;
+  let at: usize = variantsAt;
   let seen: u32 = 0;
   for (let i: u32 = 0; i < count; i++) {
     const where = "variant " + i.toString() + ": ";
@@ -155,7 +171,9 @@ export function parseDocumentSet(data: usize, size: usize): usize {
   store<u32>(set + SET_KIND, kind);
   store<u32>(set + SET_DATA, <u32>data);
   store<u32>(set + SET_COUNT, count);
-  at = 10;
+  store<u32>(set + SET_LOCAL_ETAG, localEtagLen > 0 ? <u32>(data + 10) : 0);
+  store<u32>(set + SET_LOCAL_ETAG_LEN, <u32>localEtagLen);
+  at = variantsAt;
   for (let i: u32 = 0; i < count; i++) {
     const v = variantAt(set, i);
     const format = <u32>load<u8>(data + at);
