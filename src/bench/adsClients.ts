@@ -14,8 +14,8 @@ import { PUSH_ORDER, isResourceTypeUrl, type ResourceTypeUrl } from '../xds/snap
 
 const STREAM_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 
-/** What a simulated Envoy reads of a response: not its resources. */
-type ResponseHead = Pick<DiscoveryResponse__Output, 'version_info' | 'nonce' | 'type_url'>;
+/** What a simulated Envoy reads of a response: not its resources, but the size of the whole message. */
+type ResponseHead = Pick<DiscoveryResponse__Output, 'version_info' | 'nonce' | 'type_url'> & { bytes: number };
 
 /**
  * The wire codecs. A response's resources stay undecoded bytes (protobufjs
@@ -34,7 +34,7 @@ function codecs(): { serialize: (r: DiscoveryRequest) => Buffer; deserialize: (b
         const value = head[key];
         return typeof value === 'string' ? value : '';
       };
-      return { version_info: text('version_info'), nonce: text('nonce'), type_url: text('type_url') };
+      return { version_info: text('version_info'), nonce: text('nonce'), type_url: text('type_url'), bytes: bytes.length };
     },
   };
 }
@@ -63,6 +63,8 @@ export class SimulatedEnvoy {
   readonly acked = new Map<ResourceTypeUrl, AckRecord>();
   /** Responses received (each was ACKed). */
   responses = 0;
+  /** Per type, the largest response message received, bytes. */
+  readonly largestResponseBytes = new Map<ResourceTypeUrl, number>();
   /** Streams that failed and were opened again (with `reconnect`). */
   reconnects = 0;
   /** Why the stream failed (without `reconnect`), or why it last failed (with it). */
@@ -140,7 +142,10 @@ export class SimulatedEnvoy {
     const version = response.version_info ?? '';
     call.write({ type_url: url, version_info: version, response_nonce: response.nonce ?? '', resource_names: [] });
     this.responses++;
-    if (isResourceTypeUrl(url)) this.acked.set(url, { version, at: performance.now() });
+    if (isResourceTypeUrl(url)) {
+      this.acked.set(url, { version, at: performance.now() });
+      this.largestResponseBytes.set(url, Math.max(response.bytes, this.largestResponseBytes.get(url) ?? 0));
+    }
     this.notify();
   }
 

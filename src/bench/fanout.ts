@@ -13,9 +13,10 @@
 // (profile=nopeer, polled directly every 3 ms) that shows the change, the
 // triggering event as convergence.ts, and stops at the last ACK of the new config by
 // any node: the simulated ones' own ACK times, the real sidecars' xDS
-// update_time stats (read once everything is quiet). Then N CRDs, one more
-// change with them, and the replica's peak RSS (VmHWM).
-import { readFileSync } from 'node:fs';
+// update_time stats (read once everything is quiet). Then N CRDs spread over
+// G groups, one more change with them (the merged documents in the push are
+// then large), the documents' sizes, the largest xDS responses, the real
+// sidecars' memory and the replica's peak RSS (VmHWM).
 import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,9 +29,11 @@ import { httpsRequest } from '../util/https.js';
 import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from './adsClients.js';
 import { type Distribution, discoveryListsGroup, distribution } from './convergenceProbes.js';
 import { replicaMemoryFloorMb } from './memoryFloor.js';
-import { PUSH_ORDER } from '../xds/snapshot.js';
-import { processCpuTicks, statusKb, USER_HZ } from './procStat.js';
-import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
+import { PUSH_ORDER, TYPE_URL } from '../xds/snapshot.js';
+import { DOCUMENT_PUSH_BUDGET_BYTES } from '../translator/documentFilters.js';
+import { createCrds, mergedApisSizes, processMemory, sidecarMemory, type MergedApisSizes, type ProcessMemory } from './documentScale.js';
+import { processCpuTicks, USER_HZ } from './procStat.js';
+import { AGGREGATED_DISCOVERY_NOPEER_JSON } from '../model/discovery.js';
 import { POLL_MS } from './convergence.js';
 
 export interface FanoutOptions {
@@ -38,6 +41,8 @@ export interface FanoutOptions {
   /** Served-set changes timed before the CRDs are created. */
   changes: number;
   crds: number;
+  /** Groups the CRDs are spread over. */
+  crdGroups: number;
   progress: (line: string) => void;
 }
 
@@ -82,6 +87,13 @@ export interface FanoutFigures {
   /** First to last final ACK (the push itself), over the same changes. */
   spreadMs: Distribution;
   withCrdsMs?: number;
+  crdGroups: number;
+  /** With the CRDs: the merged /apis kas-a's sidecar serves, as sent. */
+  mergedApis?: MergedApisSizes;
+  /** Per xDS type, the largest response any simulated node received (the ECDS ones carry every document set of a sidecar, and the module once per filter). */
+  largestResponseBytes: Record<string, number>;
+  /** The real sidecars' Envoy memory at the end, with the CRDs. */
+  sidecarMemory: Record<string, ProcessMemory>;
   /** VmHWM of the replica at the end, MB (2^20 bytes). */
   peakRssMb: number;
   /** VmRSS at the end, MB. */
@@ -124,15 +136,22 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       opts.progress(`  change ${i + 1} (${GROUP} back on): ${describe(s)}`);
     }
     let withCrds: FanoutSample | undefined;
+    let mergedApis: MergedApisSizes | undefined;
     if (opts.crds > 0) {
-      opts.progress(`creating ${opts.crds} CRDs ...`);
-      await createCrds(state, token, opts.crds);
+      opts.progress(`creating ${opts.crds} CRDs over ${opts.crdGroups} groups ...`);
+      await createCrds(state, token, opts.crds, opts.crdGroups, opts.progress);
       await quiet(clients);
       await timeChange(sandbox, state, token, clients, controlPlanePid, true, true);
       withCrds = await timeChange(sandbox, state, token, clients, controlPlanePid, false, true);
       opts.progress(`  change with ${opts.crds} CRDs (${GROUP} back on): ${describe(withCrds)}`);
+      mergedApis = await mergedApisSizes(state, state.apiservers[0]?.sidecar ?? '', token);
+      opts.progress(
+        `  merged /apis: ${mergedApis.groups} groups, ${mergedApis.json} bytes JSON, ${mergedApis.protobuf} protobuf, ${mergedApis.jsonGzip} gzipped JSON`,
+      );
     }
-    const memory = procStatus(controlPlanePid);
+    const largestResponseBytes: Record<string, number> = {};
+    for (const url of PUSH_ORDER) largestResponseBytes[url] = Math.max(0, ...clients.map((c) => c.largestResponseBytes.get(url) ?? 0));
+    const memory = processMemory(controlPlanePid);
     const floorRssMb = await replicaMemoryFloorMb();
     return {
       ...fanoutFigures(samples),
@@ -141,8 +160,12 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       crds: opts.crds,
       samples: withCrds ? [...samples, withCrds] : samples,
       ...(withCrds ? { withCrdsMs: withCrds.ms } : {}),
-      peakRssMb: memory.VmHWM,
-      rssMb: memory.VmRSS,
+      crdGroups: opts.crdGroups,
+      ...(mergedApis ? { mergedApis } : {}),
+      largestResponseBytes,
+      sidecarMemory: sidecarMemory(sandbox, sidecars),
+      peakRssMb: memory.peakRssMb,
+      rssMb: memory.rssMb,
       floorRssMb,
       method:
         `${nodes.length} simulated nodes running the configs of ${sidecars.join(', ')} in turn (node.metadata apiserver), beside the real sidecars; ` +
@@ -174,6 +197,16 @@ export function fanoutSummary(f: FanoutFigures): Record<string, number> {
     [`fanout_${f.nodes}_nodes_${f.crds}_crds_ms`]: f.withCrdsMs,
     control_plane_peak_rss_mb: f.peakRssMb,
     control_plane_floor_rss_mb: f.floorRssMb,
+    fanout_crds: f.crds,
+    fanout_crd_groups: f.crdGroups,
+    merged_apis_groups: f.mergedApis?.groups,
+    merged_apis_json_bytes: f.mergedApis?.json,
+    merged_apis_protobuf_bytes: f.mergedApis?.protobuf,
+    merged_apis_json_gzip_bytes: f.mergedApis?.jsonGzip,
+    ecds_largest_response_bytes: f.largestResponseBytes[TYPE_URL.extensionConfig],
+    xds_largest_response_bytes: Math.max(0, ...Object.values(f.largestResponseBytes)),
+    document_push_budget_bytes: DOCUMENT_PUSH_BUDGET_BYTES,
+    sidecar_peak_rss_mb_max: Math.max(0, ...Object.values(f.sidecarMemory).map((m) => m.peakRssMb)),
   };
   return Object.fromEntries(Object.entries(out).filter((e): e is [string, number] => e[1] !== undefined && Number.isFinite(e[1])));
 }
@@ -300,56 +333,7 @@ async function lastXdsUpdate(adminSocket: string): Promise<number> {
   return newest;
 }
 
-/** Creates `count` CRDs (one group each) through kas-a and waits until kas-a's sidecar lists the last in its merged /apis. */
-async function createCrds(state: SandboxState, token: string, count: number): Promise<void> {
-  const a = state.apiservers[0];
-  if (!a?.sidecar) throw new Error('internal: no sidecar');
-  const request = (base: string, method: string, path: string, accept: string, body?: unknown) =>
-    httpsRequest(
-      base + path,
-      { ca: state.ca },
-      {
-        method,
-        headers: { authorization: `Bearer ${token}`, accept, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        timeoutMs: 30_000,
-      },
-    );
-  const group = (i: number): string => `g${i}.fanout.mvproxy.example`;
-  for (let i = 0; i < count; i++) {
-    const res = await request(a.direct, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', 'application/json', crd(group(i), i));
-    if (res.status !== 201 && res.status !== 409) throw new Error(`creating CRD ${i}: ${res.status} ${res.body.slice(0, 300)}`);
-  }
-  const deadline = performance.now() + SETTLE_CAP_MS;
-  for (;;) {
-    const res = await request(a.sidecar, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
-    if (res?.status === 200 && res.body.includes(`"${group(count - 1)}"`)) return;
-    if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${group(count - 1)}`);
-    await sleep(500);
-  }
-}
-
-function crd(group: string, i: number): unknown {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `things${i}.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: `things${i}`, singular: `thing${i}`, kind: `Thing${i}`, listKind: `Thing${i}List` },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-}
-
 /** User plus system CPU time of a process, ms. */
 function cpuMs(pid: number): number {
   return processCpuTicks(pid) * (1000 / USER_HZ);
-}
-
-/** VmHWM and VmRSS of a process, MB. */
-function procStatus(pid: number): { VmHWM: number; VmRSS: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return { VmHWM: Math.round(statusKb(text, 'VmHWM') / 1024), VmRSS: Math.round(statusKb(text, 'VmRSS') / 1024) };
 }

@@ -17,7 +17,8 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       only: { type: 'string' },
       'fanout-nodes': { type: 'string', default: '200' },
       'fanout-changes': { type: 'string', default: '30' },
-      'fanout-crds': { type: 'string', default: '500' },
+      'fanout-crds': { type: 'string', default: '2000' },
+      'fanout-crd-groups': { type: 'string', default: '200' },
       out: { type: 'string' },
     },
     strict: true,
@@ -37,6 +38,7 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     nodes: int('fanout-nodes', values['fanout-nodes']),
     changes: int('fanout-changes', values['fanout-changes']),
     crds: Number(values['fanout-crds']),
+    crdGroups: int('fanout-crd-groups', values['fanout-crd-groups']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
   const parts = ['fanout', 'convergence', 'discovery'] as const;

@@ -101,7 +101,7 @@ The socket is --socket, else $MVPROXY_ADMIN_SOCKET, else the local sandbox's.
 `,
   bench: `usage: mvproxy bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                     [--convergence-samples 30] [--convergence-cap-ms MS] [--out FILE]
-                    [--only fanout|convergence|discovery] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 500]
+                    [--only fanout|convergence|discovery] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
 latency (direct, minimal Envoy, sidecar, upstream's proxy), throughput with

@@ -14,6 +14,7 @@ import {
   type TestSandbox,
 } from '../support/sandbox.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
+import { envoyAdminJson } from '../support/envoyAdmin.js';
 
 interface DiscoveryDoc {
   items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
@@ -100,6 +101,21 @@ describe('discovery and identity: A has apps/v1 off, B has batch/v1 off', () => 
     assert.ok(protobuf.body.includes('batch') && protobuf.body.includes('apps'));
     const json = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
     assert.equal(protobuf.headers['etag'], json.headers['etag']);
+  });
+
+  it("the sidecar asks its apiserver with the apiserver's own ETag: its empty 304 authorizes the request, and the client gets the merged document", async () => {
+    const socket = apiserverNamed(tb.state(), 'kas-a').sidecarAdminSocket ?? '';
+    const localNotModified = async (): Promise<number> =>
+      (await envoyAdminJson<{ stats: Array<{ value: number }> }>(socket, '/stats?format=json&filter=mvproxy_document_local_not_modified$')).stats[0]?.value ??
+      0;
+    // The ETag reaches the sidecar with the documents once the control plane has read its apiserver.
+    await eventually(async () => {
+      const before = await localNotModified();
+      const res = await as('admin', 'kas-a', 'sidecar')('GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
+      assert.equal(res.status, 200);
+      assert.ok(groupsOf(res).includes('apps') && groupsOf(res).includes('batch'), 'the merged document');
+      assert.equal(await localNotModified(), before + 1);
+    }, 30_000);
   });
 
   it('a client with a made-up token does not get the merged document', async () => {
