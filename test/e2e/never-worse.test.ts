@@ -6,7 +6,8 @@
 //   through both sidecars fails no request and loses no watch event, and
 //   merged discovery stays merged throughout: each sidecar keeps serving the
 //   last documents the control plane pushed to it (ECDS configurations Envoy
-//   keeps), so the peer-only group never disappears from kas-a's /apis.
+//   keeps), so the peer-only group never disappears from kas-a's /apis, nor
+//   its resource from `kubectl api-resources` through kas-a's sidecar.
 import assert from 'node:assert/strict';
 import { webcrypto } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -14,10 +15,21 @@ import { Agent, request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState, SandboxState } from '../../src/sandbox/state.js';
 import { loadX509, toPem, newKeyPair, randomSerial, EC_SIGN_ALG, type IssuedCert } from '../../src/sandbox/x509.js';
+import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { freshKubectlCacheDir, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 
 const NAMESPACE = 'default';
+/**
+ * How long the control plane stays paused. Not the issue's 5 minutes: what
+ * a sidecar does while it is away changes only until Envoy has noticed (its
+ * health check within 1 s; the HTTP/2 keepalive on the ADS connection, a ping
+ * every 30 s answered within 10 s, closes the stream by 40 s) and then stays
+ * the same (the stream retried, the last configuration served, nothing that
+ * expires), so the pause lasts past that and the test checks that both
+ * sidecars lost their ADS stream inside it.
+ */
+const PAUSE_MS = 60_000;
 /** Served by v1.37.2 only: kas-a's sidecar reroutes it, and merges it into kas-a's discovery. */
 const PEER_ONLY_GROUP = 'storagemigration.k8s.io';
 
@@ -258,6 +270,7 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
         }
       }
     };
+    let apiResourcesCalls = 0;
     const kubectlLoop = async (): Promise<void> => {
       while (!stopping) {
         for (const a of [kasA, kasB]) {
@@ -265,7 +278,27 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
           const result = await tb.kubectl(a.kubeconfig.sidecar ?? '', ['get', 'namespaces', `--cache-dir=${freshKubectlCacheDir()}`, '-o', 'name']);
           if (result.code !== 0) failures.push(`kubectl get namespaces through ${a.name}'s sidecar: ${result.stderr}`);
         }
+        // The older apiserver's sidecar lists the peer-only resource to kubectl's discovery throughout.
+        requests++;
+        apiResourcesCalls++;
+        const listed = await tb.kubectl(kasA.kubeconfig.sidecar ?? '', [
+          'api-resources',
+          `--api-group=${PEER_ONLY_GROUP}`,
+          '-o',
+          'name',
+          `--cache-dir=${freshKubectlCacheDir()}`,
+        ]);
+        if (listed.code !== 0 || !listed.stdout.includes('storageversionmigrations'))
+          failures.push(`kubectl api-resources through kas-a's sidecar: no storageversionmigrations (${listed.code}): ${listed.stdout}${listed.stderr}`);
       }
+    };
+    /** Whether a sidecar's Envoy holds an ADS stream to the control plane (its control_plane.connected_state gauge). */
+    const connectedToControlPlane = async (a: SandboxApiserverState): Promise<boolean> => {
+      const stats = await envoyAdminJson<{ stats: Array<{ name: string; value: number }> }>(
+        a.sidecarAdminSocket ?? '',
+        '/stats?format=json&filter=^control_plane\\.connected_state$',
+      );
+      return stats.stats[0]?.value === 1;
     };
     const groupsThroughKasA = async (): Promise<string[]> => {
       const reply = await call(kasA.sidecar ?? '', { token }, 'GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
@@ -280,12 +313,21 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
 
     // What flowed inside each window, counted from its own start: requests answered and watch events seen.
     const eventsSeen = (): number[] => seen.map((names) => names.size);
-    const pauseStart = { requests, events: eventsSeen() };
+    const pauseStart = { requests, events: eventsSeen(), apiResourcesCalls };
+    const pauseEnd = Date.now() + PAUSE_MS;
     tb.sandbox.pauseControlPlane();
     await sleep(2_000);
     assert.ok((await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is paused, the last merged document pushed');
-    await sleep(28_000);
-    const inPause = { requests: requests - pauseStart.requests, events: eventsSeen().map((n, i) => n - (pauseStart.events[i] ?? 0)) };
+    const disconnected = new Set<string>();
+    while (Date.now() < pauseEnd) {
+      for (const a of [kasA, kasB]) if (!(await connectedToControlPlane(a))) disconnected.add(a.name);
+      await sleep(1_000);
+    }
+    const inPause = {
+      requests: requests - pauseStart.requests,
+      events: eventsSeen().map((n, i) => n - (pauseStart.events[i] ?? 0)),
+      apiResources: apiResourcesCalls - pauseStart.apiResourcesCalls,
+    };
 
     await tb.sandbox.killControlPlane();
     const deadStart = requests;
@@ -309,9 +351,14 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
     for (const agent of agents) agent.destroy();
 
     assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
-    t.diagnostic(`inside the pause: ${inPause.requests} requests, watch events ${inPause.events.join(' and ')}; while dead: ${whileDead} requests`);
+    t.diagnostic(
+      `inside the pause: ${inPause.requests} requests (${inPause.apiResources} kubectl api-resources), watch events ${inPause.events.join(' and ')}; while dead: ${whileDead} requests`,
+    );
+    // The pause lasted past the moment each sidecar's Envoy saw its ADS stream die.
+    assert.deepEqual([...disconnected].sort(), ['kas-a', 'kas-b'], 'sidecars that lost their ADS stream inside the pause');
     // The load keeps flowing through each window, so "nothing failed" covers it (a stalled load would pass vacuously).
-    assert.ok(inPause.requests >= 200, `requests inside the 30 s pause: ${inPause.requests}`);
+    assert.ok(inPause.requests >= 200, `requests inside the ${PAUSE_MS / 1000} s pause: ${inPause.requests}`);
+    assert.ok(inPause.apiResources >= 3, `kubectl api-resources through kas-a's sidecar inside the pause: ${inPause.apiResources}`);
     for (const [i, n] of inPause.events.entries()) assert.ok(n >= 20, `watch events through ${sidecars[i]} inside the pause: ${n}`);
     assert.ok(whileDead >= 10, `requests while the control plane was dead: ${whileDead}`);
     seen.forEach((names, i) => {
