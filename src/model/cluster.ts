@@ -65,6 +65,13 @@ export interface ApiserverObservation {
    */
   reachable: boolean;
   /**
+   * When the polls began finding it reachable this time (the first answered
+   * poll after one that got no answer, or the very first). Later than
+   * `leaseGoneAt`: it stopped answering after its lease went, and answers
+   * again (liveness.ts).
+   */
+  reachableSince?: number;
+  /**
    * Its /readyz, read with each discovery poll; absent until read. False while
    * it starts, and during its shutdown delay (--shutdown-delay-duration): it
    * still serves, but is on its way out, so traffic is moved off it as by a drain.

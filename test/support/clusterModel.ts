@@ -17,6 +17,10 @@ export interface ApiserverSpec {
   reachable?: boolean;
   /** Lease deleted this long ago (no lease now). */
   leaseGoneForMs?: number;
+  /** Answering again for this long, after a poll that got no answer. */
+  answeringForMs?: number;
+  /** Its /readyz as last read. */
+  ready?: boolean;
   /** Address host; 10.0.0.{index+1} by default. */
   host?: string;
 }
@@ -32,6 +36,8 @@ function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverO
   } else {
     observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
   }
+  if (spec.answeringForMs !== undefined) observation.reachableSince = NOW - spec.answeringForMs;
+  if (spec.ready !== undefined) observation.ready = spec.ready;
   return observation;
 }
 

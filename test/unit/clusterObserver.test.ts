@@ -229,6 +229,29 @@ describe('ClusterObserver', () => {
     assert.equal(peerStanding(after as ApiserverObservation, time.now, 300_000), 'gone');
   });
 
+  test('an apiserver that stopped answering after its lease went and answers again counts as available before its new lease is seen', async () => {
+    const time = new FakeTime();
+    const { observer, fetchers, leases } = newObserver(time);
+    await observer.start();
+    const update = await parsedDiscovery();
+    fetchers.get('b')?.emit(update);
+    leases.emit({ type: 'present', hostname: 'host-b', lease: { name: 'apiserver-2', holderIdentity: 'b1', renewTime: time.now } });
+    await time.advance(1000);
+    leases.emit({ type: 'gone', hostname: 'host-b', leaseName: 'apiserver-2', goneAt: time.now, reason: 'deleted' });
+    const standing = (): string => peerStanding(observer.snapshot().apiservers[1] as ApiserverObservation, time.now, 300_000);
+    // Its shutdown: it still answers, but it is leaving.
+    fetchers.get('b')?.emit({ ...update, ready: false });
+    assert.equal(standing(), 'unavailable');
+    await time.advance(1000);
+    fetchers.get('b')?.emit({ ...update, reachable: false });
+    assert.equal(standing(), 'unavailable');
+    // Restarted: it answers again, its new lease not written yet.
+    await time.advance(3000);
+    fetchers.get('b')?.emit({ ...update, ready: false });
+    observer.stop();
+    assert.equal(standing(), 'available');
+  });
+
   test('a lease for a hostname not in the configuration adds no apiserver', async () => {
     const time = new FakeTime();
     const { observer, leases } = newObserver(time);

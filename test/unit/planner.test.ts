@@ -180,8 +180,21 @@ describe('planSidecars', () => {
   });
 
   test('a peer that left recently gets no traffic even while it still answers', () => {
-    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000, reachable: true }, b: { serves: CORE } }));
+    const plan = planFor(
+      'b',
+      model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000, reachable: true, answeringForMs: 60_000 }, b: { serves: CORE } }),
+    );
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
+  test('a peer back before its new lease is seen (it stopped answering after its lease went, and answers again) gets its traffic again', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 5000, answeringForMs: 1000 }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'peers', peers: ['a'] });
+  });
+
+  test('a peer back before its new lease, still starting (/readyz failing), gets what only it serves', () => {
+    const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 5000, answeringForMs: 1000, ready: false }, b: { serves: CORE } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'peers', peers: ['a'] });
   });
 
   test('a peer whose lease has been gone for the grace period contributes nothing', () => {
