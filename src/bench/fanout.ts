@@ -94,6 +94,8 @@ export interface FanoutFigures {
   largestResponseBytes: Record<string, number>;
   /** The real sidecars' Envoy memory at the end, with the CRDs. */
   sidecarMemory: Record<string, ProcessMemory>;
+  /** The replica's memory at the end of each phase (connected, changes, crds created, change with crds). */
+  memoryByPhase: Record<string, ProcessMemory>;
   /** VmHWM of the replica at the end, MB (2^20 bytes). */
   peakRssMb: number;
   /** VmRSS at the end, MB. */
@@ -125,6 +127,8 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
     await waitForEvery(clients, (c) => PUSH_ORDER.every((url) => c.acked.has(url)), SETTLE_CAP_MS);
     await quiet(clients);
     opts.progress(`${nodes.length} simulated nodes connected and ACKed their first config`);
+    // The replica's memory at the end of each phase: which one raised its peak.
+    const memoryByPhase: Record<string, ProcessMemory> = { connected: processMemory(controlPlanePid) };
     const token = sandbox.adminBearerToken();
     const samples: FanoutSample[] = [];
     for (let i = 0; i < opts.changes; i++) {
@@ -135,15 +139,18 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       samples.push(s);
       opts.progress(`  change ${i + 1} (${GROUP} back on): ${describe(s)}`);
     }
+    memoryByPhase['changes'] = processMemory(controlPlanePid);
     let withCrds: FanoutSample | undefined;
     let mergedApis: MergedApisSizes | undefined;
     if (opts.crds > 0) {
       opts.progress(`creating ${opts.crds} CRDs over ${opts.crdGroups} groups ...`);
       await createCrds(state, token, opts.crds, opts.crdGroups, opts.progress);
       await quiet(clients);
+      memoryByPhase['crds created'] = processMemory(controlPlanePid);
       await timeChange(sandbox, state, token, clients, controlPlanePid, true, true);
       withCrds = await timeChange(sandbox, state, token, clients, controlPlanePid, false, true);
       opts.progress(`  change with ${opts.crds} CRDs (${GROUP} back on): ${describe(withCrds)}`);
+      memoryByPhase['change with crds'] = processMemory(controlPlanePid);
       mergedApis = await mergedApisSizes(state, state.apiservers[0]?.sidecar ?? '', token);
       opts.progress(
         `  merged /apis: ${mergedApis.groups} groups, ${mergedApis.json} bytes JSON, ${mergedApis.protobuf} protobuf, ${mergedApis.jsonGzip} gzipped JSON`,
@@ -164,6 +171,7 @@ export async function runFanoutBench(opts: FanoutOptions): Promise<FanoutFigures
       ...(mergedApis ? { mergedApis } : {}),
       largestResponseBytes,
       sidecarMemory: sidecarMemory(sandbox, sidecars),
+      memoryByPhase,
       peakRssMb: memory.peakRssMb,
       rssMb: memory.rssMb,
       floorRssMb,

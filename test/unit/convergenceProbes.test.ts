@@ -232,6 +232,7 @@ test('fan-out: p50, p90 and max over the changes, named so in the summary', () =
     crdGroups: 1,
     largestResponseBytes: {},
     sidecarMemory: {},
+    memoryByPhase: {},
     samples: [],
     peakRssMb: 1,
     rssMb: 1,
