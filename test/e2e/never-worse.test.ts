@@ -15,6 +15,7 @@ import { Agent, request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState, SandboxState } from '../../src/sandbox/state.js';
 import { loadX509, toPem, newKeyPair, randomSerial, EC_SIGN_ALG, type IssuedCert } from '../../src/sandbox/x509.js';
+import { CONTROL_PLANE_CLUSTER } from '../../src/xds/bootstrap.js';
 import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { freshKubectlCacheDir, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
@@ -24,10 +25,10 @@ const NAMESPACE = 'default';
  * How long the control plane stays paused. Not the issue's 5 minutes: what
  * a sidecar does while it is away changes only until Envoy has noticed (its
  * health check within 1 s; the HTTP/2 keepalive on the ADS connection, a ping
- * every 30 s answered within 10 s, closes the stream by 40 s) and then stays
- * the same (the stream retried, the last configuration served, nothing that
- * expires), so the pause lasts past that and the test checks that both
- * sidecars lost their ADS stream inside it.
+ * every 30 s answered within 10 s, closes the connection by 40 s) and then
+ * stays the same (the stream retried on a new connection, the last
+ * configuration served, nothing that expires), so the pause lasts past that
+ * and the test checks that both sidecars closed their ADS connection inside it.
  */
 const PAUSE_MS = 60_000;
 /** Served by v1.37.2 only: kas-a's sidecar reroutes it, and merges it into kas-a's discovery. */
@@ -292,13 +293,13 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
           failures.push(`kubectl api-resources through kas-a's sidecar: no storageversionmigrations (${listed.code}): ${listed.stdout}${listed.stderr}`);
       }
     };
-    /** Whether a sidecar's Envoy holds an ADS stream to the control plane (its control_plane.connected_state gauge). */
-    const connectedToControlPlane = async (a: SandboxApiserverState): Promise<boolean> => {
+    /** ADS connections a sidecar's Envoy closed because the control plane did not answer its HTTP/2 ping. */
+    const keepaliveTimeouts = async (a: SandboxApiserverState): Promise<number> => {
       const stats = await envoyAdminJson<{ stats: Array<{ name: string; value: number }> }>(
         a.sidecarAdminSocket ?? '',
-        '/stats?format=json&filter=^control_plane\\.connected_state$',
+        `/stats?format=json&filter=^cluster\\.${CONTROL_PLANE_CLUSTER}\\.http2\\.keepalive_timeout$`,
       );
-      return stats.stats[0]?.value === 1;
+      return stats.stats[0]?.value ?? 0;
     };
     const groupsThroughKasA = async (): Promise<string[]> => {
       const reply = await call(kasA.sidecar ?? '', { token }, 'GET', '/apis', { accept: AGGREGATED_DISCOVERY_JSON_ACCEPT });
@@ -313,16 +314,14 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
 
     // What flowed inside each window, counted from its own start: requests answered and watch events seen.
     const eventsSeen = (): number[] => seen.map((names) => names.size);
+    const timeoutsBefore = await Promise.all([kasA, kasB].map(keepaliveTimeouts));
     const pauseStart = { requests, events: eventsSeen(), apiResourcesCalls };
     const pauseEnd = Date.now() + PAUSE_MS;
     tb.sandbox.pauseControlPlane();
     await sleep(2_000);
     assert.ok((await groupsThroughKasA()).includes(PEER_ONLY_GROUP), 'while the control plane is paused, the last merged document pushed');
-    const disconnected = new Set<string>();
-    while (Date.now() < pauseEnd) {
-      for (const a of [kasA, kasB]) if (!(await connectedToControlPlane(a))) disconnected.add(a.name);
-      await sleep(1_000);
-    }
+    await sleep(pauseEnd - Date.now());
+    const timeoutsInPause = (await Promise.all([kasA, kasB].map(keepaliveTimeouts))).map((n, i) => n - (timeoutsBefore[i] ?? 0));
     const inPause = {
       requests: requests - pauseStart.requests,
       events: eventsSeen().map((n, i) => n - (pauseStart.events[i] ?? 0)),
@@ -352,10 +351,11 @@ describe('with the control plane paused, killed and restarted, nothing fails', (
 
     assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
     t.diagnostic(
-      `inside the pause: ${inPause.requests} requests (${inPause.apiResources} kubectl api-resources), watch events ${inPause.events.join(' and ')}; while dead: ${whileDead} requests`,
+      `inside the pause: ${inPause.requests} requests (${inPause.apiResources} kubectl api-resources), watch events ${inPause.events.join(' and ')}, ADS connections closed by keepalive ${timeoutsInPause.join(' and ')}; while dead: ${whileDead} requests`,
     );
-    // The pause lasted past the moment each sidecar's Envoy saw its ADS stream die.
-    assert.deepEqual([...disconnected].sort(), ['kas-a', 'kas-b'], 'sidecars that lost their ADS stream inside the pause');
+    // The pause lasted past the moment each sidecar's Envoy gave up its ADS connection.
+    for (const [i, n] of timeoutsInPause.entries())
+      assert.ok(n >= 1, `ADS connections of ${[kasA, kasB][i]?.name}'s sidecar closed by keepalive inside the pause: ${n}`);
     // The load keeps flowing through each window, so "nothing failed" covers it (a stalled load would pass vacuously).
     assert.ok(inPause.requests >= 200, `requests inside the ${PAUSE_MS / 1000} s pause: ${inPause.requests}`);
     assert.ok(inPause.apiResources >= 3, `kubectl api-resources through kas-a's sidecar inside the pause: ${inPause.apiResources}`);
