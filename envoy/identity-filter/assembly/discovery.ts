@@ -266,6 +266,9 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
     headersLen,
     -1,
   );
+  // Envoy takes a local reply at response headers (nothing has reached the
+  // client yet); were it refused, a 304 to the filter's own revalidation would
+  // go through to a client that did not ask for it.
   if (sent != STATUS_OK) return passLocal();
   countAnswer(notModified ? ANSWER_NOT_MODIFIED : ANSWER_MERGED);
   if (localNotModified) countRevalidated();
