@@ -65,12 +65,13 @@ export interface ApiserverObservation {
    */
   reachable: boolean;
   /**
-   * When the polls began finding it reachable this time (the first answered
-   * poll after one that got no answer, or the very first). Later than
-   * `leaseGoneAt`: it stopped answering after its lease went, and answers
-   * again (liveness.ts).
+   * When the polls began reading its discovery in full again: the first poll
+   * whose `/api` and `/apis` both answered 200 or 304 after one that did not
+   * (no answer, or an error status). Absent while they do not. Later than
+   * `leaseGoneAt`: it stopped serving after its lease went and serves again,
+   * and `discovery` is what it serves now (liveness.ts).
    */
-  reachableSince?: number;
+  discoveryCurrentSince?: number;
   /**
    * Its /readyz, read with each discovery poll; absent until read. False while
    * it starts, and during its shutdown delay (--shutdown-delay-duration): it

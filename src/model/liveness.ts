@@ -10,11 +10,12 @@ export type PeerStanding = 'available' | 'unavailable' | 'gone';
 
 export function peerStanding(peer: ApiserverObservation, now: number, departedGraceMs: number): PeerStanding {
   if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
-    // Back: it stopped answering after its lease went and answers again. A
-    // restarted kube-apiserver writes its new lease a second or two after it
-    // starts answering; until then it is judged as one whose lease is not seen
-    // yet (readiness still moves traffic off it while it starts: planner.ts).
-    if (peer.reachable && peer.reachableSince !== undefined && peer.reachableSince > peer.leaseGoneAt) return 'available';
+    // Back: it stopped serving its discovery after its lease went and serves
+    // it again, so what it serves is known afresh. A restarted kube-apiserver
+    // writes its new lease a second or two after that; until then it is judged
+    // as one whose lease is not seen yet (readiness still moves traffic off it
+    // while it starts: planner.ts).
+    if (peer.reachable && peer.discoveryCurrentSince !== undefined && peer.discoveryCurrentSince > peer.leaseGoneAt) return 'available';
     // Left (clean shutdown or expiry): its resources must not turn into 404s
     // while it restarts, but nothing is sent to it either.
     return now < departedGraceEndsAt(peer.leaseGoneAt, departedGraceMs) ? 'unavailable' : 'gone';

@@ -99,7 +99,7 @@ const apiserver: z.ZodType<ApiserverObservation> = z.object({
   discoveryEtag: z.string().optional(),
   servedSet: z.array(servedResource),
   reachable: z.boolean(),
-  reachableSince: time.optional(),
+  discoveryCurrentSince: time.optional(),
   ready: z.boolean().optional(),
   version: z.string().optional(),
 });

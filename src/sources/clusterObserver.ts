@@ -167,7 +167,7 @@ export class ClusterObserver {
       };
       if (s.lease) observation.lease = { ...s.lease };
       if (s.leaseGoneAt !== undefined) observation.leaseGoneAt = s.leaseGoneAt;
-      if (s.reachableSince !== undefined) observation.reachableSince = s.reachableSince;
+      if (s.discoveryCurrentSince !== undefined) observation.discoveryCurrentSince = s.discoveryCurrentSince;
       if (s.discovery) observation.discovery = s.discovery;
       if (s.discoveryEtag !== undefined) observation.discoveryEtag = s.discoveryEtag;
       if (s.ready !== undefined) observation.ready = s.ready;
@@ -187,8 +187,8 @@ export class ClusterObserver {
     }
     if (update.etag !== undefined) state.discoveryEtag = update.etag;
     else delete state.discoveryEtag;
-    if (!update.reachable) delete state.reachableSince;
-    else if (!state.reachable) state.reachableSince = this.clock();
+    if (!update.current) delete state.discoveryCurrentSince;
+    else if (state.discoveryCurrentSince === undefined) state.discoveryCurrentSince = this.clock();
     state.reachable = update.reachable;
     if (update.ready !== undefined) state.ready = update.ready;
     else delete state.ready;

@@ -52,6 +52,8 @@ export interface DiscoveryUpdate {
    * status, any body): false only after a connection, TLS or timeout failure.
    */
   reachable: boolean;
+  /** Whether the latest attempt read both documents (200 or 304): `discovery` is what the apiserver serves now. */
+  current: boolean;
   /** Whether /readyz answered 200 in the latest attempt; absent until a reachable poll read it. */
   ready?: boolean;
   /** /version's gitVersion as last read (read again whenever anything else changed); absent until read. */
@@ -89,6 +91,8 @@ export class DiscoveryFetcher {
   private groups: DiscoveryDocumentState | undefined;
   private openapi: OpenApiIndexState | undefined;
   private ready: boolean | undefined;
+  /** Whether the last answered poll read both documents (200 or 304). */
+  private documentsRead = false;
   private version: string | undefined;
   /** Whether the last /readyz read was refused as too large (reported once until it reads well). */
   private readyzTooLarge = false;
@@ -210,6 +214,8 @@ export class DiscoveryFetcher {
     const groups = this.settleDocument(DISCOVERY_PATHS.groups, groupsResult, this.groups);
     const readinessChanged = ready !== this.ready;
     this.ready = ready;
+    const wasDocumentsRead = this.documentsRead;
+    this.documentsRead = coreResult.status === 'fulfilled' && groupsResult.status === 'fulfilled';
     const changed = core !== this.core || groups !== this.groups || openapi !== this.openapi;
     this.core = core;
     this.groups = groups;
@@ -238,7 +244,7 @@ export class DiscoveryFetcher {
     if (wasReachable === false) this.logger.info('discovery fetch recovered: apiserver reachable again');
     else if (wasReachable === undefined) this.logger.debug('discovery fetched');
     if (readinessChanged) this.logger.info({ ready }, ready ? 'apiserver ready' : 'apiserver not ready (starting, or in its shutdown delay)');
-    if (changed || readinessChanged || versionChanged || wasReachable !== true) this.emit();
+    if (changed || readinessChanged || versionChanged || wasReachable !== true || this.documentsRead !== wasDocumentsRead) this.emit();
   }
 
   /**
@@ -326,7 +332,7 @@ export class DiscoveryFetcher {
   }
 
   private update(): DiscoveryUpdate {
-    const update: DiscoveryUpdate = { reachable: this.reachable === true };
+    const update: DiscoveryUpdate = { reachable: this.reachable === true, current: this.reachable === true && this.documentsRead };
     if (this.ready !== undefined) update.ready = this.ready;
     if (this.version !== undefined) update.version = this.version;
     if (this.discovery && this.core && this.groups) {

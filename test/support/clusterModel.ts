@@ -36,7 +36,7 @@ function apiserver(name: string, spec: ApiserverSpec, index: number): ApiserverO
   } else {
     observation.leaseGoneAt = NOW - spec.leaseGoneForMs;
   }
-  if (spec.answeringForMs !== undefined) observation.reachableSince = NOW - spec.answeringForMs;
+  if (spec.answeringForMs !== undefined) observation.discoveryCurrentSince = NOW - spec.answeringForMs;
   if (spec.ready !== undefined) observation.ready = spec.ready;
   return observation;
 }

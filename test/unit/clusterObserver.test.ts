@@ -136,7 +136,7 @@ describe('ClusterObserver', () => {
     await observer.start();
     const update = await parsedDiscovery();
     fetchers.get('a')?.emit({ ...update, ready: false });
-    fetchers.get('b')?.emit({ reachable: false });
+    fetchers.get('b')?.emit({ reachable: false, current: false });
     await time.advance(50);
     observer.stop();
     assert.deepEqual(
@@ -187,7 +187,7 @@ describe('ClusterObserver', () => {
     const time = new FakeTime();
     const { observer, fetchers, leases } = newObserver(time);
     await observer.start();
-    for (const f of fetchers.values()) f.emit({ reachable: true });
+    for (const f of fetchers.values()) f.emit({ reachable: true, current: false });
     leases.emit({ type: 'present', hostname: 'host-a', lease: { name: 'apiserver-1', holderIdentity: 'h1', renewTime: time.now } });
     leases.emit({ type: 'present', hostname: 'host-b', lease: { name: 'apiserver-2', holderIdentity: 'b1', renewTime: time.now } });
     leases.emit({ type: 'present', hostname: 'host-a', lease: { name: 'apiserver-1', holderIdentity: 'h1', renewTime: time.now + 10_000 } });
@@ -229,7 +229,7 @@ describe('ClusterObserver', () => {
     assert.equal(peerStanding(after as ApiserverObservation, time.now, 300_000), 'gone');
   });
 
-  test('an apiserver that stopped answering after its lease went and answers again counts as available before its new lease is seen', async () => {
+  test('an apiserver that stopped serving its discovery after its lease went and serves it again counts as available before its new lease is seen', async () => {
     const time = new FakeTime();
     const { observer, fetchers, leases } = newObserver(time);
     await observer.start();
@@ -243,10 +243,14 @@ describe('ClusterObserver', () => {
     fetchers.get('b')?.emit({ ...update, ready: false });
     assert.equal(standing(), 'unavailable');
     await time.advance(1000);
-    fetchers.get('b')?.emit({ ...update, reachable: false });
+    fetchers.get('b')?.emit({ ...update, reachable: false, current: false });
     assert.equal(standing(), 'unavailable');
-    // Restarted: it answers again, its new lease not written yet.
-    await time.advance(3000);
+    // Restarting: it answers, but not its discovery yet (what it serves is not known afresh).
+    await time.advance(2000);
+    fetchers.get('b')?.emit({ ...update, current: false, ready: false });
+    assert.equal(standing(), 'unavailable');
+    // Its discovery read again, its new lease not written yet.
+    await time.advance(1000);
     fetchers.get('b')?.emit({ ...update, ready: false });
     observer.stop();
     assert.equal(standing(), 'available');
@@ -274,7 +278,7 @@ describe('ClusterObserver', () => {
     const time = new FakeTime();
     const { observer, models, fetchers, leases, localOnly } = newObserver(time);
     await observer.start();
-    fetchers.get('a')?.emit({ reachable: true });
+    fetchers.get('a')?.emit({ reachable: true, current: false });
     observer.stop();
     await time.advance(1000);
     assert.equal(models.length, 0);

@@ -29,7 +29,8 @@ describe('DiscoveryFetcher', () => {
     transport.respond = () => ({ status: 503, body: 'try later' });
     await time.advance(3000);
     fetcher.stop();
-    assert.equal(updates.length, 1, 'nothing changed for the model');
+    assert.equal(updates.length, 2, 'one update: the discovery is no longer current');
+    assert.equal(updates[1]?.current, false);
     assert.equal(fetcher.current().reachable, true);
     assert.equal(fetcher.current().discovery, lastGood);
   });
@@ -91,7 +92,8 @@ describe('DiscoveryFetcher', () => {
       p === '/apis' ? new HttpTransportError('too_large', 'GET /apis: HTTP 200 with a response body larger than 33554432 bytes') : good(p, headers);
     await time.advance(3000);
     fetcher.stop();
-    assert.equal(updates.length, 1, 'nothing changed for the model');
+    assert.equal(updates.length, 2, 'one update: the discovery is no longer current');
+    assert.equal(updates[1]?.current, false);
     assert.equal(fetcher.current().reachable, true);
     assert.equal(fetcher.current().discovery, lastGood);
   });
