@@ -69,7 +69,10 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   const merges = new Map<string, MergedDiscovery>();
-  const merged = (node: string) => memoized(() => memoizedMerge(node, model, model.now, { departedGraceMs }, merges, previous?.merges));
+  // Only the last reconcile's merges, never `previous` itself: a closure that
+  // held it would keep every reconcile ever made alive, one through the next.
+  const previousMerges = previous?.merges;
+  const merged = (node: string) => memoized(() => memoizedMerge(node, model, model.now, { departedGraceMs }, merges, previousMerges));
   const documentSets = new Map<string, Uint8Array>();
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
@@ -97,11 +100,15 @@ function encodedDocuments(merged: MergedDiscovery, sets: Map<string, Uint8Array>
   return documents;
 }
 
-/** `make()`, called once, on first use. */
+/** `make()`, called once, on first use; `make` (and what it holds) is let go once called. */
 function memoized<T>(make: () => T): () => T {
   let made: { value: T } | undefined;
+  let maker: (() => T) | undefined = make;
   return () => {
-    made ??= { value: make() };
+    if (made === undefined) {
+      made = { value: (maker as () => T)() };
+      maker = undefined;
+    }
     return made.value;
   };
 }

@@ -3,6 +3,8 @@
 // sockets, files or clocks: the models are built here, the identity filter
 // module is a few bytes.
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
 import { reconcile, reconcileSettings, type Reconciled } from '../../src/serve/reconcile.js';
@@ -160,6 +162,20 @@ describe('reconcile', () => {
     const before = reconcile(m, new Set(), settings);
     const after = reconcile({ ...m, now: m.now + 10_000 }, new Set(['kas-b']), settings, before);
     for (const node of ['kas-a', 'kas-b']) assert.equal(sidecar(after, node).discovery(), sidecar(before, node).discovery(), node);
+  });
+
+  it('keeps no earlier result alive: each reconcile lets go of the one before the last', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
+    const settings = reconcileSettings(config(['kas-a', 'kas-b']), WASM);
+    let result = reconcile(m, new Set(), settings);
+    const first = new WeakRef(result);
+    for (let i = 1; i <= 3; i++) result = reconcile({ ...m, now: m.now + i * 1000 }, new Set(), settings, result);
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(first.deref(), undefined, 'the first result is still reachable from the last');
+    assert.ok(sidecar(result, 'kas-a').discovery());
   });
 
   it("merges every live apiserver's discovery into each sidecar's ext_proc document", () => {
