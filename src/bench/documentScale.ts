@@ -2,11 +2,11 @@
 // spread over groups as a large cluster has them, the sizes of the merged
 // documents a sidecar then holds and serves, and the sidecars' memory.
 import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../model/discovery.js';
+import { httpsRequest } from '../util/https.js';
 import { statusKb } from './procStat.js';
 
 /** Sizes of the merged `/apis` one sidecar answers, bytes as sent. */
@@ -29,7 +29,7 @@ const CREATE_CONCURRENCY = 4;
 const LISTED_CAP_MS = 300_000;
 
 /** The CRD group of the i-th CRD, over `groups` groups. */
-export function crdGroup(i: number, groups: number): string {
+function crdGroup(i: number, groups: number): string {
   return `g${i % groups}.fanout.mvproxy.example`;
 }
 
@@ -41,8 +41,8 @@ export async function createCrds(state: SandboxState, token: string, count: numb
   const worker = async (): Promise<void> => {
     while (next < count) {
       const i = next++;
-      const res = await raw(state, a.direct, token, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', 'application/json', crd(i, groups));
-      if (res.status !== 201 && res.status !== 409) throw new Error(`creating CRD ${i}: ${res.status} ${res.body.toString('utf8').slice(0, 300)}`);
+      const res = await call(state, a.direct, token, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', 'application/json', crd(i, groups));
+      if (res.status !== 201 && res.status !== 409) throw new Error(`creating CRD ${i}: ${res.status} ${res.body.slice(0, 300)}`);
       if ((i + 1) % 250 === 0) progress(`  ${i + 1} of ${count} CRDs created`);
     }
   };
@@ -50,7 +50,7 @@ export async function createCrds(state: SandboxState, token: string, count: numb
   const last = `"things${count - 1}"`;
   const deadline = performance.now() + LISTED_CAP_MS;
   for (;;) {
-    const res = await raw(state, a.sidecar, token, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
+    const res = await call(state, a.sidecar, token, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
     if (res?.status === 200 && res.body.includes(last)) return;
     if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${last}`);
     await sleep(1000);
@@ -75,9 +75,9 @@ function crd(i: number, groups: number): unknown {
 /** The merged /apis through a sidecar, in each form, as sent. */
 export async function mergedApisSizes(state: SandboxState, sidecar: string, token: string): Promise<MergedApisSizes> {
   const get = async (accept: string, gzip: boolean): Promise<Buffer> => {
-    const res = await raw(state, sidecar, token, 'GET', '/apis', accept, undefined, gzip ? { 'accept-encoding': 'gzip' } : {});
+    const res = await call(state, sidecar, token, 'GET', '/apis', accept, undefined, gzip ? { 'accept-encoding': 'gzip' } : {});
     if (res.status !== 200) throw new Error(`GET /apis through ${sidecar}: ${res.status}`);
-    return res.body;
+    return res.bodyBytes;
   };
   const json = await get(AGGREGATED_DISCOVERY_JSON, false);
   const groups = (JSON.parse(json.toString('utf8')) as { items: unknown[] }).items.length;
@@ -104,8 +104,8 @@ export function processMemory(pid: number): ProcessMemory {
   return { rssMb: Math.round(statusKb(text, 'VmRSS') / 1024), peakRssMb: Math.round(statusKb(text, 'VmHWM') / 1024) };
 }
 
-/** One request with the body as the bytes sent (no decompression). */
-function raw(
+/** One request as the bench's admin client (bearer token), its body as sent (httpsRequest decompresses nothing). */
+function call(
   state: SandboxState,
   base: string,
   token: string,
@@ -114,25 +114,15 @@ function raw(
   accept: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      base + path,
-      {
-        method,
-        ca: readFileSync(state.ca),
-        headers: { authorization: `Bearer ${token}`, accept, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        timeout: 30_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+) {
+  return httpsRequest(
+    base + path,
+    { ca: state.ca },
+    {
+      method,
+      headers: { authorization: `Bearer ${token}`, accept, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      timeoutMs: 30_000,
+    },
+  );
 }

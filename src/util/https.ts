@@ -12,6 +12,8 @@ export interface HttpResult {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The body as it came, undecoded (gzip and protobuf are not text). */
+  bodyBytes: Buffer;
 }
 
 export interface HttpsRequest {
@@ -38,7 +40,10 @@ export function httpsRequest(url: string, tls: TlsFiles, req: HttpsRequest = {})
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => {
+          const bodyBytes = Buffer.concat(chunks);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bodyBytes.toString('utf8'), bodyBytes });
+        });
         res.on('error', reject);
       },
     );
