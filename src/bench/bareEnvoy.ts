@@ -48,7 +48,11 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
                 name: 'envoy.transport_sockets.tls',
                 typed_config: {
                   '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
-                  common_tls_context: { tls_certificates: [{ certificate_chain: file(serving.cert), private_key: file(serving.key) }] },
+                  // HTTP/2 for h2load's clients, as the sidecar offers it.
+                  common_tls_context: {
+                    alpn_protocols: ['h2', 'http/1.1'],
+                    tls_certificates: [{ certificate_chain: file(serving.cert), private_key: file(serving.key) }],
+                  },
                 },
               },
             },

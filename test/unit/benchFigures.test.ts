@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { summarizeRounds } from '../../src/bench/load.js';
 import { compareFigures } from '../../src/bench/sides.js';
+import { summarizeDiscovery } from '../../src/bench/summary.js';
 
 const round = (latenciesMs: number[], seconds: number, generatorCpuSeconds?: number) => ({
   requests: latenciesMs.length,
@@ -42,4 +43,24 @@ test('ratios: the candidate over every other side, pooled and round by round', (
   assert.deepEqual(figures.ratios['upstream']?.p50RatioByRound, [0.5, 0.75]);
   assert.deepEqual(figures.ratios['direct']?.throughputRatioByRound, [0.5, 0.5]);
   assert.deepEqual(figures.sides['direct'], { p50Ms: 1, p99Ms: 2, rps: 600, requests: 100, errors: 0 });
+});
+
+test('the discovery floor is the minimal Envoy on the same request: minimal over direct, from the same rounds', () => {
+  const side = (p50: number, throughput: number) => ({ p50, p99: p50 * 2, throughput, requests: 100, errors: 0 });
+  const four = { mvproxy: side(0.66, 1200), upstream: side(0.44, 2000), direct: side(0.44, 2000), minimal: side(0.6, 1600) };
+  const apis = {
+    sides: {},
+    latency: compareFigures({ sides: four, rounds: [four] }, 'mvproxy'),
+    throughput: { '64': compareFigures({ sides: four, rounds: [four] }, 'mvproxy') },
+  };
+  const get = { latency: compareFigures({ sides: { sidecar: side(1.2, 1), direct: side(1, 1) }, rounds: [] }, 'sidecar') };
+  const summary = summarizeDiscovery({ minimalEnvoy: { ...get, throughput: get.latency }, apisJson: apis, apisProtobuf: apis, inFlightHigh: '64' });
+  assert.equal(summary['minimal_envoy_apis_json_p50_ratio'], 1.36);
+  assert.equal(summary['apis_json_p50_vs_upstream'], 1.5);
+  assert.equal(summary['apis_json_p50_vs_minimal_envoy'], 1.1);
+  assert.equal(summary['apis_json_p50_over_minimal_envoy'], 1.1);
+  assert.equal(summary['minimal_envoy_apis_json_throughput_ratio'], 0.8);
+  assert.equal(summary['apis_json_throughput_over_minimal_envoy'], 0.75);
+  // The earlier floor, a locally served GET: kept under its own name.
+  assert.equal(summary['apis_json_p50_over_minimal_envoy_get'], 1.25);
 });
