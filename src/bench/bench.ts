@@ -18,7 +18,7 @@ import { loadExtProc } from './extProcLoad.js';
 import { documentDifferences } from './sameDocument.js';
 import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
 import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
-import { compareAlternately, type LoadTarget, type Side } from './load.js';
+import { compareAlternately, compareInterleaved, type LoadTarget, type Side } from './load.js';
 import { compareFigures, type ComparedFigures, measureSides, type SidesConfig, type SidesMeasurement } from './sides.js';
 import { summarize, summarizeDiscovery } from './summary.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../model/discovery.js';
@@ -147,7 +147,7 @@ async function measureAll(
       { name: 'direct', target: direct },
     ];
     opts.progress(`measuring ${what}: latency (1 in flight) ...`);
-    const latency = compareFigures(await compareAlternately(sides, { ...load, concurrency: 1 }), 'sidecar');
+    const latency = compareFigures(await compareInterleaved(sides, load), 'sidecar');
     opts.progress(`measuring ${what}: throughput (${opts.concurrency} in flight, Node generator) ...`);
     const throughput = compareFigures(await compareAlternately(sides, { ...load, concurrency: opts.concurrency }), 'sidecar');
     return { latency, throughput };

@@ -1,8 +1,9 @@
-// Measuring several sides (entry points) of the same request in alternating
-// rounds. A round of one side is run by a RoundRunner: the Node closed-loop
-// generator below (keep-alive HTTP/1.1 connections, each worker sending the
-// next request when the previous one ends; used at one request in flight,
-// where it is idle) or h2load (h2load.ts, for throughput).
+// Measuring several sides (entry points) of the same request. Throughput:
+// alternating rounds, a round of one side run by a RoundRunner (the Node
+// closed-loop generator below: keep-alive HTTP/1.1 connections, each worker
+// sending the next request when the previous one ends; or h2load, h2load.ts).
+// Latency (one request in flight, where the Node generator is idle): the
+// sides taken in turn request by request (compareInterleaved).
 import { Agent, request } from 'node:https';
 import { processCpuSeconds } from './procStat.js';
 
@@ -59,23 +60,32 @@ function once(agent: Agent, target: LoadTarget): Promise<number> {
   });
 }
 
+function agentFor(target: LoadTarget, maxSockets: number): Agent {
+  return new Agent({ keepAlive: true, maxSockets, ca: target.ca, ...(target.cert ? { cert: target.cert, key: target.key } : {}) });
+}
+
+/** One request; its latency, and whether it failed (a non-200 answer or no answer). */
+async function timedOnce(agent: Agent, target: LoadTarget): Promise<{ ms: number; failed: boolean }> {
+  const t0 = performance.now();
+  const failed = await once(agent, target).then(
+    (status) => status !== 200,
+    () => true,
+  );
+  return { ms: performance.now() - t0, failed };
+}
+
 /** The Node generator: `concurrency` workers on keep-alive HTTP/1.1 connections; a non-200 answer is an error. */
 export async function runLoad(target: LoadTarget, concurrency: number, durationMs: number): Promise<LoadResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency, ca: target.ca, ...(target.cert ? { cert: target.cert, key: target.key } : {}) });
+  const agent = agentFor(target, concurrency);
   const latenciesMs: number[] = [];
   let errors = 0;
   const started = performance.now();
   const deadline = started + durationMs;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
-      const t0 = performance.now();
-      try {
-        const status = await once(agent, target);
-        if (status !== 200) errors++;
-      } catch {
-        errors++;
-      }
-      latenciesMs.push(performance.now() - t0);
+      const { ms, failed } = await timedOnce(agent, target);
+      if (failed) errors++;
+      latenciesMs.push(ms);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -152,10 +162,66 @@ export async function compareAlternately(sides: Side[], opts: CompareOptions): P
       acc.cpuSeconds += cpu() - before;
     }
   }
+  return comparison(sides, perSide, opts.rounds);
+}
+
+/** Pure: each side's rounds pooled, and each round on its own. */
+function comparison(sides: Side[], perSide: SideRounds[], rounds: number): Comparison {
   const entry = (f: (side: Side, acc: SideRounds) => LatencySummary): Record<string, LatencySummary> =>
     Object.fromEntries(sides.map((side, i) => [side.name, f(side, perSide[i] ?? { results: [], cpuSeconds: 0 })]));
   return {
     sides: entry((side, acc) => summarizeRounds(acc.results, side.pid === undefined ? undefined : acc.cpuSeconds)),
-    rounds: Array.from({ length: opts.rounds }, (_, i) => entry((_side, acc) => summarizeRounds(acc.results.slice(i, i + 1)))),
+    rounds: Array.from({ length: rounds }, (_, i) => entry((_side, acc) => summarizeRounds(acc.results.slice(i, i + 1)))),
   };
+}
+
+/**
+ * Latency with one request in flight, the sides taken in turn request by
+ * request (the first rotating every cycle): each side's requests meet the
+ * machine in the same state as the others', so drift between rounds (a busy
+ * neighbour, an idle CPU's wake-up) cannot favour one side. A round gives
+ * each side about `roundMs` of requests; its throughput is one over its mean
+ * latency (the time it had a request in flight).
+ */
+export async function compareInterleaved(sides: Side[], opts: Pick<CompareOptions, 'rounds' | 'roundMs' | 'warmupMs'>): Promise<Comparison> {
+  const agents = sides.map((side) => agentFor(side.target, 1));
+  const cycle = async (k: number, record?: (index: number, ms: number, failed: boolean) => void): Promise<void> => {
+    for (let j = 0; j < sides.length; j++) {
+      const index = (k + j) % sides.length;
+      const side = sides[index];
+      const agent = agents[index];
+      if (!side || !agent) throw new Error('internal: side index');
+      const { ms, failed } = await timedOnce(agent, side.target);
+      record?.(index, ms, failed);
+    }
+  };
+  try {
+    const warmupUntil = performance.now() + (opts.warmupMs ?? 500) * sides.length;
+    for (let k = 0; performance.now() < warmupUntil; k++) await cycle(k);
+    const perSide: SideRounds[] = sides.map(() => ({ results: [], cpuSeconds: 0 }));
+    const cpu = (side: Side): number => (side.pid === undefined ? 0 : processCpuSeconds(side.pid));
+    for (let i = 0; i < opts.rounds; i++) {
+      const latencies: number[][] = sides.map(() => []);
+      const errors = sides.map(() => 0);
+      const cpuBefore = sides.map(cpu);
+      const deadline = performance.now() + opts.roundMs * sides.length;
+      for (let k = i; performance.now() < deadline; k++) {
+        await cycle(k, (index, ms, failed) => {
+          latencies[index]?.push(ms);
+          if (failed) errors[index] = (errors[index] ?? 0) + 1;
+        });
+      }
+      sides.forEach((side, index) => {
+        const acc = perSide[index];
+        const latenciesMs = latencies[index] ?? [];
+        if (!acc) throw new Error('internal: side index');
+        const seconds = latenciesMs.reduce((n, ms) => n + ms, 0) / 1000;
+        acc.results.push({ requests: latenciesMs.length, errors: errors[index] ?? 0, seconds, latenciesMs });
+        acc.cpuSeconds += cpu(side) - (cpuBefore[index] ?? 0);
+      });
+    }
+    return comparison(sides, perSide, opts.rounds);
+  } finally {
+    for (const agent of agents) agent.destroy();
+  }
 }

@@ -1,10 +1,11 @@
 // One measurement over several sides (entry points to the same request):
-// latency with one request in flight (the Node generator: it is idle there),
+// latency with one request in flight (the Node generator: it is idle there;
+// the sides taken in turn request by request),
 // throughput at each asked number of requests in flight (h2load), every
 // figure in alternating rounds, with ratios of a candidate side over each
 // other side, pooled and round by round.
 import { type H2loadProtocol, h2loadRunner } from './h2load.js';
-import { type Comparison, compareAlternately, type LatencySummary, type Side } from './load.js';
+import { type Comparison, compareAlternately, compareInterleaved, type LatencySummary, type Side } from './load.js';
 
 export interface SideFigures {
   p50Ms?: number;
@@ -106,7 +107,7 @@ export interface SidesMeasurement {
 export async function measureSides(what: string, sides: Array<Side & { description: string }>, candidate: string, cfg: SidesConfig): Promise<SidesMeasurement> {
   const names = sides.map((s) => s.name).join(' / ');
   cfg.progress(`measuring ${what} (${names}): latency, 1 in flight ...`);
-  const latency = compareFigures(await compareAlternately(sides, { rounds: cfg.rounds, roundMs: cfg.roundMs, concurrency: 1 }), candidate);
+  const latency = compareFigures(await compareInterleaved(sides, { rounds: cfg.rounds, roundMs: cfg.roundMs }), candidate);
   const throughput: Record<string, ComparedFigures> = {};
   const runner = h2loadRunner({ binary: cfg.h2load, protocol: cfg.protocol, warmupMs: cfg.h2loadWarmupMs });
   for (const n of cfg.inFlight) {
