@@ -1,6 +1,6 @@
 // One measurement over several sides (entry points to the same request):
 // latency with one request in flight (the Node generator: it is idle there;
-// the sides taken in turn request by request),
+// the sides taken in turn, 16 requests each),
 // throughput at each asked number of requests in flight (h2load), every
 // figure in alternating rounds, with ratios of a candidate side over each
 // other side, pooled and round by round.
