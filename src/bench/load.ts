@@ -177,7 +177,7 @@ function comparison(sides: Side[], perSide: SideRounds[], rounds: number): Compa
 
 /**
  * Requests a side gets in a row in compareInterleaved. One at a time would
- * have every request meet processes idle since their last one (three other
+ * have every request meet processes idle since their last one (the other
  * sides' requests in between), which raises every side's latency (kas-a
  * directly: 1.4 to 2.6 ms here) and measures wake-ups more than the request;
  * a burst keeps its path warm, and is over in a few milliseconds, far below
