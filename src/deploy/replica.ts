@@ -97,8 +97,8 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
  * 70 MiB with 500 CRDs, most of it the libraries' code) but a CRD storm makes
  * it allocate fast: with the defaults its peak RSS reached 300 to 390 MiB in
  * the fan-out bench, with these about 155 MiB. They cost CPU (more frequent
- * collections): the fan-out p99 rose from about 0.3 s to about 0.9 s, still
- * within its 1 s target (README, Benchmark).
+ * collections): about 3 s of the replica's CPU per timed fan-out change
+ * instead of 1.7 s (README, Benchmark).
  */
 export const REPLICA_NODE_FLAGS: readonly string[] = ['--optimize-for-size', '--max-semi-space-size=1'];
 

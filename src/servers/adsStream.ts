@@ -24,6 +24,9 @@ import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/
 /** An ADS call; responses are written already encoded (xds/protos.ts sends a Buffer as is). */
 export type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest__Output, DiscoveryResponse | Buffer>;
 
+/** A response's version, and (CDS only) the dropped clusters it keeps: AdsStream.cdsTarget. */
+type CdsTarget = { version: string; kept: Array<[string, AnyBytes]> };
+
 /** What a stream knows of one type URL. */
 export interface StreamTypeState {
   /** Requested names, sorted; empty means all. */
@@ -321,10 +324,12 @@ export class AdsStream {
    * because EDS names them no more), under a version of its own; once they
    * are answered, the snapshot's own CDS removes them.
    */
-  private cdsTarget(encoded: EncodedSnapshot): { version: string; kept: Array<[string, AnyBytes]> } {
+  private cdsTarget(encoded: EncodedSnapshot): CdsTarget {
     const version = encoded.versions[TYPE_URL.cluster];
     const current = encoded.anys.get(TYPE_URL.cluster);
-    const dropped = [...this.clustersSent.entries()].filter(([name]) => !current?.has(name));
+    // Asked on every flush of every stream: no allocation unless a cluster is dropped.
+    const dropped: CdsTarget['kept'] = [];
+    for (const entry of this.clustersSent) if (!current?.has(entry[0])) dropped.push(entry);
     if (dropped.length === 0 || (this.settled(encoded, TYPE_URL.listener) && this.settled(encoded, TYPE_URL.route))) return { version, kept: [] };
     const names = dropped.map(([name]) => name).sort();
     return { version: `${version}+keeping:${names.join(',')}`, kept: dropped };
@@ -385,12 +390,7 @@ export class AdsStream {
     return shared;
   }
 
-  private ownResponse(
-    encoded: EncodedSnapshot,
-    url: ResourceTypeUrl,
-    names: readonly string[],
-    target: { version: string; kept: Array<[string, AnyBytes]> },
-  ): Omit<SharedResponse, 'recipients'> {
+  private ownResponse(encoded: EncodedSnapshot, url: ResourceTypeUrl, names: readonly string[], target: CdsTarget): Omit<SharedResponse, 'recipients'> {
     const resources = [...encodedResources(encoded, url, names), ...target.kept.map(([, any]) => any)];
     const nonce = this.host.nextNonce();
     const bytes = encodeDiscoveryResponse({ version_info: target.version, resources, type_url: url, nonce, control_plane: { identifier: this.identifier } });

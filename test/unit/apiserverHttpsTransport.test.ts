@@ -80,6 +80,27 @@ describe('apiserver HTTPS transport', () => {
     }
   });
 
+  test('a poll of four requests at once reuses its four connections at the next poll: no new TLS handshake', async () => {
+    const { server, port } = await startServer((_req, res) => {
+      // Answered only once all four are in: each request holds a connection of its own.
+      setTimeout(() => res.end('{}'), 20);
+    });
+    let connections = 0;
+    server.on('secureConnection', () => connections++);
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port });
+    try {
+      const poll = () => Promise.all(['/api', '/apis', '/openapi/v3', '/readyz'].map((p) => transport.get(p, {}, new AbortController().signal)));
+      await poll();
+      assert.equal(connections, 4);
+      await poll();
+      await poll();
+      assert.equal(connections, 4);
+    } finally {
+      transport.close();
+      server.close();
+    }
+  });
+
   test('a body over the size limit gives a too_large error: the apiserver answered', async () => {
     const { server, port } = await startServer((_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
