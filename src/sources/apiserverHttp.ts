@@ -3,9 +3,9 @@
 // discovery is polled every second, a new TLS handshake each time would cost
 // more than the (usually 304) answer.
 import https from 'node:https';
-import tls from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { formatHost, type NetworkAddress } from '../model/cluster.js';
+import { type TlsMaterial, tlsAgentKeeper, tlsMaterialOf } from './tlsAgent.js';
 
 export interface HttpResponse {
   status: number;
@@ -65,14 +65,6 @@ const DEFAULT_TIMEOUT_MS = 2000;
 const CONNECTIONS_PER_APISERVER = 4;
 const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-interface TlsMaterial {
-  ca?: https.RequestOptions['ca'];
-  cert?: https.RequestOptions['cert'];
-  key?: https.RequestOptions['key'];
-  servername?: string;
-  rejectUnauthorized?: boolean;
-}
-
 /**
  * Transport that dials `address` directly (never the kubeconfig's server URL:
  * peer addresses come from the operator's config only), authenticating with the
@@ -83,50 +75,20 @@ interface TlsMaterial {
 export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions = {}): HttpTransport {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  let agent: https.Agent | undefined;
-  let agentTls: TlsMaterial | undefined;
+  const agents = tlsAgentKeeper({ sockets: CONNECTIONS_PER_APISERVER, idleSockets: CONNECTIONS_PER_APISERVER });
   let closed = false;
 
   async function credentials(): Promise<{ tls: TlsMaterial; headers: Record<string, string> }> {
     const opts: https.RequestOptions = {};
     await kubeConfig.applyToHTTPSOptions(opts);
     // applyToHTTPSOptions also builds an agent (possibly a proxy agent): unused, we dial the address directly.
-    const tls: TlsMaterial = {};
-    if (opts.ca !== undefined) tls.ca = opts.ca;
-    if (opts.cert !== undefined) tls.cert = opts.cert;
-    if (opts.key !== undefined) tls.key = opts.key;
-    if (opts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = opts.rejectUnauthorized;
-    const servername = options.tlsServerName ?? opts.servername;
-    if (servername !== undefined) tls.servername = servername;
+    const tls = tlsMaterialOf(opts, options.tlsServerName);
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(opts.headers ?? {})) {
       if (typeof value === 'string' || typeof value === 'number') headers[name] = String(value);
     }
     if (opts.auth) headers['Authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
     return { tls, headers };
-  }
-
-  function agentFor(material: TlsMaterial): https.Agent {
-    if (agent && agentTls && sameTls(agentTls, material)) return agent;
-    agent?.destroy();
-    agentTls = material;
-    const { ca, cert, key, ...connection } = material;
-    // One TLS context per material, not one per connection: an agent given ca/cert/key builds a
-    // new context (parsing the key and CA) for every connection it opens, and an apiserver that is
-    // down is dialed afresh at every poll (profiled: most of the control plane's CPU with many peers down).
-    const secureContext = tls.createSecureContext({
-      ...(ca !== undefined ? { ca } : {}),
-      ...(cert !== undefined ? { cert } : {}),
-      ...(key !== undefined ? { key } : {}),
-    });
-    agent = new https.Agent({
-      ...connection,
-      secureContext,
-      keepAlive: true,
-      maxSockets: CONNECTIONS_PER_APISERVER,
-      maxFreeSockets: CONNECTIONS_PER_APISERVER,
-    });
-    return agent;
   }
 
   return {
@@ -139,7 +101,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
         throw new HttpTransportError('fetch', `reading kubeconfig credentials: ${err instanceof Error ? err.message : String(err)}`);
       }
       if (closed) throw new HttpTransportError('fetch', 'transport closed');
-      const requestAgent = agentFor(creds.tls);
+      const requestAgent = agents.agentFor(creds.tls);
       return new Promise<HttpResponse>((resolve, reject) => {
         let timedOut = false;
         let tooLarge = false;
@@ -220,24 +182,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
     },
     close() {
       closed = true;
-      agent?.destroy();
-      agent = undefined;
+      agents.destroy();
     },
   };
-}
-
-function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
-  return (
-    sameBytes(a.ca, b.ca) &&
-    sameBytes(a.cert, b.cert) &&
-    sameBytes(a.key, b.key) &&
-    a.servername === b.servername &&
-    a.rejectUnauthorized === b.rejectUnauthorized
-  );
-}
-
-function sameBytes(a: unknown, b: unknown): boolean {
-  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameBytes(x, b[i]));
-  return a === b;
 }

@@ -7,6 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, statusMessageSuffix } from '../model/status.js';
+import { type TlsAgentKeeper, tlsAgentKeeper, tlsMaterialOf } from './tlsAgent.js';
 
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -30,6 +31,7 @@ export async function kubeRequest(kubeConfig: KubeConfig, request: KubeRequest):
   if (payload !== undefined) headers['Content-Type'] = request.contentType ?? 'application/json';
   const opts: https.RequestOptions = { method: request.method, headers, ...(request.signal ? { signal: request.signal } : {}) };
   await kubeConfig.applyToHTTPSOptions(opts);
+  if (url.protocol === 'https:') reuseAgent(kubeConfig, opts);
   const what = `${request.method} ${request.path}`;
   return new Promise<string>((resolve, reject) => {
     const send = url.protocol === 'http:' ? http.request : https.request;
@@ -48,4 +50,25 @@ export async function kubeRequest(kubeConfig: KubeConfig, request: KubeRequest):
     req.on('error', reject);
     req.end(payload);
   });
+}
+
+/** Idle connections kept to the API per kubeconfig: the records, lists and publisher of one replica rarely send more at once. */
+const IDLE_CONNECTIONS = 4;
+
+const agents = new WeakMap<KubeConfig, TlsAgentKeeper>();
+
+/**
+ * The library makes a new agent per request, so every request would open a
+ * connection and parse the key and CA again; one keep-alive agent per
+ * kubeconfig and TLS material instead (tlsAgent.ts). A proxy agent (the
+ * kubeconfig's proxy-url) is used as the library made it.
+ */
+function reuseAgent(kubeConfig: KubeConfig, opts: https.RequestOptions): void {
+  if (!(opts.agent instanceof https.Agent) || opts.agent.constructor !== https.Agent) return;
+  let keeper = agents.get(kubeConfig);
+  if (!keeper) {
+    keeper = tlsAgentKeeper({ idleSockets: IDLE_CONNECTIONS });
+    agents.set(kubeConfig, keeper);
+  }
+  opts.agent = keeper.agentFor(tlsMaterialOf(opts));
 }
