@@ -156,13 +156,17 @@ export async function compareAlternately(sides: Side[], opts: CompareOptions): P
       const side = sides[index];
       const acc = perSide[index];
       if (!side || !acc) throw new Error('internal: side index');
-      const cpu = (): number => (side.pid === undefined ? 0 : processCpuSeconds(side.pid));
-      const before = cpu();
+      const before = proxyCpuSeconds(side);
       acc.results.push(await run(side.target, opts.concurrency, opts.roundMs));
-      acc.cpuSeconds += cpu() - before;
+      acc.cpuSeconds += proxyCpuSeconds(side) - before;
     }
   }
   return comparison(sides, perSide, opts.rounds);
+}
+
+/** CPU seconds of the side's proxy process so far; 0 when it has none to read. */
+function proxyCpuSeconds(side: Side): number {
+  return side.pid === undefined ? 0 : processCpuSeconds(side.pid);
 }
 
 /** Pure: each side's rounds pooled, and each round on its own. */
@@ -211,11 +215,10 @@ export async function compareInterleaved(sides: Side[], opts: Pick<CompareOption
     const warmupUntil = performance.now() + (opts.warmupMs ?? 500) * sides.length;
     for (let k = 0; performance.now() < warmupUntil; k++) await cycle(k);
     const perSide: SideRounds[] = sides.map(() => ({ results: [], cpuSeconds: 0 }));
-    const cpu = (side: Side): number => (side.pid === undefined ? 0 : processCpuSeconds(side.pid));
     for (let i = 0; i < opts.rounds; i++) {
       const latencies: number[][] = sides.map(() => []);
       const errors = sides.map(() => 0);
-      const cpuBefore = sides.map(cpu);
+      const cpuBefore = sides.map(proxyCpuSeconds);
       const deadline = performance.now() + opts.roundMs * sides.length;
       for (let k = i; performance.now() < deadline; k++) {
         await cycle(k, (index, ms, failed) => {
@@ -229,7 +232,7 @@ export async function compareInterleaved(sides: Side[], opts: Pick<CompareOption
         if (!acc) throw new Error('internal: side index');
         const seconds = latenciesMs.reduce((n, ms) => n + ms, 0) / 1000;
         acc.results.push({ requests: latenciesMs.length, errors: errors[index] ?? 0, seconds, latenciesMs });
-        acc.cpuSeconds += cpu(side) - (cpuBefore[index] ?? 0);
+        acc.cpuSeconds += proxyCpuSeconds(side) - (cpuBefore[index] ?? 0);
       });
     }
     return comparison(sides, perSide, opts.rounds);

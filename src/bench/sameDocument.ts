@@ -45,7 +45,8 @@ export function documentDifferences(a: unknown, b: unknown, limit = 20): string[
     for (const n of xs) if (!ys.includes(n)) note(`${path}[${n}]: only in the first`);
     for (const n of ys) if (!xs.includes(n)) note(`${path}[${n}]: only in the second`);
     const common = xs.filter((n) => ys.includes(n));
-    if (common.join() !== ys.filter((n) => xs.includes(n)).join()) note(`${path}: order ${common.join(',')} and ${ys.filter((n) => xs.includes(n)).join(',')}`);
+    const commonInY = ys.filter((n) => xs.includes(n));
+    if (common.join() !== commonInY.join()) note(`${path}: order ${common.join(',')} and ${commonInY.join(',')}`);
     for (const n of common) walk(x[xs.indexOf(n)], y[ys.indexOf(n)], `${path}[${n}]`, '');
   };
   walk(a, b, '', '');
