@@ -31,14 +31,18 @@ export interface ConvergenceBenchOptions {
 }
 
 type Route = { group: string; resource: string; action: { kind: string; peers?: string[] } };
+/** A plan entry as /status shows it (src/planner/plan.ts PlanEntry). */
+type Entry = { match: { kind: string; group?: string; resource?: string }; destination: { kind: string; peers?: string[] } };
 interface ControlPlaneStatus {
-  plans: Array<{ node: string; routes: Route[] }>;
+  plans: Array<{ node: string; entries: Entry[] }>;
   xds: Record<string, { connected: number | boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
 }
 
 /** Pure: the control plane's status shows the change in the plan of `node`'s sidecar, and every sidecar ACKed what was sent. */
 export function statusShows(status: ControlPlaneStatus, kind: ChangeKind, node: string, changed: string, group: string): boolean {
-  const routes = status.plans.find((p) => p.node === node)?.routes ?? [];
+  const routes = (status.plans.find((p) => p.node === node)?.entries ?? [])
+    .filter((e) => e.match.kind === 'resource' && e.destination.kind !== 'local')
+    .map((e): Route => ({ group: e.match.group ?? '', resource: e.match.resource ?? '', action: e.destination }));
   const toChanged = (r: Route): boolean => r.action.kind === 'peers' && (r.action.peers ?? []).includes(changed);
   const planned =
     kind === 'added'

@@ -37,7 +37,7 @@ import type {
   ApiserverDiscovery,
   GroupVersionKind,
 } from '../model/discovery.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding } from '../model/liveness.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, standingIn, type Standings } from '../model/liveness.js';
 import { groupVersionOfIndexPath, routableOpenApiIndex, type OpenApiV3Index } from '../model/openapi.js';
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { compareStrings } from '../util/order.js';
@@ -58,11 +58,13 @@ export interface MergedDiscovery {
 
 export interface MergeOptions {
   /**
-   * The planner's departed grace: a peer whose lease has been gone longer is
-   * left out. Without it, a peer counts while the model still holds its
-   * discovery (the cluster observer drops it when that grace ends).
+   * The apiservers' standings of this reconcile (model/liveness.ts), the ones
+   * the planner routes by: a peer gone (its lease gone longer than the
+   * departed grace) is left out. Without them, a peer counts while the model
+   * still holds its discovery (the cluster observer drops it when that grace
+   * ends).
    */
-  departedGraceMs?: number;
+  standings?: Standings;
 }
 
 /**
@@ -119,7 +121,7 @@ export function mergeInputs(localName: string, model: ClusterModel, now: number,
   const local = model.apiservers.find((a) => a.endpoint.name === localName);
   const contributors = model.apiservers
     .filter((a) => a.discovery !== undefined)
-    .filter((a) => a === local || options.departedGraceMs === undefined || peerStanding(a, now, options.departedGraceMs) !== 'gone')
+    .filter((a) => a === local || options.standings === undefined || standingIn(options.standings, a.endpoint.name) !== 'gone')
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
   return { local, contributors, localOnly: activeLocalOnlyGroupVersions(model, now) };
 }

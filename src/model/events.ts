@@ -4,7 +4,7 @@
 // The control plane adds the events it witnesses itself (drains, NACKs,
 // sidecar streams) with the helpers below.
 import type { ApiserverObservation, ClusterModel, ServedResource } from './cluster.js';
-import { peerStanding, type PeerStanding } from './liveness.js';
+import { standingIn, type PeerStanding, type Standings } from './liveness.js';
 import { compareStrings } from '../util/order.js';
 
 export type ClusterEventKind =
@@ -40,16 +40,22 @@ export interface JournalEntry extends ClusterEvent {
 /** How many names a message lists (listed) before it says "and N more". */
 const LISTED = 3;
 
+/** A model and its apiservers' standings (liveness.ts apiserverStandings: computed once per reconcile). */
+export interface StandingModel {
+  model: ClusterModel;
+  standings: Standings;
+}
+
 /** Apiserver events between two models; `previous` undefined means nothing was known before. */
-export function modelEvents(previous: ClusterModel | undefined, next: ClusterModel, departedGraceMs: number): ClusterEvent[] {
-  const at = next.now;
-  const before = new Map((previous?.apiservers ?? []).map((a) => [a.endpoint.name, a]));
+export function modelEvents(previous: StandingModel | undefined, next: StandingModel): ClusterEvent[] {
+  const at = next.model.now;
+  const before = new Map((previous?.model.apiservers ?? []).map((a) => [a.endpoint.name, a]));
   const events: ClusterEvent[] = [];
-  for (const a of [...next.apiservers].sort((x, y) => compareStrings(x.endpoint.name, y.endpoint.name))) {
+  for (const a of [...next.model.apiservers].sort((x, y) => compareStrings(x.endpoint.name, y.endpoint.name))) {
     const name = a.endpoint.name;
     const old = before.get(name);
-    const was: PeerStanding = old && previous ? peerStanding(old, previous.now, departedGraceMs) : 'gone';
-    const now = peerStanding(a, next.now, departedGraceMs);
+    const was: PeerStanding = old && previous ? standingIn(previous.standings, name) : 'gone';
+    const now = standingIn(next.standings, name);
     const event = (kind: ClusterEventKind, message: string): void => {
       events.push({ at, kind, subject: name, message });
     };

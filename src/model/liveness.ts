@@ -1,9 +1,9 @@
-// Who counts as alive: one rule for routing (planner) and discovery (merge).
-// Shared so
+// Who counts as alive: one rule for routing (planner), discovery (merge) and
+// the event journal, computed once per reconcile (apiserverStandings). Shared so
 // a resource that routes to a 503 is still listed in discovery: a resource
 // that vanishes from discovery looks deleted to the garbage collector and the
 // namespace controller, which is exactly what unavailable-503 forbids.
-import type { ApiserverObservation, ClusterModel } from './cluster.js';
+import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from './cluster.js';
 
 /** How a peer counts right now: serving, known but not reachable (503), or gone. */
 export type PeerStanding = 'available' | 'unavailable' | 'gone';
@@ -22,6 +22,23 @@ export function peerStanding(peer: ApiserverObservation, now: number, departedGr
   }
   // A lease not seen yet (startup ordering) is judged by reachability alone.
   return peer.reachable ? 'available' : 'unavailable';
+}
+
+/** Every apiserver's standing in one model, by endpoint name. */
+export type Standings = ReadonlyMap<string, PeerStanding>;
+
+/**
+ * The standing of every apiserver of a model, computed once per reconcile
+ * (serve/reconcile.ts) and handed to the planner, the merge and the event
+ * journal, so that routing and merging cannot disagree about one apiserver.
+ */
+export function apiserverStandings(model: Pick<ClusterModel, 'apiservers' | 'now'>, departedGraceMs: number): Standings {
+  return new Map(model.apiservers.map((a) => [a.endpoint.name, peerStanding(a, model.now, departedGraceMs)]));
+}
+
+/** A standing from `standings`; an apiserver they do not know counts as gone. */
+export function standingIn(standings: Standings, name: string): PeerStanding {
+  return standings.get(name) ?? 'gone';
 }
 
 /**
@@ -44,9 +61,10 @@ export function groupVersionKey(group: string, version: string): string {
  * their grace period, as groupVersionKey()s.
  */
 export function activeLocalOnlyGroupVersions(model: Pick<ClusterModel, 'localOnly'>, now: number): Set<string> {
-  const active = new Set<string>();
-  for (const gv of model.localOnly) {
-    if (gv.excludedUntil === undefined || gv.excludedUntil > now) active.add(groupVersionKey(gv.group, gv.version));
-  }
-  return active;
+  return new Set(activeLocalOnly(model, now).map((gv) => groupVersionKey(gv.group, gv.version)));
+}
+
+/** shared-state-local: the CRD and APIService group-versions that count at `now` (deleted ones within their grace included). */
+export function activeLocalOnly(model: Pick<ClusterModel, 'localOnly'>, now: number): LocalOnlyGroupVersion[] {
+  return model.localOnly.filter((gv) => gv.excludedUntil === undefined || gv.excludedUntil > now);
 }

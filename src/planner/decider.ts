@@ -2,22 +2,12 @@
 // rates the peers and decides, resource by resource and request by request,
 // where each goes and by which rule.
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
-import { groupDocumentOf, mergedDocumentOf, type RequestInfo } from '../model/requestInfo.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey, peerStanding, type PeerStanding } from '../model/liveness.js';
-import type { Decision, GroupDocumentRoute, RerouteToPeers, ResourceRouteAction } from './plan.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, standingIn, type PeerStanding } from '../model/liveness.js';
+import type { Decision, GroupDocumentRoute, RerouteToPeers, ResourceId, ResourceRouteAction } from './plan.js';
 import type { PlannerOptions } from './options.js';
-import { isHealthPath } from './destination.js';
 import { LocalDoubts } from './doubts.js';
 import { resourceKey, servedIndexOf, type ServedIndex } from './servedIndex.js';
 import { compareStrings } from '../util/order.js';
-
-/** A resource, or one of its subresources: what the decider decides about. */
-export interface ResourceId {
-  group: string;
-  version: string;
-  resource: string;
-  subresource?: string;
-}
 
 interface RatedPeer {
   name: string;
@@ -28,9 +18,10 @@ interface RatedPeer {
 }
 
 /**
- * Every request rule (docs/request-rules.md) for one sidecar, decided in one
- * place: the plan is made of its decisions, and `explain` asks it the same
- * questions, so the two cannot disagree.
+ * The request rules (docs/request-rules.md) that depend on what the
+ * apiservers serve, for one sidecar, decided in one place: the planner makes
+ * the plan's entries of its decisions, and `explain` reads them back from the
+ * plan (destination.ts), never from here.
  */
 export class SidecarDecider {
   readonly local: ApiserverObservation;
@@ -61,13 +52,13 @@ export class SidecarDecider {
     this.local = local;
     this.localOnly = localOnly;
     this.localServed = servedIndexOf(local.servedSet);
-    this.localAvailable = peerStanding(local, model.now, opts.departedGraceMs) === 'available';
+    this.localAvailable = standingIn(opts.standings, local.endpoint.name) === 'available';
     this.localDraining = opts.draining.has(local.endpoint.name);
     this.doubts = new LocalDoubts(local);
     this.localSubresources = new Map(local.servedSet.map((s) => [resourceKey(s.group, s.version, s.resource), s.subresources]));
     const others = model.apiservers.filter((a) => a !== local).sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
     for (const peer of others) {
-      const standing = peerStanding(peer, model.now, opts.departedGraceMs);
+      const standing = standingIn(opts.standings, peer.endpoint.name);
       if (standing === 'gone') continue;
       const name = peer.endpoint.name;
       this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: servedIndexOf(peer.servedSet) });
@@ -151,34 +142,6 @@ export class SidecarDecider {
       documents.push({ group, action: actionFor((s) => s.group === group && !localOnly.has(groupVersionKey(s.group, s.version))) });
     }
     return documents.sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version ?? '', b.version ?? ''));
-  }
-
-  /**
-   * The rule behind whatever a request is (explain asks this; the plan's
-   * routes come from the same decisions): already proxied, a resource, a
-   * peer-only discovery document, a merged document, or anything else the
-   * local apiserver (or, while it is down, a peer) answers.
-   */
-  decideRequest(request: RequestInfo, options: { alreadyProxied?: boolean } = {}): Decision {
-    const local: Decision['destination'] = { kind: 'local' };
-    if (options.alreadyProxied) return { destination: local, rule: 'proxied-once' };
-    const fallback = this.fallback();
-    if (request.isResourceRequest && request.resource !== undefined) {
-      const { group, version, resource, subresource } = request;
-      const decision = this.resource({ group, version, resource, ...(subresource === undefined ? {} : { subresource }) });
-      // What nobody serves is the local apiserver's 404; while it is down, a peer's.
-      if (decision.rule === 'nobody-serves' && fallback) return { destination: fallback, rule: 'local-down-fallback' };
-      return decision;
-    }
-    const document = request.error === undefined ? groupDocumentOf(request.path) : undefined;
-    if (document !== undefined) {
-      const route = this.groupDocuments().find((d) => d.group === document.group && d.version === document.version);
-      if (route) return { destination: route.action, rule: 'peer-only-document' };
-      if (this.localAvailable && this.doubts.covers(document)) return { destination: local, rule: 'doubt-stays-local' };
-    }
-    if (fallback && !isHealthPath(request.path)) return { destination: fallback, rule: 'local-down-fallback' };
-    if (request.error === undefined && mergedDocumentOf(request.path) !== undefined) return { destination: local, rule: 'merged-document' };
-    return { destination: local, rule: 'not-a-resource' };
   }
 
   /** While the local apiserver is unavailable: the peers that answer what it would have answered. */

@@ -2,6 +2,7 @@
 // (the doubt-stays-local rule's input).
 import type { ApiserverObservation } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
+import type { DoubtScope } from './plan.js';
 
 /**
  * What the control plane does not know, or doubts, about what the local
@@ -39,17 +40,44 @@ export class LocalDoubts {
 
   /** The dropped entries that put this resource (subresource, group-version or group) in doubt, in discovery order. */
   covering(id: DoubtedId): DroppedDiscoveryEntry[] {
-    return (this.dropped.get(id.group) ?? []).filter(
-      (d) =>
-        (d.version === undefined || id.version === undefined || d.version === id.version) &&
-        (d.resource === undefined || id.resource === undefined || d.resource === id.resource) &&
-        (d.subresource === undefined || d.subresource === id.subresource),
-    );
+    return (this.dropped.get(id.group) ?? []).filter((d) => scopeCovers(d, id));
+  }
+
+  /** What is in doubt, as the plan lists it (doubt-stays-local): everything (one scope naming nothing), or each dropped entry's scope once, sorted. */
+  scopes(): DoubtScope[] {
+    if (this.everything) return [{}];
+    const scopes = new Map<string, DoubtScope>();
+    for (const entries of this.dropped.values()) {
+      for (const { group, version, resource, subresource } of entries) {
+        const scope: DoubtScope = { group };
+        if (version !== undefined) scope.version = version;
+        if (resource !== undefined) scope.resource = resource;
+        if (subresource !== undefined) scope.subresource = subresource;
+        scopes.set(JSON.stringify([group, version ?? null, resource ?? null, subresource ?? null]), scope);
+      }
+    }
+    return [...scopes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, scope]) => scope);
   }
 }
 
+/**
+ * Whether a doubt's scope covers a resource (subresource, or without a
+ * resource a group-version or group): the same group, and each of version,
+ * resource and subresource the scope names matches. A scope naming no group
+ * covers everything.
+ */
+export function scopeCovers(scope: DoubtScope, id: DoubtedId): boolean {
+  if (scope.group === undefined) return true;
+  return (
+    scope.group === id.group &&
+    (scope.version === undefined || id.version === undefined || scope.version === id.version) &&
+    (scope.resource === undefined || id.resource === undefined || scope.resource === id.resource) &&
+    (scope.subresource === undefined || scope.subresource === id.subresource)
+  );
+}
+
 /** What LocalDoubts is asked about: a resource or subresource, or without a resource a group-version or group. */
-interface DoubtedId {
+export interface DoubtedId {
   group: string;
   version?: string | undefined;
   resource?: string | undefined;

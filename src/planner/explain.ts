@@ -1,14 +1,13 @@
-// Why a request goes where it goes: the planner's decision for one request,
-// in words, for operators (`mvproxy admin explain`). Pure: it reads the plan
-// the sidecar runs and the model the plan was made from.
-import type { ClusterModel } from '../model/cluster.js';
+// Why a request goes where it goes: the plan's entry for one request, in
+// words, for operators (`mvproxy admin explain`). Pure: it reads the plan the
+// sidecar runs, and the model the plan was made from for the words.
+import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import { groupDocumentOf, parseRequestPath, type RequestInfo } from '../model/requestInfo.js';
-import type { Decision, RequestDestination, RuleName, SidecarPlan } from './plan.js';
-import type { SidecarDecider } from './decider.js';
-import { destinationForRequest } from './destination.js';
-import type { LocalDoubts } from './doubts.js';
-import { sidecarDecider } from './planner.js';
+import { fallbackOf, type Decision, type RequestDestination, type RuleName, type SidecarPlan } from './plan.js';
+import { decisionForRequest } from './destination.js';
+import { LocalDoubts } from './doubts.js';
+import { drainedApiservers } from './planner.js';
 
 export interface RequestExplanation {
   /** Where the sidecar's routes send the request now. */
@@ -22,24 +21,26 @@ export interface RequestExplanation {
 export interface ExplainInput {
   plan: SidecarPlan;
   model: ClusterModel;
-  /** The planner's inputs of the same names (operator drains; not-ready apiservers are added as there). */
+  /** The operator's drains, as the planner was told them (not-ready apiservers count as drained as there). */
   draining: ReadonlySet<string>;
-  departedGraceMs: number;
 }
 
 /**
- * Where a request sent to the plan's sidecar goes and why: the destination
- * its routes give it, and the planner's own decision for it (the same
- * SidecarDecider the plan was made with), in words. Nothing is re-derived here.
+ * Where a request sent to the plan's sidecar goes and why: the plan's entry
+ * that takes it, its destination and rule (destination.ts), in words. The
+ * model only supplies the words (which discovery entries are in doubt, who is
+ * draining); nothing is decided here.
  */
 export function explainRequest(input: ExplainInput, path: string, options: { peerProxied?: boolean } = {}): RequestExplanation {
   const request = parseRequestPath(path);
-  const alreadyProxied = options.peerProxied ?? false;
-  const destination = destinationForRequest(input.plan, request, { alreadyProxied });
-  const decider = sidecarDecider(input.model, { departedGraceMs: input.departedGraceMs, draining: input.draining }, input.plan.node);
-  const decision: Decision = decider?.decideRequest(request, { alreadyProxied }) ?? { destination, rule: 'not-a-resource' };
-  const reason = decider ? reasonFor(decider, input, request, decision) : `the local apiserver ${input.plan.node} is not in the model yet: it answers`;
-  return { destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
+  const decision = decisionForRequest(input.plan, request, { alreadyProxied: options.peerProxied ?? false });
+  const local = input.model.apiservers.find((a) => a.endpoint.name === input.plan.node);
+  if (local === undefined) {
+    const reason = `the local apiserver ${input.plan.node} is not in the model yet: it answers`;
+    return { destination: decision.destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
+  }
+  const reason = reasonFor({ input, local, request, decision });
+  return { destination: decision.destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
 }
 
 /** `rule served-locally`, or with the retry rule for requests sent to peers. */
@@ -47,8 +48,15 @@ function citation(decision: Decision): string {
   return decision.destination.kind === 'peers' ? `rules ${decision.rule}, retry-connect-only` : `rule ${decision.rule}`;
 }
 
-function reasonFor(decider: SidecarDecider, input: ExplainInput, request: RequestInfo, decision: Decision): string {
-  const localName = decider.local.endpoint.name;
+interface Explained {
+  input: ExplainInput;
+  local: ApiserverObservation;
+  request: RequestInfo;
+  decision: Decision;
+}
+
+function reasonFor({ input, local, request, decision }: Explained): string {
+  const localName = local.endpoint.name;
   const what = describeTarget(request);
   const peers = decision.destination.kind === 'peers' ? decision.destination.peers.join(', ') : '';
   switch (decision.rule) {
@@ -57,23 +65,26 @@ function reasonFor(decider: SidecarDecider, input: ExplainInput, request: Reques
     case 'shared-state-local':
       return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName}`;
     case 'served-locally': {
-      const kept = decider.localDraining ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
+      const draining = drainedApiservers(input.model, input.draining).has(localName);
+      const kept = draining ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
       return `the local apiserver ${localName} serves ${what}${kept}`;
     }
     case 'drained-to-peers':
       return `the local apiserver ${localName} is ${drainState(input, localName)}: ${what} goes to peers that serve it and are not draining: ${peers}; another of them is tried only if the connection fails`;
     case 'doubt-stays-local': {
+      const doubts = new LocalDoubts(local);
       const document = request.isResourceRequest ? undefined : groupDocumentOf(request.path);
       if (document === undefined) {
         const id = { group: request.group, version: request.version, resource: request.resource, subresource: request.subresource };
-        return inDoubt(localName, decider.doubts, id, what, 'served locally');
+        return inDoubt(localName, doubts, id, what, 'served locally');
       }
       const subject =
         document.version === undefined ? `group ${document.group}` : document.group === '' ? document.version : `${document.group}/${document.version}`;
-      return inDoubt(localName, decider.doubts, document, subject, `${what} is answered locally`);
+      return inDoubt(localName, doubts, document, subject, `${what} is answered locally`);
     }
     case 'reroute-to-peers':
-      if (!decider.localAvailable) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers}`;
+      // Peers take what the local apiserver serves only while it is unavailable, and then they answer for it (fallback).
+      if (fallbackOf(input.plan)) return `the local apiserver ${localName} is unavailable; ${what} goes to peers that serve it: ${peers}`;
       return `the local apiserver ${localName} does not serve ${what}; it goes to peers that do: ${peers}; another of them is tried only if the connection fails`;
     case 'unavailable-503': {
       const servedBy = decision.destination.kind === 'unavailable' ? decision.destination.servedBy.join(', ') : '';
@@ -86,8 +97,10 @@ function reasonFor(decider: SidecarDecider, input: ExplainInput, request: Reques
         return `the local apiserver ${localName} serves nothing in ${what}, and the peers that do cannot take it now (${decision.destination.servedBy.join(', ')}): 503 with Retry-After`;
       }
       return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
-    case 'merged-document':
-      return `${what}: the local apiserver ${localName} authenticates and authorizes the client, then mvproxy answers with the merged document (aggregated discovery only with the aggregated Accept and without profile=nopeer; the local apiserver's own document while the control plane does not answer)`;
+    case 'merged-document': {
+      const answering = peers ? `the local apiserver ${localName} is unavailable, so a peer (${peers})` : `the local apiserver ${localName}`;
+      return `${what}: ${answering} authenticates and authorizes the client, then mvproxy answers with the merged document (aggregated discovery only with the aggregated Accept and without profile=nopeer; ${peers ? "the peer's" : 'the local apiserver\'s'} own document while the control plane does not answer)`;
+    }
     case 'local-down-fallback':
       return `the local apiserver ${localName} is unavailable: a peer answers what it would have answered (${request.isResourceRequest ? `${what}, which no apiserver serves: its 404` : what}): ${peers}`;
     case 'not-a-resource':

@@ -1,10 +1,15 @@
-// What the planner is told besides the cluster model: settings and the operator's drains.
+// What the planner is told besides the cluster model: the apiservers'
+// standings and the operator's drains.
+import type { Standings } from '../model/liveness.js';
+
 export interface PlannerOptions {
   /**
-   * How long a peer whose identity lease disappeared still counts as serving
-   * what it served: its resources answer 503 rather than 404 meanwhile (unavailable-503).
+   * Every apiserver's standing (model/liveness.ts), computed once per
+   * reconcile: a peer whose identity lease disappeared within the departed
+   * grace is unavailable, and its resources answer 503 rather than 404
+   * meanwhile (unavailable-503); after it, gone.
    */
-  departedGraceMs: number;
+  standings: Standings;
   /**
    * Apiservers an operator is draining before taking them down (their
    * upgrade): their own sidecars send what peers also serve to those peers,

@@ -2,7 +2,7 @@
 // changed (src/model/events.ts has the event type and the model's events).
 import { gvOf, listed, type ClusterEvent } from '../model/events.js';
 import { compareStrings } from '../util/order.js';
-import type { ResourceRoute, SidecarPlan } from './plan.js';
+import { resourceRoutesOf, type ResourceRoute, type SidecarPlan } from './plan.js';
 
 /** One event per sidecar whose resource routes changed. */
 export function planEvents(previous: readonly SidecarPlan[], next: readonly SidecarPlan[], at: number): ClusterEvent[] {
@@ -11,8 +11,9 @@ export function planEvents(previous: readonly SidecarPlan[], next: readonly Side
   for (const plan of next) {
     const old = before.get(plan.node);
     if (!old) continue;
-    const oldRoutes = new Map(old.routes.map((r) => [routeKey(r), r]));
-    const newRoutes = new Map(plan.routes.map((r) => [routeKey(r), r]));
+    const [oldList, newList] = [resourceRoutesOf(old), resourceRoutesOf(plan)];
+    const oldRoutes = new Map(oldList.map((r) => [routeKey(r), r]));
+    const newRoutes = new Map(newList.map((r) => [routeKey(r), r]));
     const changed: string[] = [];
     for (const [key, route] of newRoutes) {
       const was = oldRoutes.get(key);
@@ -20,9 +21,9 @@ export function planEvents(previous: readonly SidecarPlan[], next: readonly Side
     }
     for (const [key] of oldRoutes) if (!newRoutes.has(key)) changed.push(`${key} → local`);
     if (changed.length === 0) continue;
-    const rerouted = plan.routes.filter((r) => r.action.kind === 'peers').length;
-    const unavailable = plan.routes.filter((r) => r.action.kind === 'unavailable').length;
-    const counts = `now ${rerouted} rerouted (${signed(rerouted - old.routes.filter((r) => r.action.kind === 'peers').length)}), ${unavailable} unavailable (${signed(unavailable - old.routes.filter((r) => r.action.kind === 'unavailable').length)})`;
+    const rerouted = newList.filter((r) => r.action.kind === 'peers').length;
+    const unavailable = newList.filter((r) => r.action.kind === 'unavailable').length;
+    const counts = `now ${rerouted} rerouted (${signed(rerouted - oldList.filter((r) => r.action.kind === 'peers').length)}), ${unavailable} unavailable (${signed(unavailable - oldList.filter((r) => r.action.kind === 'unavailable').length)})`;
     events.push({ at, kind: 'plan-changed', subject: plan.node, message: `${counts}: ${listed(changed.sort(compareStrings))}` });
   }
   return events;

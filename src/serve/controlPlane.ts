@@ -136,7 +136,7 @@ export class ControlPlane implements AdminBackend {
     // replica serves from the moment its listeners are up, warm or cold.
     this.health = new HealthImplementation({ '': 'NOT_SERVING' });
     this.health.addToServer(this.grpcServer);
-    this.journal = new ControlPlaneJournal(this.departedGraceMs, deps.clock ?? Date.now);
+    this.journal = new ControlPlaneJournal(deps.clock ?? Date.now);
     if (config.warmStartFile) {
       const current = () => (this.lastModel ? { model: this.lastModel, draining: [...this.draining].sort() } : undefined);
       this.warmStartKeeper = new WarmStartKeeper({ file: config.warmStartFile, current, logger: deps.logger });
@@ -258,15 +258,15 @@ export class ControlPlane implements AdminBackend {
     for (const [node, sidecar] of next.sidecars) {
       this.ads.setSnapshot(node, sidecar.snapshot);
       const previous = this.reconciled?.sidecars.get(node)?.plan;
-      if (JSON.stringify(previous?.routes) !== JSON.stringify(sidecar.plan.routes)) {
+      if (JSON.stringify(previous?.entries) !== JSON.stringify(sidecar.plan.entries)) {
         planChanged.push(node);
-        this.deps.logger.debug({ node, routes: sidecar.plan.routes.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
+        this.deps.logger.debug({ node, entries: sidecar.plan.entries.length, versions: snapshotVersions(sidecar.snapshot) }, 'plan changed');
       }
     }
     // One line per change, however many sidecars (the first few named).
     if (planChanged.length > 0) this.deps.logger.info({ nodes: planChanged.length, first: planChanged.slice(0, 5) }, 'plans changed');
     this.reconciled = next;
-    this.journal.reconciled(model, next.plans);
+    this.journal.reconciled(model, next.plans, next.standings);
   }
 
   /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
@@ -319,7 +319,7 @@ export class ControlPlane implements AdminBackend {
     if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new NotPlannedYetError();
-    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
+    return explainRequest({ plan, model: this.lastModel, draining: this.draining }, path, { peerProxied });
   }
 
   /** Admin API: what is pushed to the sidecar. */

@@ -4,7 +4,8 @@
 // followers are told of as they happen.
 import type { AdsServer } from '../servers/ads.js';
 import type { ClusterModel } from '../model/cluster.js';
-import { drainEvents, modelEvents, shortTypeName, type ClusterEvent, type JournalEntry } from '../model/events.js';
+import { drainEvents, modelEvents, shortTypeName, type ClusterEvent, type JournalEntry, type StandingModel } from '../model/events.js';
+import type { Standings } from '../model/liveness.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { planEvents } from '../planner/planEvents.js';
 
@@ -62,24 +63,25 @@ export class EventJournal {
  */
 export class ControlPlaneJournal {
   readonly journal: EventJournal;
-  private lastModel: ClusterModel | undefined;
+  private last: StandingModel | undefined;
   private lastPlans: readonly SidecarPlan[] = [];
   /** Per node and type: the version whose NACK was recorded (Envoy repeats a NACK; the journal says it once). */
   private readonly nacked = new Map<string, string>();
 
   constructor(
-    private readonly departedGraceMs: number,
     private readonly clock: () => number,
     capacity?: number,
   ) {
     this.journal = new EventJournal(capacity);
   }
 
-  reconciled(model: ClusterModel, plans: readonly SidecarPlan[]): void {
-    const events = model === this.lastModel ? [] : modelEvents(this.lastModel, model, this.departedGraceMs);
+  /** `standings`: the reconcile's (serve/reconcile.ts), the very ones its plans and merges were made with. */
+  reconciled(model: ClusterModel, plans: readonly SidecarPlan[], standings: Standings): void {
+    const next: StandingModel = { model, standings };
+    const events = model === this.last?.model ? [] : modelEvents(this.last, next);
     // A plan changes when the model or the drains do: now, not when the model was observed.
     events.push(...planEvents(this.lastPlans, plans, this.clock()));
-    this.lastModel = model;
+    this.last = next;
     this.lastPlans = plans;
     this.journal.record(events);
   }

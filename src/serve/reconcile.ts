@@ -18,6 +18,7 @@ import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
 import type { MergedDiscovery } from '../discovery/index.js';
 import { memoizedMerge } from '../discovery/mergeMemo.js';
+import { apiserverStandings, type Standings } from '../model/liveness.js';
 
 export interface ReconcileSettings {
   /** The translator settings of each declared sidecar, by node (apiserver name): other nodes get nothing. */
@@ -43,6 +44,8 @@ export interface ReconciledSidecar {
 export interface Reconciled {
   /** One plan per apiserver of the model, sorted by node (what status and explain read). */
   plans: SidecarPlan[];
+  /** Every apiserver's standing, as the plans and merges saw it (and the event journal reads). */
+  standings: Standings;
   /** Every declared sidecar the model plans for, in plan order. */
   sidecars: Map<string, ReconciledSidecar>;
   /** What was translated, for the next reconcile to reuse (translator.ts). */
@@ -59,8 +62,9 @@ export interface Reconciled {
  * is reused when translated again (the outputs are the same without it).
  */
 export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, settings: ReconcileSettings, previous?: Reconciled): Reconciled {
-  const { departedGraceMs } = settings;
-  const plans = planSidecars(model, { departedGraceMs, draining });
+  // Who is available, unavailable or gone: decided once, for the plans, the merges and the event journal alike.
+  const standings = apiserverStandings(model, settings.departedGraceMs);
+  const plans = planSidecars(model, { standings, draining });
   const sidecars = new Map<string, ReconciledSidecar>();
   // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
   const cache = translationCache(previous?.translations);
@@ -72,7 +76,7 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   // Only the last reconcile's merges, never `previous` itself: a closure that
   // held it would keep every reconcile ever made alive, one through the next.
   const previousMerges = previous?.merges;
-  const merged = (node: string) => memoized(() => memoizedMerge(node, model, model.now, { departedGraceMs }, merges, previousMerges));
+  const merged = (node: string) => memoized(() => memoizedMerge(node, model, model.now, { standings }, merges, previousMerges));
   const documentSets = new Map<string, Uint8Array>();
   for (const plan of plans) {
     const translatorSettings = settings.sidecars.get(plan.node);
@@ -86,7 +90,7 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
     const documents = known.has(plan.node) ? encodedDocuments(discovery(), documentSets, previous?.documentSets) : undefined;
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache, documents)), discovery });
   }
-  return { plans, sidecars, translations: cache, documentSets, merges };
+  return { plans, standings, sidecars, translations: cache, documentSets, merges };
 }
 
 /** A sidecar's merged documents, encoded for its filters; each set encoded once per content, whatever the number of sidecars and reconciles. */

@@ -14,7 +14,7 @@ import type { Status } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation } from '../generated/mvproxy/admin/v1/Explanation.js';
 import { formatHost, type ClusterModel } from '../model/cluster.js';
 import { peerStanding } from '../model/liveness.js';
-import type { SidecarPlan } from '../planner/plan.js';
+import { resourceRoutesOf, type SidecarPlan } from '../planner/plan.js';
 import type { RequestExplanation } from '../planner/explain.js';
 import { isResourceTypeUrl, PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
@@ -256,8 +256,8 @@ export function adminStatus(input: StatusInput): Status {
       node: plan.node,
       connected,
       in_sync: connected && behind.length === 0 && xds.every((t) => t.version_desired !== '' && t.version_acked === t.version_desired),
-      rerouted_routes: plan.routes.filter((r) => r.action.kind === 'peers').length,
-      unavailable_routes: plan.routes.filter((r) => r.action.kind === 'unavailable').length,
+      rerouted_routes: resourceRoutesOf(plan).filter((r) => r.action.kind === 'peers').length,
+      unavailable_routes: resourceRoutesOf(plan).filter((r) => r.action.kind === 'unavailable').length,
       xds,
       replica: elsewhere?.replica ?? '',
       reported_at: elsewhere?.at ?? '',

@@ -4,7 +4,7 @@
 // the sync record and the recent events. The page itself
 // (statusPageAssets.ts) only draws this JSON, as text, never as markup.
 import { peerStanding } from '../model/liveness.js';
-import type { ResourceRouteAction } from '../planner/plan.js';
+import { resourceRoutesOf, type ResourceRouteAction } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
 import { adminStatus, connectionText, type StatusInput } from './admin.js';
 import type { JournalEntry } from '../model/events.js';
@@ -80,7 +80,7 @@ export function statusPageData(input: StatusPageInput): StatusPageData {
   const routeOf = new Map<string, Map<string, ResourceRouteAction>>();
   for (const plan of plans) {
     const routes = new Map<string, ResourceRouteAction>();
-    for (const r of plan.routes) if (r.subresource === undefined) routes.set(resourceKey(r.group, r.version, r.resource), r.action);
+    for (const r of resourceRoutesOf(plan)) if (r.subresource === undefined) routes.set(resourceKey(r.group, r.version, r.resource), r.action);
     routeOf.set(plan.node, routes);
   }
   const rows = [...names.entries()]

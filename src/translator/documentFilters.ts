@@ -26,6 +26,7 @@ import { DISCOVERY_FILTER_ROOT_ID, IDENTITY_FILTER } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
 import { identityFilterConfiguration } from './identityFilter.js';
+import { extProcForMergedDocument } from './extProc.js';
 
 const WASM = 'envoy.extensions.filters.http.wasm.v3.Wasm';
 const HEADER_MUTATION = 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation';
@@ -53,10 +54,36 @@ export const DOCUMENT_FILTERS: Readonly<Record<MergedDocument, string>> = {
 /** Encoded document sets of a sidecar, by document; a document absent is left as the sidecar last had it. */
 export type SidecarDocuments = ReadonlyMap<MergedDocument, Uint8Array>;
 
-/** Whether a document is pushed to the filter (else ext_proc answers it). */
-export function documentPushed(documents: SidecarDocuments | undefined, document: MergedDocument): boolean {
-  const set = documents?.get(document);
-  return set === undefined || set.byteLength <= DOCUMENT_PUSH_BUDGET_BYTES;
+/**
+ * How a sidecar's merged documents reach it, decided here and only here:
+ * pushed to their filters (the ECDS configurations), or, over the push
+ * budget, answered over ext_proc (the routes of those documents switch it
+ * on: mergedDocumentAnswerer). A document absent keeps what its filter last
+ * received, so it stays with the filter.
+ */
+export interface DocumentDelivery {
+  /** The ECDS resources: the identity filter's configuration and each pushed document's. */
+  extensionConfigs: TypedExtensionConfig[];
+  /** The documents whose routes go over ext_proc. */
+  overExtProc: ReadonlySet<MergedDocument>;
+}
+
+export function documentDelivery(settings: TranslatorSettings, documents: SidecarDocuments | undefined): DocumentDelivery {
+  const configs: TypedExtensionConfig[] = [identityConfiguration(settings)];
+  const overExtProc = new Set<MergedDocument>();
+  for (const [document, name] of Object.entries(DOCUMENT_FILTERS) as Array<[MergedDocument, string]>) {
+    const set = documents?.get(document);
+    if (set === undefined) continue;
+    // Over the budget: left out, so Envoy keeps what it had (SotW ECDS drops nothing left out), and ext_proc answers.
+    if (set.byteLength > DOCUMENT_PUSH_BUDGET_BYTES) overExtProc.add(document);
+    else configs.push(documentConfiguration(settings, name, set));
+  }
+  return { extensionConfigs: configs.sort((a, b) => ((a.name ?? '') < (b.name ?? '') ? -1 : 1)), overExtProc };
+}
+
+/** typed_per_filter_config of the routes of `document`: its document filter on, or ext_proc when it goes over ext_proc. */
+export function mergedDocumentAnswerer(document: MergedDocument, overExtProc: ReadonlySet<MergedDocument>): Record<string, Any> {
+  return overExtProc.has(document) ? extProcForMergedDocument(document) : documentFilterEnabled(document);
 }
 
 function ecdsSource(typeUrls: string[]): ExtensionConfigSource {
@@ -89,7 +116,7 @@ export function documentFilter(document: MergedDocument): HttpFilter {
  * filter has no per-route configuration, and Envoy reads a FilterConfig whose
  * `config` is present but empty as "enabled here".
  */
-export function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
+function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
   return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { config: { type_url: '', value: '' } }) };
 }
 
@@ -104,21 +131,6 @@ function plugin(settings: TranslatorSettings, name: string, rootId: string, conf
       fail_open: failOpen,
     },
   };
-}
-
-/**
- * The ECDS resources of a sidecar: the identity filter's configuration and
- * each pushed document. A document that is absent or over the budget is
- * left out: Envoy keeps what it had (SotW ECDS drops nothing left out).
- */
-export function filterConfigurations(settings: TranslatorSettings, documents: SidecarDocuments | undefined): TypedExtensionConfig[] {
-  const configs: TypedExtensionConfig[] = [identityConfiguration(settings)];
-  for (const [document, name] of Object.entries(DOCUMENT_FILTERS) as Array<[MergedDocument, string]>) {
-    const set = documents?.get(document);
-    if (set === undefined || !documentPushed(documents, document)) continue;
-    configs.push(documentConfiguration(settings, name, set));
-  }
-  return configs.sort((a, b) => ((a.name ?? '') < (b.name ?? '') ? -1 : 1));
 }
 
 const identityConfigurations = new WeakMap<TranslatorSettings, TypedExtensionConfig>();

@@ -1,8 +1,11 @@
-// The route configuration: already-proxied requests stay local, aggregated
-// discovery and the OpenAPI v3 index go to the local apiserver through
-// ext_proc (which replaces an authorized answer with the merged document),
-// discovery and OpenAPI documents served only by peers and each resource
-// route of the plan reroute or answer 503, everything else is local.
+// The route configuration: the plan's entries (src/planner/plan.ts), in the
+// plan's order, each made into Envoy routes named after its request rule
+// (docs/request-rules.md), so an access log entry or a config dump names the
+// rule that answered. This file decides nothing: what goes where, and in
+// which order, is the plan's. Merged documents (aggregated discovery, the
+// OpenAPI v3 index) go to the local apiserver (or the fallback peers) with
+// the document filter that answers them inside Envoy switched on, or ext_proc
+// for a document over the push budget (documentFilters.ts decides which).
 //
 // Every forwarding route has a client-certificate twin just before it (RouteMatch
 // tls_context presented) that leaves the identity filter on, so Envoy turns
@@ -15,11 +18,17 @@ import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
-import { HEALTH_PATH_PREFIXES, type GroupDocumentRoute, type RerouteToPeers, type ResourceRoute, type Unavailable } from '../planner/plan.js';
+import {
+  HEALTH_PATH_PREFIXES,
+  LOCAL_RULES,
+  type PlanEntry,
+  type RequestDestination,
+  type ResourceMatch,
+  type Unavailable,
+} from '../planner/plan.js';
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
-import { extProcForMergedDocument } from './extProc.js';
 import { identityFilterDisabled } from './identityFilter.js';
-import { documentFilterEnabled } from './documentFilters.js';
+import { mergedDocumentAnswerer } from './documentFilters.js';
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
@@ -117,74 +126,76 @@ const CLIENT_CERTIFICATE: RouteMatch['tls_context'] = { presented: { value: true
 const CLIENT_CERTIFICATE_ROUTE_SUFFIX = ' (client certificate)';
 
 export function routeConfiguration(
-  routes: readonly ResourceRoute[],
-  groupDocuments: readonly GroupDocumentRoute[] = [],
-  fallback?: RerouteToPeers,
+  entries: readonly PlanEntry[],
   settings: Pick<TranslatorSettings, 'limits'> = {},
   overExtProc: ReadonlySet<MergedDocument> = new Set(),
 ): RouteConfiguration {
   // Every request that is not long-running: the apiserver's own timeout, and a little more.
   const timeout = sidecarLimits(settings).requestTimeoutSeconds + REQUEST_TIMEOUT_MARGIN_SECONDS;
-  // Subresource routes first: each is a subset of its resource's regex. Regexes
-  // of different resources are disjoint, so no other order matters.
-  const ordered = [...routes.filter((r) => r.subresource !== undefined), ...routes.filter((r) => r.subresource === undefined)];
-  // What the local apiserver would answer goes to the fallback peers while it is unavailable.
-  const otherwise = fallback ? peerClusterName(fallback.peers) : LOCAL_CLUSTER;
-  const logged: LoggedRoute | undefined = fallback ? { kind: 'reroute', group: '', version: '', resource: '', subresource: '' } : undefined;
   return {
     name: ROUTE_CONFIG_NAME,
-    virtual_hosts: [
-      {
-        name: ROUTE_CONFIG_NAME,
-        domains: ['*'],
-        routes: [
-          // Proxied once already, by us or by an upstream-MVP apiserver: never again.
-          ...forwardRoutes('peer-proxied', { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, LOCAL_CLUSTER, timeout),
-          ...mergedDocumentRoutes(otherwise, timeout, overExtProc),
-          ...coreGroupShortcut(routes, groupDocuments, otherwise, timeout, logged),
-          ...groupDocuments.flatMap((document) => groupDocumentRoutes(document, timeout)),
-          ...ordered.flatMap((route) => resourceRoutes(route, timeout)),
-          ...(fallback ? healthRoutes(timeout) : []),
-          ...forwardRoutes(fallback ? 'fallback' : 'local', { prefix: '/' }, otherwise, timeout, logged),
-        ],
-      },
-    ],
+    virtual_hosts: [{ name: ROUTE_CONFIG_NAME, domains: ['*'], routes: entries.flatMap((entry) => entryRoutes(entry, timeout, overExtProc)) }],
   };
 }
 
+/** The Envoy routes of one plan entry, in order, named after its rule. */
+function entryRoutes(entry: PlanEntry, timeout: number, overExtProc: ReadonlySet<MergedDocument>): Route[] {
+  const { rule, match, destination } = entry;
+  switch (match.kind) {
+    case 'peer-proxied':
+      return answerRoutes(rule, { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, destination, timeout, 'an already proxied request');
+    case 'merged-document':
+      return mergedDocumentRoutes(`${rule} ${match.document}`, match.document, destination, timeout, overExtProc);
+    case 'core-group':
+      return answerRoutes(`${catchAllName(entry)} (core group)`, { prefix: '/api/' }, destination, timeout, 'the core group', catchAllLogged(destination));
+    case 'group-document':
+      return groupDocumentRoutes(rule, match, destination, timeout);
+    case 'resource':
+      return resourceRoutes(rule, match, destination, timeout);
+    case 'health': {
+      // The local apiserver's own /healthz, /livez and /readyz (and their checks).
+      const alternatives = HEALTH_PATH_PREFIXES.map((p) => escapeRegex(p)).join('|');
+      return answerRoutes(`${rule} (health)`, { safe_regex: { regex: `(?:${alternatives})(?:/.*)?` } }, destination, timeout, 'a health endpoint');
+    }
+    case 'anything':
+      return answerRoutes(catchAllName(entry), { prefix: '/' }, destination, timeout, 'the request', catchAllLogged(destination));
+  }
+}
+
 /**
- * Most requests are for the core group (pods, nodes, configmaps, events...).
- * When the plan sends none of it elsewhere, `/api/` goes local at once instead
- * of failing every resource route first (a regex each: measurable CPU per
- * request). Paths that are not exactly `/api/...` take the long way.
+ * The catch-all's name: its rule, and while it goes to the local apiserver
+ * the rules of what it takes there without a route of its own (the plan's
+ * local entries).
  */
-function coreGroupShortcut(
-  routes: readonly ResourceRoute[],
-  groupDocuments: readonly GroupDocumentRoute[],
-  set: string,
-  timeout: number,
-  logged?: LoggedRoute,
-): Route[] {
-  if ([...routes, ...groupDocuments].some((r) => r.group === '')) return [];
-  return forwardRoutes(`${set === LOCAL_CLUSTER ? 'local' : 'fallback'} (core group)`, { prefix: '/api/' }, set, timeout, logged);
+function catchAllName(entry: PlanEntry): string {
+  return entry.destination.kind === 'local' ? [entry.rule, ...LOCAL_RULES].join(', ') : entry.rule;
 }
 
-/** The local apiserver's own /healthz, /livez and /readyz (and their checks): an unavailable one answers for itself. */
-function healthRoutes(timeout: number): Route[] {
-  const alternatives = HEALTH_PATH_PREFIXES.map((p) => escapeRegex(p)).join('|');
-  return forwardRoutes('local (health)', { safe_regex: { regex: `(?:${alternatives})(?:/.*)?` } }, LOCAL_CLUSTER, timeout);
+/** A catch-all to the fallback peers is logged as a reroute of no particular resource. */
+function catchAllLogged(destination: RequestDestination): LoggedRoute | undefined {
+  return destination.kind === 'peers' ? { kind: 'reroute', group: '', version: '', resource: '', subresource: '' } : undefined;
 }
 
-function resourceRoutes(route: ResourceRoute, timeout: number): Route[] {
+/** Forwarding routes to where `destination` says (logged when `logged` is given), or the one 503 route of unavailable-503. */
+function answerRoutes(name: string, match: RouteMatch, destination: RequestDestination, timeout: number, what: string, logged?: LoggedRoute): Route[] {
+  if (destination.kind === 'unavailable') return [unavailableRoute(name, match, what, destination, logged)];
+  return forwardRoutes(name, match, destination.kind === 'local' ? LOCAL_CLUSTER : peerClusterName(destination.peers), timeout, logged);
+}
+
+function resourceRoutes(rule: string, route: ResourceMatch, destination: RequestDestination, timeout: number): Route[] {
   const { pathForms, groupVersionPin } = resourcePathMatch(route);
   const pin: HeaderMatcher = { name: ':path', string_match: { safe_regex: { regex: groupVersionPin } } };
-  const kind = route.action.kind === 'peers' ? 'reroute' : 'unavailable';
-  const logged: LoggedRoute = { kind, group: route.group, version: route.version, resource: route.resource, subresource: route.subresource ?? '' };
+  const logged: LoggedRoute = {
+    kind: destination.kind === 'unavailable' ? 'unavailable' : 'reroute',
+    group: route.group,
+    version: route.version,
+    resource: route.resource,
+    subresource: route.subresource ?? '',
+  };
   return pathForms.flatMap((form, i): Route[] => {
     const match: RouteMatch = { safe_regex: { regex: form }, headers: [pin] };
-    const name = `${kind} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
-    if (route.action.kind === 'unavailable') return [unavailableRoute(name, match, describe(route), route.action, logged)];
-    return forwardRoutes(name, match, peerClusterName(route.action.peers), timeout, logged);
+    const name = `${rule} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
+    return answerRoutes(name, match, destination, timeout, describe(route), logged);
   });
 }
 
@@ -196,17 +207,18 @@ function resourceRoutes(route: ResourceRoute, timeout: number): Route[] {
  * caller; nothing is merged. The query
  * (the OpenAPI `hash`) is not part of what safe_regex matches.
  */
-function groupDocumentRoutes(document: GroupDocumentRoute, timeout: number): Route[] {
+function groupDocumentRoutes(rule: string, document: { group: string; version?: string }, destination: RequestDestination, timeout: number): Route[] {
   const path = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
   const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
-  const logged = (kind: LoggedRoute['kind']): LoggedRoute => ({ kind, group: document.group, version: document.version ?? '', resource: '', subresource: '' });
-  const routesFor = (label: string, regex: string): Route[] => {
-    const match: RouteMatch = { safe_regex: { regex } };
-    if (document.action.kind === 'unavailable') {
-      return [unavailableRoute(`unavailable ${label} ${what}`, match, `the ${label} document of ${what}`, document.action, logged('unavailable'))];
-    }
-    return forwardRoutes(`reroute ${label} ${what}`, match, peerClusterName(document.action.peers), timeout, logged('reroute'));
+  const logged: LoggedRoute = {
+    kind: destination.kind === 'unavailable' ? 'unavailable' : 'reroute',
+    group: document.group,
+    version: document.version ?? '',
+    resource: '',
+    subresource: '',
   };
+  const routesFor = (label: string, regex: string): Route[] =>
+    answerRoutes(`${rule} ${label} ${what}`, { safe_regex: { regex } }, destination, timeout, `the ${label} document of ${what}`, logged);
   if (document.version === undefined) return routesFor('discovery', `${path}/?`);
   const versioned = `${path}/${escapeRegex(document.version)}`;
   return [...routesFor('discovery', `${versioned}/?`), ...routesFor('openapi', `/openapi/v3${versioned}/?`)];
@@ -224,38 +236,45 @@ function groupDocumentRoutes(document: GroupDocumentRoute, timeout: number): Rou
  * 401 and 403 included, through. Upgrade requests never are; already-proxied
  * ones matched earlier.
  */
-function mergedDocumentRoutes(set: string, timeout: number, overExtProc: ReadonlySet<MergedDocument>): Route[] {
+function mergedDocumentRoutes(
+  name: string,
+  document: MergedDocument,
+  destination: RequestDestination,
+  timeout: number,
+  overExtProc: ReadonlySet<MergedDocument>,
+): Route[] {
+  if (destination.kind === 'unavailable') throw new Error(`merged document ${document}: answered by an apiserver, never a 503`);
+  const set = destination.kind === 'local' ? LOCAL_CLUSTER : peerClusterName(destination.peers);
   const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
-  const pathOf = (document: MergedDocument): string => `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
-  const aggregatedDiscovery = (document: MergedDocument): RouteMatch => ({
-    safe_regex: { regex: pathOf(document) },
-    headers: [
-      readOnly,
-      { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_AS, ignore_case: true } },
-      { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
-      NOT_UPGRADE_REQUEST,
-    ],
-  });
-  const openApiIndex: RouteMatch = { safe_regex: { regex: pathOf('openapi-index') }, headers: [readOnly, NOT_UPGRADE_REQUEST] };
-  const merged = (name: string, match: RouteMatch, document: MergedDocument): Route[] =>
-    [true, false].map((certificate) => ({
-      name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
-      match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
-      // Discovery and the OpenAPI index are not long-running.
-      route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate }), timeout),
-      // To a fallback peer: marked, so it answers for itself and never proxies further.
-      ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
-      typed_per_filter_config: {
-        ...(overExtProc.has(document) ? extProcForMergedDocument(document) : documentFilterEnabled(document)),
-        ...(certificate ? {} : identityFilterDisabled()),
-      },
-    }));
-  return [
-    ...merged('discovery (aggregated, core)', aggregatedDiscovery('core-discovery'), 'core-discovery'),
-    ...merged('discovery (aggregated)', aggregatedDiscovery('group-discovery'), 'group-discovery'),
-    ...merged('openapi index (merged)', openApiIndex, 'openapi-index'),
-  ];
+  const path = `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
+  const match: RouteMatch =
+    document === 'openapi-index'
+      ? { safe_regex: { regex: path }, headers: [readOnly, NOT_UPGRADE_REQUEST] }
+      : {
+          safe_regex: { regex: path },
+          headers: [
+            readOnly,
+            { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_AS, ignore_case: true } },
+            { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
+            NOT_UPGRADE_REQUEST,
+          ],
+        };
+  return [true, false].map((certificate) => ({
+    name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
+    match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
+    // Discovery and the OpenAPI index are not long-running.
+    route: forwardAction(flavouredClusterName(set, { protocol: 'http1', frontProxy: certificate }), timeout),
+    // To a fallback peer: marked, so it answers for itself and never proxies further.
+    ...(set === LOCAL_CLUSTER ? {} : { request_headers_to_add: [PEER_PROXIED] }),
+    typed_per_filter_config: {
+      ...mergedDocumentAnswerer(document, overExtProc),
+      ...(certificate ? {} : identityFilterDisabled()),
+    },
+  }));
 }
+
+/** Marks a request sent to a peer, so that the peer serves it itself (proxied-once). */
+const PEER_PROXIED = { header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const };
 
 /**
  * Five flavours, in this order: upgrades (HTTP/1.1, as Envoy requires), watches
@@ -266,8 +285,6 @@ function mergedDocumentRoutes(set: string, timeout: number, overExtProc: Readonl
  * identity filter off. `rerouted` (routes to peers) marks the request as
  * proxied and puts the route in the access log (route metadata).
  */
-const PEER_PROXIED = { header: { key: PEER_PROXIED_HEADER, value: 'true' }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const };
-
 function forwardRoutes(name: string, match: RouteMatch, set: string, timeout: number, rerouted?: LoggedRoute): Route[] {
   const rerouteFields = rerouted
     ? {
@@ -331,12 +348,12 @@ function forwardAction(cluster: string, timeout: number): RouteAction {
 }
 
 /** unavailable-503: a 503 the client retries, never a 404 that garbage collection would act on. */
-function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable, logged: LoggedRoute): Route {
+function unavailableRoute(name: string, match: RouteMatch, what: string, action: Unavailable, logged: LoggedRoute | undefined): Route {
   const body = serviceUnavailableJson(`${what} is served only by apiservers that are unreachable or restarting (${action.servedBy.join(', ')})`);
   return {
     name,
     match,
-    metadata: loggedRouteMetadata(logged),
+    ...(logged ? { metadata: loggedRouteMetadata(logged) } : {}),
     // Answered by Envoy itself: no identity needed, so no client-certificate twin.
     typed_per_filter_config: identityFilterDisabled(),
     direct_response: { status: 503, body: { inline_string: body } },
@@ -348,7 +365,7 @@ function unavailableRoute(name: string, match: RouteMatch, what: string, action:
 }
 
 /** Kubernetes' GroupVersionResource notation: `batch/v1, Resource=jobs` (core: `/v1, ...`). */
-function describe(route: ResourceRoute): string {
+function describe(route: ResourceMatch): string {
   const resource = route.subresource === undefined ? route.resource : `${route.resource}/${route.subresource}`;
   return `${route.group}/${route.version}, Resource=${resource}`;
 }

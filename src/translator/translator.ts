@@ -5,8 +5,7 @@ import { clustersFor, type UpstreamSet } from './clusters.js';
 import { apiserverListener } from './listener.js';
 import { LOCAL_CLUSTER, peerClusterName } from './names.js';
 import { routeConfiguration } from './routes.js';
-import { documentPushed, filterConfigurations, type SidecarDocuments } from './documentFilters.js';
-import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
+import { documentDelivery, type SidecarDocuments } from './documentFilters.js';
 import { sidecarSecrets } from './secrets.js';
 import type { EnvoyResources, TranslatorSettings } from './settings.js';
 import { sidecarLimits } from './settings.js';
@@ -21,8 +20,6 @@ export { PEER_SERVER_NAME } from './settings.js';
 export { PEER_PROXIED_HEADER } from './routes.js';
 export { LISTENER_NAME, ROUTE_CONFIG_NAME, flavouredClusterName, peerClusterName, UPSTREAM_FLAVOURS } from './names.js';
 export type { UpstreamFlavour } from './names.js';
-
-const MERGED_DOCUMENTS = Object.keys(MERGED_DOCUMENT_PATHS) as MergedDocument[];
 
 interface TranslatedParts {
   readonly clusters: Map<string, { clusters: Cluster[]; endpoints: ClusterLoadAssignment[] }>;
@@ -94,38 +91,35 @@ export function translateSidecar(plan: SidecarPlan, settings: TranslatorSettings
     throw new Error(`apiserver names produce the cluster name ${JSON.stringify(duplicate)} twice (${plan.node})`);
   }
 
-  const overExtProc = new Set(MERGED_DOCUMENTS.filter((document) => !documentPushed(documents, document)));
+  const { extensionConfigs, overExtProc } = documentDelivery(settings, documents);
   return {
     clusters,
     endpoints,
     ...listenerAndSecrets(settings, plan.node),
-    // routeConfiguration reads the limits of the settings only.
+    // routeConfiguration reads the plan's entries and the limits of the settings only.
     routes: [
       memo(
         cache?.routes,
         cache?.previous?.routes,
-        () => JSON.stringify([plan.routes, plan.groupDocuments, plan.fallback, sidecarLimits(settings), [...overExtProc]]),
-        () => routeConfiguration(plan.routes, plan.groupDocuments, plan.fallback, settings, overExtProc),
+        () => JSON.stringify([plan.entries, sidecarLimits(settings), [...overExtProc]]),
+        () => routeConfiguration(plan.entries, settings, overExtProc),
       ),
     ],
-    extensionConfigs: filterConfigurations(settings, documents),
+    extensionConfigs,
   };
 }
 
 /**
  * The local apiserver, each peer on its own (stable clusters, whether or not
- * a route uses them now), and each multi-peer set a route spreads over: retries
- * move between hosts of one cluster only, so a set must be one cluster
- * (resource routes and group-document routes alike).
+ * a route uses them now), and each multi-peer set an entry spreads over: retries
+ * move between hosts of one cluster only, so a set must be one cluster.
  */
 function upstreamSets(plan: SidecarPlan): UpstreamSet[] {
   const byPeerName = new Map(plan.peers.map((peer) => [peer.name, peer]));
   const sets = new Map<string, UpstreamSet>();
   sets.set(LOCAL_CLUSTER, { name: LOCAL_CLUSTER, members: [plan.local] });
   for (const peer of plan.peers) sets.set(peerClusterName([peer.name]), { name: peerClusterName([peer.name]), members: [peer] });
-  const actions = [...plan.routes, ...plan.groupDocuments].map((r) => r.action);
-  if (plan.fallback) actions.push(plan.fallback);
-  for (const action of actions) {
+  for (const { destination: action } of plan.entries) {
     if (action.kind !== 'peers') continue;
     const name = peerClusterName(action.peers);
     if (sets.has(name)) continue;

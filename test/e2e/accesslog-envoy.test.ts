@@ -15,6 +15,7 @@ import pino from 'pino';
 import type { HTTPAccessLogEntry__Output } from '../../src/generated/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from '../support/sidecarPlans.js';
 import { AccessLogServer, type LoggedRequest } from '../../src/servers/accessLog.js';
 import { httpsGet, type HttpResult } from '../../src/util/https.js';
 import { eventually } from '../support/envoy.js';
@@ -79,7 +80,7 @@ before(async () => {
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
 
   metrics = createMetrics();
-  const plan: SidecarPlan = {
+  const plan: SidecarPlan = planOf({
     node: NODE,
     local: { name: NODE, address: { host: '127.0.0.1', port: (apiserver.address() as AddressInfo).port } },
     peers: [
@@ -92,8 +93,7 @@ before(async () => {
       { group: 'batch', version: 'v1', resource: 'cronjobs', action: { kind: 'peers', peers: ['down'] } },
       { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'unavailable', servedBy: ['c'] } },
     ],
-    groupDocuments: [],
-  };
+  });
   sidecar = await startSidecar({
     dir,
     node: NODE,

@@ -17,6 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from '../support/sidecarPlans.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, type RunningSidecar, type SidecarCerts } from '../support/sidecarHarness.js';
 
 const HEADER_TIMEOUT_SECONDS = 2;
@@ -161,7 +162,7 @@ before(async () => {
   apiserver.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => apiserver.listen(0, '127.0.0.1', resolve));
   const port = (apiserver.address() as AddressInfo).port;
-  const plan: SidecarPlan = { node: 'a', local: { name: 'a', address: { host: '127.0.0.1', port } }, peers: [], routes: [], groupDocuments: [] };
+  const plan: SidecarPlan = planOf({ node: 'a', local: { name: 'a', address: { host: '127.0.0.1', port } }, peers: [] });
   sidecar = await startSidecar({
     dir,
     node: 'a',

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startTestSandbox, eventually, adminCli, type TestSandbox } from '../support/sandbox.js';
-import { CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
+import { CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../support/clusterModel.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { statusPageData } from '../../src/servers/statusPage.js';
 import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
@@ -53,7 +53,7 @@ async function syntheticPage(t: TestContext): Promise<string> {
   const draining = new Set<string>();
   const data = statusPageData({
     model: m,
-    plans: planSidecars(m, { departedGraceMs: GRACE_MS, draining }),
+    plans: planSidecars(m, plannerOptions(m, draining)),
     ads: {},
     draining,
     departedGraceMs: GRACE_MS,

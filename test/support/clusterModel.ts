@@ -1,9 +1,16 @@
 // Small cluster models for planner-level specifications: apiservers by name,
 // what each serves, and whether it is reachable or has left.
 import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion, ServedResource } from '../../src/model/cluster.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
+import type { PlannerOptions } from '../../src/planner/options.js';
 
 export const NOW = 1_000_000;
 export const GRACE_MS = 300_000;
+
+/** The planner's options for a model: its apiservers' standings under GRACE_MS, and the operator's drains. */
+export function plannerOptions(m: ClusterModel, draining: Iterable<string> = []): PlannerOptions {
+  return { standings: apiserverStandings(m, GRACE_MS), draining: new Set(draining) };
+}
 
 export function served(group: string, version: string, resource: string, subresources: string[] = []): ServedResource {
   return { group, version, resource, namespaced: true, verbs: ['get', 'list', 'watch'], subresources };

@@ -24,6 +24,7 @@ import pino from 'pino';
 
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from './sidecarPlans.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
 import { testLeaf, type TestCert } from './clientCerts.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from './sidecarHarness.js';
@@ -247,16 +248,15 @@ async function startEchoSidecar(): Promise<void> {
   const peerPort = (peer.address() as AddressInfo).port;
 
   metrics = createMetrics();
-  const plan: SidecarPlan = {
+  const plan: SidecarPlan = planOf({
     node: NODE,
     local: { name: NODE, address: { host: '127.0.0.1', port: apiserverPort } },
     peers: [{ name: 'b', address: { host: '127.0.0.1', port: peerPort } }],
-    routes: [],
     groupDocuments: [
       { group: PEER_GROUP, action: { kind: 'peers', peers: ['b'] } },
       { group: PEER_GROUP, version: 'v1', action: { kind: 'peers', peers: ['b'] } },
     ],
-  };
+  });
   sidecar = await startSidecar({
     dir,
     node: NODE,

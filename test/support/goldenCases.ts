@@ -8,6 +8,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from './sidecarPlans.js';
 import { translateSidecar, type EnvoyResources, type TranslatorSettings } from '../../src/translator/translator.js';
 import { canonical, isObject, jsonText, merged, withBytes, type Json } from './goldenJson.js';
 import { RESOURCE_TYPES, SHARED_TYPES, sharedFromFiles, sharedValues, type ResourceFiles, type ResourceType, type SharedValues } from './goldenShared.js';
@@ -43,13 +44,12 @@ export const DEFAULT_SETTINGS: TranslatorSettings = sidecarSettings(6443, FIXED_
 const MODULE = DEFAULT_SETTINGS.identityFilter.module;
 
 /** The plan the shared parts are taken from: sidecar a with one peer, b, that batch/v1 jobs goes to. */
-const BASELINE_PLAN: SidecarPlan = {
+const BASELINE_PLAN: SidecarPlan = planOf({
   node: 'a',
   local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
   peers: [{ name: 'b', address: { host: '10.0.0.2', port: 6443 } }],
   routes: [{ group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['b'] } }],
-  groupDocuments: [],
-};
+});
 
 export interface GoldenCase {
   /** The directory's name: the rule or behaviour it shows. */

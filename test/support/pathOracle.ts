@@ -23,7 +23,7 @@
 // The oracle as a command, with more cases: pathOracleMain.ts.
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
-import type { SidecarPlan } from '../../src/planner/plan.js';
+import { resourceRoutesOf, type SidecarPlan } from '../../src/planner/plan.js';
 import type { OracleCase } from './pathOracleCases.js';
 import { type CaseResult, clusterRequests, type Reading, readAuditLog } from './pathOracleEvidence.js';
 import { createFixtures, LOCAL, PEER, startBackend, substitute } from './pathOracleFixtures.js';
@@ -48,7 +48,8 @@ async function convergedPlan(controlPlaneAdmin: string): Promise<SidecarPlan> {
       xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
     };
     const plan = status.plans.find((p) => p.node === LOCAL);
-    if (!plan?.routes.some((r) => r.group === 'storagemigration.k8s.io' && r.resource === 'storageversionmigrations' && r.action.kind === 'peers')) {
+    const routes = plan ? resourceRoutesOf(plan) : [];
+    if (!plan || !routes.some((r) => r.group === 'storagemigration.k8s.io' && r.resource === 'storageversionmigrations' && r.action.kind === 'peers')) {
       throw new Error(`the plan of ${LOCAL} does not send storageversionmigrations to ${PEER} yet`);
     }
     const node = status.xds[LOCAL];

@@ -7,11 +7,11 @@ import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
 import { destinationForRequest } from '../../src/planner/destination.js';
 import { planSidecars } from '../../src/planner/planner.js';
-import { GRACE_MS } from './clusterModel.js';
+import { plannerOptions } from './clusterModel.js';
 
 /** The plan of `node`'s sidecar, with `draining` apiservers drained by the operator. */
 export function planFor(node: string, m: ClusterModel, draining: string[] = []): SidecarPlan {
-  const plan = planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) }).find((p) => p.node === node);
+  const plan = planSidecars(m, plannerOptions(m, draining)).find((p) => p.node === node);
   assert.ok(plan, `a plan for ${node}`);
   return plan;
 }

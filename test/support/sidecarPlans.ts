@@ -1,6 +1,8 @@
 // Representative sidecar plans for the translator's tests: node a, peers b
-// and c, and the routes each plan exercises.
-import type { GroupDocumentRoute, PlannedApiserver, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
+// and c, and the routes each plan exercises; planOf makes a plan of routes
+// written as the plan's views show them (plan.ts resourceRoutesOf).
+import type { GroupDocumentRoute, PlannedApiserver, RerouteToPeers, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
+import { orderedEntries } from '../../src/planner/planner.js';
 
 export function apiserver(name: string, host: string): PlannedApiserver {
   return { name, address: { host, port: 6443 } };
@@ -10,8 +12,29 @@ const A = apiserver('a', '10.0.0.1');
 export const B = apiserver('b', '10.0.0.2');
 export const C = apiserver('c', '10.0.0.3');
 
+/** What a test plan is made of: routes to peers are reroute-to-peers, 503 routes unavailable-503. */
+export interface PlanParts {
+  node: string;
+  local: PlannedApiserver;
+  peers: PlannedApiserver[];
+  routes?: readonly ResourceRoute[];
+  groupDocuments?: readonly GroupDocumentRoute[];
+  fallback?: RerouteToPeers;
+}
+
+/** The plan the planner would make of these decisions (planner.ts orderedEntries). */
+export function planOf(parts: PlanParts): SidecarPlan {
+  const { node, local, peers, routes = [], groupDocuments = [], fallback } = parts;
+  const resources = routes.map(({ action, ...id }) => ({
+    id,
+    destination: action,
+    rule: action.kind === 'peers' ? ('reroute-to-peers' as const) : ('unavailable-503' as const),
+  }));
+  return { node, local, peers, ...orderedEntries({ resources, groupDocuments, ...(fallback ? { fallback } : {}) }) };
+}
+
 export function plan(routes: ResourceRoute[], peers: PlannedApiserver[] = [B, C], groupDocuments: GroupDocumentRoute[] = []): SidecarPlan {
-  return { node: 'a', local: A, peers, routes, groupDocuments };
+  return planOf({ node: 'a', local: A, peers, routes, groupDocuments });
 }
 
 export const NO_PEERS = plan([], []);
@@ -49,10 +72,13 @@ export const UNAVAILABLE = plan(
 );
 
 /** The local apiserver is down: what it served goes to b, what it would have answered (and its 404s) to the fallback b and c. */
-export const FALLBACK: SidecarPlan = {
-  ...plan([{ group: '', version: 'v1', resource: 'pods', action: { kind: 'peers', peers: ['b'] } }]),
+export const FALLBACK: SidecarPlan = planOf({
+  node: 'a',
+  local: A,
+  peers: [B, C],
+  routes: [{ group: '', version: 'v1', resource: 'pods', action: { kind: 'peers', peers: ['b'] } }],
   fallback: { kind: 'peers', peers: ['b', 'c'] },
-};
+});
 
 /** Every grammar corner at once: namespaces and its subresources, resources named like verbs, nested subresource routes. */
 export const CONTRACT = plan([

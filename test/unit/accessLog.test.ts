@@ -20,6 +20,7 @@ import type { StreamAccessLogsMessage } from '../../src/generated/envoy/service/
 import type { StreamAccessLogsResponse__Output } from '../../src/generated/envoy/service/accesslog/v3/StreamAccessLogsResponse.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from '../support/sidecarPlans.js';
 import { AccessLogServer } from '../../src/servers/accessLog.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { ACCESS_LOG_FILTER_EXPRESSION, ACCESS_LOG_NAME } from '../../src/translator/accessLog.js';
@@ -31,7 +32,7 @@ import { throwawaySettings, unpack } from '../support/translatorFixtures.js';
 
 // ---------------------------------------------------------------- fixtures
 
-const PLAN: SidecarPlan = {
+const PLAN: SidecarPlan = planOf({
   node: 'a',
   local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
   peers: [{ name: 'b', address: { host: '10.0.0.2', port: 6443 } }],
@@ -44,7 +45,7 @@ const PLAN: SidecarPlan = {
     { group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['b'] } },
     { group: 'apps', action: { kind: 'unavailable', servedBy: ['c'] } },
   ],
-};
+});
 
 let certDir: string;
 let settings: TranslatorSettings;

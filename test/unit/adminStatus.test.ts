@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
-import { BATCH, CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../support/clusterModel.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from '../support/sidecarPlans.js';
 import { planSidecars } from '../../src/planner/planner.js';
 import { adminStatus } from '../../src/servers/admin.js';
 import type { AdsNodeStatus, AdsTypeStatus } from '../../src/servers/ads.js';
@@ -14,7 +15,7 @@ import type { SidecarSyncReport } from '../../src/model/syncReport.js';
 import { PUSH_ORDER, TYPE_URL, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 
 function plans(m: ClusterModel, draining: string[] = []): SidecarPlan[] {
-  return planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set(draining) });
+  return planSidecars(m, plannerOptions(m, draining));
 }
 
 function status(
@@ -234,7 +235,7 @@ describe('adminStatus: sidecars', () => {
   test('one sidecar per plan, counting rerouted and unavailable routes (resources and subresources)', () => {
     const peers = (...names: string[]) => ({ kind: 'peers' as const, peers: names });
     const unavailable = (...names: string[]) => ({ kind: 'unavailable' as const, servedBy: names });
-    const plan: SidecarPlan = {
+    const plan: SidecarPlan = planOf({
       node: 'a',
       local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
       peers: [],
@@ -247,7 +248,7 @@ describe('adminStatus: sidecars', () => {
         { group: 'x.io', version: 'v1', resource: 'widgets', action: unavailable('c') },
       ],
       groupDocuments: [{ group: 'x.io', version: 'v1', action: unavailable('c') }],
-    };
+    });
     const s = status(m, { plans: [plan] });
     assert.deepEqual(
       s.sidecars?.map((x) => [x.node, x.rerouted_routes, x.unavailable_routes]),

@@ -196,7 +196,7 @@ test('convergence figures per side and kind, with the control plane beside mvpro
 
 test('control plane status: the change planned on the right sidecar and ACKed everywhere', () => {
   const status = (routes: Array<{ group: string; resource: string; action: { kind: string; peers?: string[] } }>, acked = true) => ({
-    plans: [{ node: 'kas-a', routes }],
+    plans: [{ node: 'kas-a', entries: routes.map((r) => ({ match: { kind: 'resource', group: r.group, resource: r.resource }, destination: r.action })) }],
     xds: { 'kas-a': { connected: 1, types: { rds: { versionSent: '2', versionAcked: acked ? '2' : '1' } } } },
   });
   const svm = { group: 'storagemigration.k8s.io', resource: 'storageversionmigrations' };

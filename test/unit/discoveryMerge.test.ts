@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { LocalOnlyGroupVersion } from '../../src/model/cluster.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import { consensusOrder, mergeDiscovery, renderAggregated } from '../../src/discovery/index.js';
 import {
   APPS,
@@ -153,8 +154,8 @@ describe('mergeDiscovery', () => {
     const departed = apiserver('b', discovery([BATCH]), { leaseGoneAt: NOW - 120_000, reachable: false });
     delete departed.lease;
     const m = model([apiserver('a', discovery([APPS])), departed]);
-    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { departedGraceMs: 60_000 }).groups), ['apps']);
-    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { departedGraceMs: 300_000 }).groups), ['apps', 'batch'], 'within the grace it still counts');
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { standings: apiserverStandings(m, 60_000) }).groups), ['apps']);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { standings: apiserverStandings(m, 300_000) }).groups), ['apps', 'batch'], 'within the grace it still counts');
   });
 
   test('an apiserver without known discovery contributes nothing', () => {

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { ControlPlaneJournal, EventJournal } from '../../src/serve/events.js';
 import type { ClusterEvent, JournalEntry } from '../../src/model/events.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import { AdsServer } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { TYPE_URL } from '../../src/xds/snapshot.js';
@@ -67,7 +68,7 @@ describe('EventJournal', () => {
 
 describe('ControlPlaneJournal', () => {
   function attached(): { cp: ControlPlaneJournal; ads: AdsServer } {
-    const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
+    const cp = new ControlPlaneJournal(() => NOW);
     const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }) });
     cp.attach(ads);
     return { cp, ads };
@@ -96,7 +97,7 @@ describe('ControlPlaneJournal', () => {
   });
 
   test('a drain seen in the drain record says what the record keeps with it, on one line', () => {
-    const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
+    const cp = new ControlPlaneJournal(() => NOW);
     cp.drains(new Set(['b']), new Set(['a']), 'seen in the drain record', { a: 'drained through mvproxy admin\non cp-2' });
     assert.deepEqual(
       cp.journal.recent().map((e) => e.message),
@@ -105,10 +106,11 @@ describe('ControlPlaneJournal', () => {
   });
 
   test('a reconcile with the same model records only plan changes, and drains are recorded with who asked', () => {
-    const cp = new ControlPlaneJournal(GRACE_MS, () => NOW);
+    const cp = new ControlPlaneJournal(() => NOW);
     const m = model({ a: { serves: CORE } });
-    cp.reconciled(m, []);
-    cp.reconciled(m, []);
+    const standings = apiserverStandings(m, GRACE_MS);
+    cp.reconciled(m, [], standings);
+    cp.reconciled(m, [], standings);
     cp.drains(new Set(), new Set(['a']), 'asked through mvproxy admin on cp-1');
     assert.deepEqual(
       cp.journal.recent().map((e) => e.kind),

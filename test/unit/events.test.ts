@@ -3,10 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ClusterModel } from '../../src/model/cluster.js';
-import { drainEvents, modelEvents, servedSetChange } from '../../src/model/events.js';
+import { drainEvents, modelEvents, servedSetChange, type StandingModel } from '../../src/model/events.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import { planEvents } from '../../src/planner/planEvents.js';
 import { planSidecars } from '../../src/planner/planner.js';
-import { BATCH, CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../support/clusterModel.js';
 
 const SVM = served('storagemigration.k8s.io', 'v1', 'storageversionmigrations');
 
@@ -25,6 +26,11 @@ function versioned(m: ClusterModel, versions: Record<string, string>): ClusterMo
   return out;
 }
 
+/** A model with its apiservers' standings under the departed grace, as a reconcile hands them to the journal. */
+function standing(m: ClusterModel): StandingModel {
+  return { model: m, standings: apiserverStandings(m, GRACE_MS) };
+}
+
 function kinds(events: Array<{ kind: string; subject: string }>): string[] {
   return events.map((e) => `${e.kind} ${e.subject}`);
 }
@@ -32,7 +38,7 @@ function kinds(events: Array<{ kind: string; subject: string }>): string[] {
 describe('modelEvents', () => {
   test('the first model announces every available apiserver with its version and what it serves', () => {
     const m = versioned(model({ a: { serves: CORE }, b: { serves: [...CORE, SVM] } }), { a: 'v1.36.3', b: 'v1.37.2' });
-    const events = modelEvents(undefined, m, GRACE_MS);
+    const events = modelEvents(undefined, standing(m));
     assert.deepEqual(kinds(events), ['apiserver-arrived a', 'apiserver-arrived b']);
     assert.equal(events[1]?.message, 'available at v1.37.2, serving 3 resources');
     assert.equal(events[1]?.at, NOW);
@@ -40,13 +46,13 @@ describe('modelEvents', () => {
 
   test('nothing changed gives no events', () => {
     const m = model({ a: { serves: CORE }, b: { serves: BATCH } });
-    assert.deepEqual(modelEvents(m, structuredClone(m), GRACE_MS), []);
+    assert.deepEqual(modelEvents(standing(m), standing(structuredClone(m))), []);
   });
 
   test('an apiserver whose lease is gone has left, and its resources answer 503 meanwhile', () => {
     const before = model({ a: { serves: CORE }, b: { serves: BATCH } });
     const after = model({ a: { serves: CORE }, b: { serves: BATCH, leaseGoneForMs: 1000 } });
-    const events = modelEvents(before, after, GRACE_MS);
+    const events = modelEvents(standing(before), standing(after));
     assert.deepEqual(kinds(events), ['apiserver-left b']);
     assert.match(events[0]?.message ?? '', /lease gone.*503/);
   });
@@ -54,13 +60,13 @@ describe('modelEvents', () => {
   test('an unreachable apiserver has left', () => {
     const before = model({ a: { serves: CORE } });
     const after = model({ a: { serves: CORE, reachable: false } });
-    assert.match(modelEvents(before, after, GRACE_MS)[0]?.message ?? '', /^unreachable/);
+    assert.match(modelEvents(standing(before), standing(after))[0]?.message ?? '', /^unreachable/);
   });
 
   test('an apiserver that comes back at another version says which it was', () => {
     const before = versioned(model({ a: { serves: CORE, reachable: false } }), { a: 'v1.36.3' });
     const after = versioned(model({ a: { serves: CORE } }), { a: 'v1.37.2' });
-    assert.deepEqual(modelEvents(before, after, GRACE_MS), [
+    assert.deepEqual(modelEvents(standing(before), standing(after)), [
       { at: NOW, kind: 'apiserver-arrived', subject: 'a', message: 'available at v1.37.2 (was v1.36.3), serving 2 resources' },
     ]);
   });
@@ -70,7 +76,7 @@ describe('modelEvents', () => {
     const after = withApiserver(versioned(before, { a: 'v1.37.2' }), 'a', (x) => {
       if (x.lease) x.lease.holderIdentity = 'a-2';
     });
-    const events = modelEvents(before, after, GRACE_MS);
+    const events = modelEvents(standing(before), standing(after));
     assert.deepEqual(kinds(events), ['apiserver-restarted a']);
     assert.equal(events[0]?.message, 'restarted at v1.37.2 (was v1.36.3)');
   });
@@ -78,13 +84,13 @@ describe('modelEvents', () => {
   test('a change of readiness is an event', () => {
     const before = withApiserver(model({ a: { serves: CORE } }), 'a', (x) => (x.ready = true));
     const after = withApiserver(before, 'a', (x) => (x.ready = false));
-    assert.deepEqual(kinds(modelEvents(before, after, GRACE_MS)), ['apiserver-readiness a']);
+    assert.deepEqual(kinds(modelEvents(standing(before), standing(after))), ['apiserver-readiness a']);
   });
 
   test('a served-set change says what was added and removed, by group-version', () => {
     const before = model({ a: { serves: [...CORE, ...BATCH] } });
     const after = model({ a: { serves: [...CORE, SVM] } });
-    const events = modelEvents(before, after, GRACE_MS);
+    const events = modelEvents(standing(before), standing(after));
     assert.deepEqual(kinds(events), ['served-set-changed a']);
     assert.equal(events[0]?.message, 'added storagemigration.k8s.io/v1 (storageversionmigrations); removed batch/v1 (cronjobs, jobs)');
   });
@@ -102,7 +108,7 @@ describe('planEvents', () => {
   test('each sidecar whose routes change gets one event with the new counts and routes', () => {
     const before = model({ a: { serves: CORE }, b: { serves: [...CORE, SVM] } });
     const after = model({ a: { serves: CORE }, b: { serves: [...CORE, SVM], reachable: false } });
-    const plan = (m: ClusterModel) => planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set() });
+    const plan = (m: ClusterModel) => planSidecars(m, plannerOptions(m));
     const events = planEvents(plan(before), plan(after), NOW);
     // b's own sidecar sends what b served to peers or 503 while b is down: its plan changes too.
     assert.deepEqual(kinds(events), ['plan-changed a', 'plan-changed b']);
@@ -111,7 +117,7 @@ describe('planEvents', () => {
 
   test('unchanged plans give no events', () => {
     const m = model({ a: { serves: CORE }, b: { serves: [...CORE, SVM] } });
-    const plans = planSidecars(m, { departedGraceMs: GRACE_MS, draining: new Set() });
+    const plans = planSidecars(m, plannerOptions(m));
     assert.deepEqual(planEvents(plans, structuredClone(plans), NOW), []);
   });
 });

@@ -6,13 +6,13 @@ import { describe, test } from 'node:test';
 
 import type { ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../../src/model/discovery.js';
-import { BATCH, CORE, GRACE_MS, model, served } from '../support/clusterModel.js';
+import { BATCH, CORE, model, served } from '../support/clusterModel.js';
 import { planFor } from '../support/planLookup.js';
 import { explainRequest } from '../../src/planner/explain.js';
 
 describe('explainRequest', () => {
   const explain = (m: ClusterModel, sidecar: string, path: string, opts: { draining?: string[]; peerProxied?: boolean } = {}) =>
-    explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []), departedGraceMs: GRACE_MS }, path, {
+    explainRequest({ plan: planFor(sidecar, m, opts.draining), model: m, draining: new Set(opts.draining ?? []) }, path, {
       peerProxied: opts.peerProxied ?? false,
     });
 

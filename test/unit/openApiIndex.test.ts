@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import type { ApiserverDiscovery } from '../../src/model/discovery.js';
 import { groupVersionOfIndexPath, parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../src/model/openapi.js';
 import { discoveryResponse, mergeDiscovery } from '../../src/discovery/index.js';
@@ -166,7 +167,7 @@ describe('merged OpenAPI v3 index', () => {
       apiserver('b', withIndex(discovery([APPS]), ['api/v1', 'apis/apps/v1', 'apis/apps', 'version', 'openid/v1/jwks'], 'B')),
     ]);
   const indexOf = (m: ClusterModel, local: string) => {
-    const merged = mergeDiscovery(local, m, NOW, { departedGraceMs: 300_000 }).openapi;
+    const merged = mergeDiscovery(local, m, NOW, { standings: apiserverStandings(m, 300_000) }).openapi;
     assert.ok(merged, 'a merged index');
     return merged.paths;
   };

@@ -4,13 +4,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { ClusterModel, LocalOnlyGroupVersion } from '../../src/model/cluster.js';
-import { BATCH, CORE, GRACE_MS, NOW, model, served, type ApiserverSpec } from '../support/clusterModel.js';
+import { BATCH, CORE, GRACE_MS, NOW, model, plannerOptions, served, type ApiserverSpec } from '../support/clusterModel.js';
 import { LOCAL, destination, planFor } from '../support/planLookup.js';
 import { planSidecars } from '../../src/planner/planner.js';
+import { fallbackOf, groupDocumentsOf, resourceRoutesOf } from '../../src/planner/plan.js';
 
 describe('planSidecars', () => {
   test('every apiserver gets a plan for its own node, listing all the others as peers', () => {
-    const plans = planSidecars(model({ b: { serves: CORE }, a: { serves: CORE }, c: { serves: CORE } }), { departedGraceMs: GRACE_MS });
+    const m = model({ b: { serves: CORE }, a: { serves: CORE }, c: { serves: CORE } });
+    const plans = planSidecars(m, plannerOptions(m));
     assert.deepEqual(
       plans.map((p) => [p.node, p.local.name, p.peers.map((peer) => peer.name)]),
       [
@@ -62,12 +64,12 @@ describe('planSidecars', () => {
 
   test('the fallback prefers peers that are not draining, and there is none without an available peer', () => {
     const m = model({ a: { serves: CORE, reachable: false }, b: { serves: CORE }, c: { serves: CORE } });
-    assert.deepEqual(planFor('a', m, ['b']).fallback, { kind: 'peers', peers: ['c'] });
-    assert.equal(planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE, reachable: false } })).fallback, undefined);
+    assert.deepEqual(fallbackOf(planFor('a', m, ['b'])), { kind: 'peers', peers: ['c'] });
+    assert.equal(fallbackOf(planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE, reachable: false } }))), undefined);
   });
 
   test('a plan has no fallback while its local apiserver is available', () => {
-    assert.equal(planFor('a', model({ a: { serves: CORE }, b: { serves: CORE } })).fallback, undefined);
+    assert.equal(fallbackOf(planFor('a', model({ a: { serves: CORE }, b: { serves: CORE } }))), undefined);
   });
 
   test('a non-resource request is routed to the local apiserver', () => {
@@ -87,7 +89,7 @@ describe('planSidecars', () => {
 
   test('the discovery documents of a group-version served only by peers are routed to the peers serving it', () => {
     const plan = planFor('b', model({ c: { serves: [...CORE, ...BATCH] }, a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
-    assert.deepEqual(plan.groupDocuments, [
+    assert.deepEqual(groupDocumentsOf(plan), [
       { group: 'batch', action: { kind: 'peers', peers: ['a', 'c'] } },
       { group: 'batch', version: 'v1', action: { kind: 'peers', peers: ['a', 'c'] } },
     ]);
@@ -99,7 +101,7 @@ describe('planSidecars', () => {
   test('the group document of a group with a local version stays local; its peer-only version goes to the peer', () => {
     const batchV2 = served('batch', 'v2', 'jobs');
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH, batchV2] }, b: { serves: [...CORE, ...BATCH] } }));
-    assert.deepEqual(plan.groupDocuments, [{ group: 'batch', version: 'v2', action: { kind: 'peers', peers: ['a'] } }]);
+    assert.deepEqual(groupDocumentsOf(plan), [{ group: 'batch', version: 'v2', action: { kind: 'peers', peers: ['a'] } }]);
     assert.deepEqual(destination(plan, '/apis/batch'), LOCAL);
     assert.deepEqual(destination(plan, '/apis/batch/v1'), LOCAL);
     assert.deepEqual(destination(plan, '/apis/batch/v2'), { kind: 'peers', peers: ['a'] });
@@ -107,7 +109,7 @@ describe('planSidecars', () => {
 
   test('a group-version partly served locally keeps its discovery documents local', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, served('batch', 'v1', 'jobs')] } }));
-    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(groupDocumentsOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/batch/v1'), LOCAL);
   });
 
@@ -123,7 +125,7 @@ describe('planSidecars', () => {
       'b',
       model({ a: { serves: [...CORE, crd] }, b: { serves: CORE } }, [{ group: 'example.com', version: 'v1', source: 'CustomResourceDefinition' }]),
     );
-    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(groupDocumentsOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/example.com/v1'), LOCAL);
   });
 
@@ -139,14 +141,14 @@ describe('planSidecars', () => {
 
   test('a resource served locally is routed to the local apiserver (served-locally)', () => {
     const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }));
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), LOCAL);
   });
 
   test('with no peers every request is routed to the local apiserver', () => {
     const plan = planFor('a', model({ a: { serves: CORE } }));
     assert.deepEqual(plan.peers, []);
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
   });
 
@@ -155,7 +157,7 @@ describe('planSidecars', () => {
     const plan = planFor('b', model({ c: { serves: [...CORE, ...BATCH] }, a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'peers', peers: ['a', 'c'] });
     assert.deepEqual(
-      plan.routes.map((r) => [r.group, r.version, r.resource, r.subresource]),
+      resourceRoutesOf(plan).map((r) => [r.group, r.version, r.resource, r.subresource]),
       [
         ['batch', 'v1', 'cronjobs', undefined],
         ['batch', 'v1', 'jobs', undefined],
@@ -199,7 +201,7 @@ describe('planSidecars', () => {
 
   test('a peer whose lease has been gone for the grace period contributes nothing', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: GRACE_MS }, b: { serves: CORE } }));
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), LOCAL);
   });
 
@@ -219,7 +221,7 @@ describe('planSidecars', () => {
         { group: 'metrics.k8s.io', version: 'v1beta1', source: 'APIService' },
       ]),
     );
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
     assert.deepEqual(destination(plan, '/apis/example.com/v1/widgets'), LOCAL);
   });
 
@@ -241,7 +243,7 @@ describe('planSidecars', () => {
       'b',
       model({ a: { serves: [served('', 'v1', 'pods', ['ephemeralcontainers', 'log'])] }, b: { serves: [served('', 'v1', 'pods', ['log'])] } }),
     );
-    assert.deepEqual(plan.routes, [
+    assert.deepEqual(resourceRoutesOf(plan), [
       { group: '', version: 'v1', resource: 'pods', subresource: 'ephemeralcontainers', action: { kind: 'peers', peers: ['a'] } },
     ]);
     assert.deepEqual(destination(plan, '/api/v1/namespaces/default/pods/p1/ephemeralcontainers'), { kind: 'peers', peers: ['a'] });
@@ -258,7 +260,7 @@ describe('planSidecars', () => {
         c: { serves: [served('batch', 'v1', 'jobs', [])] },
       }),
     );
-    assert.deepEqual(plan.routes, [
+    assert.deepEqual(resourceRoutesOf(plan), [
       { group: 'batch', version: 'v1', resource: 'jobs', action: { kind: 'peers', peers: ['a', 'c'] } },
       { group: 'batch', version: 'v1', resource: 'jobs', subresource: 'status', action: { kind: 'peers', peers: ['a'] } },
     ]);
@@ -272,7 +274,7 @@ describe('planSidecars', () => {
 
   test('planning the same model twice gives identical plans', () => {
     const m = model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: CORE, reachable: false }, c: { serves: [...BATCH] } });
-    assert.equal(JSON.stringify(planSidecars(m, { departedGraceMs: GRACE_MS })), JSON.stringify(planSidecars(m, { departedGraceMs: GRACE_MS })));
+    assert.equal(JSON.stringify(planSidecars(m, plannerOptions(m))), JSON.stringify(planSidecars(m, plannerOptions(m))));
   });
 
   test('the order of apiservers and served resources does not change the plans', () => {
@@ -288,7 +290,7 @@ describe('planSidecars', () => {
         .reverse()
         .map((a) => ({ ...a, servedSet: [...a.servedSet].reverse().map((s) => ({ ...s, subresources: [...s.subresources].reverse() })) })),
     };
-    const opts = { departedGraceMs: GRACE_MS };
+    const opts = plannerOptions(forward);
     assert.equal(JSON.stringify(planSidecars(reversed, opts)), JSON.stringify(planSidecars(forward, opts)));
   });
 });

@@ -6,6 +6,7 @@ import type { ClusterModel } from '../../src/model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../../src/model/discovery.js';
 import { BATCH, CORE, model, served } from '../support/clusterModel.js';
 import { LOCAL, destination, planFor } from '../support/planLookup.js';
+import { fallbackOf, groupDocumentsOf, resourceRoutesOf } from '../../src/planner/plan.js';
 
 describe('planSidecars when the control plane lacks or doubts what an apiserver serves', () => {
   const JOBS = '/apis/batch/v1/namespaces/default/jobs';
@@ -27,15 +28,15 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
 
   test('while the local apiserver answers but its served set is unknown, every resource stays local: no reroute, no 503', () => {
     const plan = planFor('a', model({ a: { serves: [] }, b: { serves: [...CORE, ...BATCH] }, c: { serves: [...CORE, ...SVMS], reachable: false } }));
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
     assert.deepEqual(destination(plan, JOBS), LOCAL);
     assert.deepEqual(destination(plan, SVM), LOCAL);
   });
 
   test("while the local apiserver's served set is unknown, its discovery documents stay local", () => {
     const plan = planFor('a', model({ a: { serves: [] }, b: { serves: [...CORE, ...BATCH] } }));
-    assert.deepEqual(plan.groupDocuments, []);
-    assert.equal(plan.fallback, undefined);
+    assert.deepEqual(groupDocumentsOf(plan), []);
+    assert.equal(fallbackOf(plan), undefined);
   });
 
   test('while the local apiserver is unreachable, an unknown served set changes nothing: peers take what they serve', () => {
@@ -45,8 +46,8 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
 
   test('a peer whose served set is unknown gets no traffic and puts nothing in a 503', () => {
     const plan = planFor('a', model({ a: { serves: CORE }, b: { serves: [] } }));
-    assert.deepEqual(plan.routes, []);
-    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
+    assert.deepEqual(groupDocumentsOf(plan), []);
   });
 
   test('a resource the local apiserver lists in a dropped entry stays local although a peer serves it', () => {
@@ -66,14 +67,14 @@ describe('planSidecars when the control plane lacks or doubts what an apiserver 
   test('a version dropped locally keeps all its resources and its discovery documents local', () => {
     const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH] } }), 'a', [{ group: 'batch', version: 'v1' }]);
     const plan = planFor('a', m);
-    assert.deepEqual(plan.routes, []);
-    assert.deepEqual(plan.groupDocuments, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
+    assert.deepEqual(groupDocumentsOf(plan), []);
   });
 
   test('a group dropped locally keeps every version of it local', () => {
     const batchV2 = served('batch', 'v2', 'jobs');
     const m = withDropped(model({ a: { serves: CORE }, b: { serves: [...CORE, ...BATCH, batchV2] } }), 'a', [{ group: 'batch' }]);
-    assert.deepEqual(planFor('a', m).routes, []);
+    assert.deepEqual(resourceRoutesOf(planFor('a', m)), []);
   });
 
   test('a subresource dropped locally stays local; the resource and its other subresources are routed as before', () => {

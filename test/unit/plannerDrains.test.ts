@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 
 import { BATCH, CORE, model, served } from '../support/clusterModel.js';
 import { LOCAL, destination, planFor } from '../support/planLookup.js';
+import { resourceRoutesOf } from '../../src/planner/plan.js';
 
 describe('planSidecars while an operator drains apiservers', () => {
   const JOBS = '/apis/batch/v1/namespaces/default/jobs';
@@ -37,7 +38,7 @@ describe('planSidecars while an operator drains apiservers', () => {
 
   test('draining a peer changes nothing for what the local apiserver serves', () => {
     const plan = planFor('b', model({ a: { serves: [...CORE, ...BATCH] }, b: { serves: [...CORE, ...BATCH] } }), ['a']);
-    assert.deepEqual(plan.routes, []);
+    assert.deepEqual(resourceRoutesOf(plan), []);
   });
 
   test('a draining apiserver does not hand over to a peer that is draining too', () => {

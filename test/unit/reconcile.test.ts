@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import { reconcile, reconcileSettings, type Reconciled } from '../../src/serve/reconcile.js';
 import { encodeSnapshot } from '../../src/servers/snapshotStore.js';
 import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName, translateSidecar, translationCache } from '../../src/translator/translator.js';
@@ -14,6 +15,7 @@ import { mergeDiscovery } from '../../src/discovery/index.js';
 import { decodeDocumentSet } from '../../src/xds/documentSet.js';
 import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
 import { BATCH, config, CORE, GRACE_SECONDS, MIGRATION, model, NOW } from '../support/reconcileFixtures.js';
+import { resourceRoutesOf } from '../../src/planner/plan.js';
 
 const WASM = Buffer.from('\0asm-not-really');
 
@@ -52,7 +54,7 @@ function shortType(url: ResourceTypeUrl): string {
 
 /** The resource routes of a sidecar's plan, as `group/version/resource -> action`. */
 function routes(result: Reconciled, node: string): string[] {
-  return sidecar(result, node).plan.routes.map((r) => {
+  return resourceRoutesOf(sidecar(result, node).plan).map((r) => {
     const action = r.action.kind === 'peers' ? `peers ${r.action.peers.join(',')}` : `unavailable ${r.action.servedBy.join(',')}`;
     return `${r.group}/${r.version}/${r.resource}${r.subresource ? `/${r.subresource}` : ''} -> ${action}`;
   });
@@ -218,7 +220,7 @@ describe('reconcile', () => {
     const blind: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (['kas-c', 'kas-d'].includes(a.endpoint.name) ? unknown(a) : a)) };
     const result = run(blind);
     for (const node of ['kas-c', 'kas-d']) {
-      assert.deepEqual(sidecar(result, node).discovery(), mergeDiscovery(node, blind, NOW, { departedGraceMs: GRACE_SECONDS * 1000 }), node);
+      assert.deepEqual(sidecar(result, node).discovery(), mergeDiscovery(node, blind, NOW, { standings: apiserverStandings(blind, GRACE_SECONDS * 1000) }), node);
       assert.deepEqual(sidecar(result, node).discovery().sources, ['kas-a', 'kas-b'], node);
     }
   });

@@ -10,6 +10,7 @@ import { parseAggregatedDiscovery } from '../../src/model/discoveryDocument.js';
 import { MAX_ROUTED_GROUP_VERSION_CHARS, MAX_ROUTED_RESOURCE_CHARS, routableDiscovery } from '../../src/model/routableDiscovery.js';
 import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
+import { planOf } from '../support/sidecarPlans.js';
 import { translateSidecar } from '../../src/translator/translator.js';
 import { R, inject, raw, rawGroups } from '../support/discoveryDocuments.js';
 import { throwawaySettings } from '../support/translatorFixtures.js';
@@ -105,13 +106,12 @@ describe('the route-matcher budget', () => {
       { group: r.group, version: r.version, resource: r.resource, action: peers },
       ...r.subresources.map((subresource) => ({ group: r.group, version: r.version, resource: r.resource, subresource, action: peers })),
     ]);
-    const plan: SidecarPlan = {
+    const plan: SidecarPlan = planOf({
       node: 'a',
       local: { name: 'a', address: { host: '10.0.0.1', port: 6443 } },
       peers: [{ name: 'b', address: { host: '10.0.0.2', port: 6443 } }],
       routes,
-      groupDocuments: [],
-    };
+    });
     const result = await validateWithEnvoy(translateSidecar(plan, throwawaySettings(dir)));
     assert.ok(result.ok, result.output);
   });

@@ -7,7 +7,7 @@ import { planSidecars } from '../../src/planner/planner.js';
 import { statusPageData } from '../../src/servers/statusPage.js';
 import { STATUS_PAGE_HTML, STATUS_PAGE_JS } from '../../src/servers/statusPageAssets.js';
 import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
-import { CORE, GRACE_MS, NOW, model, served } from '../support/clusterModel.js';
+import { CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../support/clusterModel.js';
 
 const SVM = served('storagemigration.k8s.io', 'v1', 'storageversionmigrations');
 
@@ -15,7 +15,7 @@ function data(m: ClusterModel, draining: string[] = []) {
   const drains = new Set(draining);
   return statusPageData({
     model: m,
-    plans: planSidecars(m, { departedGraceMs: GRACE_MS, draining: drains }),
+    plans: planSidecars(m, plannerOptions(m, drains)),
     ads: {},
     draining: drains,
     departedGraceMs: GRACE_MS,

@@ -43,7 +43,7 @@ function routedDestination(p: SidecarPlan, route: Route, flavour: UpstreamFlavou
     return `unavailable ${servedBy.split(', ').join(',')}`;
   }
   const clusterName = route.route?.cluster ?? '';
-  const actions = [...p.routes, ...p.groupDocuments].map((r) => r.action).concat(p.fallback ? [p.fallback] : []);
+  const actions = p.entries.map((e) => e.destination);
   const sets = [['local'], ...actions.flatMap((a) => (a.kind === 'peers' ? [a.peers] : []))];
   for (const set of sets) {
     const base = set[0] === 'local' ? 'local' : peerClusterName(set);
