@@ -90,7 +90,7 @@ export function readCase(name: string): GoldenCase {
   assert.deepEqual(unknown, [], `${shown(inputPath)}: fields other than what, plan, settings, expand`);
   const { what, plan, settings, expand } = input;
   assert.ok(typeof what === 'string' && what !== '', `${shown(inputPath)}: what (a sentence) is missing`);
-  assert.ok(isObject(plan) && ['node', 'local', 'peers', 'routes', 'groupDocuments'].every((key) => key in plan), `${shown(inputPath)}: plan is a SidecarPlan`);
+  assert.ok(isObject(plan) && ['node', 'local', 'peers', 'entries', 'localEntries'].every((key) => key in plan), `${shown(inputPath)}: plan is a SidecarPlan`);
   assert.ok(expand === undefined || (Array.isArray(expand) && expand.every((e) => typeof e === 'string')), `${shown(inputPath)}: expand lists names`);
   const withDefaults = merged(canonical(DEFAULT_SETTINGS, MODULE, 'settings'), settings);
   return {

@@ -49,6 +49,13 @@ function field(value: Json | undefined, ...path: string[]): Json {
   return at;
 }
 
+/** The name of the catch-all routes to the local apiserver (routes.ts): its rule and the plan's local rules. */
+const LOCAL = 'not-a-resource, shared-state-local, served-locally, doubt-stays-local, nobody-serves';
+
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 function named(items: Json[], name: string): Json {
   const found = items.find((item) => isObject(item) && item['name'] === name);
   assert.ok(found !== undefined, `baseline has ${name}`);
@@ -93,63 +100,63 @@ export const SHARED_PARTS: readonly SharedPart[] = [
     what: 'every forwarding route: retry another apiserver only when nothing reached one (retry-connect-only)',
     type: 'routes',
     kind: 'value',
-    pick: (b) => field(named(routes(b), 'local'), 'route', 'retry_policy'),
+    pick: (b) => field(named(routes(b), LOCAL), 'route', 'retry_policy'),
   },
   {
     name: 'identity-filter-off',
     what: 'a route without the client-certificate twin condition: the identity filter off',
     type: 'routes',
     kind: 'value',
-    pick: (b) => field(named(routes(b), 'local'), 'typed_per_filter_config'),
+    pick: (b) => field(named(routes(b), LOCAL), 'typed_per_filter_config'),
   },
   {
     name: 'peer-proxied-header',
     what: 'every route to peers marks the request x-kubernetes-peer-proxied: true, so the peer serves it itself (proxied-once)',
     type: 'routes',
     kind: 'value',
-    pick: (b) => field(named(routes(b), 'reroute batch/v1, Resource=jobs'), 'request_headers_to_add'),
+    pick: (b) => field(named(routes(b), 'reroute-to-peers batch/v1, Resource=jobs'), 'request_headers_to_add'),
   },
   {
     name: 'long-running-path',
     what: 'the :path matcher of long-running verbs (watch, proxy), the profiler and escaped paths (streams)',
     type: 'routes',
     kind: 'value',
-    pick: (b) => array(field(named(routes(b), 'local (long-running)'), 'match', 'headers'), 'headers')[0] ?? null,
+    pick: (b) => array(field(named(routes(b), `${LOCAL} (long-running)`), 'match', 'headers'), 'headers')[0] ?? null,
   },
   {
     name: 'long-running-subresource-path',
     what: 'the :path matcher of long-running subresources: attach, exec, log, portforward, proxy (streams)',
     type: 'routes',
     kind: 'value',
-    pick: (b) => array(field(named(routes(b), 'local (long-running subresource)'), 'match', 'headers'), 'headers')[0] ?? null,
+    pick: (b) => array(field(named(routes(b), `${LOCAL} (long-running subresource)`), 'match', 'headers'), 'headers')[0] ?? null,
   },
   {
     name: 'peer-proxied-routes',
     what: 'first of all: a request that carries x-kubernetes-peer-proxied goes to the local apiserver (proxied-once)',
     type: 'routes',
     kind: 'items',
-    pick: (b) => routesNamed(b, /^peer-proxied/),
+    pick: (b) => routesNamed(b, /^proxied-once/),
   },
   {
     name: 'merged-document-routes',
-    what: 'aggregated discovery and the OpenAPI v3 index: the local apiserver, its answer merged by ext_proc (merged-document)',
+    what: 'aggregated discovery and the OpenAPI v3 index: the local apiserver, its answer replaced by the merged document in its document filter (merged-document)',
     type: 'routes',
     kind: 'items',
-    pick: (b) => routesNamed(b, /^(discovery \(aggregated|openapi index)/),
+    pick: (b) => routesNamed(b, /^merged-document /),
   },
   {
     name: 'core-group-routes',
     what: 'when the plan routes nothing of the core group: /api/ goes to the local apiserver at once',
     type: 'routes',
     kind: 'items',
-    pick: (b) => routesNamed(b, /^local \(core group\)/),
+    pick: (b) => routesNamed(b, new RegExp(`^${escaped(LOCAL)} \\(core group\\)`)),
   },
   {
     name: 'local-routes',
     what: 'last: everything no route before took goes to the local apiserver',
     type: 'routes',
     kind: 'items',
-    pick: (b) => routesNamed(b, /^local( \((upgrade|watch|long-running|long-running subresource|client certificate)\))*$/),
+    pick: (b) => routesNamed(b, new RegExp(`^${escaped(LOCAL)}( \\((upgrade|watch|long-running|long-running subresource|client certificate)\\))*$`)),
   },
   {
     name: 'circuit-breakers',
