@@ -11,6 +11,7 @@
 // a sidecar with one peer and one route to it, default settings), so an intended
 // change to them shows once, in _shared/, rather than in every case.
 import assert from 'node:assert/strict';
+import { LOCAL_ROUTE } from './sidecarPlans.js';
 import { isObject, type Json } from './goldenJson.js';
 
 /** The files of a case's resources: one per type of resource the snapshot pushes. */
@@ -49,8 +50,8 @@ function field(value: Json | undefined, ...path: string[]): Json {
   return at;
 }
 
-/** The name of the catch-all routes to the local apiserver (routes.ts): its rule and the plan's local rules. */
-const LOCAL = 'not-a-resource, shared-state-local, served-locally, doubt-stays-local, nobody-serves';
+/** The name of the catch-all routes to the local apiserver (routes.ts). */
+const LOCAL = LOCAL_ROUTE;
 
 function escaped(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

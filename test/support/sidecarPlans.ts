@@ -3,6 +3,10 @@
 // written as the plan's views show them (plan.ts resourceRoutesOf).
 import type { GroupDocumentRoute, PlannedApiserver, RerouteToPeers, ResourceRoute, SidecarPlan } from '../../src/planner/plan.js';
 import { orderedEntries } from '../../src/planner/planner.js';
+import { LOCAL_RULES } from '../../src/planner/plan.js';
+
+/** The name of the catch-all route to the local apiserver (translator/routes.ts): its rule, and the rules of what it takes there. */
+export const LOCAL_ROUTE = ['not-a-resource', ...LOCAL_RULES].join(', ');
 
 export function apiserver(name: string, host: string): PlannedApiserver {
   return { name, address: { host, port: 6443 } };

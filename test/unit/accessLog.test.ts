@@ -164,31 +164,31 @@ describe('the access log the translator configures', () => {
   });
 
   test('every flavour of a reroute route carries reroute metadata with its group, version and resource', () => {
-    const jobs = routes().filter((r) => r.name?.startsWith('reroute batch/v1, Resource=jobs'));
+    const jobs = routes().filter((r) => r.name?.startsWith('reroute-to-peers batch/v1, Resource=jobs'));
     assert.equal(jobs.length, 10, 'upgrade, watch, the two long-running and the rest, each with a client-certificate twin');
     for (const route of jobs) {
       assert.deepEqual(routeLabels(route), { kind: 'reroute', group: 'batch', version: 'v1', resource: 'jobs', subresource: '' }, route.name);
     }
-    const resize = routes().find((r) => r.name === 'reroute /v1, Resource=pods/resize');
+    const resize = routes().find((r) => r.name === 'reroute-to-peers /v1, Resource=pods/resize');
     assert.deepEqual(resize && routeLabels(resize), { kind: 'reroute', group: '', version: 'v1', resource: 'pods', subresource: 'resize' });
   });
 
   test('an unavailable route carries unavailable metadata', () => {
-    const route = routes().find((r) => r.name === 'unavailable apps/v1, Resource=deployments');
+    const route = routes().find((r) => r.name === 'unavailable-503 apps/v1, Resource=deployments');
     assert.deepEqual(route && routeLabels(route), { kind: 'unavailable', group: 'apps', version: 'v1', resource: 'deployments', subresource: '' });
   });
 
   test('discovery document routes carry metadata without a resource', () => {
-    const reroute = routes().find((r) => r.name === 'reroute discovery batch/v1');
+    const reroute = routes().find((r) => r.name === 'peer-only-document discovery batch/v1');
     assert.deepEqual(reroute && routeLabels(reroute), { kind: 'reroute', group: 'batch', version: 'v1', resource: '', subresource: '' });
-    const unavailable = routes().find((r) => r.name === 'unavailable discovery apps');
+    const unavailable = routes().find((r) => r.name === 'peer-only-document discovery apps');
     assert.deepEqual(unavailable && routeLabels(unavailable), { kind: 'unavailable', group: 'apps', version: '', resource: '', subresource: '' });
   });
 
   test('local, already-proxied and aggregated discovery routes carry no metadata, so they are never logged', () => {
-    const others = routes().filter((r) => !r.name?.startsWith('reroute ') && !r.name?.startsWith('unavailable '));
-    assert.ok(others.some((r) => r.name?.startsWith('peer-proxied')));
-    assert.ok(others.some((r) => r.name?.startsWith('local')));
+    const others = routes().filter((r) => !/^(reroute-to-peers|unavailable-503|peer-only-document) /.test(r.name ?? ''));
+    assert.ok(others.some((r) => r.name?.startsWith('proxied-once')));
+    assert.ok(others.some((r) => r.name?.startsWith('not-a-resource')));
     for (const route of others) assert.equal(route.metadata, undefined, route.name);
   });
 

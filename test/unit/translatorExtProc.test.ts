@@ -21,7 +21,7 @@ import {
   type EnvoyResources,
 } from '../../src/translator/translator.js';
 import { AGGREGATED, routesOf, selectRoute } from '../support/envoyRouteMatcher.js';
-import { B, C, CONTRACT, NO_PEERS, REROUTES, UNAVAILABLE, plan } from '../support/sidecarPlans.js';
+import { B, C, CONTRACT, LOCAL_ROUTE, NO_PEERS, REROUTES, UNAVAILABLE, plan } from '../support/sidecarPlans.js';
 import { anyDocumentFilterOn, connectionManager, documentFilterOn, extProcOn, filterSwitch, identityOn } from '../support/translatedFilters.js';
 import type { MergedDocument } from '../../src/model/requestInfo.js';
 import { throwawaySettingsForTestFile, unpack } from '../support/translatorFixtures.js';
@@ -160,10 +160,10 @@ describe('translateSidecar', () => {
     test('aggregated discovery without profile=nopeer goes to the local apiserver with the filter holding its document on, for every client', () => {
       const resources = translateSidecar(NO_PEERS, settings);
       const cases: Array<[string, string, MergedDocument]> = [
-        ['/apis', 'discovery (aggregated)', 'group-discovery'],
-        ['/apis?timeout=32s', 'discovery (aggregated)', 'group-discovery'],
-        ['/api', 'discovery (aggregated, core)', 'core-discovery'],
-        ['/api/', 'discovery (aggregated, core)', 'core-discovery'],
+        ['/apis', 'merged-document group-discovery', 'group-discovery'],
+        ['/apis?timeout=32s', 'merged-document group-discovery', 'group-discovery'],
+        ['/api', 'merged-document core-discovery', 'core-discovery'],
+        ['/api/', 'merged-document core-discovery', 'core-discovery'],
       ];
       for (const [path, name, document] of cases) {
         for (const clientCert of [false, true]) {
@@ -197,7 +197,7 @@ describe('translateSidecar', () => {
 
     test('only GET and HEAD of /apis get the merged document', () => {
       const resources = translateSidecar(NO_PEERS, settings);
-      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': 'HEAD' } }).name, 'discovery (aggregated)');
+      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': 'HEAD' } }).name, 'merged-document group-discovery');
       for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS']) {
         const route = selectRoute(resources, { path: '/apis', headers: { accept: AGGREGATED, ':method': method } });
         assert.equal(extProcOn(route) || anyDocumentFilterOn(route), false, method);
@@ -220,20 +220,20 @@ describe('translateSidecar', () => {
     test('discovery with profile=nopeer, unaggregated discovery and group documents served locally get the local answer', () => {
       const resources = translateSidecar(REROUTES, settings);
       const nopeer = selectRoute(resources, { path: '/apis', headers: { accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } });
-      assert.equal(nopeer.name, 'local');
-      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: 'application/json' } }).name, 'local');
-      assert.equal(selectRoute(resources, { path: '/apis/batch', headers: { accept: AGGREGATED } }).name, 'local');
-      assert.equal(selectRoute(resources, { path: '/apis/batch/v2', headers: { accept: AGGREGATED } }).name, 'local');
+      assert.equal(nopeer.name, LOCAL_ROUTE);
+      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: 'application/json' } }).name, LOCAL_ROUTE);
+      assert.equal(selectRoute(resources, { path: '/apis/batch', headers: { accept: AGGREGATED } }).name, LOCAL_ROUTE);
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v2', headers: { accept: AGGREGATED } }).name, LOCAL_ROUTE);
     });
 
     test('group and group-version documents served only by peers go to those peers, marked proxied, identity only for certificates', () => {
       const resources = translateSidecar(REROUTES, settings);
       const expectations: Array<[string, string, string]> = [
-        ['/apis/batch/v1', 'reroute discovery batch/v1', peerClusterName(['b', 'c'])],
-        ['/apis/batch/v1/?timeout=32s', 'reroute discovery batch/v1', peerClusterName(['b', 'c'])],
-        ['/apis/storagemigration.k8s.io', 'reroute discovery storagemigration.k8s.io', peerClusterName(['c'])],
-        ['/apis/storagemigration.k8s.io/', 'reroute discovery storagemigration.k8s.io', peerClusterName(['c'])],
-        ['/apis/storagemigration.k8s.io/v1', 'reroute discovery storagemigration.k8s.io/v1', peerClusterName(['c'])],
+        ['/apis/batch/v1', 'peer-only-document discovery batch/v1', peerClusterName(['b', 'c'])],
+        ['/apis/batch/v1/?timeout=32s', 'peer-only-document discovery batch/v1', peerClusterName(['b', 'c'])],
+        ['/apis/storagemigration.k8s.io', 'peer-only-document discovery storagemigration.k8s.io', peerClusterName(['c'])],
+        ['/apis/storagemigration.k8s.io/', 'peer-only-document discovery storagemigration.k8s.io', peerClusterName(['c'])],
+        ['/apis/storagemigration.k8s.io/v1', 'peer-only-document discovery storagemigration.k8s.io/v1', peerClusterName(['c'])],
       ];
       for (const [path, name, cluster] of expectations) {
         for (const clientCert of [false, true]) {
@@ -248,8 +248,8 @@ describe('translateSidecar', () => {
           );
         }
       }
-      assert.equal(selectRoute(resources, { path: '/apis/storagemigrationxk8s.io/v1' }).name, 'local');
-      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).name, 'reroute batch/v1, Resource=jobs');
+      assert.equal(selectRoute(resources, { path: '/apis/storagemigrationxk8s.io/v1' }).name, LOCAL_ROUTE);
+      assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).name, 'reroute-to-peers batch/v1, Resource=jobs');
     });
 
     test('group documents served only by unreachable peers are a 503 Status from Envoy, without ext_proc or identity', () => {

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { PEER_PROXIED_HEADER, translateSidecar } from '../../src/translator/translator.js';
 import { routesOf, selectRoute } from '../support/envoyRouteMatcher.js';
-import { B, C, CONTRACT, FALLBACK, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, plan } from '../support/sidecarPlans.js';
+import { B, C, CONTRACT, FALLBACK, LOCAL_ROUTE, NON_CORE_REROUTES, REROUTES, UNAVAILABLE, plan } from '../support/sidecarPlans.js';
 import { throwawaySettingsForTestFile } from '../support/translatorFixtures.js';
 
 const settings = throwawaySettingsForTestFile('mvproxy-translator-');
@@ -15,7 +15,7 @@ describe('translateSidecar', () => {
   describe('routes', () => {
     test('core-group requests go local before the resource routes unless the plan sends some of the core group elsewhere', () => {
       const core = '/api/v1/namespaces/default/configmaps/c';
-      const shortcut = (p: SidecarPlan): boolean => selectRoute(translateSidecar(p, settings), { path: core }).name === 'local (core group)';
+      const shortcut = (p: SidecarPlan): boolean => selectRoute(translateSidecar(p, settings), { path: core }).name === `${LOCAL_ROUTE} (core group)`;
       assert.equal(shortcut(NON_CORE_REROUTES), true);
       assert.equal(shortcut(REROUTES), false, 'pods/ephemeralcontainers is rerouted');
       assert.equal(shortcut(plan([], [B, C], [{ group: '', version: 'v2', action: { kind: 'peers', peers: ['b'] } }])), false);
@@ -83,8 +83,8 @@ describe('translateSidecar', () => {
     test('subresource routes come before the route of their resource', () => {
       const names = routesOf(translateSidecar(CONTRACT, settings)).map((r) => r.name ?? '');
       const position = (name: string): number => names.indexOf(name);
-      assert.ok(position('reroute batch/v1, Resource=jobs/status') < position('reroute batch/v1, Resource=jobs'));
-      assert.ok(position('reroute /v1, Resource=namespaces/finalize #1') < position('reroute /v1, Resource=namespaces #1'));
+      assert.ok(position('reroute-to-peers batch/v1, Resource=jobs/status') < position('reroute-to-peers batch/v1, Resource=jobs'));
+      assert.ok(position('reroute-to-peers /v1, Resource=namespaces/finalize #1') < position('reroute-to-peers /v1, Resource=namespaces #1'));
     });
   });
 });

@@ -1,6 +1,7 @@
 // The translator's routing contract: for every path (corner cases and generated shapes), Envoy's route
-// selects the destination parseRequestPath and the plan give, over the right cluster flavour, with
-// document filters and the identity filter only where they belong.
+// selects the destination parseRequestPath and the plan give (planner/destination.ts), over the right
+// cluster flavour, on a route named after the plan's rule for it, with document filters and the identity
+// filter only where they belong.
 // Plans: test/support/sidecarPlans.ts; route selection: test/support/envoyRouteMatcher.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -8,10 +9,10 @@ import { describe, test } from 'node:test';
 import type { Route } from '../../src/generated/envoy/config/route/v3/Route.js';
 import { parseRequestPath } from '../../src/model/requestInfo.js';
 import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
-import { destinationForRequest } from '../../src/planner/destination.js';
+import { decisionForRequest } from '../../src/planner/destination.js';
 import { PEER_PROXIED_HEADER, flavouredClusterName, peerClusterName, translateSidecar, type UpstreamFlavour } from '../../src/translator/translator.js';
 import { AGGREGATED, routesOf, selectRoute, type TestRequest } from '../support/envoyRouteMatcher.js';
-import { CONTRACT, FALLBACK, LONG_NAMES, NON_CORE_REROUTES, NO_PEERS, REROUTES, UNAVAILABLE } from '../support/sidecarPlans.js';
+import { CONTRACT, FALLBACK, LOCAL_ROUTE, LONG_NAMES, NON_CORE_REROUTES, NO_PEERS, REROUTES, UNAVAILABLE } from '../support/sidecarPlans.js';
 import { anyDocumentFilterOn, extProcOn, identityOn } from '../support/translatedFilters.js';
 import { throwawaySettingsForTestFile } from '../support/translatorFixtures.js';
 
@@ -54,8 +55,13 @@ function routedDestination(p: SidecarPlan, route: Route, flavour: UpstreamFlavou
 
 const UPGRADE = { upgrade: 'websocket', connection: 'Upgrade' };
 
+/** The rules a route's name gives: the catch-all to the local apiserver names every rule it takes there, any other route its first word. */
+function rulesNamedBy(name: string): string[] {
+  return name.startsWith(LOCAL_ROUTE) ? LOCAL_ROUTE.split(', ') : [name.split(' ', 1)[0] ?? ''];
+}
+
 /** The routes that select a merged document (its document filter on). */
-const MERGED_ROUTE = /^(discovery \(aggregated|openapi index)/;
+const MERGED_ROUTE = /^merged-document /;
 
 describe('translateSidecar', () => {
   describe('routing contract', () => {
@@ -180,15 +186,24 @@ describe('translateSidecar', () => {
 
     const paths = [...cornerCases, ...generatedPaths()];
 
-    /** Same destination with and without a client certificate; the identity filter only for certificates, a document filter only for merged documents, ext_proc never (every document is pushed). */
+    /**
+     * Same destination with and without a client certificate, on a route named after the plan's rule for the
+     * request; the identity filter only for certificates, a document filter only for merged documents, ext_proc
+     * never (every document is pushed).
+     */
     function assertContract(p: SidecarPlan, request: TestRequest, alreadyProxied: boolean, upgrade: boolean): void {
       const resources = translateSidecar(p, settings);
-      const expected = describeDestination(destinationForRequest(p, parseRequestPath(request.path), { alreadyProxied }));
+      const decision = decisionForRequest(p, parseRequestPath(request.path), { alreadyProxied });
+      const expected = describeDestination(decision.destination);
       for (const clientCert of [false, true]) {
         const what = `${request.path}${alreadyProxied ? ' (already proxied)' : ''}${upgrade ? ' (upgrade)' : ''}${clientCert ? ' (client certificate)' : ''}`;
         const route = selectRoute(resources, { ...request, clientCert });
         assert.equal(routedDestination(p, route, expectedFlavour({ ...request, clientCert }, upgrade)), expected, what);
-        const wantsDocument = MERGED_ROUTE.test(route.name ?? '');
+        // A merged document's path without the aggregated Accept (or as an upgrade) is not merged: the catch-all's.
+        const merged = MERGED_ROUTE.test(route.name ?? '');
+        const rule = decision.rule === 'merged-document' && !merged ? (p.entries.at(-1)?.rule ?? '') : decision.rule;
+        assert.ok(rulesNamedBy(route.name ?? '').includes(rule), `${what}: route ${route.name} names rule ${rule}`);
+        const wantsDocument = merged;
         assert.equal(anyDocumentFilterOn(route), wantsDocument, `${what}: document filter ${wantsDocument ? 'on' : 'off'} (route ${route.name})`);
         assert.equal(extProcOn(route), false, `${what}: ext_proc off (route ${route.name})`);
         const wantsIdentity = clientCert && !route.direct_response;
