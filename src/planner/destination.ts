@@ -11,7 +11,11 @@ import { HEALTH_PATH_PREFIXES, type Decision, type EntryMatch, type LocalMatch, 
  * apiserver, the rule of the first local entry that matches. A request
  * already proxied by a peer is always served locally (proxied-once).
  */
-export function decisionForRequest(plan: Pick<SidecarPlan, 'entries' | 'localEntries'>, request: RequestInfo, options: { alreadyProxied?: boolean } = {}): Decision {
+export function decisionForRequest(
+  plan: Pick<SidecarPlan, 'entries' | 'localEntries'>,
+  request: RequestInfo,
+  options: { alreadyProxied?: boolean } = {},
+): Decision {
   const alreadyProxied = options.alreadyProxied ?? false;
   for (const entry of plan.entries) {
     // An early copy of the catch-all for speed: the entries after it give the same destination, and name the rule.
@@ -27,7 +31,11 @@ export function decisionForRequest(plan: Pick<SidecarPlan, 'entries' | 'localEnt
 }
 
 /** Where a request goes under a plan (decisionForRequest's destination). */
-export function destinationForRequest(plan: Pick<SidecarPlan, 'entries' | 'localEntries'>, request: RequestInfo, options: { alreadyProxied?: boolean } = {}): RequestDestination {
+export function destinationForRequest(
+  plan: Pick<SidecarPlan, 'entries' | 'localEntries'>,
+  request: RequestInfo,
+  options: { alreadyProxied?: boolean } = {},
+): RequestDestination {
   return decisionForRequest(plan, request, options).destination;
 }
 

@@ -99,7 +99,7 @@ function reasonFor({ input, local, request, decision }: Explained): string {
       return `the local apiserver ${localName} serves nothing in ${what}; a peer that does answers it: ${peers}`;
     case 'merged-document': {
       const answering = peers ? `the local apiserver ${localName} is unavailable, so a peer (${peers})` : `the local apiserver ${localName}`;
-      return `${what}: ${answering} authenticates and authorizes the client, then mvproxy answers with the merged document (aggregated discovery only with the aggregated Accept and without profile=nopeer; ${peers ? "the peer's" : 'the local apiserver\'s'} own document while the control plane does not answer)`;
+      return `${what}: ${answering} authenticates and authorizes the client, then mvproxy answers with the merged document (aggregated discovery only with the aggregated Accept and without profile=nopeer; ${peers ? "the peer's" : "the local apiserver's"} own document while the control plane does not answer)`;
     }
     case 'local-down-fallback':
       return `the local apiserver ${localName} is unavailable: a peer answers what it would have answered (${request.isResourceRequest ? `${what}, which no apiserver serves: its 404` : what}): ${peers}`;

@@ -158,7 +158,9 @@ export function orderedEntries(decisions: PlanDecisions): Pick<SidecarPlan, 'ent
     ? []
     : [
         ...resources.filter((r) => r.destination.kind === 'local').map((r): LocalEntry => ({ rule: r.rule as LocalRule, match: resourceMatch(r) })),
-        ...(decisions.sharedState ?? []).map((gv): LocalEntry => ({ rule: 'shared-state-local', match: { kind: 'group-version', group: gv.group, version: gv.version } })),
+        ...(decisions.sharedState ?? []).map(
+          (gv): LocalEntry => ({ rule: 'shared-state-local', match: { kind: 'group-version', group: gv.group, version: gv.version } }),
+        ),
         ...(decisions.doubts ?? []).map((scope): LocalEntry => ({ rule: 'doubt-stays-local', match: { kind: 'doubt', ...scope } })),
         { rule: 'nobody-serves', match: { kind: 'any-resource' } },
       ];

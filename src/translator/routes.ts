@@ -18,14 +18,7 @@ import type { Route } from '../generated/envoy/config/route/v3/Route.js';
 import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
-import {
-  HEALTH_PATH_PREFIXES,
-  LOCAL_RULES,
-  type PlanEntry,
-  type RequestDestination,
-  type ResourceMatch,
-  type Unavailable,
-} from '../planner/plan.js';
+import { HEALTH_PATH_PREFIXES, LOCAL_RULES, type PlanEntry, type RequestDestination, type ResourceMatch, type Unavailable } from '../planner/plan.js';
 import { loggedRouteMetadata, type LoggedRoute } from './accessLog.js';
 import { identityFilterDisabled } from './identityFilter.js';
 import { mergedDocumentAnswerer } from './documentFilters.js';
@@ -143,7 +136,13 @@ function entryRoutes(entry: PlanEntry, timeout: number, overExtProc: ReadonlySet
   const { rule, match, destination } = entry;
   switch (match.kind) {
     case 'peer-proxied':
-      return answerRoutes(rule, { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] }, destination, timeout, 'an already proxied request');
+      return answerRoutes(
+        rule,
+        { prefix: '/', headers: [{ name: PEER_PROXIED_HEADER, present_match: true }] },
+        destination,
+        timeout,
+        'an already proxied request',
+      );
     case 'merged-document':
       return mergedDocumentRoutes(`${rule} ${match.document}`, match.document, destination, timeout, overExtProc);
     case 'core-group':

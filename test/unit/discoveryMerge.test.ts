@@ -155,7 +155,11 @@ describe('mergeDiscovery', () => {
     delete departed.lease;
     const m = model([apiserver('a', discovery([APPS])), departed]);
     assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { standings: apiserverStandings(m, 60_000) }).groups), ['apps']);
-    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW, { standings: apiserverStandings(m, 300_000) }).groups), ['apps', 'batch'], 'within the grace it still counts');
+    assert.deepEqual(
+      groupNames(mergeDiscovery('a', m, NOW, { standings: apiserverStandings(m, 300_000) }).groups),
+      ['apps', 'batch'],
+      'within the grace it still counts',
+    );
   });
 
   test('an apiserver without known discovery contributes nothing', () => {

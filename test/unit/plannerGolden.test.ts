@@ -90,6 +90,9 @@ describe('planner golden cases (test/golden/planner)', () => {
 
   test('the directory holds the cases and nothing else', () => {
     const expected = new Set([...names.flatMap((name) => [`${name}.model.json`, `${name}.plan.json`]), 'README.md']);
-    assert.deepEqual(readdirSync(DIR).filter((file) => !expected.has(file)), []);
+    assert.deepEqual(
+      readdirSync(DIR).filter((file) => !expected.has(file)),
+      [],
+    );
   });
 });

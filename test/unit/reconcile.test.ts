@@ -220,7 +220,11 @@ describe('reconcile', () => {
     const blind: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (['kas-c', 'kas-d'].includes(a.endpoint.name) ? unknown(a) : a)) };
     const result = run(blind);
     for (const node of ['kas-c', 'kas-d']) {
-      assert.deepEqual(sidecar(result, node).discovery(), mergeDiscovery(node, blind, NOW, { standings: apiserverStandings(blind, GRACE_SECONDS * 1000) }), node);
+      assert.deepEqual(
+        sidecar(result, node).discovery(),
+        mergeDiscovery(node, blind, NOW, { standings: apiserverStandings(blind, GRACE_SECONDS * 1000) }),
+        node,
+      );
       assert.deepEqual(sidecar(result, node).discovery().sources, ['kas-a', 'kas-b'], node);
     }
   });
