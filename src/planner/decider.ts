@@ -1,6 +1,7 @@
-// The request rules (docs/request-rules.md) of one sidecar: SidecarDecider
-// rates the peers and decides, resource by resource and request by request,
-// where each goes and by which rule.
+// The request rules (docs/request-rules.md) that depend on what the
+// apiservers serve, for one sidecar: SidecarDecider rates the peers (by the
+// standings it is given) and decides, resource by resource and document by
+// document, where each goes and by which rule.
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
 import { activeLocalOnlyGroupVersions, groupVersionKey, standingIn, type PeerStanding } from '../model/liveness.js';
 import type { Decision, GroupDocumentRoute, RerouteToPeers, ResourceId, ResourceRouteAction } from './plan.js';
