@@ -1,6 +1,8 @@
 // The ext_proc filter: the merged documents (aggregated discovery, the
-// OpenAPI v3 index) and nothing else. It is off in the filter chain and
-// switched on only by the routes that select those documents, so a route
+// OpenAPI v3 index) too large to push to their document filters
+// (documentFilters.ts documentDelivery decides which), and nothing else. It
+// is off in the filter chain and switched on only by the routes of those
+// documents, so a route
 // that forgets it serves the local apiserver's own document, never a call to
 // the control plane. When the control plane is slow or away, Envoy lets the
 // request and the local apiserver's answer through (failure_mode_allow):
