@@ -1,18 +1,5 @@
 // Renderers of the benchmark's committed runs (docs/bench-*.json), for docs/benchmark.md.
-import {
-  type FigureLine,
-  fixed,
-  header,
-  kilobytes,
-  line,
-  megabytes,
-  ms,
-  percentile,
-  ratio,
-  type Reader,
-  row,
-  seconds,
-} from './figureRegions.js';
+import { type FigureLine, fixed, header, kilobytes, line, megabytes, ms, percentile, ratio, type Reader, row, seconds } from './figureRegions.js';
 
 /** The fan-out's targets, set when the fan-out bench was written: p99 of a change within 1 s, the replica's peak RSS within 150 MB. */
 export const FANOUT_TARGET_P99_MS = 1000;
@@ -91,9 +78,7 @@ export function convergence(json: unknown): FigureLine[] {
   return [
     ...header(['change', 'mvproxy p50 / p90 / max', 'upstream p50 / p90 / max', 'samples']),
     ...kinds.map(([label, key, upstream]) =>
-      line(json, (r) =>
-        row([label, triple(r, key), upstream ? triple(r, key, '_upstream') : NONE, String(r.num(`summary.${key}_samples`))]),
-      ),
+      line(json, (r) => row([label, triple(r, key), upstream ? triple(r, key, '_upstream') : NONE, String(r.num(`summary.${key}_samples`))])),
     ),
   ];
 }
@@ -111,9 +96,7 @@ export function discovery(json: unknown): FigureLine[] {
     ...header(['`/apis`', 'JSON', 'protobuf']),
     each('p50, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_minimal_envoy`))),
     each('throughput at 64 in flight, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_minimal_envoy`))),
-    each(`target (p50 within ${DISCOVERY_TARGET_P50_RATIO}x, throughput at least ${DISCOVERY_TARGET_THROUGHPUT_RATIO}x)`, (r, f) =>
-      met(targetMet(r, f)),
-    ),
+    each(`target (p50 within ${DISCOVERY_TARGET_P50_RATIO}x, throughput at least ${DISCOVERY_TARGET_THROUGHPUT_RATIO}x)`, (r, f) => met(targetMet(r, f))),
     each('p50, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_upstream`))),
     each('throughput at 64 in flight, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_upstream`))),
     each('p50, the floor / kas-a directly', (r, f) => ratio(r.num(`summary.minimal_envoy_apis_${f}_p50_ratio`))),
@@ -186,8 +169,9 @@ export function fanout(json: unknown): FigureLine[] {
     ),
     measure('largest ECDS response (the documents)', (r) => megabytes(r.num('summary.ecds_largest_response_bytes'))),
     measure('largest RDS response', (r) => kilobytes(r.num(['fanout', 'largestResponseBytes', ROUTE_TYPE]))),
-    measure('document push budget, in largest ECDS responses', (r) =>
-      `${(r.num('summary.document_push_budget_bytes') / r.num('summary.ecds_largest_response_bytes')).toFixed(1)}`,
+    measure(
+      'document push budget, in largest ECDS responses',
+      (r) => `${(r.num('summary.document_push_budget_bytes') / r.num('summary.ecds_largest_response_bytes')).toFixed(1)}`,
     ),
     measure('one change with the CRDs, to every node', (r) => seconds(r.num('summary.fanout_200_nodes_2000_crds_ms'))),
     measure("real sidecars' Envoy peak RSS", (r) => {

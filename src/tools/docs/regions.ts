@@ -1,7 +1,7 @@
 // Every renderer a document's region may name, and the check of one document against its JSONs.
 import { convergence, discovery, fanout, fanoutMemory, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
-import { upgradeExtProcTimeouts, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
+import { upgradeExtProcTimeouts, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
 export const RENDERERS: Readonly<Record<string, Render>> = {
   'side-by-side-vs-upstream': sideBySideVsUpstream,
@@ -10,6 +10,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   discovery,
   fanout,
   'fanout-memory': fanoutMemory,
+  'upgrade-procedure': upgradeProcedure,
   'upgrade-summary': upgradeSummary,
   'upgrade-stories': upgradeStories,
   'upgrade-spurious-404s': upgradeSpurious404s,

@@ -1,5 +1,5 @@
 // Renderers of the upgrade test's committed runs (docs/upgrade-test*.json), for docs/upgrade-test.md.
-import { type FigureLine, header, line, type Reader, row } from './figureRegions.js';
+import { type FigureLine, header, line, lookup, type Reader, row } from './figureRegions.js';
 
 /** A count's total, with its value per run when it is not zero and there was more than one run. */
 function count(r: Reader, mode: string, key: string): string {
@@ -101,4 +101,23 @@ export function upgradeExtProcTimeouts(json: unknown): FigureLine[] {
       return `\`${TIMEOUTS}\` per sidecar and run: ${parts.length === 0 ? 'no sidecars' : parts.join(', ')}.`;
     }),
   ];
+}
+
+/** The timing of the procedure as the run recorded it: the load balancer's health check, the readings, the story's allowance. */
+export function upgradeProcedure(json: unknown): FigureLine[] {
+  const rows: FigureLine[] = [
+    ...header(['procedure', 'value']),
+    line(json, (r) =>
+      row([
+        "the load balancer's health check",
+        `\`${r.str('procedure.health_check.path')}\` every ${r.num('procedure.health_check.interval_ms')} ms; in after ${r.num('procedure.health_check.rise')} passing, out after ${r.num('procedure.health_check.fall')} failing`,
+      ]),
+    ),
+    line(json, (r) => row(['served sets read from each apiserver', `every ${r.num('procedure.served_set_reading_interval_ms')} ms`])),
+    line(json, (r) => row(["each apiserver's `--shutdown-delay-duration`", `${r.num('procedure.apiserver_shutdown_delay_s')} s`])),
+  ];
+  const procedure = lookup(json, ['procedure']);
+  if (typeof procedure === 'object' && procedure !== null && 'stories' in procedure)
+    rows.push(line(json, (r) => row(['the time a story namespace may stay Terminating', `${r.num('procedure.stories.terminating_allowance_s')} s`])));
+  return rows;
 }
