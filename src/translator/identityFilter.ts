@@ -25,7 +25,7 @@ const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
 
 /** The plugin configuration: which headers to set. The filter refuses one it cannot read, and Envoy then NACKs it. */
 export function identityFilterConfiguration(settings: TranslatorSettings): Any {
-  return typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(settings.identityFilter.headers ?? DEFAULT_IDENTITY_HEADERS) });
+  return typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(settings.identityHeaders ?? DEFAULT_IDENTITY_HEADERS) });
 }
 
 /** typed_per_filter_config entry of a route whose clients present no certificate. */

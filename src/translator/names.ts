@@ -57,7 +57,7 @@ export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 export const IDENTITY_FILTER = 'mvproxy.identity';
 
 /** root_id of the merged-document filter: the same WASM module as IDENTITY_FILTER, configured with a document set (src/xds/documentSet.ts). */
-export const DISCOVERY_FILTER_ROOT_ID = 'mvproxy.discovery';
+export const DOCUMENT_FILTER_ROOT_ID = 'mvproxy.discovery';
 
 /** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */
 export const EXT_PROC_NODE_METADATA = 'x-mvproxy-node';

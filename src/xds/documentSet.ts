@@ -1,5 +1,5 @@
 // The plugin configuration of the merged-discovery document filter
-// (envoy/identity-filter, root_id DISCOVERY_FILTER_ROOT_ID): the documents
+// (envoy/identity-filter, root_id DOCUMENT_FILTER_ROOT_ID): the documents
 // one filter instance serves, as the bytes of a google.protobuf.BytesValue.
 // Pure; the decoder (envoy/identity-filter/assembly/documents.ts) is the
 // other side.

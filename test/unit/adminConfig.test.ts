@@ -50,7 +50,7 @@ describe('GetConfig answer', () => {
     assert.ok(identity);
     const json = resourceJson(identity);
     assert.ok(!json.includes('"type":"Buffer"'), 'no Buffer serialization');
-    assert.ok(json.includes(Buffer.from(settings.identityFilter.module).toString('base64')));
+    assert.ok(json.includes(Buffer.from(settings.filterModule).toString('base64')));
   });
 });
 
