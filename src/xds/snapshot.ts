@@ -97,7 +97,7 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalize(value));
 }
 
-/** Base64 of byte fields, by buffer: every listener carries the same identity filter module. Weak: gone with the buffers. */
+/** Base64 of byte fields, by buffer: every sidecar gets the same filter module. Weak: gone with the buffers. */
 const base64s = new WeakMap<Uint8Array, string>();
 
 function base64Of(bytes: Uint8Array): string {

@@ -1,5 +1,5 @@
-// The merged-discovery document filter (envoy/identity-filter, root_id
-// DOCUMENT_FILTER_ROOT_ID) through the proxy-wasm host shim: a plugin
+// The document filter (envoy/filters, root_id DOCUMENT_FILTER_ROOT_ID)
+// through the proxy-wasm host shim: a plugin
 // configured with a document set (src/xds/documentSet.ts), and exchanges as
 // Envoy drives them (request headers to the local apiserver, its response
 // headers back).

@@ -1,4 +1,4 @@
-// The certificate-identity filter (envoy/identity-filter, compiled to
+// The identity filter (envoy/filters, the filter module compiled to
 // WebAssembly), run through a proxy-wasm host shim: requests as Envoy
 // forwards them (with x-forwarded-client-cert for a verified client
 // certificate) and what kube-apiserver would receive from the filter.

@@ -1,4 +1,4 @@
-// The merged-discovery document filter: its plugin configuration (the
+// The document filter: its plugin configuration (the
 // document set), reconfiguration, and several plugins in one VM.
 // helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The merged-discovery document filter's counters (proxy-wasm counter
+// The document filter's counters (proxy-wasm counter
 // metrics; <name> in Envoy's /stats/prometheus): every
 // request it sees counts once, as merged (200 sent), not modified (304 sent)
 // or local (the local answer went through untouched).

@@ -1,4 +1,4 @@
-// The merged-discovery document filter, request side: which requests it
+// The document filter, request side: which requests it
 // leaves alone, and what it holds back from the local apiserver.
 // helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The merged-discovery document filter revalidating with the local
+// The document filter revalidating with the local
 // apiserver's own ETag: when the set holds it and the client's Accept leaves
 // no doubt which format kube-apiserver negotiates, the filter asks with that
 // ETag, and the apiserver's 304 (the request authorized, no document encoded)
