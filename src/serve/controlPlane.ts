@@ -2,8 +2,9 @@
 // observer and the drain and sync records, made in sources.ts) to the servers
 // (ADS, ext_proc, access log, admin; the xDS listeners are bound in
 // listen.ts) and, whenever the observed model or the drains change, runs the
-// pure reconcile step (reconcile.ts) and hands its results to ADS and the
-// ext_proc responder.
+// pure reconcile step (reconcile.ts) and hands its results to ADS (the
+// documents pushed to the document filters among them) and the ext_proc
+// responder (documents over the push budget).
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -122,7 +123,7 @@ export class ControlPlane implements AdminBackend {
     );
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
-    // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
+    // ext_proc (merged documents over the push budget only): same gRPC server, socket and mTLS as ADS.
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,

@@ -1,5 +1,5 @@
-// The merged-document filters: the identity filter's module, run with its
-// discovery root, one instance per merged document (`/api`, `/apis`, the
+// The document filters: the filter module (the identity filter's too), run
+// with its document root_id, one instance per merged document (`/api`, `/apis`, the
 // OpenAPI v3 index), each holding the document it serves (every variant:
 // JSON, protobuf, gzip) in its plugin configuration. After the local
 // apiserver has authenticated and authorized the request, the filter answers

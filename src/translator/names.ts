@@ -50,7 +50,7 @@ export function peerClusterName(peerNames: readonly string[]): string {
   return encoded.length === 1 ? `peer-${encoded[0]}` : `peers-${encoded.join('+')}`;
 }
 
-/** Name of the ext_proc HTTP filter (merged documents); per-route configs refer to it. */
+/** Name of the ext_proc HTTP filter (merged documents over the push budget); per-route configs refer to it. */
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 
 /** Name of the identity HTTP filter (WASM, envoy/filters), and vm_id of the filter module; per-route configs refer to it. */

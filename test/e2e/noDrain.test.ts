@@ -1,6 +1,6 @@
 // Document changes and a filter-module upgrade drain nothing, on the real
 // sandbox (kube-apiserver v1.36.3 and v1.37.2, Envoy sidecars, the control
-// plane): merged documents and the identity filter's module reach the
+// plane): merged documents and the filter module reach the
 // sidecars over ECDS (src/translator/documentFilters.ts), which replaces a
 // filter's configuration for new requests only, never the listener. Watches
 // held open through kas-a's sidecar over HTTP/2 and HTTP/1.1 live through
