@@ -2,9 +2,8 @@
 // observer and the drain and sync records, made in sources.ts) to the servers
 // (ADS, ext_proc, access log, admin; the xDS listeners are bound in
 // listen.ts) and, whenever the observed model or the drains change, runs the
-// pure reconcile step (reconcile.ts) and hands its results to ADS (the
-// documents pushed to the document filters among them) and the ext_proc
-// responder (documents over the push budget).
+// pure reconcile step (reconcile.ts) and hands its results to ADS and to the
+// ext_proc responder (merged documents over the push budget).
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
