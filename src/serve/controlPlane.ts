@@ -2,8 +2,8 @@
 // observer and the drain and sync records, made in sources.ts) to the servers
 // (ADS, ext_proc, access log, admin; the xDS listeners are bound in
 // listen.ts) and, whenever the observed model or the drains change, runs the
-// pure reconcile step (reconcile.ts) and hands its results to ADS and the
-// ext_proc responder.
+// pure reconcile step (reconcile.ts) and hands its results to ADS and to the
+// ext_proc responder (merged documents over the push budget).
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -21,7 +21,7 @@ import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { sidecarConfig } from '../servers/adminConfig.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
-import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
+import { readFilterModule } from '../xds/filterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { SnapshotStore } from '../servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -48,8 +48,8 @@ export interface ControlPlaneDeps {
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
-  /** Defaults to the module `npm run build` compiled (dist/envoy/identity-filter.wasm). */
-  identityFilterModule?: Buffer;
+  /** Defaults to the module `npm run build` compiled (dist/envoy/filters.wasm). */
+  filterModule?: Buffer;
   /** Epoch milliseconds for the observer's model and NACK times; defaults to the system clock. */
   clock?: Clock;
 }
@@ -83,7 +83,7 @@ export class ControlPlane implements AdminBackend {
   private settings: ReconcileSettings;
   /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
   private readonly certificateFiles: CertificateFiles;
-  private readonly identityFilterModule: Buffer;
+  private readonly filterModule: Buffer;
   /** Reconciles the models the observer reports, at most every 100 ms (throttle.ts). */
   private readonly reconciles = new LatestThrottle<ClusterModel>((model) => this.update(model), 100);
   /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
@@ -95,7 +95,7 @@ export class ControlPlane implements AdminBackend {
     private readonly config: ServeConfig,
     private readonly deps: ControlPlaneDeps,
   ) {
-    this.identityFilterModule = deps.identityFilterModule ?? readIdentityFilterModule();
+    this.filterModule = deps.filterModule ?? readFilterModule();
     const { tls } = config;
     this.certificateFiles = new CertificateFiles({
       files: [
@@ -110,7 +110,7 @@ export class ControlPlane implements AdminBackend {
       onClientCaChange: () => this.clientCaChanged(),
       logger: deps.logger.child({ component: 'certificates' }),
     });
-    this.settings = reconcileSettings(config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
+    this.settings = reconcileSettings(config, this.filterModule, this.certificateFiles.clientCaSha256);
     this.departedGraceMs = this.settings.departedGraceMs;
     this.ads = new AdsServer(
       { current: new SnapshotStore(), startup: new SnapshotStore() },
@@ -122,7 +122,7 @@ export class ControlPlane implements AdminBackend {
     );
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
-    // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
+    // ext_proc (merged documents over the push budget only): same gRPC server, socket and mTLS as ADS.
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,
@@ -237,7 +237,7 @@ export class ControlPlane implements AdminBackend {
 
   /** A new client CA bundle: new listeners, so connections made under the old one drain (listener.ts). */
   private clientCaChanged(): void {
-    this.settings = reconcileSettings(this.config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
+    this.settings = reconcileSettings(this.config, this.filterModule, this.certificateFiles.clientCaSha256);
     this.setStartupSnapshots();
     if (this.lastModel) this.update(this.lastModel, { persist: false });
   }

@@ -113,15 +113,15 @@ function memoized<T>(make: () => T): () => T {
   };
 }
 
-/** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */
+/** The reconcile settings a serve configuration gives, with the compiled filter module every sidecar carries. */
 export function reconcileSettings(
   config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
-  identityFilterModule: Buffer,
+  filterModule: Buffer,
   clientCaSha256?: string,
 ): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
-    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule, clientCaSha256));
+    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, filterModule, clientCaSha256));
   }
   return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
 }
@@ -129,7 +129,7 @@ export function reconcileSettings(
 function sidecarTranslatorSettings(
   config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
   apiserver: ServedApiserver,
-  identityFilterModule: Buffer,
+  filterModule: Buffer,
   clientCaSha256: string | undefined,
 ): TranslatorSettings {
   const { tls } = config;
@@ -150,7 +150,7 @@ function sidecarTranslatorSettings(
       ...(config.peerEgressProxy ? { egressProxy: config.peerEgressProxy } : {}),
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-    identityFilter: { module: identityFilterModule },
+    filterModule,
     // The apiservers' --request-timeout (the other limits are kube-apiserver's defaults).
     ...(config.requestTimeoutSeconds === undefined ? {} : { limits: { requestTimeoutSeconds: config.requestTimeoutSeconds } }),
   };

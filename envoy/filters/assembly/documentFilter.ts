@@ -1,10 +1,11 @@
-// The merged-discovery document filter (root_id "mvproxy.discovery"): a
+// The document filter (root_id "mvproxy.discovery"): a
 // stream of a route that enables it is a request for one merged document
 // (/api, /apis or /openapi/v3; the route decides). Instead of the local
 // apiserver's own document the client gets the one the control plane put in
 // the plugin configuration (documents.ts), once the local apiserver has
 // authenticated and authorized the request (its 200), as the ext_proc
-// server (src/servers/extProc.ts, src/discovery/response.ts) did:
+// server (src/servers/extProc.ts, src/discovery/response.ts) does for a
+// document over the push budget:
 //   request headers: nothing held, or `profile=nopeer` in Accept: untouched.
 //     Otherwise remember which variants If-None-Match names and whether the
 //     client takes gzip (as kube-apiserver's negotiateContentEncoding: a
@@ -117,7 +118,7 @@ function passLocal(): i32 {
   return ACTION_CONTINUE;
 }
 
-export function discoveryRequestHeaders(contextId: u32, set: usize): i32 {
+export function documentRequestHeaders(contextId: u32, set: usize): i32 {
   if (set == 0 || setCount(set) == 0) return passLocal();
   const state = streamState(contextId);
   if (state == 0) return passLocal();
@@ -242,7 +243,7 @@ function statusCode(): i32 {
   return code;
 }
 
-export function discoveryResponseHeaders(contextId: u32): i32 {
+export function documentResponseHeaders(contextId: u32): i32 {
   const state = streamState(contextId);
   if (state == 0) return ACTION_CONTINUE;
   const set = <usize>load<u32>(state);
@@ -276,7 +277,7 @@ export function discoveryResponseHeaders(contextId: u32): i32 {
 }
 
 /** Releases what a stream holds (its document set), at the end of the stream. */
-export function discoveryStreamDone(contextId: u32): void {
+export function documentStreamDone(contextId: u32): void {
   const state = streamState(contextId);
   if (state == 0) return;
   const set = <usize>load<u32>(state);

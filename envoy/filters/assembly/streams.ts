@@ -1,5 +1,5 @@
 // Which plugin (root) context each HTTP stream context belongs to, plus two
-// words of per-stream state (the discovery filter's, see discovery.ts): a
+// words of per-stream state (the document filter's, see documentFilter.ts): a
 // hash table u32 -> (u32, u32, u32) in unmanaged memory (open addressing,
 // linear probing, backward-shift deletion). It produces no garbage for the
 // collector, so the per-request path (context create, request headers,

@@ -1,9 +1,9 @@
-// The merged-discovery document filter revalidating with the local
+// The document filter revalidating with the local
 // apiserver's own ETag: when the set holds it and the client's Accept leaves
 // no doubt which format kube-apiserver negotiates, the filter asks with that
 // ETag, and the apiserver's 304 (the request authorized, no document encoded)
 // is answered with the merged document in that format.
-// helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).
+// helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -25,7 +25,7 @@ import {
   ok,
   protobufVariant,
   valuesOf,
-} from '../support/discoveryFilterHarness.js';
+} from '../support/documentFilterHarness.js';
 
 const revalidating = (): ReturnType<typeof discoveryHost> => discoveryHost(groupSet(undefined, LOCAL_ETAG));
 const NOT_MODIFIED: HeaderList = [[':status', '304']];

@@ -1,12 +1,12 @@
-// The merged-discovery document filter's counters (proxy-wasm counter
+// The document filter's counters (proxy-wasm counter
 // metrics; <name> in Envoy's /stats/prometheus): every
 // request it sees counts once, as merged (200 sent), not modified (304 sent)
 // or local (the local answer went through untouched).
-// helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).
+// helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { DISCOVERY_FILTER_ROOT_ID, IDENTITY_FILTER } from '../../src/translator/names.js';
+import { DOCUMENT_FILTER_ROOT_ID, IDENTITY_FILTER } from '../../src/translator/names.js';
 import { encodeDocumentSet } from '../../src/xds/documentSet.js';
 import {
   AGG_JSON,
@@ -22,8 +22,8 @@ import {
   ok,
   openapiVariant,
   withHeaders,
-} from '../support/discoveryFilterHarness.js';
-import { identityFilterWasm, leaf, outcome, withCert } from '../support/identityFilterHarness.js';
+} from '../support/documentFilterHarness.js';
+import { filterModule, leaf, outcome, withCert } from '../support/identityFilterHarness.js';
 import { type HeaderList, ProxyWasmHost } from '../support/proxyWasmHost.js';
 
 const MERGED = 'mvproxy_document_answers_merged';
@@ -114,7 +114,7 @@ describe('one count per request, by outcome', () => {
 
 describe('the identity filter', () => {
   test('a VM with only the identity filter defines no counter', async () => {
-    const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: IDENTITY_FILTER });
+    const host = ProxyWasmHost.load(filterModule(), { rootId: IDENTITY_FILTER });
     const cert = await leaf({ name: [{ CN: ['alice'] }] });
     const stream = host.openStream();
     assert.equal(outcome(host.sendRequestHeaders(stream, withCert(cert.certPem))).kind, 'identity');
@@ -125,7 +125,7 @@ describe('the identity filter', () => {
   });
 
   test('identity requests beside a discovery plugin count nothing, rejected ones included', async () => {
-    const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: IDENTITY_FILTER });
+    const host = ProxyWasmHost.load(filterModule(), { rootId: IDENTITY_FILTER });
     const identity = host.pluginContextId;
     addDiscoveryPlugin(host, 'group-discovery', [jsonVariant()]);
     const cert = await leaf({ name: [{ CN: ['alice'] }] });
@@ -166,7 +166,7 @@ describe('definition', () => {
   });
 
   test('when definition fails the filter answers as ever and counts nothing', () => {
-    const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: DISCOVERY_FILTER_ROOT_ID, configuration: groupSet(), failDefineMetric: true });
+    const host = ProxyWasmHost.load(filterModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration: groupSet(), failDefineMetric: true });
     assert.equal(host.configured, true);
     assert.equal(answer(exchange(host).response)?.status, 200);
     assert.equal(answer(exchange(host, withHeaders([['if-none-match', ETAG]])).response)?.status, 304);
@@ -178,7 +178,7 @@ describe('definition', () => {
   });
 
   test('a later configuration does not try again', () => {
-    const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: DISCOVERY_FILTER_ROOT_ID, configuration: groupSet(), failDefineMetric: true });
+    const host = ProxyWasmHost.load(filterModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration: groupSet(), failDefineMetric: true });
     host.failDefineMetric = false;
     host.configure(encodeDocumentSet('group-discovery', [jsonVariant()]));
     assert.equal(host.hostCalls.get('proxy_define_metric'), 4);

@@ -1,11 +1,11 @@
-// The merged-discovery document filter, request side: which requests it
+// The document filter, request side: which requests it
 // leaves alone, and what it holds back from the local apiserver.
-// helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).
+// helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { AGGREGATED_DISCOVERY_ACCEPT, AGGREGATED_DISCOVERY_NOPEER_JSON } from '../../src/model/discovery.js';
-import { AGG_JSON, ETAG, REQUEST, answer, discoveryHost, exchange, ok, valuesOf, withHeaders } from '../support/discoveryFilterHarness.js';
+import { AGG_JSON, ETAG, REQUEST, answer, discoveryHost, exchange, ok, valuesOf, withHeaders } from '../support/documentFilterHarness.js';
 
 describe('no documents held', () => {
   test('an empty configuration is accepted and logs nothing', () => {

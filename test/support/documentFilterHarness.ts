@@ -1,12 +1,12 @@
-// The merged-discovery document filter (envoy/identity-filter, root_id
-// DISCOVERY_FILTER_ROOT_ID) through the proxy-wasm host shim: a plugin
+// The document filter (envoy/filters, root_id DOCUMENT_FILTER_ROOT_ID)
+// through the proxy-wasm host shim: a plugin
 // configured with a document set (src/xds/documentSet.ts), and exchanges as
 // Envoy drives them (request headers to the local apiserver, its response
 // headers back).
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
-import { DISCOVERY_FILTER_ROOT_ID } from '../../src/translator/names.js';
+import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
 import { encodeDocumentSet, type DocumentKind, type DocumentVariant } from '../../src/xds/documentSet.js';
-import { identityFilterWasm } from './identityFilterHarness.js';
+import { filterModule } from './identityFilterHarness.js';
 import { ProxyWasmHost, type HeaderList, type RequestResult, type ResponseResult } from './proxyWasmHost.js';
 
 export { AGGREGATED_DISCOVERY_JSON as AGG_JSON, AGGREGATED_DISCOVERY_PROTOBUF as AGG_PROTOBUF } from '../../src/model/discovery.js';
@@ -55,12 +55,12 @@ export function groupSet(variants: DocumentVariant[] = [jsonVariant(), protobufV
 
 /** A VM with one discovery plugin configured with `configuration` (default: groupSet()). */
 export function discoveryHost(configuration: Uint8Array = groupSet()): ProxyWasmHost {
-  return ProxyWasmHost.load(identityFilterWasm(), { rootId: DISCOVERY_FILTER_ROOT_ID, configuration });
+  return ProxyWasmHost.load(filterModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration });
 }
 
 /** Adds a discovery plugin context for `kind` to a VM; returns its id. */
 export function addDiscoveryPlugin(host: ProxyWasmHost, kind: DocumentKind, variants: DocumentVariant[]): number {
-  return host.addPluginContext(encodeDocumentSet(kind, variants), DISCOVERY_FILTER_ROOT_ID);
+  return host.addPluginContext(encodeDocumentSet(kind, variants), DOCUMENT_FILTER_ROOT_ID);
 }
 
 export interface Exchange {

@@ -1,5 +1,5 @@
 // Reading media ranges and header values in linear memory, for the
-// document filter (discovery.ts): spans, Accept and Content-Type media
+// document filter (documentFilter.ts): spans, Accept and Content-Type media
 // ranges as kube-apiserver reads them, Accept-Encoding. Nothing here
 // allocates.
 import { equalsCI } from "./headers";

@@ -1,4 +1,4 @@
-// The discovery filter's counters (proxy-wasm counter metrics: wasmcustom.<name>
+// The document filter's counters (proxy-wasm counter metrics: wasmcustom.<name>
 // in Envoy's stats, <name> in /stats/prometheus), one per outcome of
 // a request it saw:
 //   mvproxy_document_answers_merged        200 with the merged document sent;
@@ -7,7 +7,7 @@
 // and, of the first two, those the local apiserver authorized with a 304 to
 // the filter's revalidation (it encoded no document):
 //   mvproxy_document_local_not_modified.
-// Defined once per VM (metric ids are per VM), when a discovery plugin is
+// Defined once per VM (metric ids are per VM), when a document plugin is
 // first configured. A counter whose definition failed is never incremented:
 // the filter works on without it. Counting allocates nothing.
 import { METRIC_COUNTER, STATUS_OK, proxy_define_metric, proxy_increment_metric } from "./abi";

@@ -1,7 +1,7 @@
-// The merged-discovery document filter, response side: when the local
+// The document filter, response side: when the local
 // apiserver's answer is replaced, by which variant, and with which headers
-// (as src/discovery/response.ts answered through ext_proc).
-// helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).
+// (as src/discovery/response.ts answers through ext_proc a document over the push budget).
+// helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -26,7 +26,7 @@ import {
   openapiVariant,
   protobufVariant,
   withHeaders,
-} from '../support/discoveryFilterHarness.js';
+} from '../support/documentFilterHarness.js';
 
 const JSON_HEADERS: HeaderList = [
   ['content-type', AGG_JSON],

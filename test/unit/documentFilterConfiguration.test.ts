@@ -1,6 +1,6 @@
-// The merged-discovery document filter: its plugin configuration (the
+// The document filter: its plugin configuration (the
 // document set), reconfiguration, and several plugins in one VM.
-// helpers: test/support/discoveryFilterHarness.ts (the filter in a proxy-wasm host shim).
+// helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -21,9 +21,9 @@ import {
   ok,
   openapiVariant,
   protobufVariant,
-} from '../support/discoveryFilterHarness.js';
+} from '../support/documentFilterHarness.js';
 import { ProxyWasmHost } from '../support/proxyWasmHost.js';
-import { identityFilterWasm } from '../support/identityFilterHarness.js';
+import { filterModule } from '../support/identityFilterHarness.js';
 
 const GOOD = groupSet();
 
@@ -181,7 +181,7 @@ describe('reconfiguration', () => {
 
 describe('several plugins in one VM', () => {
   test('two discovery plugins of different kinds and an identity plugin each do their own work', async () => {
-    const host = ProxyWasmHost.load(identityFilterWasm(), { rootId: IDENTITY_FILTER });
+    const host = ProxyWasmHost.load(filterModule(), { rootId: IDENTITY_FILTER });
     const identityRoot = host.pluginContextId;
     const groups = addDiscoveryPlugin(host, 'group-discovery', [jsonVariant()]);
     const openapi = addDiscoveryPlugin(host, 'openapi-index', [openapiVariant()]);

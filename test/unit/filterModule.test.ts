@@ -1,16 +1,16 @@
-// The identity filter: the compiled module itself (ABI, path) and its memory under load.
+// The filter module (both filters in one WebAssembly module): its ABI and path, and the identity filter's memory under load.
 // helpers: test/support/identityFilterHarness.ts (the filter in a proxy-wasm host shim), derBuilder.ts (hand-built certificates).
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
-import { IDENTITY_FILTER_WASM_PATH } from '../../src/xds/identityFilterModule.js';
+import { FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
 import { certificateDer } from '../support/clientCerts.js';
-import { identityFilterWasm, leaf, newHost, values, withXfcc, xfccOfDer } from '../support/identityFilterHarness.js';
+import { filterModule, leaf, newHost, values, withXfcc, xfccOfDer } from '../support/identityFilterHarness.js';
 
 let wasm: Buffer;
 
 before(() => {
-  wasm = identityFilterWasm();
+  wasm = filterModule();
 });
 
 describe('module', () => {
@@ -26,8 +26,8 @@ describe('module', () => {
     }
   });
 
-  test('IDENTITY_FILTER_WASM_PATH is the compiled module', () => {
-    assert.match(IDENTITY_FILTER_WASM_PATH, /dist\/envoy\/identity-filter\.wasm$/);
+  test('FILTER_MODULE_PATH is the compiled module', () => {
+    assert.match(FILTER_MODULE_PATH, /dist\/envoy\/filters\.wasm$/);
   });
 
   test('memory stops growing: misses over many distinct certificates and cache hits, with eviction', async () => {

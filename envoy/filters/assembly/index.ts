@@ -1,9 +1,10 @@
 // mvproxy's HTTP filters run inside Envoy (envoy.filters.http.wasm,
 // proxy-wasm ABI 0.2.1). One module, two filters, chosen per plugin by its
 // root_id (the host property plugin_root_id, read when the plugin context is
-// configured): "mvproxy.discovery" is the merged-discovery document filter
-// (discovery.ts, documents.ts); any other root_id ("mvproxy.identity") is the
-// certificate-identity filter below. A stream follows its plugin context.
+// configured): "mvproxy.discovery" is the document filter, one plugin per
+// merged document (documentFilter.ts, documents.ts); any other root_id
+// ("mvproxy.identity") is the identity filter below. A stream follows its
+// plugin context.
 //
 // For every request the identity filter does what kube-apiserver's x509
 // authenticator would do with the client certificate Envoy verified, and
@@ -56,7 +57,7 @@ import {
 } from "./abi";
 import { KIND_ANONYMOUS, KIND_REJECTED, LOGGED_EXPIRED, LOGGED_NOT_YET_VALID, cacheGet, cachePut } from "./cache";
 import { Config, configError, defaultConfig, parseConfig } from "./config";
-import { discoveryRequestHeaders, discoveryResponseHeaders, discoveryStreamDone } from "./discovery";
+import { documentRequestHeaders, documentResponseHeaders, documentStreamDone } from "./documentFilter";
 import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers";
@@ -85,8 +86,8 @@ export function malloc(size: usize): usize {
 
 /** Configuration per plugin (root) context of the identity filter. */
 const roots = new Map<u32, Config>();
-/** Document set (documents.ts; 0: none held) per plugin context of the discovery filter. */
-const discoveryRoots = new Map<u32, u32>();
+/** Document set (documents.ts; 0: none held) per plugin context of the document filter. */
+const documentRoots = new Map<u32, u32>();
 /** Used for a stream whose plugin context is unknown (never expected). */
 let fallbackConfig: Config = defaultConfig();
 
@@ -102,7 +103,7 @@ export function proxy_on_context_create(contextId: u32, parentContextId: u32): v
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: usize): bool {
   enter();
-  const discovery = discoveryRoots.has(rootContextId) || isDiscoveryPlugin();
+  const documents = documentRoots.has(rootContextId) || isDocumentPlugin();
   let data: usize = 0;
   let size: usize = 0;
   if (configurationSize != 0) {
@@ -118,7 +119,7 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: usize)
       return false;
     }
   }
-  const ok = discovery ? configureDiscovery(rootContextId, data, size) : configureIdentity(rootContextId, data, size);
+  const ok = documents ? configureDocuments(rootContextId, data, size) : configureIdentity(rootContextId, data, size);
   addDebt(DEBT_LIMIT); // configuring is rare: collect now
   leave();
   return ok;
@@ -137,7 +138,7 @@ function configureIdentity(rootContextId: u32, data: usize, size: usize): bool {
 }
 
 /** Replaces the root's documents (empty configuration: none held); a stream in flight keeps its own reference. */
-function configureDiscovery(rootContextId: u32, data: usize, size: usize): bool {
+function configureDocuments(rootContextId: u32, data: usize, size: usize): bool {
   defineAnswerMetrics(); // once per VM
   let set: usize = 0;
   if (size != 0) {
@@ -145,26 +146,26 @@ function configureDiscovery(rootContextId: u32, data: usize, size: usize): bool 
     if (set == 0) {
       heap.free(data);
       logString(LOG_WARN, "mvproxy discovery filter: configuration refused: " + documentsError);
-      // Known as a discovery plugin from now on (its streams never get the identity filter); documents kept.
-      if (!discoveryRoots.has(rootContextId)) discoveryRoots.set(rootContextId, 0);
+      // Known as a document plugin from now on (its streams never get the identity filter); documents kept.
+      if (!documentRoots.has(rootContextId)) documentRoots.set(rootContextId, 0);
       return false;
     }
   } else if (data != 0) {
     heap.free(data);
   }
-  if (discoveryRoots.has(rootContextId)) {
-    const old = <usize>discoveryRoots.get(rootContextId);
+  if (documentRoots.has(rootContextId)) {
+    const old = <usize>documentRoots.get(rootContextId);
     if (old != 0) release(old);
   }
-  discoveryRoots.set(rootContextId, <u32>set);
+  documentRoots.set(rootContextId, <u32>set);
   return true;
 }
 
 const PLUGIN_ROOT_ID = String.UTF8.encode("plugin_root_id");
-const DISCOVERY_ROOT_ID = String.UTF8.encode("mvproxy.discovery");
+const DOCUMENT_ROOT_ID = String.UTF8.encode("mvproxy.discovery");
 
-/** Whether the plugin being configured has the discovery filter's root_id. */
-function isDiscoveryPlugin(): bool {
+/** Whether the plugin being configured has the document filter's root_id. */
+function isDocumentPlugin(): bool {
   const ret = memory.data(8, 8);
   store<u32>(ret, 0);
   store<u32>(ret, 0, 4);
@@ -172,7 +173,7 @@ function isDiscoveryPlugin(): bool {
   if (proxy_get_property(path, PLUGIN_ROOT_ID.byteLength, ret, ret + 4) != STATUS_OK) return false;
   const p = <usize>load<u32>(ret);
   const n = <usize>load<u32>(ret, 4);
-  const found = n == <usize>DISCOVERY_ROOT_ID.byteLength && memory.compare(p, changetype<usize>(DISCOVERY_ROOT_ID), n) == 0;
+  const found = n == <usize>DOCUMENT_ROOT_ID.byteLength && memory.compare(p, changetype<usize>(DOCUMENT_ROOT_ID), n) == 0;
   if (p != 0) heap.free(p);
   return found;
 }
@@ -185,15 +186,15 @@ export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();
-  discoveryStreamDone(contextId);
+  documentStreamDone(contextId);
   if (!streamDelete(contextId)) {
     if (roots.has(contextId)) {
       roots.delete(contextId);
       addDebt(64);
-    } else if (discoveryRoots.has(contextId)) {
-      const set = <usize>discoveryRoots.get(contextId);
+    } else if (documentRoots.has(contextId)) {
+      const set = <usize>documentRoots.get(contextId);
       if (set != 0) release(set);
-      discoveryRoots.delete(contextId);
+      documentRoots.delete(contextId);
       addDebt(64);
     }
   }
@@ -216,14 +217,14 @@ export function proxy_on_request_headers(contextId: u32, _numHeaders: u32, _endO
   enter();
   const root = streamGet(contextId);
   const action =
-    root != 0 && discoveryRoots.has(root) ? discoveryRequestHeaders(contextId, <usize>discoveryRoots.get(root)) : onRequestHeaders(configOf(contextId));
+    root != 0 && documentRoots.has(root) ? documentRequestHeaders(contextId, <usize>documentRoots.get(root)) : onRequestHeaders(configOf(contextId));
   leave();
   return action;
 }
 
 export function proxy_on_response_headers(contextId: u32, _numHeaders: u32, _endOfStream: bool): i32 {
   enter();
-  const action = discoveryResponseHeaders(contextId); // Continue unless a discovery stream holds documents
+  const action = documentResponseHeaders(contextId); // Continue unless a document filter stream holds documents
   leave();
   return action;
 }

@@ -1,4 +1,4 @@
-// The merged-discovery document set of one plugin (root) context, read from
+// The merged document set of one plugin (root) context, read from
 // the plugin configuration (format below; the encoder is
 // src/xds/documentSet.ts). The set lives in unmanaged memory: the host's
 // configuration buffer itself (bodies are served from it, never copied) and
