@@ -2,7 +2,9 @@
 // API (proto/mvproxy/admin/v1/admin.proto).
 import { parseArgs } from 'node:util';
 import { connectionText } from '../servers/admin.js';
-import { call, localAdminSocket, waitInSync, withAdminClient, type AdminClient, type Status__Output } from '../entry/adminClient.js';
+import { call, localAdminSocket, waitInSync, withAdminClient } from '../entry/adminClient.js';
+import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
+import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
 import { asksForHelp } from '../util/commandLine.js';
 import { ADMIN_VERB_USAGE, COMMAND_USAGE } from './usage.js';

@@ -14,8 +14,6 @@ import { adminGrpc } from '../servers/admin.js';
 import { isRecord } from '../util/json.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-export type { AdminClient, Status__Output };
-
 const CALL_DEADLINE_MS = 10_000;
 
 /** The checkout (or image) this module runs from: it is dist/src/entry/adminClient.js. */
