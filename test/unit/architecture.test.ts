@@ -10,6 +10,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { moduleSpecifiers } from '../support/moduleSpecifiers.js';
 
 /** The repository: this file runs as dist/test/unit/architecture.test.js. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -100,24 +101,6 @@ function sourceFiles(dir: string): string[] {
   return out.sort();
 }
 
-/** Every module specifier of a file: import, import type, export ... from, import(), import('x').T, import x = require(). */
-function moduleSpecifiers(fileName: string, text: string): string[] {
-  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-  const found: string[] = [];
-  const literal = (node: ts.Node | undefined): void => {
-    if (node && ts.isStringLiteralLike(node)) found.push(node.text);
-  };
-  const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) literal(node.moduleSpecifier);
-    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) literal(node.moduleReference.expression);
-    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) literal(node.arguments[0]);
-    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) literal(node.argument.literal);
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
-  return found;
-}
-
 /** "src/planner/plan.ts" -> "planner"; "src/metrics.ts" -> "metrics"; "src/tools/bench/load.ts" -> "tools/bench". */
 function layerOf(file: string): string {
   const parts = relative('src', file).split('/');
@@ -187,9 +170,10 @@ describe('architecture: the layering of src/', () => {
     const forms = moduleSpecifiers(
       'forms.ts',
       "import a from './a.js'; import type { B } from './b.js'; export { c } from './c.js'; export * from './d.js';\n" +
-        "const e = await import('./e.js'); type F = import('./f.js').F; import g = require('./g.js'); import './h.js';",
+        "const e = await import('./e.js'); type F = import('./f.js').F; import g = require('./g.js'); import './h.js';\n" +
+        "const i = require('./i.js'); const j = require.resolve('./j.js');",
     );
-    assert.deepEqual(forms, ['./a.js', './b.js', './c.js', './d.js', './e.js', './f.js', './g.js', './h.js']);
+    assert.deepEqual(forms, ['./a.js', './b.js', './c.js', './d.js', './e.js', './f.js', './g.js', './h.js', './i.js', './j.js']);
   });
 
   it('every folder of src/ is in the table', () => {
