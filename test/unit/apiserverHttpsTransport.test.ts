@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { KubeConfig } from '@kubernetes/client-node';
 
-import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
+import { ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
 import { HttpTransportError, createApiserverHttpsTransport } from '../../src/sources/apiserverHttp.js';
 import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 import { APIS_BODY } from '../support/discoveryBodies.js';
