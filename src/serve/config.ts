@@ -213,7 +213,7 @@ function contradiction(ctx: Check, path: PropertyKey[], message: string): void {
   ctx.addIssue({ code: 'custom', path, message, params: { between: true } });
 }
 
-/** The settings, made once: the only place a default, a unit or a layout changes. */
+/** The settings, made once from the checked file (defaults already applied): the only place a unit, a name or a layout changes. */
 function settingsOf(file: ConfigFile): ServeConfig {
   const { xds, admin } = file;
   const apiservers = file.apiservers.map(servedApiserver);
