@@ -86,8 +86,6 @@ export class ControlPlane implements AdminBackend {
   private readonly filterModule: Buffer;
   /** Reconciles the models the observer reports, at most every 100 ms (throttle.ts). */
   private readonly reconciles = new LatestThrottle<ClusterModel>((model) => this.update(model), 100);
-  /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
-  private readonly departedGraceMs: number;
   /** Writes warmStartFile, when set. */
   private readonly warmStartKeeper?: WarmStartKeeper;
 
@@ -106,12 +104,11 @@ export class ControlPlane implements AdminBackend {
         ...config.apiservers.flatMap((a) => [a.sidecar.servingCert, a.sidecar.servingKey]),
       ],
       clientCa: tls.clientCa,
-      ...(config.certificatePollMillis === undefined ? {} : { intervalMs: config.certificatePollMillis }),
+      certificatePollMs: config.certificatePollMs,
       onClientCaChange: () => this.clientCaChanged(),
       logger: deps.logger.child({ component: 'certificates' }),
     });
     this.settings = reconcileSettings(config, this.filterModule, this.certificateFiles.clientCaSha256);
-    this.departedGraceMs = this.settings.departedGraceMs;
     this.ads = new AdsServer(
       { current: new SnapshotStore(), startup: new SnapshotStore() },
       {
@@ -136,7 +133,7 @@ export class ControlPlane implements AdminBackend {
     // replica serves from the moment its listeners are up, warm or cold.
     this.health = new HealthImplementation({ '': 'NOT_SERVING' });
     this.health.addToServer(this.grpcServer);
-    this.journal = new ControlPlaneJournal(this.departedGraceMs, deps.clock ?? Date.now);
+    this.journal = new ControlPlaneJournal(config.departedGraceMs, deps.clock ?? Date.now);
     if (config.warmStartFile) {
       const current = () => (this.lastModel ? { model: this.lastModel, draining: [...this.draining].sort() } : undefined);
       this.warmStartKeeper = new WarmStartKeeper({ file: config.warmStartFile, current, logger: deps.logger });
@@ -152,7 +149,6 @@ export class ControlPlane implements AdminBackend {
       deps,
       ads: this.ads,
       endpoints: this.declaredEndpoints(),
-      departedGraceMs: this.departedGraceMs,
       onModel: (model) => this.reconciles.offer(model),
       onDrains: (names, notes) => this.drainsObserved(names, notes),
       onEvents: (events) => this.journal.journal.record(events),
@@ -181,13 +177,13 @@ export class ControlPlane implements AdminBackend {
     const xds = await listenXds(this.grpcServer, this.config.xds);
     this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
-    if (this.config.admin?.http) {
+    if (this.config.admin?.listen) {
       const routes: AdminHttpRoutes = {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
         status: () => statusDump(this.statusInput()),
         page: () => this.statusPage(),
       };
-      const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
+      const started = await startAdminHttp(this.config.admin.listen.host, this.config.admin.listen.port, routes);
       this.adminServer = started.server;
       admin = started.url;
     }
@@ -307,7 +303,7 @@ export class ControlPlane implements AdminBackend {
       plans: this.plans,
       ads: this.ads.status(),
       draining: this.draining,
-      departedGraceMs: this.departedGraceMs,
+      departedGraceMs: this.config.departedGraceMs,
       replica: this.config.replicaName,
       reports: this.syncRecord?.reports ?? new Map(),
       ...(this.publisher ? { kubernetesService: this.publisher.publisher.status() } : {}),
@@ -319,7 +315,7 @@ export class ControlPlane implements AdminBackend {
     if (!this.config.apiservers.some((a) => a.name === sidecar)) throw new UnknownApiserverError(sidecar, this.apiserverNames());
     const plan = this.plans.find((p) => p.node === sidecar);
     if (!plan || !this.lastModel) throw new NotPlannedYetError();
-    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.departedGraceMs }, path, { peerProxied });
+    return explainRequest({ plan, model: this.lastModel, draining: this.draining, departedGraceMs: this.config.departedGraceMs }, path, { peerProxied });
   }
 
   /** Admin API: what is pushed to the sidecar. */

@@ -113,21 +113,20 @@ function memoized<T>(make: () => T): () => T {
   };
 }
 
+/** What reconcileSettings reads of the serve configuration. */
+export type ReconcileConfig = Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceMs' | 'requestTimeoutSeconds'>;
+
 /** The reconcile settings a serve configuration gives, with the compiled filter module every sidecar carries. */
-export function reconcileSettings(
-  config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
-  filterModule: Buffer,
-  clientCaSha256?: string,
-): ReconcileSettings {
+export function reconcileSettings(config: ReconcileConfig, filterModule: Buffer, clientCaSha256?: string): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
     if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, filterModule, clientCaSha256));
   }
-  return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
+  return { sidecars, departedGraceMs: config.departedGraceMs };
 }
 
 function sidecarTranslatorSettings(
-  config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
+  config: ReconcileConfig,
   apiserver: ServedApiserver,
   filterModule: Buffer,
   clientCaSha256: string | undefined,
@@ -151,7 +150,7 @@ function sidecarTranslatorSettings(
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
     filterModule,
-    // The apiservers' --request-timeout (the other limits are kube-apiserver's defaults).
-    ...(config.requestTimeoutSeconds === undefined ? {} : { limits: { requestTimeoutSeconds: config.requestTimeoutSeconds } }),
+    // The apiservers' --request-timeout; the other limits are kube-apiserver's defaults (DEFAULT_SIDECAR_LIMITS).
+    limits: { requestTimeoutSeconds: config.requestTimeoutSeconds },
   };
 }

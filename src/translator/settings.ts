@@ -59,7 +59,11 @@ export interface TranslatorSettings {
   filterModule: Uint8Array;
   /** The headers the identity filter sets. Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
   identityHeaders?: IdentityHeaders;
-  /** What the listener allows a client; each missing field is kube-apiserver's default (DEFAULT_SIDECAR_LIMITS). */
+  /**
+   * What the listener allows a client; each missing field is kube-apiserver's
+   * default (DEFAULT_SIDECAR_LIMITS). The control plane always sets
+   * requestTimeoutSeconds (the serve config's, whose default is this one).
+   */
   limits?: Partial<SidecarLimits>;
 }
 
@@ -94,7 +98,7 @@ export interface SidecarLimits {
   http2MaxStreamsPerConnection: number;
 }
 
-/** kube-apiserver's own values (see SidecarLimits). */
+/** kube-apiserver's own values (see SidecarLimits); requestTimeoutSeconds is also the serve config's default (serve/config.ts, LIMITS). */
 export const DEFAULT_SIDECAR_LIMITS: Readonly<SidecarLimits> = {
   requestTimeoutSeconds: 60,
   readHeaderTimeoutSeconds: 32,
