@@ -18,7 +18,7 @@ export const COMMAND_USAGE: Readonly<Record<string, string>> = {
 Runs one control-plane replica: it watches the apiservers, plans every
 sidecar's routes and pushes them over xDS (ADS), answers merged discovery over
 ext_proc, and serves metrics, status and the admin API. The configuration
-file's fields are described in the README ("Configuration").
+file's fields are described in docs/operating.md ("Configuration").
 
   --config FILE       the JSON configuration
   --log-level LEVEL   pino level (default warn)
@@ -33,7 +33,7 @@ plane is, and its admin interface (an owner-only Unix socket, by default
 --failover names other replicas (IP:PORT, mutual TLS with the --xds-* files),
 tried in order when the ones before fail, as each kubeadm node's sidecar does.
 --stats-port N adds a listener on 127.0.0.1:N that serves GET /stats/prometheus
-from the admin interface and nothing else, for Prometheus (see the README).
+from the admin interface and nothing else, for Prometheus (see docs/observability.md).
 --apiserver NAME makes --node the id of this Envoy alone and runs the config of
 apiserver NAME's sidecar (node.metadata apiserver): several Envoys may run one
 sidecar's config, computed once for all of them; over mutual TLS the client

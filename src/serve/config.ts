@@ -100,7 +100,7 @@ export interface ServeConfig {
   discoveryPollMs: number;
   /** A discovery, OpenAPI index or /readyz body larger than this is refused (that document only; the apiserver did answer). */
   discoveryMaxBodyBytes: number;
-  /** The apiservers' --request-timeout: sidecars answer 504 to a request that is not long-running 5 s after it (README, "Limits"). */
+  /** The apiservers' --request-timeout: sidecars answer 504 to a request that is not long-running 5 s after it (docs/operating.md, "Limits"). */
   requestTimeoutSeconds: number;
   /** `certificatePollMillis`: how often the certificate files are read for in-place rewrites and client CA changes (certificateFiles.ts). */
   certificatePollMs: number;

@@ -3,7 +3,7 @@
 // group-versions. Apiservers and their addresses come only from the
 // operator's configuration, never from the REST API (leases, Endpoints...):
 // anyone who can write those could otherwise point mvproxy at an arbitrary
-// address (SSRF; README, "Where peers are"). Leases are only matched to
+// address (SSRF; docs/operating.md, "Where peers are"). Leases are only matched to
 // configured apiservers by hostname.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';

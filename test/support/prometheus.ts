@@ -24,7 +24,7 @@ export function sandboxScrapeTargets(state: SandboxState): ScrapeTargets {
   return { controlPlanes, sidecars };
 }
 
-/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as the README shows. */
+/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as docs/observability.md shows. */
 export function prometheusConfig(targets: ScrapeTargets, interval = '1s'): object {
   return {
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
