@@ -29,9 +29,9 @@ export interface Metrics {
   xdsAcks: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_streams{node}: ADS streams open from each sidecar (0: disconnected). */
   xdsStreams: Gauge<'node'>;
-  /** mvproxy_ext_proc_requests_total{result}: merged-document answers (discovery), local ones let through (pass), failures (error). */
+  /** mvproxy_ext_proc_requests_total{result}: ext_proc answers (documents over the push budget): merged (discovery), local ones let through (pass), failures (error). */
   extProcRequests: Counter<'result'>;
-  /** mvproxy_ext_proc_duration_seconds: time to answer the response headers of one merged-document request. */
+  /** mvproxy_ext_proc_duration_seconds: time to answer the response headers of one merged-document request over ext_proc. */
   extProcDuration: Histogram;
   /** mvproxy_apiserver_draining{apiserver}: 1 while an operator drains it. */
   apiserverDraining: Gauge<'apiserver'>;

@@ -1,21 +1,18 @@
 // `mvproxy admin ...`: the operator's client of the control plane's admin gRPC
 // API (proto/mvproxy/admin/v1/admin.proto).
 import { parseArgs } from 'node:util';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { connectionText } from '../servers/admin.js';
-import { call, waitInSync, withAdminClient } from '../servers/adminClient.js';
+import { call, localAdminSocket, waitInSync, withAdminClient } from '../entry/adminClient.js';
 import type { AdminClient } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status__Output } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation__Output } from '../generated/mvproxy/admin/v1/Explanation.js';
-import { readState } from '../sandbox/state.js';
-import { ADMIN_VERB_USAGE, asksForHelp, COMMAND_USAGE } from './usage.js';
+import { asksForHelp } from '../util/commandLine.js';
+import { ADMIN_VERB_USAGE, COMMAND_USAGE } from './usage.js';
 import { table } from './table.js';
 import { configTypeUrl, formatConfig } from './adminConfig.js';
+import { streamEvents } from './adminEvents.js';
 
 const ADMIN_USAGE = COMMAND_USAGE['admin'] ?? '';
-import { sandboxDir } from './sandbox.js';
-import { streamEvents } from './adminEvents.js';
 
 /** `invokedAs` names the command in help texts: `mvproxy admin`, or `kubectl mvproxy` for the kubectl plugin. */
 export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Promise<number> {
@@ -112,8 +109,7 @@ export async function runAdmin(args: string[], invokedAs = 'mvproxy admin'): Pro
 function adminSocket(flag: string | undefined): string {
   const chosen = flag ?? process.env['MVPROXY_ADMIN_SOCKET'];
   if (chosen !== undefined) return chosen;
-  const statePath = join(sandboxDir(undefined), 'state.json');
-  const fromSandbox = existsSync(statePath) ? readState(statePath).controlPlane?.adminSocket : undefined;
+  const fromSandbox = localAdminSocket();
   if (fromSandbox === undefined)
     throw new Error("no admin socket: pass --socket PATH (the admin.socket of the control plane's config) or set MVPROXY_ADMIN_SOCKET");
   return fromSandbox;

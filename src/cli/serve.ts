@@ -14,7 +14,7 @@ export async function runServe(args: string[]): Promise<number> {
     },
     strict: true,
   });
-  if (!values.config) throw new Error('mvproxy serve needs --config FILE (see README, "Running the control plane")');
+  if (!values.config) throw new Error('mvproxy serve needs --config FILE (see docs/operating.md, "Running it")');
   const config = loadServeConfig(values.config);
   const logger = createLogger('mvproxy', values['log-level']);
   const controlPlane = new ControlPlane(config, { logger, metrics: createMetrics({ processMetrics: true }) });

@@ -41,10 +41,10 @@ const APISERVER_CLUSTERS = 'envoy_cluster_name!="envoy_admin"';
  */
 const wasmCounter = (name: (typeof DOCUMENT_FILTER_COUNTERS)[number]): string => `sum by (instance) (rate(${name}[${RATE_WINDOW}]))`;
 
-/** The document filters' counters (envoy/identity-filter/assembly/metrics.ts): metrics of the sidecars, not of the control plane. */
+/** The document filters' counters (envoy/filters/assembly/metrics.ts): metrics of the sidecars, not of the control plane. */
 export const DOCUMENT_FILTER_COUNTERS = ['mvproxy_document_answers_merged', 'mvproxy_document_answers_not_modified', 'mvproxy_document_answers_local'] as const;
 
-/** ext_proc stats of the merged-document filter (stat prefix `mvproxy`) on the client listener. */
+/** Stats of the ext_proc filter (stat prefix `mvproxy`: documents over the push budget) on the client listener. */
 const extProc = (stat: string): string => `sum by (instance) (rate(envoy_http_ext_proc_mvproxy_${stat}{${CLIENT_HCM}}[${RATE_WINDOW}]))`;
 const rate = (metric: string, by: string, selector = ''): string => `sum by (${by}) (rate(${metric}${selector}[${RATE_WINDOW}]))`;
 const increase = (metric: string, by: string): string => `sum by (${by}) (increase(${metric}[${RATE_WINDOW}]))`;

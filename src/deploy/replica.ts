@@ -97,8 +97,8 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
  * 70 MiB with 500 CRDs, most of it the libraries' code) but a CRD storm makes
  * it allocate fast: with the defaults its peak RSS reached 300 to 390 MiB in
  * the fan-out bench, with these about 155 MiB. They cost CPU (more frequent
- * collections): about 3 s of the replica's CPU per timed fan-out change
- * instead of 1.7 s (README, Benchmark).
+ * collections); docs/benchmark.md gives the replica's CPU per timed
+ * fan-out change, with these flags, from the committed run.
  */
 export const REPLICA_NODE_FLAGS: readonly string[] = ['--optimize-for-size', '--max-semi-space-size=1'];
 

@@ -1,4 +1,6 @@
-// Merged (peer-aggregated) discovery: pure functions the ext_proc server uses.
+// Merged (peer-aggregated) discovery: pure functions that build the merged
+// documents (pushed to the document filters, and answered by the ext_proc
+// server for a document over the push budget).
 export { mergeDiscovery, consensusOrder, type MergedDiscovery } from './merge.js';
 export { renderAggregated } from './render.js';
 export { decodeAggregatedProtobuf } from './protobufDecode.js';

@@ -1,9 +1,10 @@
 // The one entry point the ext_proc server calls for a merged-document
-// request: answer it from the merged discovery, or let the local apiserver's
-// own answer through. Which document a request is for was decided by the
-// route that sent it to ext_proc (src/translator/routes.ts); what the client
-// accepts is negotiated here, exactly as kube-apiserver negotiates it. Pure
-// apart from the rendering memo.
+// request (a document over the push budget: the document filters answer the
+// others inside Envoy): answer it from the merged discovery, or let the local
+// apiserver's own answer through. Which document a request is for was decided
+// by the route that sent it to ext_proc (src/translator/routes.ts); what the
+// client accepts is negotiated here, exactly as kube-apiserver negotiates it.
+// Pure apart from the rendering memo.
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import type { MergedDiscovery } from './merge.js';
 import { negotiateDiscovery } from './negotiate.js';

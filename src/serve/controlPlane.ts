@@ -2,8 +2,8 @@
 // observer and the drain and sync records, made in sources.ts) to the servers
 // (ADS, ext_proc, access log, admin; the xDS listeners are bound in
 // listen.ts) and, whenever the observed model or the drains change, runs the
-// pure reconcile step (reconcile.ts) and hands its results to ADS and the
-// ext_proc responder.
+// pure reconcile step (reconcile.ts) and hands its results to ADS and to the
+// ext_proc responder (merged documents over the push budget).
 import type * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -21,7 +21,7 @@ import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { sidecarConfig } from '../servers/adminConfig.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
-import { readIdentityFilterModule } from '../xds/identityFilterModule.js';
+import { readFilterModule } from '../xds/filterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { SnapshotStore } from '../servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -48,8 +48,8 @@ export interface ControlPlaneDeps {
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
-  /** Defaults to the module `npm run build` compiled (dist/envoy/identity-filter.wasm). */
-  identityFilterModule?: Buffer;
+  /** Defaults to the module `npm run build` compiled (dist/envoy/filters.wasm). */
+  filterModule?: Buffer;
   /** Epoch milliseconds for the observer's model and NACK times; defaults to the system clock. */
   clock?: Clock;
 }
@@ -83,11 +83,9 @@ export class ControlPlane implements AdminBackend {
   private settings: ReconcileSettings;
   /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
   private readonly certificateFiles: CertificateFiles;
-  private readonly identityFilterModule: Buffer;
+  private readonly filterModule: Buffer;
   /** Reconciles the models the observer reports, at most every 100 ms (throttle.ts). */
   private readonly reconciles = new LatestThrottle<ClusterModel>((model) => this.update(model), 100);
-  /** How long a departed apiserver still counts (planner, merge, status, explain alike). */
-  private readonly departedGraceMs: number;
   /** Writes warmStartFile, when set. */
   private readonly warmStartKeeper?: WarmStartKeeper;
 
@@ -95,7 +93,7 @@ export class ControlPlane implements AdminBackend {
     private readonly config: ServeConfig,
     private readonly deps: ControlPlaneDeps,
   ) {
-    this.identityFilterModule = deps.identityFilterModule ?? readIdentityFilterModule();
+    this.filterModule = deps.filterModule ?? readFilterModule();
     const { tls } = config;
     this.certificateFiles = new CertificateFiles({
       files: [
@@ -106,12 +104,11 @@ export class ControlPlane implements AdminBackend {
         ...config.apiservers.flatMap((a) => [a.sidecar.servingCert, a.sidecar.servingKey]),
       ],
       clientCa: tls.clientCa,
-      ...(config.certificatePollMillis === undefined ? {} : { intervalMs: config.certificatePollMillis }),
+      certificatePollMs: config.certificatePollMs,
       onClientCaChange: () => this.clientCaChanged(),
       logger: deps.logger.child({ component: 'certificates' }),
     });
-    this.settings = reconcileSettings(config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
-    this.departedGraceMs = this.settings.departedGraceMs;
+    this.settings = reconcileSettings(config, this.filterModule, this.certificateFiles.clientCaSha256);
     this.ads = new AdsServer(
       { current: new SnapshotStore(), startup: new SnapshotStore() },
       {
@@ -122,7 +119,7 @@ export class ControlPlane implements AdminBackend {
     );
     this.grpcServer = createGrpcServer();
     this.ads.addToServer(this.grpcServer);
-    // ext_proc (merged discovery and OpenAPI index only): same gRPC server, socket and mTLS as ADS.
+    // ext_proc (merged documents over the push budget only): same gRPC server, socket and mTLS as ADS.
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,
@@ -152,7 +149,6 @@ export class ControlPlane implements AdminBackend {
       deps,
       ads: this.ads,
       endpoints: this.declaredEndpoints(),
-      departedGraceMs: this.departedGraceMs,
       onModel: (model) => this.reconciles.offer(model),
       onDrains: (names, notes) => this.drainsObserved(names, notes),
       onEvents: (events) => this.journal.journal.record(events),
@@ -181,13 +177,13 @@ export class ControlPlane implements AdminBackend {
     const xds = await listenXds(this.grpcServer, this.config.xds);
     this.health.setStatus('', 'SERVING');
     let admin: string | undefined;
-    if (this.config.admin?.http) {
+    if (this.config.admin?.listen) {
       const routes: AdminHttpRoutes = {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
         status: () => statusDump(this.statusInput()),
         page: () => this.statusPage(),
       };
-      const started = await startAdminHttp(this.config.admin.http.host, this.config.admin.http.port, routes);
+      const started = await startAdminHttp(this.config.admin.listen.host, this.config.admin.listen.port, routes);
       this.adminServer = started.server;
       admin = started.url;
     }
@@ -237,7 +233,7 @@ export class ControlPlane implements AdminBackend {
 
   /** A new client CA bundle: new listeners, so connections made under the old one drain (listener.ts). */
   private clientCaChanged(): void {
-    this.settings = reconcileSettings(this.config, this.identityFilterModule, this.certificateFiles.clientCaSha256);
+    this.settings = reconcileSettings(this.config, this.filterModule, this.certificateFiles.clientCaSha256);
     this.setStartupSnapshots();
     if (this.lastModel) this.update(this.lastModel, { persist: false });
   }
@@ -307,7 +303,7 @@ export class ControlPlane implements AdminBackend {
       plans: this.plans,
       ads: this.ads.status(),
       draining: this.draining,
-      departedGraceMs: this.departedGraceMs,
+      departedGraceMs: this.config.departedGraceMs,
       replica: this.config.replicaName,
       reports: this.syncRecord?.reports ?? new Map(),
       ...(this.publisher ? { kubernetesService: this.publisher.publisher.status() } : {}),

@@ -1,5 +1,5 @@
 // The `kubernetes` Service's endpoints, published by every replica alike
-// (issue 21; README "The kubernetes Service"). With the apiservers on
+// (issue 21; docs/operating.md, "The kubernetes Service"). With the apiservers on
 // `--endpoint-reconciler-type=none`, nobody else writes them: every
 // PROBE_INTERVAL_MS this replica probes every sidecar and apiserver, writes
 // what passed into its entry of the liveness record, merges every replica's

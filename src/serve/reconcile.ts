@@ -117,23 +117,22 @@ function memoized<T>(make: () => T): () => T {
   };
 }
 
-/** The reconcile settings a serve configuration gives, with the compiled identity filter every listener carries. */
-export function reconcileSettings(
-  config: Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
-  identityFilterModule: Buffer,
-  clientCaSha256?: string,
-): ReconcileSettings {
+/** What reconcileSettings reads of the serve configuration. */
+export type ReconcileConfig = Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceMs' | 'requestTimeoutSeconds'>;
+
+/** The reconcile settings a serve configuration gives, with the compiled filter module every sidecar carries. */
+export function reconcileSettings(config: ReconcileConfig, filterModule: Buffer, clientCaSha256?: string): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
-    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, identityFilterModule, clientCaSha256));
+    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, filterModule, clientCaSha256));
   }
-  return { sidecars, departedGraceMs: config.departedGraceSeconds * 1000 };
+  return { sidecars, departedGraceMs: config.departedGraceMs };
 }
 
 function sidecarTranslatorSettings(
-  config: Pick<ServeConfig, 'tls' | 'peerEgressProxy'> & Partial<Pick<ServeConfig, 'requestTimeoutSeconds'>>,
+  config: ReconcileConfig,
   apiserver: ServedApiserver,
-  identityFilterModule: Buffer,
+  filterModule: Buffer,
   clientCaSha256: string | undefined,
 ): TranslatorSettings {
   const { tls } = config;
@@ -154,8 +153,8 @@ function sidecarTranslatorSettings(
       ...(config.peerEgressProxy ? { egressProxy: config.peerEgressProxy } : {}),
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-    identityFilter: { module: identityFilterModule },
-    // The apiservers' --request-timeout (the other limits are kube-apiserver's defaults).
-    ...(config.requestTimeoutSeconds === undefined ? {} : { limits: { requestTimeoutSeconds: config.requestTimeoutSeconds } }),
+    filterModule,
+    // The apiservers' --request-timeout; the other limits are kube-apiserver's defaults (DEFAULT_SIDECAR_LIMITS).
+    limits: { requestTimeoutSeconds: config.requestTimeoutSeconds },
   };
 }

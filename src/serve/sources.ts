@@ -24,7 +24,6 @@ export interface SourcesOptions {
   /** Whose ACKs go into the sync record. */
   ads: AdsServer;
   endpoints: ApiserverEndpoint[];
-  departedGraceMs: number;
   /** Each new model the observer makes. */
   onModel: (model: ClusterModel) => void;
   /** Each version of the drain record: the names drained and what was noted with them. */
@@ -63,9 +62,9 @@ export async function makeSources(options: SourcesOptions): Promise<ControlPlane
     logger: deps.logger.child({ component: 'sources' }),
     metrics: deps.metrics,
     tlsServerName: config.tls.peerServerName,
-    leaseGraceMs: options.departedGraceMs,
-    localOnlyGraceMs: config.localOnlyGraceSeconds * 1000,
-    discoveryIntervalMs: config.discoveryPollMillis,
+    departedGraceMs: config.departedGraceMs,
+    localOnlyGraceMs: config.localOnlyGraceMs,
+    discoveryPollMs: config.discoveryPollMs,
     discoveryMaxBodyBytes: config.discoveryMaxBodyBytes,
     ...(deps.clock ? { clock: deps.clock } : {}),
   });

@@ -7,8 +7,9 @@
 //   gives the very same snapshots (versions are content hashes), so a sidecar
 //   reconnecting to it is sent nothing new and a fresh sidecar gets the last
 //   good routes. The model, not the snapshots, is kept: it is smaller than the
-//   listeners (which carry the identity filter's module) and also restores
-//   the merged discovery the ext_proc responder answers with.
+//   snapshots (whose filter configurations carry the filter module and the
+//   pushed documents) and also restores the merged discovery the ext_proc
+//   responder answers documents over the push budget from.
 // - Without it (or with nothing usable in it), a sidecar that runs nothing
 //   yet is sent the plan of a cluster about which nothing is known: every
 //   request to its own apiserver, local documents untouched, what the cluster

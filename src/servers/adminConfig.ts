@@ -5,7 +5,7 @@ import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.
 import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot.js';
 import type { AdsNodeStatus } from './ads.js';
 
-/** Proto3 JSON of a translated resource: bytes (the identity filter's module) become base64, as in Envoy's config dump. */
+/** Proto3 JSON of a translated resource: bytes (the filter module, the pushed documents) become base64, as in Envoy's config dump. */
 export function resourceJson(resource: object): string {
   return JSON.stringify(resource, function (this: Record<string, unknown>, key: string, value: unknown) {
     // JSON.stringify has already applied Buffer's toJSON to `value`; the holder still has the bytes.

@@ -1,9 +1,13 @@
 // The ext_proc service (envoy.service.ext_proc.v3.ExternalProcessor) the
-// sidecars call for the merged documents only (src/translator/extProc.ts):
-// aggregated discovery and the OpenAPI v3 index, on the routes that select
-// them. Nothing else a request needs comes from here: identity is computed
-// inside Envoy (envoy/identity-filter), and when this service is slow or away
-// Envoy lets the local apiserver's own document through (failure_mode_allow).
+// sidecars call for a merged document (aggregated discovery, the OpenAPI v3
+// index) only when it is over the push budget (DOCUMENT_PUSH_BUDGET_BYTES,
+// src/translator/documentFilters.ts): the document filters inside Envoy
+// answer every other merged-document request, and the routes of an
+// oversized document send it here instead (src/translator/extProc.ts).
+// Nothing else a request needs comes from here: identity is computed inside
+// Envoy (the identity filter, envoy/filters), and when this service is slow
+// or away Envoy lets the local apiserver's own document through
+// (failure_mode_allow).
 //
 // One gRPC stream per HTTP request. The route tells which document the
 // request is for (gRPC metadata). On the request headers the client's Accept

@@ -48,8 +48,8 @@ export interface ApiserverHttpsOptions {
    * kubeconfig cluster's tls-server-name, else the address host.
    */
   tlsServerName?: string;
-  /** Refuse larger bodies with a `too_large` error (a discovery document is a few hundred KiB). */
-  maxBodyBytes?: number;
+  /** Refuse larger bodies with a `too_large` error (a discovery document is a few hundred KiB; the serve config's discoveryMaxBodyBytes). */
+  maxBodyBytes: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 2000;
@@ -63,7 +63,6 @@ const DEFAULT_TIMEOUT_MS = 2000;
  * after garbage collection (and as much work again in each apiserver).
  */
 const CONNECTIONS_PER_APISERVER = 4;
-const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 /**
  * Transport that dials `address` directly (never the kubeconfig's server URL:
@@ -72,9 +71,9 @@ const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
  * tokens and certificates are picked up; the agent is rebuilt when the TLS
  * material changes.
  */
-export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions = {}): HttpTransport {
+export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions): HttpTransport {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const { maxBodyBytes } = options;
   const agents = tlsAgentKeeper({ sockets: CONNECTIONS_PER_APISERVER, idleSockets: CONNECTIONS_PER_APISERVER });
   let closed = false;
 

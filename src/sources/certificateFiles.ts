@@ -22,8 +22,8 @@ export interface CertificateFilesOptions {
   files: readonly string[];
   /** The client CA bundle, whose digest the listener carries. */
   clientCa: string;
-  /** Polling period; default 5 s. */
-  intervalMs?: number;
+  /** How often the files are read (the serve config's certificatePollMillis). */
+  certificatePollMs: number;
   /** Called with the bundle's new digest when it changes (not at start). */
   onClientCaChange: (sha256: string | undefined) => void;
   logger: Logger;
@@ -55,7 +55,7 @@ export class CertificateFiles {
 
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => this.poll(), this.opts.intervalMs ?? 5000);
+    this.timer = setInterval(() => this.poll(), this.opts.certificatePollMs);
     this.timer.unref();
   }
 

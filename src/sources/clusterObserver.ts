@@ -3,7 +3,7 @@
 // group-versions. Apiservers and their addresses come only from the
 // operator's configuration, never from the REST API (leases, Endpoints...):
 // anyone who can write those could otherwise point mvproxy at an arbitrary
-// address (SSRF; README, "Where peers are"). Leases are only matched to
+// address (SSRF; docs/operating.md, "Where peers are"). Leases are only matched to
 // configured apiservers by hostname.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
@@ -15,7 +15,7 @@ import { createApiserverHttpsTransport } from './apiserverHttp.js';
 import { DiscoveryFetcher, type DiscoveryUpdate } from './discoveryFetcher.js';
 import { LeaseWatcher, type LeaseEvent } from './leaseWatcher.js';
 import { createKubeListWatchClient, type ListWatchClient } from './listWatch.js';
-import { DEFAULT_LOCAL_ONLY_GRACE_MS, LocalOnlyWatcher } from './localOnlyWatcher.js';
+import { LocalOnlyWatcher } from './localOnlyWatcher.js';
 import { errorMessage, systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from './runtime.js';
 
 export interface DiscoverySource {
@@ -47,18 +47,18 @@ export interface ClusterObserverOptions {
   metrics: Metrics;
   clock?: Clock;
   timers?: Timers;
-  /** Discovery poll interval (default 1000 ms). */
-  discoveryIntervalMs?: number;
+  /** How often each apiserver's discovery is read (the serve config's discoveryPollMillis). */
+  discoveryPollMs: number;
   /** Discovery request deadline (default 2000 ms). */
   discoveryTimeoutMs?: number;
-  /** Larger discovery, OpenAPI index and /readyz bodies are refused, that document only (default 32 MiB). */
-  discoveryMaxBodyBytes?: number;
+  /** Larger discovery, OpenAPI index and /readyz bodies are refused, that document only. */
+  discoveryMaxBodyBytes: number;
   /** Name to verify apiserver serving certificates against; default: kubeconfig tls-server-name, else the address. */
   tlsServerName?: string;
-  /** The departed grace (liveness.ts): the observer wakes its listeners when it ends (default 5 min). */
-  leaseGraceMs?: number;
-  /** A deleted CRD/APIService group-version stays local-only this long (default 5 min). */
-  localOnlyGraceMs?: number;
+  /** The departed grace (liveness.ts): the observer wakes its listeners when it ends. */
+  departedGraceMs: number;
+  /** A deleted CRD/APIService group-version stays local-only this long. */
+  localOnlyGraceMs: number;
   /** Listener notifications are coalesced over this window (default 50 ms). */
   debounceMs?: number;
   sources?: Partial<ClusterObserverSources>;
@@ -66,7 +66,6 @@ export interface ClusterObserverOptions {
 
 export type ClusterModelListener = (model: ClusterModel) => void;
 
-const DEFAULT_LEASE_GRACE_MS = 5 * 60 * 1000;
 const DEFAULT_DEBOUNCE_MS = 50;
 
 /** The observer's own, mutable copy of each apiserver's observation. */
@@ -76,7 +75,7 @@ export class ClusterObserver {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly timers: Timers;
-  private readonly leaseGraceMs: number;
+  private readonly departedGraceMs: number;
   private readonly debounceMs: number;
   private readonly states: ApiserverState[];
   private readonly byHostname = new Map<string, ApiserverState>();
@@ -99,7 +98,7 @@ export class ClusterObserver {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
-    this.leaseGraceMs = options.leaseGraceMs ?? DEFAULT_LEASE_GRACE_MS;
+    this.departedGraceMs = options.departedGraceMs;
     this.debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
     const sources = { ...defaultSources(options, this.clock, this.timers), ...options.sources };
 
@@ -244,7 +243,7 @@ export class ClusterObserver {
     let earliest = Number.POSITIVE_INFINITY;
     for (const s of this.states) {
       if (s.leaseGoneAt === undefined) continue;
-      const dropAt = departedGraceEndsAt(s.leaseGoneAt, this.leaseGraceMs);
+      const dropAt = departedGraceEndsAt(s.leaseGoneAt, this.departedGraceMs);
       if (dropAt > now) earliest = Math.min(earliest, dropAt);
     }
     if (earliest === Number.POSITIVE_INFINITY || this.stopped) return;
@@ -287,14 +286,14 @@ function defaultSources(options: ClusterObserverOptions, clock: Clock, timers: T
         endpoint,
         transport: createApiserverHttpsTransport(options.kubeConfig, endpoint.address, {
           ...(options.discoveryTimeoutMs !== undefined ? { timeoutMs: options.discoveryTimeoutMs } : {}),
-          ...(options.discoveryMaxBodyBytes !== undefined ? { maxBodyBytes: options.discoveryMaxBodyBytes } : {}),
+          maxBodyBytes: options.discoveryMaxBodyBytes,
           ...(options.tlsServerName !== undefined ? { tlsServerName: options.tlsServerName } : {}),
         }),
         onUpdate,
         logger: options.logger,
         metrics: options.metrics,
         timers,
-        ...(options.discoveryIntervalMs !== undefined ? { intervalMs: options.discoveryIntervalMs } : {}),
+        discoveryPollMs: options.discoveryPollMs,
       }),
     leases: (onEvent) => new LeaseWatcher({ client: listWatchClient(), onEvent, logger: options.logger, clock, timers }),
     localOnly: (onChange) =>
@@ -304,7 +303,7 @@ function defaultSources(options: ClusterObserverOptions, clock: Clock, timers: T
         logger: options.logger,
         clock,
         timers,
-        graceMs: options.localOnlyGraceMs ?? DEFAULT_LOCAL_ONLY_GRACE_MS,
+        localOnlyGraceMs: options.localOnlyGraceMs,
       }),
   };
 }

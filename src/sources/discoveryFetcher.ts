@@ -40,8 +40,6 @@ import {
 } from './discoveryReads.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from './runtime.js';
 
-export const DEFAULT_DISCOVERY_INTERVAL_MS = 1000;
-
 export interface DiscoveryUpdate {
   /** Last good discovery; undefined until one fetch succeeded. */
   discovery?: ApiserverDiscovery;
@@ -68,7 +66,8 @@ export interface DiscoveryFetcherOptions {
   logger: Logger;
   metrics: Pick<Metrics, 'peerDiscoverySyncErrors'>;
   timers?: Timers;
-  intervalMs?: number;
+  /** How often the apiserver is read (the serve config's discoveryPollMillis). */
+  discoveryPollMs: number;
 }
 
 const DISCOVERY_PATHS = { core: '/api', groups: '/apis' } as const satisfies Record<string, DiscoveryDocument>;
@@ -84,7 +83,7 @@ export class DiscoveryFetcher {
   private readonly onUpdate: (update: DiscoveryUpdate) => void;
   private readonly logger: Logger;
   private readonly timers: Timers;
-  private readonly intervalMs: number;
+  private readonly discoveryPollMs: number;
   private readonly problems: DiscoveryProblemLog;
 
   private core: DiscoveryDocumentState | undefined;
@@ -114,7 +113,7 @@ export class DiscoveryFetcher {
     this.onUpdate = options.onUpdate;
     this.logger = options.logger.child({ apiserver: options.endpoint.name, address: formatHost(options.endpoint.address) });
     this.timers = options.timers ?? systemTimers;
-    this.intervalMs = options.intervalMs ?? DEFAULT_DISCOVERY_INTERVAL_MS;
+    this.discoveryPollMs = options.discoveryPollMs;
     this.problems = new DiscoveryProblemLog(this.logger, options.metrics);
   }
 
@@ -171,7 +170,7 @@ export class DiscoveryFetcher {
     } else {
       // While it is not ready (starting, or about to stop), look again sooner:
       // traffic is kept off it until its /readyz passes.
-      const delay = this.ready === false ? Math.max(NOT_READY_MIN_INTERVAL_MS, this.intervalMs / 4) : this.intervalMs;
+      const delay = this.ready === false ? Math.max(NOT_READY_MIN_INTERVAL_MS, this.discoveryPollMs / 4) : this.discoveryPollMs;
       this.timer = this.timers.setTimeout(() => {
         this.timer = undefined;
         void this.runPoll();

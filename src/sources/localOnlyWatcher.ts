@@ -11,7 +11,6 @@ import { isRecord } from '../util/json.js';
 
 export const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 export const APISERVICE_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
-export const DEFAULT_LOCAL_ONLY_GRACE_MS = 5 * 60 * 1000;
 
 /** The fields of an apiextensions.k8s.io/v1 CustomResourceDefinition this watcher reads. */
 export interface CrdGroupVersions {
@@ -32,8 +31,8 @@ export interface LocalOnlyWatcherOptions {
   logger: Logger;
   clock?: Clock;
   timers?: Timers;
-  /** How long a group-version stays excluded after its CRD or APIService went away. */
-  graceMs?: number;
+  /** How long a group-version stays excluded after its CRD or APIService went away (the serve config's localOnlyGraceSeconds). */
+  localOnlyGraceMs: number;
 }
 
 type Source = LocalOnlyGroupVersion['source'];
@@ -45,7 +44,7 @@ export class LocalOnlyWatcher {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly timers: Timers;
-  private readonly graceMs: number;
+  private readonly localOnlyGraceMs: number;
   private crdStore: ReadonlyMap<string, CrdGroupVersions> = new Map();
   private apiServiceStore: ReadonlyMap<string, AggregatedApiService> = new Map();
   /** Keyed by source/group/version. */
@@ -61,7 +60,7 @@ export class LocalOnlyWatcher {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
-    this.graceMs = options.graceMs ?? DEFAULT_LOCAL_ONLY_GRACE_MS;
+    this.localOnlyGraceMs = options.localOnlyGraceMs;
     const common = { client: options.client, logger: options.logger, clock: this.clock, timers: this.timers };
     this.crds = new Reflector<CrdGroupVersions>({
       ...common,
@@ -119,7 +118,7 @@ export class LocalOnlyWatcher {
     for (const [key, gv] of this.active) {
       if (present.has(key)) continue;
       this.active.delete(key);
-      this.excluded.set(key, { ...gv, excludedUntil: now + this.graceMs });
+      this.excluded.set(key, { ...gv, excludedUntil: now + this.localOnlyGraceMs });
       this.logger.info({ group: gv.group, version: gv.version, source: gv.source }, 'local-only group-version removed; excluded for the grace period');
     }
     for (const [key, gv] of this.excluded) {

@@ -1,5 +1,5 @@
-// The merged-document filters: the identity filter's module, run with its
-// discovery root, one instance per merged document (`/api`, `/apis`, the
+// The document filters: the filter module (the identity filter's too), run
+// with its document root_id, one instance per merged document (`/api`, `/apis`, the
 // OpenAPI v3 index), each holding the document it serves (every variant:
 // JSON, protobuf, gzip) in its plugin configuration. After the local
 // apiserver has authenticated and authorized the request, the filter answers
@@ -22,7 +22,7 @@ import type { HttpFilter } from '../generated/envoy/extensions/filters/network/h
 import type { Any } from '../generated/google/protobuf/Any.js';
 import type { BytesValue } from '../generated/google/protobuf/BytesValue.js';
 import type { MergedDocument } from '../model/requestInfo.js';
-import { DISCOVERY_FILTER_ROOT_ID, IDENTITY_FILTER } from './names.js';
+import { DOCUMENT_FILTER_ROOT_ID, IDENTITY_FILTER } from './names.js';
 import type { TranslatorSettings } from './settings.js';
 import { typedConfig } from './typed.js';
 import { identityFilterConfiguration } from './identityFilter.js';
@@ -126,7 +126,7 @@ function plugin(settings: TranslatorSettings, name: string, rootId: string, conf
     config: {
       name,
       root_id: rootId,
-      vm_config: { vm_id: IDENTITY_FILTER, runtime: WASM_RUNTIME, code: { local: { inline_bytes: settings.identityFilter.module } } },
+      vm_config: { vm_id: IDENTITY_FILTER, runtime: WASM_RUNTIME, code: { local: { inline_bytes: settings.filterModule } } },
       configuration,
       fail_open: failOpen,
     },
@@ -160,7 +160,7 @@ function documentConfiguration(settings: TranslatorSettings, name: string, set: 
   if (known?.name === name) return known;
   const configuration = typedConfig<BytesValue>('google.protobuf.BytesValue', { value: Buffer.from(set.buffer, set.byteOffset, set.byteLength) });
   // A broken VM costs the merged document, never the request: the local one goes through.
-  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings, name, DISCOVERY_FILTER_ROOT_ID, configuration, true)) };
+  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings, name, DOCUMENT_FILTER_ROOT_ID, configuration, true)) };
   bySet.set(set, made);
   return made;
 }

@@ -1,5 +1,6 @@
-// The certificate-identity filter: a WASM module (envoy/identity-filter,
-// AssemblyScript) that runs inside each sidecar and turns the verified client
+// The identity filter: one of the two filters of the filter module
+// (envoy/filters, AssemblyScript compiled to WebAssembly; the document filters
+// are the other) that runs inside each sidecar and turns the verified client
 // certificate into the X-Remote-* headers kube-apiserver's request-header
 // authenticator reads, as its x509 authenticator would have derived them
 // (docs/identity.md). No call leaves Envoy per request.
@@ -25,7 +26,7 @@ const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
 
 /** The plugin configuration: which headers to set. The filter refuses one it cannot read, and Envoy then NACKs it. */
 export function identityFilterConfiguration(settings: TranslatorSettings): Any {
-  return typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(settings.identityFilter.headers ?? DEFAULT_IDENTITY_HEADERS) });
+  return typedConfig<StringValue>('google.protobuf.StringValue', { value: JSON.stringify(settings.identityHeaders ?? DEFAULT_IDENTITY_HEADERS) });
 }
 
 /** typed_per_filter_config entry of a route whose clients present no certificate. */

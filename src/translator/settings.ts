@@ -55,14 +55,15 @@ export interface TranslatorSettings {
   };
   /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER, src/xds/bootstrap.ts): ext_proc and the access log call it. */
   controlPlaneCluster: string;
-  /** The certificate-identity filter that runs inside Envoy. */
-  identityFilter: {
-    /** The compiled module (dist/envoy/identity-filter.wasm), sent inline over ECDS; the document filters run it too. */
-    module: Uint8Array;
-    /** Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
-    headers?: IdentityHeaders;
-  };
-  /** What the listener allows a client; each missing field is kube-apiserver's default (DEFAULT_SIDECAR_LIMITS). */
+  /** The compiled filter module (dist/envoy/filters.wasm: the identity filter and the document filters), sent inline over ECDS. */
+  filterModule: Uint8Array;
+  /** The headers the identity filter sets. Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
+  identityHeaders?: IdentityHeaders;
+  /**
+   * What the listener allows a client; each missing field is kube-apiserver's
+   * default (DEFAULT_SIDECAR_LIMITS). The control plane always sets
+   * requestTimeoutSeconds (the serve config's, whose default is this one).
+   */
   limits?: Partial<SidecarLimits>;
 }
 
@@ -97,7 +98,7 @@ export interface SidecarLimits {
   http2MaxStreamsPerConnection: number;
 }
 
-/** kube-apiserver's own values (see SidecarLimits). */
+/** kube-apiserver's own values (see SidecarLimits); requestTimeoutSeconds is also the serve config's default (serve/config.ts, LIMITS). */
 export const DEFAULT_SIDECAR_LIMITS: Readonly<SidecarLimits> = {
   requestTimeoutSeconds: 60,
   readHeaderTimeoutSeconds: 32,

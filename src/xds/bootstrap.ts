@@ -92,7 +92,7 @@ function dataSource(source: PemSource): JsonObject {
 
 /**
  * Every ext_proc stream is a request on the control-plane cluster (one per
- * merged-document request in flight), beside the ADS and access-log streams:
+ * request in flight for a document over the push budget), beside the ADS and access-log streams:
  * Envoy's default limit of 1024 would make a busy sidecar's discovery
  * requests fall back to the local document.
  */

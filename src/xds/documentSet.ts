@@ -1,8 +1,7 @@
-// The plugin configuration of the merged-discovery document filter
-// (envoy/identity-filter, root_id DISCOVERY_FILTER_ROOT_ID): the documents
-// one filter instance serves, as the bytes of a google.protobuf.BytesValue.
-// Pure; the decoder (envoy/identity-filter/assembly/documents.ts) is the
-// other side.
+// The plugin configuration of a document filter (envoy/filters, root_id
+// DOCUMENT_FILTER_ROOT_ID): the documents one filter instance serves, as the
+// bytes of a google.protobuf.BytesValue. Pure; the decoder
+// (envoy/filters/assembly/documents.ts) is the other side.
 //
 // Layout, little-endian, every length a u32 byte count:
 //   offset 0  "MVPD" (4 bytes)

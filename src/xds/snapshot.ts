@@ -28,8 +28,8 @@ export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
  * routes that use them (Envoy's xDS "eventual consistency" rules). Secrets
  * (SDS: certificate files named on the sidecar's host) are asked for by name
  * once Envoy meets a cluster or listener that names them; each waits (warms)
- * until its secrets arrive. The filters' configurations (ECDS: the identity
- * filter's module, the merged documents) go last, once the routes that
+ * until its secrets arrive. The filters' configurations (ECDS: the filter
+ * module with the identity filter's configuration, the merged documents) go last, once the routes that
  * serve what a document lists are in place (servers/adsStream.ts).
  */
 export const PUSH_ORDER: readonly ResourceTypeUrl[] = [
@@ -97,7 +97,7 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalize(value));
 }
 
-/** Base64 of byte fields, by buffer: every listener carries the same identity filter module. Weak: gone with the buffers. */
+/** Base64 of byte fields, by buffer: every sidecar gets the same filter module. Weak: gone with the buffers. */
 const base64s = new WeakMap<Uint8Array, string>();
 
 function base64Of(bytes: Uint8Array): string {

@@ -22,7 +22,7 @@ import {
   type DeployLayout,
 } from '../../src/deploy/kubeadm.js';
 import { IMAGE_PROGRAM } from '../../src/deploy/replica.js';
-import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/sandbox/controlPlanes.js';
+import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/tools/sandbox/controlPlanes.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 import { repoFile } from '../../src/util/protoRoot.js';
 import { kubeadmApiserverPod } from '../support/kubeadmApiserverPod.js';

@@ -1,4 +1,4 @@
-// The `kubernetes` Service's endpoints, published for real (issue 21, README
+// The `kubernetes` Service's endpoints, published for real (issue 21, docs/operating.md,
 // "The kubernetes Service"): a sandbox in network mode `namespace` (each node
 // at its own address, the sidecar on 6443, the apiserver on 6444), two
 // control-plane replicas publishing, and a client standing in for a pod

@@ -11,7 +11,7 @@ import { connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:h
 import { Agent, request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 
-import type { SandboxState } from '../../src/sandbox/state.js';
+import type { SandboxState } from '../../src/tools/sandbox/state.js';
 import { MiB, mib, processFootprint } from '../support/portAbuse.js';
 import { apiserverNamed, eventually, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 

@@ -1,5 +1,5 @@
 // Merged documents through a real Envoy sidecar (test/support/echoSidecar.ts):
-// the documents the control plane pushed over ECDS (the discovery filter)
+// the documents the control plane pushed over ECDS (the document filters)
 // answer aggregated discovery only after the local apiserver authorized the
 // client, with ETags, 304s and the gzip variant, without any call out of
 // Envoy; peer-only group documents answered by the peer; profile=nopeer; the

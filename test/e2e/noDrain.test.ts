@@ -1,12 +1,12 @@
 // Document changes and a filter-module upgrade drain nothing, on the real
 // sandbox (kube-apiserver v1.36.3 and v1.37.2, Envoy sidecars, the control
-// plane): merged documents and the identity filter's module reach the
+// plane): merged documents and the filter module reach the
 // sidecars over ECDS (src/translator/documentFilters.ts), which replaces a
 // filter's configuration for new requests only, never the listener. Watches
 // held open through kas-a's sidecar over HTTP/2 and HTTP/1.1 live through
 // ten `/apis` changes (CRDs created and deleted, each waited for in Envoy's
 // ECDS version) and through a control-plane restart with a changed module
-// (a custom section appended to dist/envoy/identity-filter.wasm, restored
+// (a custom section appended to dist/envoy/filters.wasm, restored
 // afterwards); Envoy never modifies the listener, drains no filter chain and
 // closes no connection for draining.
 import assert from 'node:assert/strict';
@@ -14,8 +14,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
-import type { SandboxApiserverState } from '../../src/sandbox/state.js';
-import { IDENTITY_FILTER_WASM_PATH } from '../../src/xds/identityFilterModule.js';
+import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
+import { FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { eventually, startTestSandbox, tokenClient, type TestSandbox } from '../support/sandbox.js';
@@ -40,7 +40,7 @@ let tb: TestSandbox;
 let kasA: SandboxApiserverState;
 let kasB: SandboxApiserverState;
 let ca: Buffer;
-const originalModule = readFileSync(IDENTITY_FILTER_WASM_PATH);
+const originalModule = readFileSync(FILTER_MODULE_PATH);
 
 before(async () => {
   tb = await startTestSandbox([
@@ -51,7 +51,7 @@ before(async () => {
   ca = readFileSync(tb.state().ca);
 });
 after(async () => {
-  writeFileSync(IDENTITY_FILTER_WASM_PATH, originalModule);
+  writeFileSync(FILTER_MODULE_PATH, originalModule);
   await tb?.sandbox.down();
 });
 
@@ -221,13 +221,13 @@ describe('document changes and a module upgrade drain no connection', () => {
     const reloads = await Promise.all(sidecars.map((s) => stat(s, STAT.identityReloads)));
     await tb.sandbox.killControlPlane();
     try {
-      writeFileSync(IDENTITY_FILTER_WASM_PATH, upgradedModule(originalModule));
+      writeFileSync(FILTER_MODULE_PATH, upgradedModule(originalModule));
       await tb.sandbox.restartControlPlane();
       await eventually(async () => {
         for (const [i, s] of sidecars.entries()) assert.ok((await stat(s, STAT.identityReloads)) > (reloads[i] ?? 0), `${s.name} took the new module`);
       }, 60_000);
     } finally {
-      writeFileSync(IDENTITY_FILTER_WASM_PATH, originalModule);
+      writeFileSync(FILTER_MODULE_PATH, originalModule);
     }
     for (const s of sidecars) assert.equal(await stat(s, STAT.identityFails), 0, `${s.name}: the new module loads`);
     // The new module runs: certificate identity and merged documents through the sidecar.

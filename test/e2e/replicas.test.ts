@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import type { SandboxControlPlaneState } from '../../src/sandbox/state.js';
+import type { SandboxControlPlaneState } from '../../src/tools/sandbox/state.js';
 import { startTestSandbox, eventually, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 
 const execFileAsync = promisify(execFile);

@@ -7,7 +7,7 @@ import { Agent, request as httpsRequest, type RequestOptions } from 'node:https'
 import type { TLSSocket } from 'node:tls';
 import { connect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import type { IssuedCert } from '../../src/sandbox/x509.js';
+import type { IssuedCert } from '../../src/tools/sandbox/x509.js';
 import { loadIssued, newCa, newLeaf, newServingCert, serialOf, writeCertFile, writePairFiles } from '../support/rotation.js';
 import { apiserverNamed, eventually, serviceAccountToken, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 

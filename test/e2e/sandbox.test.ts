@@ -11,12 +11,13 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { envoyAdminGet } from '../../src/util/envoyAdmin.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SandboxState } from '../../src/sandbox/state.js';
+import type { SandboxState } from '../../src/tools/sandbox/state.js';
 import { startTestSandbox, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
-import type { SandboxApiserverState } from '../../src/sandbox/state.js';
+import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
 
 const execFileAsync = promisify(execFile);
-const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** The tools' command line, mvproxy-dev (its sandbox runs the product's mvproxy serve). */
+const cli = fileURLToPath(new URL('../../src/tools/cli/main.js', import.meta.url));
 
 describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () => {
   let tb: TestSandbox;

@@ -2,7 +2,7 @@
 // compared with no proxy and with kube-apiserver's own Mixed Version Proxy.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { SandboxApiserverState } from '../../src/sandbox/state.js';
+import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, AGGREGATED_DISCOVERY_NOPEER_ACCEPT, type TestSandbox } from '../support/sandbox.js';
 import { AGGREGATED_DISCOVERY_JSON } from '../../src/model/discovery.js';
 

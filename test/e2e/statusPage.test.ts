@@ -17,8 +17,8 @@ import { statusPageData } from '../../src/servers/statusPage.js';
 import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-/** Into the repository (the README shows it), from dist/test/e2e. */
-/** The README's picture is replaced only when asked (MVPROXY_UPDATE_SCREENSHOT=1), so a test run leaves the tree clean. */
+/** Into the repository (docs/observability.md shows it), from dist/test/e2e. */
+/** docs/observability.md's picture is replaced only when asked (MVPROXY_UPDATE_SCREENSHOT=1), so a test run leaves the tree clean. */
 const SCREENSHOT =
   process.env['MVPROXY_UPDATE_SCREENSHOT'] === '1'
     ? fileURLToPath(new URL('../../../docs/status-page.png', import.meta.url))
@@ -177,7 +177,7 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     assert.equal(code, 0, 'Ctrl-C ends admin events --follow normally');
   });
 
-  it('after the undrain, the page shows the whole story in its events (the README screenshot)', async () => {
+  it('after the undrain, the page shows the whole story in its events (the screenshot in docs/observability.md)', async () => {
     await page.waitForSelector('#events tr[data-kind="undrain"][data-subject="kas-a"]', { timeout: 10_000 });
     await page.waitForSelector('#apiservers [data-apiserver="kas-a"] td.draining:text-is("no")', { timeout: 10_000 });
     await page.waitForSelector('#sidecars [data-sidecar="kas-a"] td:nth-child(3):text-is("yes")', { timeout: 30_000 });

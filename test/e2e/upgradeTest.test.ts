@@ -13,14 +13,14 @@
 // all). The baselines' story counts are recorded, not held.
 import { describe, it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensureComponents, type InstalledComponents } from '../../src/install/index.js';
-import type { ChartBand } from '../../src/upgradeTest/chart.js';
-import { renderSvg } from '../../src/upgradeTest/chart.js';
-import { TEST_MODES, type TestMode } from '../../src/upgradeTest/modes.js';
-import type { ModeOutcome } from '../../src/upgradeTest/outcomes.js';
-import { DEFAULT_PAIR, versionPair } from '../../src/upgradeTest/pairs.js';
-import { runMode } from '../../src/upgradeTest/run.js';
-import { breaches, heldTo, SUMMARY_COUNTS } from '../../src/upgradeTest/summary.js';
+import { ensureComponents, type InstalledComponents } from '../../src/tools/install/index.js';
+import type { ChartBand } from '../../src/tools/upgradeTest/chart.js';
+import { renderSvg } from '../../src/tools/upgradeTest/chart.js';
+import { TEST_MODES, type TestMode } from '../../src/tools/upgradeTest/modes.js';
+import type { ModeOutcome } from '../../src/tools/upgradeTest/outcomes.js';
+import { DEFAULT_PAIR, versionPair } from '../../src/tools/upgradeTest/pairs.js';
+import { runMode } from '../../src/tools/upgradeTest/run.js';
+import { breaches, heldTo, SUMMARY_COUNTS } from '../../src/tools/upgradeTest/summary.js';
 
 describe('upgrade test (short): one apiserver upgraded and rolled back under load', { timeout: 1_500_000 }, () => {
   let components: InstalledComponents;

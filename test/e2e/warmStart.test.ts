@@ -8,7 +8,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SandboxApiserverState } from '../../src/sandbox/state.js';
+import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 
 const SVM_LIST = '/apis/storagemigration.k8s.io/v1/storageversionmigrations';

@@ -3,7 +3,7 @@
 // and validity periods, and the x-forwarded-client-cert value Envoy writes.
 import { createHash, X509Certificate } from 'node:crypto';
 import type * as X509Types from '@peculiar/x509';
-import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert } from '../../src/sandbox/x509.js';
+import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert } from '../../src/tools/sandbox/x509.js';
 
 export type TestCert = IssuedCert;
 

@@ -11,9 +11,9 @@ import * as grpc from '@grpc/grpc-js';
 
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 import type { ProcessingResponse__Output } from '../../src/generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
-import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
-import { writeKubeconfig } from '../../src/sandbox/kubeconfig.js';
-import { ManagedProcess } from '../../src/sandbox/processes.js';
+import { ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
+import { writeKubeconfig } from '../../src/tools/sandbox/kubeconfig.js';
+import { ManagedProcess } from '../../src/tools/sandbox/processes.js';
 import { adminGrpc } from '../../src/servers/admin.js';
 import { ACCESS_LOG_NAME } from '../../src/translator/accessLog.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../../src/translator/names.js';

@@ -29,7 +29,7 @@ export function newFetcher(transport: HttpTransport, time: FakeTime, options: { 
     logger: options.logger ?? pino({ level: 'silent' }),
     metrics,
     timers: time,
-    intervalMs: 1000,
+    discoveryPollMs: 1000,
   });
   return { fetcher, updates, metrics };
 }

@@ -14,7 +14,7 @@ import type { Listener } from '../../src/generated/envoy/config/listener/v3/List
 import type { Router } from '../../src/generated/envoy/extensions/filters/http/router/v3/Router.js';
 import type { HeaderMutation } from '../../src/generated/envoy/extensions/filters/http/header_mutation/v3/HeaderMutation.js';
 import type { HttpConnectionManager } from '../../src/generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import { componentPaths } from '../../src/install/index.js';
+import { componentPaths } from '../../src/tools/install/index.js';
 
 /** The Envoy binary: $MVPROXY_ENVOY, else the installer's (its cache, its default version). */
 export function envoyBinary(): string {

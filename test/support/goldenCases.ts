@@ -39,9 +39,9 @@ const FIXED_FILES: SidecarFiles = {
   peerCa: '/etc/mvproxy/pki/peer-ca.crt',
 };
 
-/** The settings every case starts from (written to _shared/settings.json): fixed paths, the real identity filter module. */
+/** The settings every case starts from (written to _shared/settings.json): fixed paths, the real filter module. */
 export const DEFAULT_SETTINGS: TranslatorSettings = sidecarSettings(6443, FIXED_FILES);
-const MODULE = DEFAULT_SETTINGS.identityFilter.module;
+const MODULE = DEFAULT_SETTINGS.filterModule;
 
 /** The plan the shared parts are taken from: sidecar a with one peer, b, that batch/v1 jobs goes to. */
 const BASELINE_PLAN: SidecarPlan = planOf({

@@ -3,8 +3,8 @@
 // written on it; and the way back from that data to what the translator made.
 import assert from 'node:assert/strict';
 
-/** What the identity filter module's bytes are written as (tens of kilobytes that change with every filter build). */
-export const MODULE_PLACEHOLDER = '<identity filter module: settings.identityFilter.module>';
+/** What the filter module's bytes are written as (tens of kilobytes that change with every filter build). */
+export const MODULE_PLACEHOLDER = '<filter module: settings.filterModule>';
 const BASE64_PREFIX = '<bytes base64 ';
 
 /** Plain JSON data, as golden files hold it. */
@@ -19,7 +19,7 @@ function byKey(a: string, b: string): number {
 
 /**
  * `value` as plain JSON data: object keys sorted (`name` first), undefined fields dropped,
- * the identity filter module as MODULE_PLACEHOLDER, other bytes as base64.
+ * the filter module as MODULE_PLACEHOLDER, other bytes as base64.
  * Anything else JSON cannot carry faithfully fails.
  */
 export function canonical(value: unknown, module: Uint8Array, path: string): Json {

@@ -1,11 +1,11 @@
-// The certificate-identity filter (envoy/identity-filter, compiled to
+// The identity filter (envoy/filters, the filter module compiled to
 // WebAssembly), run through a proxy-wasm host shim: requests as Envoy
 // forwards them (with x-forwarded-client-cert for a verified client
 // certificate) and what kube-apiserver would receive from the filter.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 
-import { readIdentityFilterModule } from '../../src/xds/identityFilterModule.js';
+import { readFilterModule } from '../../src/xds/filterModule.js';
 import { formatXfcc, testCa, testLeaf, type LeafOptions, type TestCert } from './clientCerts.js';
 import type { IdentityOutcome } from './identityCases.js';
 import { pemOf } from './derBuilder.js';
@@ -23,14 +23,14 @@ export const BEARER: HeaderList = [['authorization', 'Bearer token']];
 let wasm: Buffer | undefined;
 let clientCa: Promise<TestCert> | undefined;
 
-/** The compiled filter, read once per test process. */
-export function identityFilterWasm(): Buffer {
-  wasm ??= readIdentityFilterModule();
+/** The compiled filter module (both filters), read once per test process. */
+export function filterModule(): Buffer {
+  wasm ??= readFilterModule();
   return wasm;
 }
 
 export function newHost(opts: HostOptions = {}): ProxyWasmHost {
-  return ProxyWasmHost.load(identityFilterWasm(), opts);
+  return ProxyWasmHost.load(filterModule(), opts);
 }
 
 /** A client certificate (client authentication unless `usages` says otherwise) from the client CA, made once per test process. */

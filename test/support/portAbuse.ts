@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { statusKb } from '../../src/bench/procStat.js';
+import { statusKb } from '../../src/tools/bench/procStat.js';
 
 /** Where a port is: a Unix socket path, or TCP. */
 export type PortTarget = { path: string } | { host: string; port: number };

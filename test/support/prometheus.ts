@@ -4,10 +4,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findExecutable } from '../../src/install/debianPackages.js';
-import { freePorts } from '../../src/sandbox/ports.js';
-import { ManagedProcess } from '../../src/sandbox/processes.js';
-import type { SandboxState } from '../../src/sandbox/state.js';
+import { findExecutable } from '../../src/tools/install/debianPackages.js';
+import { freePorts } from '../../src/tools/sandbox/ports.js';
+import { ManagedProcess } from '../../src/tools/sandbox/processes.js';
+import type { SandboxState } from '../../src/tools/sandbox/state.js';
 
 export interface ScrapeTargets {
   /** host:port of each control-plane replica's admin HTTP address (/metrics). */
@@ -24,7 +24,7 @@ export function sandboxScrapeTargets(state: SandboxState): ScrapeTargets {
   return { controlPlanes, sidecars };
 }
 
-/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as the README shows. */
+/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as docs/observability.md shows. */
 export function prometheusConfig(targets: ScrapeTargets, interval = '1s'): object {
   return {
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
@@ -54,7 +54,7 @@ export class TestPrometheus {
 
   static async start(targets: ScrapeTargets): Promise<TestPrometheus> {
     const binary = findExecutable('prometheus');
-    if (!binary) throw new Error('prometheus is missing: run `node dist/src/cli/main.js install` (it apt-gets Debian package prometheus)');
+    if (!binary) throw new Error('prometheus is missing: run `node dist/src/tools/cli/main.js install` (it apt-gets Debian package prometheus)');
     const dir = mkdtempSync(join(tmpdir(), 'mvproxy-prometheus-'));
     const config = join(dir, 'prometheus.yml');
     writeFileSync(config, `${JSON.stringify(prometheusConfig(targets), null, 2)}\n`);

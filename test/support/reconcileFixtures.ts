@@ -4,10 +4,12 @@ import type { ApiserverObservation, ClusterModel } from '../../src/model/cluster
 import type { ApiserverDiscovery } from '../../src/model/discovery.js';
 import { parseAggregatedDiscovery } from '../../src/model/discoveryDocument.js';
 import { servedSetFromDiscovery } from '../../src/model/servedSet.js';
-import type { ServeConfig, ServedApiserver } from '../../src/serve/config.js';
+import type { ServedApiserver } from '../../src/serve/config.js';
+import type { ReconcileConfig } from '../../src/serve/reconcile.js';
+import { DEFAULT_SIDECAR_LIMITS } from '../../src/translator/settings.js';
+import { GRACE_MS } from './clusterModel.js';
 
 export const NOW = 1_700_000_000_000;
-export const GRACE_SECONDS = 300;
 
 /** group/version/resource; group "" is the core group. */
 export type Gvr = readonly [group: string, version: string, resource: string];
@@ -73,7 +75,7 @@ function declared(name: string, i: number): ServedApiserver {
 }
 
 /** What the serve config says, for these declared apiservers (no file is read). */
-export function config(names: readonly string[]): Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceSeconds'> {
+export function config(names: readonly string[]): ReconcileConfig {
   return {
     apiservers: names.map(declared),
     tls: {
@@ -83,6 +85,7 @@ export function config(names: readonly string[]): Pick<ServeConfig, 'apiservers'
       peerCa: '/pki/ca.crt',
       peerServerName: 'kubernetes.default.svc',
     },
-    departedGraceSeconds: GRACE_SECONDS,
+    departedGraceMs: GRACE_MS,
+    requestTimeoutSeconds: DEFAULT_SIDECAR_LIMITS.requestTimeoutSeconds,
   };
 }

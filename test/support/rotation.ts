@@ -6,8 +6,8 @@
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { writeFileAtomicSync } from '../../src/util/atomicWrite.js';
-import { issueLeaf, SERVING_DNS_NAMES, type CertKeyPaths, type LeafSpec } from '../../src/sandbox/pki.js';
-import { issueCa, loadX509, type IssuedCert } from '../../src/sandbox/x509.js';
+import { issueLeaf, SERVING_DNS_NAMES, type CertKeyPaths, type LeafSpec } from '../../src/tools/sandbox/pki.js';
+import { issueCa, loadX509, type IssuedCert } from '../../src/tools/sandbox/x509.js';
 
 export type WriteMode = 'atomic' | 'in-place';
 

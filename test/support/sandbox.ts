@@ -1,21 +1,21 @@
 // Starts a real sandbox (etcd + kube-apiservers, sidecars, control plane) for
 // one test file; the file stops it in an `after` hook. Children die with the
-// test process even if it is killed (see src/sandbox/processes.ts).
+// test process even if it is killed (see src/tools/sandbox/processes.ts).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { ensureComponents } from '../../src/install/index.js';
-import type { ApiserverSpec } from '../../src/sandbox/apiservers.js';
-import type { SandboxMode } from '../../src/sandbox/options.js';
-import type { SandboxNetworkMode } from '../../src/sandbox/netns.js';
-import { Sandbox } from '../../src/sandbox/sandbox.js';
-import type { ControlPlaneReplicas } from '../../src/sandbox/controlPlanes.js';
-import type { SandboxState } from '../../src/sandbox/state.js';
+import { ensureComponents } from '../../src/tools/install/index.js';
+import type { ApiserverSpec } from '../../src/tools/sandbox/apiservers.js';
+import type { SandboxMode } from '../../src/tools/sandbox/options.js';
+import type { SandboxNetworkMode } from '../../src/tools/sandbox/netns.js';
+import { Sandbox } from '../../src/tools/sandbox/sandbox.js';
+import type { ControlPlaneReplicas } from '../../src/tools/sandbox/controlPlanes.js';
+import type { SandboxState } from '../../src/tools/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
-import { serviceAccountToken as createServiceAccountToken } from '../../src/sandbox/serviceAccount.js';
+import { serviceAccountToken as createServiceAccountToken } from '../../src/tools/sandbox/serviceAccount.js';
 import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 
 const execFileAsync = promisify(execFile);

@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import type { SidecarPlan } from '../../src/planner/plan.js';
-import { freePorts } from '../../src/sandbox/ports.js';
+import { freePorts } from '../../src/tools/sandbox/ports.js';
 import { AdsServer } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';

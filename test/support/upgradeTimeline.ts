@@ -1,8 +1,8 @@
 // Served sets and a timeline for the upgrade test's unit tests: what a
 // 1.36 and a 1.37 apiserver were observed serving, and a small history.
-import type { ResourceKey } from '../../src/upgradeTest/observations.js';
-import type { ModeObservations } from '../../src/upgradeTest/outcomes.js';
-import { Timeline, type ServedSet } from '../../src/upgradeTest/timeline.js';
+import type { ResourceKey } from '../../src/tools/upgradeTest/observations.js';
+import type { ModeObservations } from '../../src/tools/upgradeTest/outcomes.js';
+import { Timeline, type ServedSet } from '../../src/tools/upgradeTest/timeline.js';
 
 const served = (resources: ResourceKey[], groups: string[]): ServedSet => ({ resources: new Set(resources), groups: new Set(groups) });
 const BASE: ResourceKey[] = ['configmaps', 'deployments', 'jobs', 'widgets'];

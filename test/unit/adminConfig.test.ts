@@ -45,12 +45,12 @@ describe('GetConfig answer', () => {
     assert.ok(config.types?.every((t) => t.version_acked === ''));
   });
 
-  it('each resource is its JSON, the identity filter module as base64 bytes', () => {
+  it('each resource is its JSON, the filter module as base64 bytes', () => {
     const identity = snapshot.types[TYPE_URL.extensionConfig].resources.get('mvproxy.identity');
     assert.ok(identity);
     const json = resourceJson(identity);
     assert.ok(!json.includes('"type":"Buffer"'), 'no Buffer serialization');
-    assert.ok(json.includes(Buffer.from(settings.identityFilter.module).toString('base64')));
+    assert.ok(json.includes(Buffer.from(settings.filterModule).toString('base64')));
   });
 });
 

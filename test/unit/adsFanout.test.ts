@@ -1,4 +1,4 @@
-// ADS fan-out: 200 simulated Envoys (src/bench/adsClients.ts, the bench's
+// ADS fan-out: 200 simulated Envoys (src/tools/bench/adsClients.ts, the bench's
 // own clients) running the configs of three sidecars (node.metadata
 // `apiserver`) on one in-process ADS server over a Unix socket. It fails only
 // when a change set for every sidecar does not reach, and get ACKed by, every
@@ -13,7 +13,7 @@ import pino from 'pino';
 import { AdsServer, type AdsServerOptions } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
-import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from '../../src/bench/adsClients.js';
+import { connectSimulatedEnvoys, waitForEvery, type SimulatedEnvoy } from '../../src/tools/bench/adsClients.js';
 import { PUSH_ORDER, snapshotVersions, type Snapshot } from '../../src/xds/snapshot.js';
 import { config } from '../support/snapshotFixtures.js';
 

@@ -11,10 +11,13 @@ import { after, before, describe, test } from 'node:test';
 
 import { KubeConfig } from '@kubernetes/client-node';
 
-import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
+import { ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
 import { HttpTransportError, createApiserverHttpsTransport } from '../../src/sources/apiserverHttp.js';
 import { AGGREGATED_DISCOVERY_ACCEPT } from '../../src/model/discovery.js';
 import { APIS_BODY } from '../support/discoveryBodies.js';
+
+/** Far above any body these tests send. */
+const MAX_BODY_BYTES = 1024 * 1024;
 
 describe('apiserver HTTPS transport', () => {
   let dir: string;
@@ -69,7 +72,7 @@ describe('apiserver HTTPS transport', () => {
       res.writeHead(200, { ETag: '"abc"', 'Content-Type': 'application/json' });
       res.end(APIS_BODY);
     });
-    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { maxBodyBytes: MAX_BODY_BYTES });
     try {
       const response = await transport.get('/apis', { Accept: AGGREGATED_DISCOVERY_ACCEPT, 'If-None-Match': '"old"' }, new AbortController().signal);
       assert.deepEqual(response, { status: 200, etag: '"abc"', body: APIS_BODY });
@@ -87,7 +90,7 @@ describe('apiserver HTTPS transport', () => {
     });
     let connections = 0;
     server.on('secureConnection', () => connections++);
-    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { maxBodyBytes: MAX_BODY_BYTES });
     try {
       const poll = () => Promise.all(['/api', '/apis', '/openapi/v3', '/readyz'].map((p) => transport.get(p, {}, new AbortController().signal)));
       await poll();
@@ -150,7 +153,7 @@ describe('apiserver HTTPS transport', () => {
     const { server, port } = await startServer(() => {
       // never answers
     });
-    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { timeoutMs: 200 });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { timeoutMs: 200, maxBodyBytes: MAX_BODY_BYTES });
     try {
       await assert.rejects(
         transport.get('/api', {}, new AbortController().signal),

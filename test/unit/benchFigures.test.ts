@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { summarizeRounds } from '../../src/bench/load.js';
-import { compareFigures } from '../../src/bench/sides.js';
-import { summarizeDiscovery } from '../../src/bench/summary.js';
+import { summarizeRounds } from '../../src/tools/bench/load.js';
+import { compareFigures } from '../../src/tools/bench/sides.js';
+import { summarizeDiscovery } from '../../src/tools/bench/summary.js';
 
 const round = (latenciesMs: number[], seconds: number, generatorCpuSeconds?: number) => ({
   requests: latenciesMs.length,

@@ -21,7 +21,13 @@ function fixture() {
   writeFileSync(clientCa, 'ca one\n');
   writeFileSync(serving, 'serving one\n');
   const changes: Array<string | undefined> = [];
-  const files = new CertificateFiles({ files: [clientCa, serving], clientCa, onClientCaChange: (d) => changes.push(d), logger: pino({ level: 'silent' }) });
+  const files = new CertificateFiles({
+    files: [clientCa, serving],
+    clientCa,
+    certificatePollMs: 5000,
+    onClientCaChange: (d) => changes.push(d),
+    logger: pino({ level: 'silent' }),
+  });
   return { dir, clientCa, serving, changes, files };
 }
 

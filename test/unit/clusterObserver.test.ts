@@ -15,6 +15,9 @@ import { ENDPOINT_A, ENDPOINT_B, newFetcher } from '../support/discoveryFetcherH
 import { FakeTime } from '../support/fakeTime.js';
 import { FakeTransport, apiserverResponder } from '../support/fakeTransport.js';
 
+/** What the serve config gives every observer (only departedGraceMs matters with fake sources). */
+const SETTINGS = { departedGraceMs: 300_000, localOnlyGraceMs: 300_000, discoveryPollMs: 1000, discoveryMaxBodyBytes: 1024 * 1024 };
+
 class FakeDiscoverySource implements DiscoverySource {
   refreshes = 0;
   stopped = false;
@@ -40,7 +43,7 @@ class FakeWatchSource<E> implements WatchSource {
   }
 }
 
-function newObserver(time: FakeTime, options: { leaseGraceMs?: number } = {}) {
+function newObserver(time: FakeTime, options: { departedGraceMs?: number } = {}) {
   const fetchers = new Map<string, FakeDiscoverySource>();
   let leases: FakeWatchSource<LeaseEvent> | undefined;
   let localOnly: FakeWatchSource<LocalOnlyGroupVersion[]> | undefined;
@@ -61,7 +64,8 @@ function newObserver(time: FakeTime, options: { leaseGraceMs?: number } = {}) {
     clock: time.clock,
     timers: time,
     debounceMs: 50,
-    leaseGraceMs: options.leaseGraceMs ?? 300_000,
+    ...SETTINGS,
+    ...options,
     sources,
   });
   const models: ClusterModel[] = [];
@@ -159,6 +163,7 @@ describe('ClusterObserver', () => {
       metrics: createMetrics(),
       clock: time.clock,
       timers: time,
+      ...SETTINGS,
       sources: {
         discovery: (endpoint, onUpdate) => {
           const source = new FakeDiscoverySource(endpoint, onUpdate);
@@ -211,7 +216,7 @@ describe('ClusterObserver', () => {
 
   test("listeners are told when a departed apiserver's grace ends; the model keeps what it observed", async () => {
     const time = new FakeTime();
-    const { observer, models, fetchers, leases } = newObserver(time, { leaseGraceMs: 300_000 });
+    const { observer, models, fetchers, leases } = newObserver(time, { departedGraceMs: 300_000 });
     await observer.start();
     fetchers.get('b')?.emit({ ...(await parsedDiscovery()), reachable: false });
     leases.emit({ type: 'gone', hostname: 'host-b', leaseName: 'apiserver-2', goneAt: time.now, reason: 'deleted' });
@@ -294,6 +299,7 @@ describe('ClusterObserver', () => {
           endpoints: [ENDPOINT_A, { ...ENDPOINT_B, hostname: ENDPOINT_A.hostname }],
           logger: pino({ level: 'silent' }),
           metrics: createMetrics(),
+          ...SETTINGS,
         }),
       /share hostname/,
     );

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { statusShows } from '../../src/bench/convergenceBench.js';
+import { statusShows } from '../../src/tools/bench/convergenceBench.js';
 import {
   type ConvergenceSample,
   convergedAt,
@@ -12,8 +12,8 @@ import {
   type Probe,
   probeGapP50Ms,
   probeIdsInAuditLines,
-} from '../../src/bench/convergenceProbes.js';
-import { fanoutFigures, fanoutSummary, type FanoutFigures, type FanoutSample } from '../../src/bench/fanout.js';
+} from '../../src/tools/bench/convergenceProbes.js';
+import { fanoutFigures, fanoutSummary, type FanoutFigures, type FanoutSample } from '../../src/tools/bench/fanout.js';
 
 /** Probes every 5 ms from `from`, each answered 2 ms later; `reached(t)` says whether the changed apiserver had it. */
 function probes(from: number, to: number, reached: (t: number) => boolean, status = (_t: number) => 200): Probe[] {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { aptInstallCommand, DEBIAN_PACKAGES, findExecutable } from '../../src/install/debianPackages.js';
+import { aptInstallCommand, DEBIAN_PACKAGES, findExecutable } from '../../src/tools/install/debianPackages.js';
 
 test('apt-get install runs directly as root, through non-interactive sudo otherwise', () => {
   assert.deepEqual(aptInstallCommand('nghttp2-client', true), { cmd: 'apt-get', args: ['install', '-y', '--no-install-recommends', 'nghttp2-client'] });

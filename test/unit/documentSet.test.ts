@@ -1,4 +1,4 @@
-// The document set: the merged-discovery filter's plugin configuration (src/xds/documentSet.ts), byte for byte.
+// The document set: a document filter's plugin configuration (src/xds/documentSet.ts), byte for byte.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 

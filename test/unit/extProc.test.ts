@@ -1,4 +1,4 @@
-// The ext_proc server (merged documents only) against a real grpc-js client
+// The ext_proc server (merged documents over the push budget only) against a real grpc-js client
 // over a Unix socket, driven the way Envoy drives it: one stream per HTTP
 // request, headers in raw_value, the route's document in the stream metadata.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { generatorShare, h2loadArgs, h2loadShape, parseBashTimes, parseH2loadOutput } from '../../src/bench/h2load.js';
+import { generatorShare, h2loadArgs, h2loadShape, parseBashTimes, parseH2loadOutput } from '../../src/tools/bench/h2load.js';
 
 // A real report of h2load 1.52.0 (Debian's nghttp2-client), over HTTP/2, from
 // a server that answers every tenth request 404.

@@ -13,7 +13,7 @@ import {
   logPath,
   removeStaleTemps,
   resolveCacheRoot,
-} from '../../src/install/cache.js';
+} from '../../src/tools/install/cache.js';
 import {
   countGoBuildLine,
   etcdBuildGoMod,
@@ -23,12 +23,12 @@ import {
   kubernetesLdflags,
   stagingModules,
   withBuildVcsOff,
-} from '../../src/install/gomod.js';
-import { componentPaths, ensureComponents, ensureEnvoyOnly } from '../../src/install/index.js';
+} from '../../src/tools/install/gomod.js';
+import { componentPaths, ensureComponents, ensureEnvoyOnly } from '../../src/tools/install/index.js';
 import { tempSiblingPath } from '../../src/util/atomicWrite.js';
-import { formatDuration } from '../../src/install/progress.js';
-import { commandFailureMessage, formatCommand, LineSplitter, runLogged, Tail, versionLine } from '../../src/install/run.js';
-import { assertPublished, parseEnvoyVersion, parseEtcdVersion, parseKubernetesVersion, suggestReleases } from '../../src/install/versions.js';
+import { formatDuration } from '../../src/tools/install/progress.js';
+import { commandFailureMessage, formatCommand, LineSplitter, runLogged, Tail, versionLine } from '../../src/tools/install/run.js';
+import { assertPublished, parseEnvoyVersion, parseEtcdVersion, parseKubernetesVersion, suggestReleases } from '../../src/tools/install/versions.js';
 
 // Trimmed from k8s.io/kubernetes v1.37.2's go.mod: the parts the generator reads.
 const SAMPLE_KUBERNETES_GO_MOD = `// This is a generated file. Do not edit directly.

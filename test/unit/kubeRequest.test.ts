@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
+import { ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
 import { kubeRequest } from '../../src/sources/kubeRequest.js';
 
 let dir: string;

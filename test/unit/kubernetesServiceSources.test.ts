@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ensureSandboxPki } from '../../src/sandbox/pki.js';
+import { ensureSandboxPki } from '../../src/tools/sandbox/pki.js';
 import { probeReadyz, readyzProbe } from '../../src/sources/readyzProbe.js';
 import { HttpTransportError } from '../../src/sources/apiserverHttp.js';
 import { decodeObserved, objectsPath } from '../../src/sources/kubernetesServiceObjects.js';

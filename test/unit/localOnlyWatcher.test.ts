@@ -17,7 +17,7 @@ function apiService(group: string, version: string, service: { namespace: string
 }
 
 describe('LocalOnlyWatcher', () => {
-  function newLocalOnlyWatcher(time: FakeTime, client: FakeListWatch, graceMs = 300_000) {
+  function newLocalOnlyWatcher(time: FakeTime, client: FakeListWatch, localOnlyGraceMs = 300_000) {
     const changes: LocalOnlyGroupVersion[][] = [];
     const watcher = new LocalOnlyWatcher({
       client,
@@ -25,7 +25,7 @@ describe('LocalOnlyWatcher', () => {
       logger: pino({ level: 'silent' }),
       clock: time.clock,
       timers: time,
-      graceMs,
+      localOnlyGraceMs,
     });
     return { watcher, changes };
   }

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { kubeconfigYaml, writeKubeconfig } from '../../src/sandbox/kubeconfig.js';
-import { SERVING_DNS_NAMES, ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
+import { kubeconfigYaml, writeKubeconfig } from '../../src/tools/sandbox/kubeconfig.js';
+import { SERVING_DNS_NAMES, ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
 
 const NAMES = ['apiserver-a', 'apiserver-b'];
 

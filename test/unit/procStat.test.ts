@@ -1,7 +1,7 @@
-// Reading /proc for the benches: src/bench/procStat.ts.
+// Reading /proc for the benches: src/tools/bench/procStat.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { cpuTicksOfStat, processCpuTicks, statusKb } from '../../src/bench/procStat.js';
+import { cpuTicksOfStat, processCpuTicks, statusKb } from '../../src/tools/bench/procStat.js';
 
 describe('cpuTicksOfStat', () => {
   test('sums utime and stime (fields 14 and 15)', () => {

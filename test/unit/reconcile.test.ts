@@ -14,7 +14,8 @@ import { LISTENER_NAME, ROUTE_CONFIG_NAME, peerClusterName, translateSidecar, tr
 import { mergeDiscovery } from '../../src/discovery/index.js';
 import { decodeDocumentSet } from '../../src/xds/documentSet.js';
 import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '../../src/xds/snapshot.js';
-import { BATCH, config, CORE, GRACE_SECONDS, MIGRATION, model, NOW } from '../support/reconcileFixtures.js';
+import { BATCH, config, CORE, MIGRATION, model, NOW } from '../support/reconcileFixtures.js';
+import { GRACE_MS } from '../support/clusterModel.js';
 import { resourceRoutesOf } from '../../src/planner/plan.js';
 
 const WASM = Buffer.from('\0asm-not-really');
@@ -220,11 +221,7 @@ describe('reconcile', () => {
     const blind: ClusterModel = { ...m, apiservers: m.apiservers.map((a) => (['kas-c', 'kas-d'].includes(a.endpoint.name) ? unknown(a) : a)) };
     const result = run(blind);
     for (const node of ['kas-c', 'kas-d']) {
-      assert.deepEqual(
-        sidecar(result, node).discovery(),
-        mergeDiscovery(node, blind, NOW, { standings: apiserverStandings(blind, GRACE_SECONDS * 1000) }),
-        node,
-      );
+      assert.deepEqual(sidecar(result, node).discovery(), mergeDiscovery(node, blind, NOW, { standings: apiserverStandings(blind, GRACE_MS) }), node);
       assert.deepEqual(sidecar(result, node).discovery().sources, ['kas-a', 'kas-b'], node);
     }
   });

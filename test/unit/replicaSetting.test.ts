@@ -22,7 +22,7 @@ describe('a replica and its sidecar, wherever they run', () => {
     const config = replicaServeConfig(apiservers, tls, replica);
     for (const key of ['departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis', 'peerEgressProxy']) assert.equal(config[key], undefined, key);
     const parsed = parseServeConfig(config, '/', false);
-    assert.equal(parsed.discoveryPollMillis, 1000);
+    assert.equal(parsed.discoveryPollMs, 1000);
     assert.equal(parsed.replicaName, 'mvproxy-a');
   });
 

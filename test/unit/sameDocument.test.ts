@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { documentDifferences } from '../../src/bench/sameDocument.js';
+import { documentDifferences } from '../../src/tools/bench/sameDocument.js';
 
 const group = (name: string, versions: string[], resources = ['things']) => ({
   metadata: { name },

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { kubeControllerManagerArgs, kubeletRestartDelayMs } from '../../src/sandbox/controllerManager.js';
-import type { SandboxPki } from '../../src/sandbox/pki.js';
+import { kubeControllerManagerArgs, kubeletRestartDelayMs } from '../../src/tools/sandbox/controllerManager.js';
+import type { SandboxPki } from '../../src/tools/sandbox/pki.js';
 
 const pair = (name: string) => ({ cert: `/pki/${name}.crt`, key: `/pki/${name}.key` });
 const pki = {

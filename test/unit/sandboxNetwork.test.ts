@@ -1,12 +1,12 @@
-// The sandbox's network mode `namespace` (src/sandbox/netns.ts, processes.ts,
+// The sandbox's network mode `namespace` (src/tools/sandbox/netns.ts, processes.ts,
 // apiservers.ts): the namespace's holder, how a process enters it, and where
 // each apiserver listens and what it advertises there.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { enterCommand, holderCommand, nodeAddress } from '../../src/sandbox/netns.js';
-import { wrapCommand } from '../../src/sandbox/processes.js';
-import { apiserverListen, kubeApiserverProcess, sidecarListen, type RunningApiserver } from '../../src/sandbox/apiservers.js';
-import type { SandboxPki } from '../../src/sandbox/pki.js';
+import { enterCommand, holderCommand, nodeAddress } from '../../src/tools/sandbox/netns.js';
+import { wrapCommand } from '../../src/tools/sandbox/processes.js';
+import { apiserverListen, kubeApiserverProcess, sidecarListen, type RunningApiserver } from '../../src/tools/sandbox/apiservers.js';
+import type { SandboxPki } from '../../src/tools/sandbox/pki.js';
 
 const pair = { cert: '/pki/x.crt', key: '/pki/x.key' };
 const pki = {

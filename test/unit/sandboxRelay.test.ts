@@ -1,5 +1,5 @@
 // The relay between the host and the sandbox's network namespace
-// (src/sandbox/relay.ts, relayAgent.ts, relayHeader.ts). The agent runs here
+// (src/tools/sandbox/relay.ts, relayAgent.ts, relayHeader.ts). The agent runs here
 // without entering a namespace: what is checked is the relaying.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,9 +8,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { HostRelays } from '../../src/sandbox/relay.js';
-import { parseRelayHeader, relayHeader } from '../../src/sandbox/relayHeader.js';
-import { freePorts } from '../../src/sandbox/ports.js';
+import { HostRelays } from '../../src/tools/sandbox/relay.js';
+import { parseRelayHeader, relayHeader } from '../../src/tools/sandbox/relayHeader.js';
+import { freePorts } from '../../src/tools/sandbox/ports.js';
 
 /** Sends `text` through host port `port`, half-closes, and returns all that comes back. */
 async function roundTrip(port: number, text: string): Promise<string> {

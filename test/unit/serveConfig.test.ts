@@ -1,7 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { parseServeConfig, ConfigError, LIMITS, isLoopback } from '../../src/serve/config.js';
+import { parseServeConfig, ConfigError, LIMITS, isLoopback, type ServeConfig } from '../../src/serve/config.js';
+import { repoFile } from '../../src/util/protoRoot.js';
 
 const valid = {
   kubeconfig: 'kc',
@@ -11,6 +13,16 @@ const valid = {
   ],
   tls: { clientCa: 'ca.crt', frontProxyClientCert: 'fp.crt', frontProxyClientKey: 'fp.key', peerCa: 'ca.crt' },
   xds: { unixSocket: 'xds.sock' },
+};
+
+/** The setting each number of the file gives, and the factor from its unit: durations become milliseconds. */
+const SETTING_OF: Record<keyof typeof LIMITS, [keyof ServeConfig, number]> = {
+  departedGraceSeconds: ['departedGraceMs', 1000],
+  localOnlyGraceSeconds: ['localOnlyGraceMs', 1000],
+  discoveryPollMillis: ['discoveryPollMs', 1],
+  discoveryMaxBodyBytes: ['discoveryMaxBodyBytes', 1],
+  requestTimeoutSeconds: ['requestTimeoutSeconds', 1],
+  certificatePollMillis: ['certificatePollMs', 1],
 };
 
 function problemsOf(raw: unknown): string[] {
@@ -30,7 +42,13 @@ describe('serve configuration', () => {
     assert.deepEqual(config.apiservers[1]?.address, { host: '10.0.0.2', port: 6444 });
     assert.equal(config.tls.peerServerName, 'kubernetes.default.svc');
     assert.equal(config.xds.unixSocket, '/etc/mvproxy/xds.sock');
-    assert.equal(config.departedGraceSeconds, 300);
+    assert.equal(config.departedGraceMs, 300_000);
+  });
+
+  it('the example in deploy/ is a valid configuration, and each number it sets is the default', () => {
+    const example = JSON.parse(readFileSync(repoFile('deploy/mvproxy.example.json'), 'utf8')) as Record<string, unknown>;
+    assert.doesNotThrow(() => parseServeConfig(example, '/etc/mvproxy', false));
+    for (const [field, [, , fallback]] of Object.entries(LIMITS)) if (field in example) assert.equal(example[field], fallback, field);
   });
 
   it('every problem is reported at once, naming its field', () => {
@@ -76,7 +94,7 @@ describe('serve configuration', () => {
 
   it('the admin section gives the HTTP listener and the admin API socket, resolved against the config folder', () => {
     const config = parseServeConfig({ ...valid, admin: { listen: '127.0.0.1:9464', socket: 'admin.sock' } }, '/etc/mvproxy', false);
-    assert.deepEqual(config.admin, { http: { host: '127.0.0.1', port: 9464 }, socket: '/etc/mvproxy/admin.sock' });
+    assert.deepEqual(config.admin, { listen: { host: '127.0.0.1', port: 9464 }, socket: '/etc/mvproxy/admin.sock' });
   });
 
   it('the warm-start file is optional and resolved against the config folder', () => {
@@ -101,6 +119,29 @@ describe('serve configuration', () => {
     assert.ok(problems.some((p) => /^replicaName: must be/.test(p)));
   });
 
+  it('a contradiction between keys is reported with the problems of other keys', () => {
+    const problems = problemsOf({ ...valid, drainRecord: 'ops/records', syncRecord: 'ops/records', peerEgressProxy: 'no-port', departedGraceSeconds: 1 });
+    for (const field of ['syncRecord', 'peerEgressProxy', 'departedGraceSeconds'])
+      assert.ok(
+        problems.some((p) => p.startsWith(`${field}: `)),
+        `expected a problem about ${field} in ${JSON.stringify(problems)}`,
+      );
+  });
+
+  it('a section of another type, and a file that is not an object, say so', () => {
+    assert.ok(problemsOf({ ...valid, tls: 'ca.crt' }).includes('tls: must be an object'));
+    assert.ok(problemsOf({ ...valid, apiservers: {} }).includes('apiservers: must be a list'));
+    assert.deepEqual(problemsOf([]), ['the file must hold a JSON object']);
+  });
+
+  it('the old admin.drainFile is refused, saying where drains live now', () => {
+    assert.ok(
+      problemsOf({ ...valid, admin: { socket: 'admin.sock', drainFile: 'drains.json' } }).some((p) =>
+        /^admin\.drainFile: drains now live in the Kubernetes API/.test(p),
+      ),
+    );
+  });
+
   it('an admin section with neither listen nor socket is reported', () => {
     assert.ok(problemsOf({ ...valid, admin: {} }).some((p) => p.startsWith('admin: set listen') && p.includes('socket')));
   });
@@ -111,10 +152,11 @@ describe('serve configuration', () => {
 
   describe('every number has a range, and a value outside it names its field', () => {
     for (const [field, [min, max, fallback]] of Object.entries(LIMITS)) {
-      it(`${field}: ${min} to ${max}, default ${fallback}`, () => {
-        assert.equal(parseServeConfig(valid, '/etc/mvproxy', false)[field as keyof typeof LIMITS], fallback);
-        assert.equal(parseServeConfig({ ...valid, [field]: min }, '/etc/mvproxy', false)[field as keyof typeof LIMITS], min);
-        assert.equal(parseServeConfig({ ...valid, [field]: max }, '/etc/mvproxy', false)[field as keyof typeof LIMITS], max);
+      const [setting, factor] = SETTING_OF[field as keyof typeof LIMITS];
+      it(`${field}: ${min} to ${max}, default ${fallback}, read as ${setting}`, () => {
+        assert.equal(parseServeConfig(valid, '/etc/mvproxy', false)[setting], fallback * factor);
+        assert.equal(parseServeConfig({ ...valid, [field]: min }, '/etc/mvproxy', false)[setting], min * factor);
+        assert.equal(parseServeConfig({ ...valid, [field]: max }, '/etc/mvproxy', false)[setting], max * factor);
         for (const bad of [min - 1, max + 1, min + 0.5, -1, String(min), null, true]) {
           const problems = problemsOf({ ...valid, [field]: bad });
           assert.deepEqual(problems, [`${field}: must be an integer from ${min} to ${max}, got ${JSON.stringify(bad)}`], `${field} = ${JSON.stringify(bad)}`);

@@ -87,7 +87,7 @@ describe('translateSidecar', () => {
       const config = resources.extensionConfigs.find((c) => c.name === 'mvproxy.identity');
       const wasm = unpack<Wasm>(config?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
       assert.equal(wasm.config?.vm_config?.runtime, 'envoy.wasm.runtime.v8');
-      assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.identityFilter.module);
+      assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.filterModule);
       assert.equal(wasm.config?.fail_open, false);
       const configuration = unpack<{ value: string }>(wasm.config?.configuration, 'google.protobuf.StringValue');
       assert.deepEqual(JSON.parse(configuration.value), {

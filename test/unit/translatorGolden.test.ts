@@ -138,7 +138,7 @@ const cases = caseNames().map(load);
 describe('translator golden cases (test/golden/translator)', () => {
   test('the shared parts are test/golden/translator/_shared/ (default settings in settings.json)', () => {
     if (UPDATE) mkdirSync(SHARED_DIR, { recursive: true });
-    const settingsText = goldenText(canonical(DEFAULT_SETTINGS, DEFAULT_SETTINGS.identityFilter.module, 'settings'), 'settings');
+    const settingsText = goldenText(canonical(DEFAULT_SETTINGS, DEFAULT_SETTINGS.filterModule, 'settings'), 'settings');
     assertNoDifferences('the shared parts', [
       checkGolden(sharedPath('settings'), settingsText),
       ...SHARED_TYPES.map((type) => checkGolden(sharedPath(type), goldenText(sharedFile(type, shared), `_shared/${type}.json`))),

@@ -8,8 +8,8 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureSandboxPki, type SandboxPki } from '../../src/sandbox/pki.js';
-import { Balancer } from '../../src/upgradeTest/balancer.js';
+import { ensureSandboxPki, type SandboxPki } from '../../src/tools/sandbox/pki.js';
+import { Balancer } from '../../src/tools/upgradeTest/balancer.js';
 
 describe('upgrade test load balancer', () => {
   let dir: string;

@@ -2,7 +2,7 @@
 // rotation and when it leaves it.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { afterCheck, DOWN, HEALTH_CHECK, UP, type Health } from '../../src/upgradeTest/healthCheck.js';
+import { afterCheck, DOWN, HEALTH_CHECK, UP, type Health } from '../../src/tools/upgradeTest/healthCheck.js';
 
 const run = (start: Health, results: boolean[]): boolean[] => {
   let h = start;

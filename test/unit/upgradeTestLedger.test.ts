@@ -2,8 +2,8 @@
 // writes, and when an object is known to exist.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Ledger } from '../../src/upgradeTest/ledger.js';
-import type { WriteRecord } from '../../src/upgradeTest/observations.js';
+import { Ledger } from '../../src/tools/upgradeTest/ledger.js';
+import type { WriteRecord } from '../../src/tools/upgradeTest/observations.js';
 
 const write = (w: Partial<WriteRecord> & Pick<WriteRecord, 'verb' | 't0' | 'outcome'>): WriteRecord => ({
   resource: 'configmaps',

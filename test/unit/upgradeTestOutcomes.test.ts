@@ -3,10 +3,10 @@
 // missed or duplicated.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Ledger } from '../../src/upgradeTest/ledger.js';
-import { categorize, judgeMode, judgeWatch, missingGroups, notReadBack, perSecond, type ModeObservations } from '../../src/upgradeTest/outcomes.js';
-import type { RequestRecord, WatchEventRecord } from '../../src/upgradeTest/observations.js';
-import { Timeline } from '../../src/upgradeTest/timeline.js';
+import { Ledger } from '../../src/tools/upgradeTest/ledger.js';
+import { categorize, judgeMode, judgeWatch, missingGroups, notReadBack, perSecond, type ModeObservations } from '../../src/tools/upgradeTest/outcomes.js';
+import type { RequestRecord, WatchEventRecord } from '../../src/tools/upgradeTest/observations.js';
+import { Timeline } from '../../src/tools/upgradeTest/timeline.js';
 import { emptyObservations, NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../support/upgradeTimeline.js';
 
 // kas-a and kas-b observed as 1.36 from 0; kas-a out at 100, observed as 1.37 at 180, back in service at 200.

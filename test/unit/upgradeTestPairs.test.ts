@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { newObject } from '../../src/upgradeTest/objects.js';
-import { RESOURCE_SPECS } from '../../src/upgradeTest/observations.js';
-import { DEFAULT_PAIR, VERSION_PAIRS, versionPair } from '../../src/upgradeTest/pairs.js';
+import { newObject } from '../../src/tools/upgradeTest/objects.js';
+import { RESOURCE_SPECS } from '../../src/tools/upgradeTest/observations.js';
+import { DEFAULT_PAIR, VERSION_PAIRS, versionPair } from '../../src/tools/upgradeTest/pairs.js';
 
 describe('upgrade-test version pairs', () => {
   it('runs 1.36 -> 1.37 unless asked otherwise, its skew on storageversionmigrations', () => {

@@ -2,9 +2,9 @@
 // per-run values side by side, and what each mode is held to.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Ledger } from '../../src/upgradeTest/ledger.js';
-import { judgeMode, type ModeOutcome } from '../../src/upgradeTest/outcomes.js';
-import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../../src/upgradeTest/summary.js';
+import { Ledger } from '../../src/tools/upgradeTest/ledger.js';
+import { judgeMode, type ModeOutcome } from '../../src/tools/upgradeTest/outcomes.js';
+import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../../src/tools/upgradeTest/summary.js';
 import { upgradeTimeline } from '../support/upgradeTimeline.js';
 
 const outcome = (counts: Partial<ModeOutcome>): ModeOutcome => ({

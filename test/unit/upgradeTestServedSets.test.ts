@@ -1,7 +1,7 @@
 // What an apiserver serves, read from its own aggregated discovery.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { servedFromDiscovery } from '../../src/upgradeTest/servedSets.js';
+import { servedFromDiscovery } from '../../src/tools/upgradeTest/servedSets.js';
 
 // As kube-apiserver writes them: the core group's name omitted, every resource with its scope and verbs.
 const group = (name: string | undefined, version: string, resources: string[]) => ({

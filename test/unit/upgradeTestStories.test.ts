@@ -4,10 +4,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, verify } from 'node:crypto';
-import { Ledger } from '../../src/upgradeTest/ledger.js';
-import { podCertificateRequest, STORY_SIGNER, storyPath, stubPkcs10Request } from '../../src/upgradeTest/objects.js';
-import { judgeMode, type ModeObservations } from '../../src/upgradeTest/outcomes.js';
-import { VERSION_PAIRS } from '../../src/upgradeTest/pairs.js';
+import { Ledger } from '../../src/tools/upgradeTest/ledger.js';
+import { podCertificateRequest, STORY_SIGNER, storyPath, stubPkcs10Request } from '../../src/tools/upgradeTest/objects.js';
+import { judgeMode, type ModeObservations } from '../../src/tools/upgradeTest/outcomes.js';
+import { VERSION_PAIRS } from '../../src/tools/upgradeTest/pairs.js';
 import {
   itemsIn,
   judgeStories,
@@ -18,8 +18,8 @@ import {
   type DeletedNamespaceReading,
   type DependentReading,
   type StoriesRecord,
-} from '../../src/upgradeTest/storyJudgement.js';
-import { INVARIANTS, MVPROXY_CLAIMS } from '../../src/upgradeTest/summary.js';
+} from '../../src/tools/upgradeTest/storyJudgement.js';
+import { INVARIANTS, MVPROXY_CLAIMS } from '../../src/tools/upgradeTest/summary.js';
 import { emptyObservations, upgradeTimeline } from '../support/upgradeTimeline.js';
 
 /** The elements of a DER constructed value (a SEQUENCE): each one's tag, whole encoding and content. */

@@ -2,7 +2,7 @@
 // its own discovery was observed serving.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { servedOnlyBy, Timeline } from '../../src/upgradeTest/timeline.js';
+import { servedOnlyBy, Timeline } from '../../src/tools/upgradeTest/timeline.js';
 import { NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../support/upgradeTimeline.js';
 
 describe('upgrade test timeline', () => {

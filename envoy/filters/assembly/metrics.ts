@@ -1,0 +1,55 @@
+// The document filter's counters (proxy-wasm counter metrics: wasmcustom.<name>
+// in Envoy's stats, <name> in /stats/prometheus), one per outcome of
+// a request it saw:
+//   mvproxy_document_answers_merged        200 with the merged document sent;
+//   mvproxy_document_answers_not_modified  304 sent (If-None-Match matched);
+//   mvproxy_document_answers_local         the local answer went through untouched;
+// and, of the first two, those the local apiserver authorized with a 304 to
+// the filter's revalidation (it encoded no document):
+//   mvproxy_document_local_not_modified.
+// Defined once per VM (metric ids are per VM), when a document plugin is
+// first configured. A counter whose definition failed is never incremented:
+// the filter works on without it. Counting allocates nothing.
+import { METRIC_COUNTER, STATUS_OK, proxy_define_metric, proxy_increment_metric } from "./abi";
+
+export const ANSWER_MERGED: i32 = 0;
+export const ANSWER_NOT_MODIFIED: i32 = 1;
+export const ANSWER_LOCAL: i32 = 2;
+const LOCAL_NOT_MODIFIED: i32 = 3;
+
+const NAME_MERGED = String.UTF8.encode("mvproxy_document_answers_merged");
+const NAME_NOT_MODIFIED = String.UTF8.encode("mvproxy_document_answers_not_modified");
+const NAME_LOCAL = String.UTF8.encode("mvproxy_document_answers_local");
+const NAME_LOCAL_NOT_MODIFIED = String.UTF8.encode("mvproxy_document_local_not_modified");
+
+/** Per counter: the metric id (u32), then whether it is defined (u32, 0 or 1). */
+const IDS: usize = memory.data(32, 4);
+let defineTried = false;
+
+function define(outcome: i32, name: ArrayBuffer): void {
+  const at = IDS + <usize>outcome * 8;
+  store<u32>(at, 0);
+  store<u32>(at, 0, 4);
+  if (proxy_define_metric(METRIC_COUNTER, changetype<usize>(name), <usize>name.byteLength, at) == STATUS_OK) store<u32>(at, 1, 4);
+}
+
+/** Defines the counters, the first time only (later calls do nothing, even if that one failed). */
+export function defineAnswerMetrics(): void {
+  if (defineTried) return;
+  defineTried = true;
+  define(ANSWER_MERGED, NAME_MERGED);
+  define(ANSWER_NOT_MODIFIED, NAME_NOT_MODIFIED);
+  define(ANSWER_LOCAL, NAME_LOCAL);
+  define(LOCAL_NOT_MODIFIED, NAME_LOCAL_NOT_MODIFIED);
+}
+
+/** Counts one answer of this outcome (nothing if its counter is not defined). */
+export function countAnswer(outcome: i32): void {
+  const at = IDS + <usize>outcome * 8;
+  if (load<u32>(at, 4) != 0) proxy_increment_metric(load<u32>(at), 1);
+}
+
+/** Counts one 304 of the local apiserver to the filter's revalidation. */
+export function countRevalidated(): void {
+  countAnswer(LOCAL_NOT_MODIFIED);
+}

@@ -1,0 +1,198 @@
+// Renderers of the benchmark's committed runs (docs/bench-*.json), for docs/benchmark.md.
+import { type FigureLine, fixed, header, kilobytes, line, megabytes, ms, percentile, ratio, type Reader, row, seconds } from './figureRegions.js';
+
+/** The fan-out's targets, set when the fan-out bench was written: p99 of a change within 1 s, the replica's peak RSS within 150 MB. */
+export const FANOUT_TARGET_P99_MS = 1000;
+export const FANOUT_TARGET_PEAK_RSS_MB = 150;
+/** Merged discovery's targets against the floor (the minimal Envoy): p50 within 1.1x, throughput at least 0.9x. */
+export const DISCOVERY_TARGET_P50_RATIO = 1.1;
+export const DISCOVERY_TARGET_THROUGHPUT_RATIO = 0.9;
+
+const met = (ok: boolean): string => (ok ? 'met' : 'not met');
+const NONE = '–';
+
+/** mvproxy over upstream's Mixed Version Proxy, side by side: one row per request. */
+export function sideBySideVsUpstream(json: unknown): FigureLine[] {
+  const requests: [string, string, boolean][] = [
+    ['rerouted GET (a resource only the peer serves)', 'rerouted', true],
+    ['rerouted LIST', 'rerouted_list', true],
+    ['locally served GET', 'local', false],
+    ['merged `/apis`, JSON', 'apis_json', false],
+    ['merged `/apis`, protobuf', 'apis_protobuf', false],
+  ];
+  return [
+    ...header(['request', 'p50', 'p99', 'throughput, 64 in flight']),
+    ...requests.map(([label, key, hasP99]) =>
+      line(json, (r) =>
+        row([
+          label,
+          ratio(r.num(`summary.${key}_p50_vs_upstream`)),
+          hasP99 ? ratio(r.num(`summary.${key}_p99_vs_upstream`)) : NONE,
+          ratio(r.num(`summary.${key}_throughput_vs_upstream`)),
+        ]),
+      ),
+    ),
+  ];
+}
+
+/** The sidecar and the minimal Envoy over direct access to the same apiserver, with Envoy's CPU per request. */
+export function sideBySideVsDirect(json: unknown): FigureLine[] {
+  const paths: [string, string, string | undefined][] = [
+    ['locally served GET through the sidecar', 'local_%_vs_direct', undefined],
+    ['the sidecar, token client', 'local_token_%_ratio', 'token'],
+    ['the sidecar, client certificate', 'local_cert_%_ratio', 'cert'],
+    ['the minimal Envoy (router only, TLS both sides)', 'minimal_envoy_%_ratio', 'minimal'],
+  ];
+  return [
+    ...header(['path', 'p50', 'throughput', "Envoy's CPU per request"]),
+    ...paths.map(([label, key, cpu]) =>
+      line(json, (r) =>
+        row([
+          label,
+          ratio(r.num(`summary.${key.replace('%', 'p50')}`)),
+          ratio(r.num(`summary.${key.replace('%', 'throughput')}`)),
+          cpu ? `${r.num(`summary.envoy_cpu_us_per_request_${cpu}`)} µs` : NONE,
+        ]),
+      ),
+    ),
+    fixed(''),
+    line(
+      json,
+      (r) =>
+        `The load generator (h2load) used at most ${r.num('summary.h2load_cpu_us_per_request_max')} µs of CPU per request and ${r.num('summary.h2load_core_share_max')} of a core.`,
+    ),
+  ];
+}
+
+const triple = (r: Reader, key: string, suffix = ''): string =>
+  `${r.num(`summary.${key}_p50_ms${suffix}`)} / ${r.num(`summary.${key}_p90_ms${suffix}`)} / ${r.num(`summary.${key}_max_ms${suffix}`)} ms`;
+
+/** Convergence, from the triggering event: p50 / p90 / max per kind of change, both proxies. */
+export function convergence(json: unknown): FigureLine[] {
+  const kinds: [string, string, boolean][] = [
+    ['*added*', 'convergence_added', true],
+    ['*removed*: no request reaches it', 'convergence_removed', true],
+    ['*removed*: every answer settled', 'convergence_removed_settled', true],
+    ['*drained* (mvproxy only)', 'convergence_drained', false],
+  ];
+  return [
+    ...header(['change', 'mvproxy p50 / p90 / max', 'upstream p50 / p90 / max', 'samples']),
+    ...kinds.map(([label, key, upstream]) =>
+      line(json, (r) => row([label, triple(r, key), upstream ? triple(r, key, '_upstream') : NONE, String(r.num(`summary.${key}_samples`))])),
+    ),
+  ];
+}
+
+/** Merged `/apis` against its floor (the minimal Envoy in front of kas-a's own document) and against upstream. */
+export function discovery(json: unknown): FigureLine[] {
+  const formats = ['json', 'protobuf'] as const;
+  const side = { json: 'apisJson', protobuf: 'apisProtobuf' } as const;
+  const each = (label: string, cell: (r: Reader, f: (typeof formats)[number]) => string): FigureLine =>
+    line(json, (r) => row([label, ...formats.map((f) => cell(r, f))]));
+  const targetMet = (r: Reader, f: string): boolean =>
+    r.num(`summary.apis_${f}_p50_vs_minimal_envoy`) <= DISCOVERY_TARGET_P50_RATIO &&
+    r.num(`summary.apis_${f}_throughput_vs_minimal_envoy`) >= DISCOVERY_TARGET_THROUGHPUT_RATIO;
+  return [
+    ...header(['`/apis`', 'JSON', 'protobuf']),
+    each('p50, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_minimal_envoy`))),
+    each('throughput at 64 in flight, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_minimal_envoy`))),
+    each(`target (p50 within ${DISCOVERY_TARGET_P50_RATIO}x, throughput at least ${DISCOVERY_TARGET_THROUGHPUT_RATIO}x)`, (r, f) => met(targetMet(r, f))),
+    each('p50, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_upstream`))),
+    each('throughput at 64 in flight, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_upstream`))),
+    each('p50, the floor / kas-a directly', (r, f) => ratio(r.num(`summary.minimal_envoy_apis_${f}_p50_ratio`))),
+    each('p50, mvproxy / upstream, each over its floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_over_minimal_envoy`))),
+    each('p50, mvproxy / upstream, over the GET floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_over_minimal_envoy_get`))),
+    each('p50, kas-a directly', (r, f) => ms(r.num([side[f], 'latency', 'sides', 'direct', 'p50Ms']))),
+    each("Envoy's CPU per request at 64 in flight, sidecar / minimal Envoy", (r, f) => {
+      const cpu = (who: string): number => r.num([side[f], 'throughput', '64', 'sides', who, 'proxyCpuUsPerRequest']);
+      return `${cpu('mvproxy')} / ${cpu('minimal')} µs`;
+    }),
+    fixed(''),
+    line(
+      json,
+      (r) =>
+        `Compared before the timing (\`checks\`): \`/api\`: ${r.str(['checks', 'mvproxy and upstream /api'])}; \`/apis\`: ${r.str(['checks', 'mvproxy and upstream /apis'])}.`,
+    ),
+  ];
+}
+
+interface FanoutSample {
+  withCrds: boolean;
+  controlPlaneCpuMs: number;
+  nodesChanged: number;
+  ms: number;
+}
+
+function fanoutSamples(r: Reader): FanoutSample[] {
+  const samples = r.value('fanout.samples');
+  if (!Array.isArray(samples)) throw new Error('fanout.samples is not an array');
+  return samples.map((s: unknown, i) => {
+    const sample = s as Partial<FanoutSample>;
+    if (typeof sample.controlPlaneCpuMs !== 'number' || typeof sample.ms !== 'number' || typeof sample.nodesChanged !== 'number')
+      throw new Error(`fanout.samples.${i} lacks ms, nodesChanged or controlPlaneCpuMs`);
+    return { withCrds: sample.withCrds === true, controlPlaneCpuMs: sample.controlPlaneCpuMs, nodesChanged: sample.nodesChanged, ms: sample.ms };
+  });
+}
+
+const ROUTE_TYPE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+
+/** The fan-out to many simulated nodes: timing, the replica's CPU, and the sizes with many CRDs. */
+export function fanout(json: unknown): FigureLine[] {
+  const timed = (r: Reader): FanoutSample[] => fanoutSamples(r).filter((s) => !s.withCrds);
+  const measure = (label: string, value: (r: Reader) => string): FigureLine => line(json, (r) => row([label, value(r)]));
+  return [
+    ...header(['fan-out', 'value']),
+    measure('simulated nodes', (r) => String(r.num('fanout.nodes'))),
+    measure('simulated nodes whose config a timed change changes', (r) => [...new Set(timed(r).map((s) => s.nodesChanged))].join(', ')),
+    measure('a change, event to last ACK: p50 / p90 / max', (r) => triple(r, 'fanout_200_nodes')),
+    measure(`p99 (nearest rank), target ${ms(FANOUT_TARGET_P99_MS)}`, (r) => {
+      const p99 = percentile(
+        timed(r).map((s) => s.ms),
+        99,
+      );
+      return `${ms(p99)}: ${met(p99 <= FANOUT_TARGET_P99_MS)}`;
+    }),
+    measure('the push alone, first to last changed node: p50 / max', (r) =>
+      [r.num('summary.fanout_200_nodes_spread_p50_ms'), ms(r.num('summary.fanout_200_nodes_spread_max_ms'))].join(' / '),
+    ),
+    measure("the replica's CPU per timed change, p50", (r) =>
+      seconds(
+        percentile(
+          timed(r).map((s) => s.controlPlaneCpuMs),
+          50,
+        ),
+      ),
+    ),
+    measure('CRDs created, over groups', (r) => `${r.num('summary.fanout_crds')} over ${r.num('summary.fanout_crd_groups')}`),
+    measure('merged `/apis` then: JSON / protobuf / JSON gzipped', (r) =>
+      ['json', 'protobuf', 'json_gzip'].map((k) => kilobytes(r.num(`summary.merged_apis_${k}_bytes`))).join(' / '),
+    ),
+    measure('largest ECDS response (the documents)', (r) => megabytes(r.num('summary.ecds_largest_response_bytes'))),
+    measure('largest RDS response', (r) => kilobytes(r.num(['fanout', 'largestResponseBytes', ROUTE_TYPE]))),
+    measure(
+      'document push budget, in largest ECDS responses',
+      (r) => `${(r.num('summary.document_push_budget_bytes') / r.num('summary.ecds_largest_response_bytes')).toFixed(1)}`,
+    ),
+    measure('one change with the CRDs, to every node', (r) => seconds(r.num('summary.fanout_200_nodes_2000_crds_ms'))),
+    measure("real sidecars' Envoy peak RSS", (r) => {
+      const memory = r.value('fanout.sidecarMemory');
+      const peaks = Object.values(memory as Record<string, { peakRssMb?: unknown }>).map((m) => Number(m.peakRssMb));
+      return `${Math.min(...peaks)} to ${Math.max(...peaks)} MB`;
+    }),
+  ];
+}
+
+/** The replica's peak RSS at the end of each phase of the fan-out, against its target. */
+export function fanoutMemory(json: unknown): FigureLine[] {
+  const phases = line(json, (r) => Object.keys(r.value('fanout.memoryByPhase') as object).join(',')).text.split(',');
+  return [
+    ...header(["the replica's phase", 'peak RSS (VmHWM)', `within ${FANOUT_TARGET_PEAK_RSS_MB} MB`]),
+    line(json, (r) => row(['a process with its flags doing nothing (the floor)', `${r.num('summary.control_plane_floor_rss_mb')} MB`, NONE])),
+    ...phases.map((phase) =>
+      line(json, (r) => {
+        const peak = r.num(['fanout', 'memoryByPhase', phase, 'peakRssMb']);
+        return row([phase, `${peak} MB`, peak <= FANOUT_TARGET_PEAK_RSS_MB ? 'yes' : 'no']);
+      }),
+    ),
+  ];
+}
