@@ -24,7 +24,7 @@ import {
  * subresource up to 53 together. These limits keep a margin; the longest
  * built-in names (admissionregistration.k8s.io v1alpha1,
  * validatingadmissionpolicybindings, certificatesigningrequests/approval)
- * are well inside. test/unit/routableDiscovery.test.ts checks the limits with Envoy.
+ * are well inside. test/unit/model/routableDiscovery.test.ts checks the limits with Envoy.
  */
 export const MAX_ROUTED_GROUP_VERSION_CHARS = 64;
 export const MAX_ROUTED_RESOURCE_CHARS = 48;

@@ -3,7 +3,7 @@
 // model the replica kept (warm), or, with nothing kept, from a plan that sends
 // everything to its own apiserver (cold). How fast is a figure, not an
 // assertion: it is printed here as a diagnostic (target 2 s). (That a sidecar
-// already running a config is not sent the cold plan: test/unit/ads.test.ts.)
+// already running a config is not sent the cold plan: test/unit/servers/ads.test.ts.)
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // The identity table every implementation layer is held to: certificates a
 // real TLS stack accepts, and what kube-apiserver's x509 authenticator makes
-// of each. The compiled filter runs it in Node (test/unit/identityFilterTable.test.ts)
+// of each. The compiled filter runs it in Node (test/unit/envoy/identityFilterTable.test.ts)
 // and a real Envoy end to end (test/e2e/identity-envoy.test.ts); the other
 // identityFilter*.test.ts files check the filter's rules one behaviour per test.
 import type { LeafOptions } from './clientCerts.js';

@@ -1,6 +1,6 @@
 // The modules a TypeScript file names, in every form it can name them; read
 // by the architecture test (test/unit/architecture.test.ts) and the image's
-// (test/unit/dockerImage.test.ts).
+// (test/unit/deploy/dockerImage.test.ts).
 import ts from 'typescript';
 
 /** `require` or `require.resolve`. */

@@ -23,15 +23,24 @@ function builtFiles(dir: string): string[] {
     .map((file) => relative(REPO, join(REPO, dir, file)));
 }
 
-/** What `sh` expands a pattern of the form dir/*.test.js to. */
+// What `sh` expands a test-file pattern to: `*` matches within one path segment, never across a slash.
 function expand(pattern: string): string[] {
-  const star = pattern.lastIndexOf('/*');
-  assert.ok(star > 0, `${pattern} is a dir/*.suffix pattern`);
-  const dir = pattern.slice(0, star);
-  const suffix = pattern.slice(star + 2);
-  return readdirSync(join(REPO, dir))
-    .filter((file) => file.endsWith(suffix))
-    .map((file) => `${dir}/${file}`);
+  const segments = pattern.split('/');
+  let paths = [''];
+  for (const [i, segment] of segments.entries()) {
+    const last = i === segments.length - 1;
+    if (!segment.includes('*')) {
+      paths = paths.map((p) => (p === '' ? segment : `${p}/${segment}`));
+      continue;
+    }
+    const [prefix, suffix] = segment.split('*') as [string, string];
+    paths = paths.flatMap((dir) =>
+      readdirSync(join(REPO, dir), { withFileTypes: true })
+        .filter((entry) => entry.name.startsWith(prefix) && entry.name.endsWith(suffix) && (last ? entry.isFile() : entry.isDirectory()))
+        .map((entry) => `${dir}/${entry.name}`),
+    );
+  }
+  return paths;
 }
 
 describe('npm test', () => {

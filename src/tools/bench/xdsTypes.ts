@@ -1,7 +1,7 @@
 // The xDS resource types a sidecar receives, by Envoy's v3 type URLs, in the
 // order the control plane pushes them. The simulated Envoys (adsClients.ts)
 // subscribe to them as an Envoy does: from Envoy's protocol, not from the
-// control plane's code (test/unit/benchXdsTypes.test.ts checks both agree).
+// control plane's code (test/unit/tools/bench/benchXdsTypes.test.ts checks both agree).
 export const XDS_TYPE_URL = {
   cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
   endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',

@@ -1,0 +1,236 @@
+// What the `kubernetes` Service's endpoints list, and the objects that say so
+// (src/planner/publishedEndpoints.ts): from the operator's plan and the
+// agreed liveness only.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  describePublication,
+  desiredObjects,
+  desiredPublication,
+  FALLBACK_SLICE,
+  ForeignWriteGuard,
+  judgeObserved,
+  publishedNow,
+  type Liveness,
+} from '../../../src/planner/publishedEndpoints.js';
+import { PLAN } from '../../support/publisherHarness.js';
+import { canonicalObject, CONTENT_DIGEST_ANNOTATION, endpointsAddresses, type PublishPlan } from '../../../src/model/publication.js';
+
+// The harness's two nodes and a third.
+const plan: PublishPlan = { ...PLAN, targets: [...PLAN.targets, { name: 'kas-c', sidecarIp: '192.0.2.3', apiserverIp: '192.0.2.13' }] };
+
+const live = (sidecars: string[], apiservers: string[] = []): Liveness => ({ sidecars: new Set(sidecars), apiservers: new Set(apiservers) });
+
+/** The objects for a liveness, by name and kind. */
+function objectsFor(l: Liveness, p: PublishPlan = plan) {
+  const publication = desiredPublication(p, l);
+  assert.ok(publication);
+  const objects = desiredObjects(p, publication);
+  const find = (kind: string, name: string) => objects.find((o) => o.ref.kind === kind && o.ref.name === name)?.body as Record<string, unknown> | undefined;
+  return { objects, endpoints: find('Endpoints', 'kubernetes'), slice: find('EndpointSlice', 'kubernetes'), fallback: find('EndpointSlice', FALLBACK_SLICE) };
+}
+
+/** What an API server would hand back: another order, server-side fields and defaults. */
+function asStored(body: Record<string, unknown>): Record<string, unknown> {
+  const copy = structuredClone(body) as Record<string, unknown> & { metadata: Record<string, unknown> };
+  copy.metadata = { ...copy.metadata, resourceVersion: '42', uid: 'u-1', creationTimestamp: '2026-01-01T00:00:00Z' };
+  if (Array.isArray(copy['endpoints'])) copy['endpoints'] = [...copy['endpoints']].reverse();
+  if (Array.isArray(copy['subsets'])) copy['subsets'] = [...copy['subsets']].reverse();
+  return copy;
+}
+
+describe('published endpoints: who is listed', () => {
+  it('lists every node whose sidecar is live at its sidecar, in the slice `kubernetes` and the first Endpoints subset', () => {
+    const { endpoints, slice } = objectsFor(live(['kas-a', 'kas-b', 'kas-c']));
+    assert.deepEqual(endpoints?.['subsets'], [
+      { addresses: [{ ip: '192.0.2.1' }, { ip: '192.0.2.2' }, { ip: '192.0.2.3' }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] },
+    ]);
+    assert.deepEqual(slice?.['endpoints'], [
+      { addresses: ['192.0.2.1'], conditions: { ready: true } },
+      { addresses: ['192.0.2.2'], conditions: { ready: true } },
+      { addresses: ['192.0.2.3'], conditions: { ready: true } },
+    ]);
+    assert.deepEqual(slice?.['ports'], [{ name: 'https', port: 6443, protocol: 'TCP' }]);
+    assert.equal(slice?.['addressType'], 'IPv4');
+  });
+
+  it('lists a node whose sidecar is not live but whose apiserver is ready at the apiserver, in the fallback slice and a second subset', () => {
+    const { endpoints, fallback } = objectsFor(live(['kas-a'], ['kas-a', 'kas-b']));
+    assert.deepEqual(endpoints?.['subsets'], [
+      { addresses: [{ ip: '192.0.2.1' }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] },
+      { addresses: [{ ip: '192.0.2.12' }], ports: [{ name: 'https', port: 6444, protocol: 'TCP' }] },
+    ]);
+    assert.deepEqual(fallback?.['endpoints'], [{ addresses: ['192.0.2.12'], conditions: { ready: true } }]);
+    assert.deepEqual(fallback?.['ports'], [{ name: 'https', port: 6444, protocol: 'TCP' }]);
+  });
+
+  it('leaves out a node whose sidecar is not live and whose apiserver is not ready', () => {
+    assert.deepEqual(desiredPublication(plan, live(['kas-a'], ['kas-a'])), { viaSidecar: ['kas-a'], direct: [] });
+  });
+
+  it('lists nobody when nothing is live: undefined, so the caller keeps what is published', () => {
+    assert.equal(desiredPublication(plan, live([], [])), undefined);
+  });
+
+  it('never lists an apiserver directly when the config publishes no address for it', () => {
+    const noFallback: PublishPlan = { family: 'IPv4', sidecarPort: 6443, targets: [{ name: 'kas-a', sidecarIp: '192.0.2.1' }] };
+    assert.equal(desiredPublication(noFallback, live([], ['kas-a'])), undefined);
+    const { objects } = objectsFor(live(['kas-a']), noFallback);
+    assert.deepEqual(
+      objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes'],
+    );
+  });
+
+  it('keeps the fallback slice, with no endpoints, while no node falls back', () => {
+    assert.deepEqual(objectsFor(live(['kas-a'])).fallback?.['endpoints'], []);
+  });
+});
+
+describe('published endpoints: the objects', () => {
+  it('the Endpoints carry only the skip-mirror label (the mirroring controller adds no slice; upstream resets any other label)', () => {
+    const metadata = objectsFor(live(['kas-a'])).endpoints?.['metadata'] as Record<string, unknown>;
+    assert.deepEqual(metadata['labels'], { 'endpointslice.kubernetes.io/skip-mirror': 'true' });
+    assert.equal(metadata['namespace'], 'default');
+  });
+
+  it('the slices name the Service and mvproxy as their manager, so the EndpointSlice controllers leave them alone', () => {
+    for (const body of [objectsFor(live(['kas-a'])).slice, objectsFor(live(['kas-a'])).fallback]) {
+      assert.deepEqual(((body?.['metadata'] ?? {}) as Record<string, unknown>)['labels'], {
+        'endpointslice.kubernetes.io/managed-by': 'control-plane.mvproxy.dev',
+        'kubernetes.io/service-name': 'kubernetes',
+      });
+    }
+  });
+
+  it('every label is one the API accepts (a value has no slash: a qualified name is only for keys)', () => {
+    const qualifiedName = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+    const value = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+    for (const o of objectsFor(live(['kas-a'], ['kas-b'])).objects) {
+      const metadata = o.body.metadata as { labels: Record<string, string>; annotations: Record<string, string> };
+      for (const [k, v] of Object.entries(metadata.labels)) {
+        assert.match(k, qualifiedName, k);
+        assert.match(v, value, `${k}=${v}`);
+      }
+      for (const k of Object.keys(metadata.annotations)) assert.match(k, qualifiedName, k);
+    }
+  });
+
+  it('every replica makes the same objects from the same liveness, whatever order it learned things in', () => {
+    const reordered: PublishPlan = { ...plan, targets: [...plan.targets].reverse() };
+    const a = objectsFor(live(['kas-c', 'kas-a'], ['kas-b'])).objects;
+    const b = objectsFor(live(['kas-a', 'kas-c'], ['kas-b']), reordered).objects;
+    assert.deepEqual(JSON.stringify(a), JSON.stringify(b));
+  });
+
+  it('an IPv6 plan makes IPv6 slices', () => {
+    const v6: PublishPlan = { family: 'IPv6', sidecarPort: 6443, targets: [{ name: 'kas-a', sidecarIp: '2001:db8::1' }] };
+    assert.equal(objectsFor(live(['kas-a']), v6).slice?.['addressType'], 'IPv6');
+  });
+
+  it('no object content can change a published address: for every liveness, every address listed is one the plan publishes', () => {
+    const names = plan.targets.map((t) => t.name);
+    const allowed = new Set(plan.targets.flatMap((t) => [`${t.sidecarIp}:6443`, `${t.apiserverIp}:6444`]));
+    // desiredPublication and desiredObjects take the plan and the liveness, nothing read from the API.
+    assert.equal(desiredPublication.length, 2);
+    assert.equal(desiredObjects.length, 2);
+    for (let mask = 1; mask < 64; mask++) {
+      const l = live(
+        names.filter((_, i) => mask & (1 << i)),
+        names.filter((_, i) => mask & (1 << (i + 3))),
+      );
+      const publication = desiredPublication(plan, l);
+      if (!publication) continue;
+      for (const o of desiredObjects(plan, publication).filter((x) => x.ref.kind === 'Endpoints')) {
+        for (const { ip, port } of endpointsAddresses(o.canonical)) assert.ok(allowed.has(`${ip}:${port}`), `${ip}:${port}`);
+      }
+    }
+  });
+
+  it('says who is listed and how in one line', () => {
+    assert.equal(
+      describePublication({ viaSidecar: ['kas-a', 'kas-b'], direct: ['kas-c'] }),
+      'kas-a, kas-b through their sidecars; kas-c at its apiserver directly',
+    );
+  });
+});
+
+describe('published endpoints: judging what is in the API', () => {
+  const desired = objectsFor(live(['kas-a', 'kas-b'])).objects;
+  const endpoints = desired[0];
+  assert.ok(endpoints);
+  const observe = (raw: Record<string, unknown>) => {
+    const annotations = (raw['metadata'] as { annotations?: Record<string, string> }).annotations ?? {};
+    const digest = annotations[CONTENT_DIGEST_ANNOTATION];
+    return { resourceVersion: '42', canonical: canonicalObject('Endpoints', raw), ...(digest ? { digest } : {}) };
+  };
+
+  it('an object stored in another order, with server-side fields, is as desired', () => {
+    for (const o of desired) {
+      const raw = asStored(o.body);
+      const digest = ((raw['metadata'] as Record<string, unknown>)['annotations'] as Record<string, string>)[CONTENT_DIGEST_ANNOTATION];
+      assert.equal(
+        judgeObserved(o, { resourceVersion: '42', canonical: canonicalObject(o.ref.kind, raw), ...(digest ? { digest } : {}) }),
+        'as-desired',
+        o.ref.name,
+      );
+    }
+  });
+
+  it('an object that does not exist is absent', () => {
+    assert.equal(judgeObserved(endpoints, undefined), 'absent');
+  });
+
+  it("another replica's content (its digest matches) that differs is to be rewritten, not foreign", () => {
+    const other = objectsFor(live(['kas-a'])).objects[0];
+    assert.ok(other);
+    assert.equal(judgeObserved(endpoints, observe(other.body)), 'differs');
+  });
+
+  it("upstream's own Endpoints (no digest) are foreign", () => {
+    const upstream = {
+      metadata: { name: 'kubernetes', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+      subsets: [{ addresses: [{ ip: '192.0.2.11' }], ports: [{ name: 'https', port: 6444, protocol: 'TCP' }] }],
+    };
+    assert.equal(judgeObserved(endpoints, observe(upstream)), 'foreign');
+  });
+
+  it('our Endpoints rewritten by a lease reconciler (annotation kept, one subset of its own) are foreign', () => {
+    const rewritten = structuredClone(endpoints.body) as Record<string, unknown>;
+    rewritten['subsets'] = [{ addresses: [{ ip: '192.0.2.11' }, { ip: '192.0.2.12' }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] }];
+    assert.equal(judgeObserved(endpoints, observe(rewritten)), 'foreign');
+  });
+
+  it('maps what the Endpoints list back to the apiservers, and names addresses no config entry publishes', () => {
+    const mixed = objectsFor(live(['kas-a'], ['kas-b'])).objects[0];
+    assert.ok(mixed);
+    const raw = structuredClone(mixed.body) as unknown as { subsets: Array<{ addresses: Array<{ ip: string }> }> };
+    raw.subsets[0]?.addresses.push({ ip: '203.0.113.9' });
+    const { byName, unknown } = publishedNow(plan, canonicalObject('Endpoints', raw));
+    assert.deepEqual(
+      [...byName],
+      [
+        ['kas-a', 'sidecar'],
+        ['kas-b', 'apiserver'],
+      ],
+    );
+    assert.deepEqual(unknown, ['203.0.113.9:6443']);
+  });
+});
+
+describe('ForeignWriteGuard', () => {
+  it('stops at the third round within the window that found a foreign write', () => {
+    const guard = new ForeignWriteGuard(3, 120_000);
+    assert.equal(guard.record(0), false);
+    assert.equal(guard.record(10_000), false);
+    assert.equal(guard.record(20_000), true);
+  });
+
+  it('forgets rounds older than the window: an apiserver restarted now and then is corrected, not fought', () => {
+    const guard = new ForeignWriteGuard(3, 120_000);
+    assert.equal(guard.record(0), false);
+    assert.equal(guard.record(100_000), false);
+    assert.equal(guard.record(200_000), false);
+    assert.equal(guard.count(200_000), 2);
+  });
+});

@@ -1,0 +1,151 @@
+// The documents tell the truth about the committed runs: every figure taken
+// from a committed JSON (docs/bench-*.json, docs/upgrade-test*.json) sits in a
+// generated region and equals what src/tools/docs renders from that JSON
+// (`npm run docs:figures` rewrites them); the README stays a front door; and
+// every link in the README and docs/ reaches a file (and heading) that exists.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
+import { fanout } from '../../../../src/tools/docs/benchFigures.js';
+import { findRegions, line, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
+import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
+import { documents, jsonReader } from '../../../../src/tools/docs/figures.js';
+
+/** The repository, from dist/test/unit/tools/docs. */
+const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
+const read = (file: string): string => readFileSync(join(ROOT, file), 'utf8');
+
+describe('generated regions', () => {
+  const doc = ['intro', '<!-- figures x.json table: begin -->', 'old', '<!-- figures x.json table: end -->', 'outro'].join('\n');
+
+  it('a region is the text between its begin and end markers, with the JSON and renderer they name', () => {
+    assert.deepEqual(findRegions(doc), [{ file: 'x.json', region: 'table', beginLine: 2, body: ['old'] }]);
+  });
+
+  it('a begin marker without its end is an error, not a region', () => {
+    assert.throws(() => findRegions('<!-- figures x.json table: begin -->\nold'), /no end marker/);
+  });
+
+  it('rendering replaces only the text between the markers', () => {
+    assert.equal(
+      replaceRegions(doc, () => ['new 1', 'new 2']),
+      ['intro', '<!-- figures x.json table: begin -->', 'new 1', 'new 2', '<!-- figures x.json table: end -->', 'outro'].join('\n'),
+    );
+  });
+
+  it('a differing line is reported with its line number and the JSON keys it comes from', () => {
+    const [span] = findRegions(doc);
+    assert.ok(span);
+    const rendered = [line({ a: { b: 3 } }, (r) => `b is ${r.num('a.b')}`)];
+    assert.match(regionDifference(span, rendered) ?? '', /^line 3 \(from a\.b\): the document says "old", x\.json gives "b is 3"$/);
+  });
+
+  it('a key missing from the JSON is named', () => {
+    assert.throws(() => line({ summary: {} }, (r) => String(r.num('summary.p50_ms'))), /no key summary\.p50_ms/);
+  });
+});
+
+describe('renderers', () => {
+  const counts = (total: number, runs: number[]) => ({ total, runs });
+  const zero = counts(0, [0, 0]);
+  const upgrade = {
+    procedure: { from: 'v1', to: 'v2', apiservers: ['a', 'b'], runs: 2, short: false, invariants: ['watches_broken', 'errors_5xx_while_served'] },
+    summary: {
+      mvproxy: {
+        requests: counts(10, [5, 5]),
+        spurious_404: zero,
+        incomplete_discovery: zero,
+        errors_5xx: counts(3, [2, 1]),
+        errors_5xx_without_retry_after: zero,
+        watches_broken: zero,
+        errors_5xx_while_served: counts(1, [0, 1]),
+      },
+    },
+    runs: { mvproxy: [{ load_average: { start: 1, end: 2 } }, { load_average: { start: 3, end: 4 } }] },
+  };
+
+  it('an upgrade run names every shared invariant it broke, with its count per run', () => {
+    const rows = upgradeSummary(upgrade).map((l) => l.text);
+    assert.ok(rows.includes('| `mvproxy` | 10 | 0 | 0 | 3 (2, 1) | 0 | `errors_5xx_while_served` 1 (0, 1) |'), rows.join('\n'));
+  });
+
+  it('an upgrade run that broke no shared invariant says none', () => {
+    const kept = structuredClone(upgrade);
+    kept.summary.mvproxy.errors_5xx_while_served = zero;
+    assert.match(upgradeSummary(kept).at(-1)?.text ?? '', /\| none \|$/);
+  });
+
+  it("the fan-out's CPU per change is the median of the timed changes, not of the change with CRDs", () => {
+    const sample = (ms: number, cpu: number, withCrds = false) => ({ ms, controlPlaneCpuMs: cpu, nodesChanged: 2, withCrds });
+    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { fanout: { samples: unknown[] } });
+    json.fanout.samples = [sample(10, 1000), sample(10, 3000), sample(10, 2000), sample(90_000, 50_000, true)];
+    assert.ok(fanout(json).some((l) => l.text === "| the replica's CPU per timed change, p50 | 2.0 s |"));
+  });
+});
+
+describe('the documents', () => {
+  const docs = documents(ROOT);
+  const readJson = jsonReader(ROOT);
+
+  for (const doc of docs) {
+    it(`${doc}: every generated figure equals its JSON`, () => {
+      assert.deepEqual(documentDifferences(doc, read(doc), readJson), []);
+    });
+  }
+
+  it('every committed JSON of docs/ is rendered into some document', () => {
+    const cited = new Set(docs.flatMap((doc) => findRegions(read(doc)).map((span) => span.file)));
+    const committed = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json'));
+    assert.deepEqual(
+      committed.filter((name) => !cited.has(name)),
+      [],
+    );
+  });
+
+  it('rendering every document again changes nothing', () => {
+    for (const doc of docs) assert.equal(renderDocument(read(doc), readJson), read(doc), doc);
+  });
+
+  it('the README is a front door: at most 200 lines', () => {
+    const lines = read('README.md').split('\n').length - 1;
+    assert.ok(lines <= 200, `README.md has ${lines} lines`);
+  });
+
+  it('every relative link in the README and docs/ reaches an existing file, and its #anchor a heading there', () => {
+    const broken = docs.flatMap((doc) =>
+      links(read(doc)).flatMap((target) => {
+        const [path = '', anchor] = target.split('#');
+        const file = path === '' ? doc : normalize(join(dirname(doc), decodeURIComponent(path)));
+        if (!existsSync(join(ROOT, file))) return [`${doc}: ${target} (no file ${file})`];
+        if (anchor === undefined || statSync(join(ROOT, file)).isDirectory()) return [];
+        return headingAnchors(read(file)).has(anchor) ? [] : [`${doc}: ${target} (no heading #${anchor} in ${file})`];
+      }),
+    );
+    assert.deepEqual(broken, []);
+  });
+});
+
+/** The targets of a document's Markdown links and images outside code blocks, other sites and mail left out. */
+function links(markdown: string): string[] {
+  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] ?? '').filter((target) => !/^[a-z]+:/.test(target));
+}
+
+/** The anchors GitHub gives a document's headings (lower case, punctuation dropped, spaces to hyphens, repeats numbered). */
+function headingAnchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  for (const [, title = ''] of markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
+    const base = title
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    anchors.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return anchors;
+}
