@@ -29,8 +29,9 @@ export type Standings = ReadonlyMap<string, PeerStanding>;
 
 /**
  * The standing of every apiserver of a model, computed once per reconcile
- * (serve/reconcile.ts) and handed to the planner, the merge and the event
- * journal, so that routing and merging cannot disagree about one apiserver.
+ * (serve/reconcile.ts) and handed to the planner, the merge, the event
+ * journal and the status (admin API, status page), so that routing, merging
+ * and what operators are shown cannot disagree about one apiserver.
  */
 export function apiserverStandings(model: Pick<ClusterModel, 'apiservers' | 'now'>, departedGraceMs: number): Standings {
   return new Map(model.apiservers.map((a) => [a.endpoint.name, peerStanding(a, model.now, departedGraceMs)]));

@@ -303,7 +303,7 @@ export class ControlPlane implements AdminBackend {
       plans: this.plans,
       ads: this.ads.status(),
       draining: this.draining,
-      departedGraceMs: this.config.departedGraceMs,
+      standings: this.reconciled?.standings ?? new Map(),
       replica: this.config.replicaName,
       reports: this.syncRecord?.reports ?? new Map(),
       ...(this.publisher ? { kubernetesService: this.publisher.publisher.status() } : {}),

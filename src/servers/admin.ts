@@ -13,7 +13,7 @@ import type { AdminHandlers } from '../generated/mvproxy/admin/v1/Admin.js';
 import type { Status } from '../generated/mvproxy/admin/v1/Status.js';
 import type { Explanation } from '../generated/mvproxy/admin/v1/Explanation.js';
 import { formatHost, type ClusterModel } from '../model/cluster.js';
-import { peerStanding } from '../model/liveness.js';
+import { standingIn, type Standings } from '../model/liveness.js';
 import { resourceRoutesOf, type SidecarPlan } from '../planner/plan.js';
 import type { RequestExplanation } from '../planner/explain.js';
 import { isResourceTypeUrl, PUSH_ORDER, type ResourceTypeUrl } from '../xds/snapshot.js';
@@ -197,7 +197,8 @@ export interface StatusInput {
   plans: readonly SidecarPlan[];
   ads: Record<string, AdsNodeStatus>;
   draining: ReadonlySet<string>;
-  departedGraceMs: number;
+  /** Every apiserver's standing, as the reconcile that made `plans` computed it (model/liveness.ts). */
+  standings: Standings;
   /** This replica's name, and what the others reported of the sidecars streaming from them (model/syncReport.ts). */
   replica: string;
   reports: ReadonlyMap<string, SidecarSyncReport>;
@@ -214,14 +215,14 @@ export const PUBLISHING_OFF: KubernetesServiceStatus = {
 
 /** The GetStatus answer, from what the control plane holds. Pure. */
 export function adminStatus(input: StatusInput): Status {
-  const { model, plans, ads, draining, departedGraceMs, replica, reports } = input;
+  const { model, plans, ads, draining, standings, replica, reports } = input;
   const apiservers = [...model.apiservers]
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
     .map((a) => ({
       name: a.endpoint.name,
       hostname: a.endpoint.hostname,
       address: formatHost(a.endpoint.address),
-      standing: peerStanding(a, model.now, departedGraceMs),
+      standing: standingIn(standings, a.endpoint.name),
       reachable: a.reachable,
       lease_holder_identity: a.lease?.holderIdentity ?? '',
       served_resources: a.servedSet.length,

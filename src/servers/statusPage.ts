@@ -3,7 +3,7 @@
 // say, per resource, where each sidecar sends it), the ADS state, the drains,
 // the sync record and the recent events. The page itself
 // (statusPageAssets.ts) only draws this JSON, as text, never as markup.
-import { peerStanding } from '../model/liveness.js';
+import { standingIn } from '../model/liveness.js';
 import { resourceRoutesOf, type ResourceRouteAction } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
 import { adminStatus, connectionText, type StatusInput } from './admin.js';
@@ -63,11 +63,11 @@ export interface StatusPageData {
 export const PAGE_EVENTS = 200;
 
 export function statusPageData(input: StatusPageInput): StatusPageData {
-  const { model, plans, departedGraceMs } = input;
+  const { model, plans, standings } = input;
   const status = adminStatus(input);
   const statusApiservers = status.apiservers ?? [];
   const columns = statusApiservers.map((a) => a.name ?? '');
-  const live = model.apiservers.filter((a) => peerStanding(a, model.now, departedGraceMs) !== 'gone');
+  const live = model.apiservers.filter((a) => standingIn(standings, a.endpoint.name) !== 'gone');
   const servedBy = new Map<string, Set<string>>();
   const names = new Map<string, { group: string; version: string; resource: string }>();
   for (const a of live) {

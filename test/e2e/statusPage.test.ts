@@ -13,6 +13,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startTestSandbox, eventually, adminCli, type TestSandbox } from '../support/sandbox.js';
 import { CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../support/clusterModel.js';
 import { planSidecars } from '../../src/planner/planner.js';
+import { apiserverStandings } from '../../src/model/liveness.js';
 import { statusPageData } from '../../src/servers/statusPage.js';
 import { startAdminHttp, stopAdminHttp } from '../../src/servers/adminHttp.js';
 
@@ -56,7 +57,7 @@ async function syntheticPage(t: TestContext): Promise<string> {
     plans: planSidecars(m, plannerOptions(m, draining)),
     ads: {},
     draining,
-    departedGraceMs: GRACE_MS,
+    standings: apiserverStandings(m, GRACE_MS),
     replica: 'synthetic',
     reports: new Map(),
     events: [{ sequence: 1, at: NOW, kind: 'nack', subject: 'kas-a', message: '<b>not bold</b>' }],

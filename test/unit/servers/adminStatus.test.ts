@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 
 import type { ApiserverObservation, ClusterModel } from '../../../src/model/cluster.js';
 import { BATCH, CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../../support/clusterModel.js';
+import { apiserverStandings } from '../../../src/model/liveness.js';
 import type { SidecarPlan } from '../../../src/planner/plan.js';
 import { planOf } from '../../support/sidecarPlans.js';
 import { planSidecars } from '../../../src/planner/planner.js';
@@ -28,7 +29,7 @@ function status(
     // A node's sidecar is its own name unless the test says otherwise.
     ads: Object.fromEntries(Object.entries(options.ads ?? {}).map(([id, n]) => [id, { ...n, sidecar: n.sidecar || id }])),
     draining: new Set(options.draining ?? []),
-    departedGraceMs: GRACE_MS,
+    standings: apiserverStandings(m, GRACE_MS),
     replica: 'replica-here',
     reports: options.reports ?? new Map(),
   });

@@ -8,6 +8,7 @@ import { statusPageData } from '../../../src/servers/statusPage.js';
 import { STATUS_PAGE_HTML, STATUS_PAGE_JS } from '../../../src/servers/statusPageAssets.js';
 import { startAdminHttp, stopAdminHttp } from '../../../src/servers/adminHttp.js';
 import { CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../../support/clusterModel.js';
+import { apiserverStandings } from '../../../src/model/liveness.js';
 
 const SVM = served('storagemigration.k8s.io', 'v1', 'storageversionmigrations');
 
@@ -18,7 +19,7 @@ function data(m: ClusterModel, draining: string[] = []) {
     plans: planSidecars(m, plannerOptions(m, drains)),
     ads: {},
     draining: drains,
-    departedGraceMs: GRACE_MS,
+    standings: apiserverStandings(m, GRACE_MS),
     replica: 'replica-here',
     reports: new Map(),
     events: [{ sequence: 1, at: NOW, kind: 'drain', subject: 'a', message: 'drained' }],
