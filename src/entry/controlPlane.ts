@@ -38,9 +38,10 @@ export async function loadReplicaModules(): Promise<void> {
 }
 
 /**
- * The size (bytes, all of a sidecar's documents together) above which a
- * sidecar's merged discovery documents are answered over ext_proc instead of
- * pushed into its document filters: a limit the fan-out bench reports.
+ * The size (bytes) of one merged document's encoded set (every variant of
+ * `/api`, `/apis` or the OpenAPI index) above which that document is answered
+ * over ext_proc instead of pushed into its document filter: a limit the
+ * fan-out bench reports.
  */
 export const DOCUMENT_PUSH_BUDGET_BYTES: number = PUSH_BUDGET;
 

@@ -3,6 +3,7 @@
 import type { ApiserverObservation } from '../model/cluster.js';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import type { DoubtScope } from './plan.js';
+import { compareStrings } from '../util/order.js';
 
 /**
  * What the control plane does not know, or doubts, about what the local
@@ -56,7 +57,7 @@ export class LocalDoubts {
         scopes.set(JSON.stringify([group, version ?? null, resource ?? null, subresource ?? null]), scope);
       }
     }
-    return [...scopes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, scope]) => scope);
+    return [...scopes.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, scope]) => scope);
   }
 }
 

@@ -35,11 +35,8 @@ export function explainRequest(input: ExplainInput, path: string, options: { pee
   const request = parseRequestPath(path);
   const decision = decisionForRequest(input.plan, request, { alreadyProxied: options.peerProxied ?? false });
   const local = input.model.apiservers.find((a) => a.endpoint.name === input.plan.node);
-  if (local === undefined) {
-    const reason = `the local apiserver ${input.plan.node} is not in the model yet: it answers`;
-    return { destination: decision.destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
-  }
-  const reason = reasonFor({ input, local, request, decision });
+  const reason =
+    local === undefined ? `the local apiserver ${input.plan.node} is not in the model yet: it answers` : reasonFor({ input, local, request, decision });
   return { destination: decision.destination, rule: decision.rule, reason: `${reason} (${citation(decision)})`, request };
 }
 

@@ -171,7 +171,17 @@ export interface SidecarPlan {
 /** The apiserver's own health endpoints (`/healthz`, `/livez`, `/readyz` and their checks): never answered by a peer. */
 export const HEALTH_PATH_PREFIXES: readonly string[] = ['/healthz', '/livez', '/readyz'];
 
-/** The plan's resource routes (entries of a resource or subresource), sorted by group, version, resource, then subresource (whole resource first). */
+/** Orders resources by group, version, resource, then subresource (the whole resource first). */
+export function compareResourceIds(a: ResourceId, b: ResourceId): number {
+  return (
+    compareStrings(a.group, b.group) ||
+    compareStrings(a.version, b.version) ||
+    compareStrings(a.resource, b.resource) ||
+    compareStrings(a.subresource ?? '', b.subresource ?? '')
+  );
+}
+
+/** The plan's resource routes (entries of a resource or subresource), sorted by compareResourceIds. */
 export function resourceRoutesOf(plan: Pick<SidecarPlan, 'entries'>): ResourceRoute[] {
   const routes: ResourceRoute[] = [];
   for (const { match, destination } of plan.entries) {
@@ -179,13 +189,7 @@ export function resourceRoutesOf(plan: Pick<SidecarPlan, 'entries'>): ResourceRo
     const { kind: _, ...id } = match;
     routes.push({ ...id, action: destination });
   }
-  return routes.sort(
-    (a, b) =>
-      compareStrings(a.group, b.group) ||
-      compareStrings(a.version, b.version) ||
-      compareStrings(a.resource, b.resource) ||
-      compareStrings(a.subresource ?? '', b.subresource ?? ''),
-  );
+  return routes.sort(compareResourceIds);
 }
 
 /** The plan's peer-only discovery documents, sorted by group, then version (the group document first). */

@@ -1,7 +1,7 @@
 // The planner: from the observed cluster state to one plan per sidecar.
 // Pure and deterministic: same model, same plans (sorted, no clock reads).
 import type { ApiserverObservation, ClusterModel } from '../model/cluster.js';
-import { activeLocalOnly, activeLocalOnlyGroupVersions, groupVersionKey } from '../model/liveness.js';
+import { activeLocalOnly, groupVersionKey } from '../model/liveness.js';
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
 import type {
   Decision,
@@ -19,18 +19,18 @@ import type {
   RuleName,
   SidecarPlan,
 } from './plan.js';
+import { compareResourceIds } from './plan.js';
 import { SidecarDecider } from './decider.js';
 import { compareStrings } from '../util/order.js';
 import type { PlannerOptions } from './options.js';
 
 /** One plan per declared apiserver, sorted by node name. */
 export function planSidecars(model: ClusterModel, opts: PlannerOptions): SidecarPlan[] {
-  const localOnly = activeLocalOnlyGroupVersions(model, model.now);
   const draining = drainedApiservers(model, opts.draining);
   // The same for every sidecar: once, each group-version once (a CRD and an APIService may name the same), sorted.
-  const sharedState = [...new Map(activeLocalOnly(model, model.now).map((gv) => [groupVersionKey(gv.group, gv.version), gv])).values()]
-    .map(({ group, version }) => ({ group, version }))
-    .sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version, b.version));
+  const byKey = new Map(activeLocalOnly(model, model.now).map(({ group, version }) => [groupVersionKey(group, version), { group, version }]));
+  const localOnly: ReadonlySet<string> = new Set(byKey.keys());
+  const sharedState = [...byKey.values()].sort((a, b) => compareStrings(a.group, b.group) || compareStrings(a.version, b.version));
   return [...model.apiservers]
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name))
     .map((local) => planSidecar(local, model, { localOnly, sharedState }, { ...opts, draining }));
@@ -124,13 +124,10 @@ export function orderedEntries(decisions: PlanDecisions): Pick<SidecarPlan, 'ent
   // What nothing else takes: the local apiserver, or the peers that answer for it while it is unavailable.
   const otherwise: Local | RerouteToPeers = fallback ?? local;
   const catchAllRule: RuleName = fallback ? 'local-down-fallback' : 'not-a-resource';
-  const byId = (a: ResourceEntry, b: ResourceEntry): number =>
-    compareStrings(a.id.group, b.id.group) ||
-    compareStrings(a.id.version, b.id.version) ||
-    compareStrings(a.id.resource, b.id.resource) ||
-    compareStrings(a.id.subresource ?? '', b.id.subresource ?? '');
   // Subresource entries first: each takes a subset of its resource's requests.
-  const resources = [...decisions.resources].sort((a, b) => Number(a.id.subresource === undefined) - Number(b.id.subresource === undefined) || byId(a, b));
+  const resources = [...decisions.resources].sort(
+    (a, b) => Number(a.id.subresource === undefined) - Number(b.id.subresource === undefined) || compareResourceIds(a.id, b.id),
+  );
   const routed = resources.filter((r) => r.destination.kind !== 'local');
   const resourceMatch = (r: ResourceEntry): ResourceMatch => ({ kind: 'resource', ...r.id });
   const resourceEntry = (r: ResourceEntry): PlanEntry => ({ rule: r.rule, match: resourceMatch(r), destination: r.destination });

@@ -172,7 +172,18 @@ function catchAllName(entry: PlanEntry): string {
 
 /** A catch-all to the fallback peers is logged as a reroute of no particular resource. */
 function catchAllLogged(destination: RequestDestination): LoggedRoute | undefined {
-  return destination.kind === 'peers' ? { kind: 'reroute', group: '', version: '', resource: '', subresource: '' } : undefined;
+  return destination.kind === 'peers' ? loggedAs(destination, { group: '' }) : undefined;
+}
+
+/** The access log's record of a route that does not go local: a reroute or a 503, of what it takes. */
+function loggedAs(destination: RequestDestination, what: { group: string; version?: string; resource?: string; subresource?: string }): LoggedRoute {
+  return {
+    kind: destination.kind === 'unavailable' ? 'unavailable' : 'reroute',
+    group: what.group,
+    version: what.version ?? '',
+    resource: what.resource ?? '',
+    subresource: what.subresource ?? '',
+  };
 }
 
 /** Forwarding routes to where `destination` says (logged when `logged` is given), or the one 503 route of unavailable-503. */
@@ -184,13 +195,7 @@ function answerRoutes(name: string, match: RouteMatch, destination: RequestDesti
 function resourceRoutes(rule: string, route: ResourceMatch, destination: RequestDestination, timeout: number): Route[] {
   const { pathForms, groupVersionPin } = resourcePathMatch(route);
   const pin: HeaderMatcher = { name: ':path', string_match: { safe_regex: { regex: groupVersionPin } } };
-  const logged: LoggedRoute = {
-    kind: destination.kind === 'unavailable' ? 'unavailable' : 'reroute',
-    group: route.group,
-    version: route.version,
-    resource: route.resource,
-    subresource: route.subresource ?? '',
-  };
+  const logged = loggedAs(destination, route);
   return pathForms.flatMap((form, i): Route[] => {
     const match: RouteMatch = { safe_regex: { regex: form }, headers: [pin] };
     const name = `${rule} ${describe(route)}${pathForms.length > 1 ? ` #${i + 1}` : ''}`;
@@ -209,13 +214,7 @@ function resourceRoutes(rule: string, route: ResourceMatch, destination: Request
 function groupDocumentRoutes(rule: string, document: { group: string; version?: string }, destination: RequestDestination, timeout: number): Route[] {
   const path = document.group === '' ? '/api' : `/apis/${escapeRegex(document.group)}`;
   const what = document.version === undefined ? `${document.group}` : `${document.group}/${document.version}`;
-  const logged: LoggedRoute = {
-    kind: destination.kind === 'unavailable' ? 'unavailable' : 'reroute',
-    group: document.group,
-    version: document.version ?? '',
-    resource: '',
-    subresource: '',
-  };
+  const logged = loggedAs(destination, document);
   const routesFor = (label: string, regex: string): Route[] =>
     answerRoutes(`${rule} ${label} ${what}`, { safe_regex: { regex } }, destination, timeout, `the ${label} document of ${what}`, logged);
   if (document.version === undefined) return routesFor('discovery', `${path}/?`);
