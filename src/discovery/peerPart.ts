@@ -1,7 +1,7 @@
 // What only peers add to a merged document: the part of `/api`, `/apis` and
 // the OpenAPI v3 index the control plane pushes to a sidecar. The sidecar's
 // document filter merges it into the local apiserver's document as that
-// document is at the request (docs/discovery.md, "The merge rule"), so the
+// document is at the request (docs/never-worse.md, "Merged documents"), so the
 // answer is never staler than the apiserver behind the sidecar.
 //
 // The merge rule, one rule wherever it runs (the filter, in bytes; the
