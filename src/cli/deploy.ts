@@ -33,7 +33,7 @@ export async function runDeploy(args: string[]): Promise<number> {
   const [target, ...rest] = args;
   if (target !== 'kubeadm')
     throw new Error(
-      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--publish-kubernetes-service]',
+      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service]',
     );
   const { values } = parseArgs({
     args: rest,
@@ -42,6 +42,7 @@ export async function runDeploy(args: string[]): Promise<number> {
       out: { type: 'string' },
       image: { type: 'string' },
       'envoy-image': { type: 'string' },
+      'envoy-concurrency': { type: 'string' },
       'publish-kubernetes-service': { type: 'boolean', default: false },
     },
     strict: true,
@@ -49,9 +50,13 @@ export async function runDeploy(args: string[]): Promise<number> {
   const nodes = (values.node ?? []).map(parseNodeFlag);
   if (nodes.length === 0) throw new Error('give every control-plane node: --node NAME=IP[,HOSTNAME] (once per node)');
   if (!values.out) throw new Error('--out DIR is required');
+  const envoyConcurrency = values['envoy-concurrency'] === undefined ? undefined : Number(values['envoy-concurrency']);
+  if (envoyConcurrency !== undefined && !(Number.isInteger(envoyConcurrency) && envoyConcurrency >= 1))
+    throw new Error('--envoy-concurrency must be a positive integer (the sidecar\'s Envoy worker threads)');
   const layout = kubeadmLayout(nodes, {
     image: values.image ?? defaultImage(),
     ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}),
+    ...(envoyConcurrency === undefined ? {} : { envoyConcurrency }),
     ...(values['publish-kubernetes-service'] ? { tuning: { publishKubernetesService: true } } : {}),
   });
   for (const node of nodes) {

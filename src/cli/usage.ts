@@ -39,7 +39,7 @@ apiserver NAME's sidecar (node.metadata apiserver): several Envoys may run one
 sidecar's config, computed once for all of them; over mutual TLS the client
 certificate must name both.
 `,
-  deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--publish-kubernetes-service]
+  deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service]
 
 Writes, for each kubeadm control-plane node (give every one, with its kubeadm
 node name and advertise address), its files under DIR/NAME/ at their paths on
@@ -47,7 +47,9 @@ the node: the static pods of its control-plane replica and Envoy sidecar, the
 replica's config, the sidecar's bootstrap and the kubeadm patch that moves the
 apiserver to 6444 (docs/kubeadm.md). --image defaults to mvproxy:<version>,
 built by the operator (deploy/Dockerfile); --envoy-image to
-docker.io/envoyproxy/envoy:v1.40.0. --publish-kubernetes-service: every
+docker.io/envoyproxy/envoy:v1.40.0. --envoy-concurrency: the sidecar's Envoy
+worker threads (default 2; each holds its own copy of the pushed documents,
+docs/operating.md). --publish-kubernetes-service: every
 replica publishes the \`kubernetes\` Service's endpoints (its sidecars), and
 kube-apiserver1+json.json turns the apiservers' own endpoint reconciler off;
 apply that patch to every apiserver before any replica runs the new config

@@ -15,6 +15,7 @@ import {
   REPLICA_NODE_FLAGS,
   sidecarControlPlanes,
   sidecarEnvoyArgs,
+  DEFAULT_ENVOY_CONCURRENCY,
   type ClusterTlsFiles,
   type NodeApiserver,
   type ReplicaTuning,
@@ -63,6 +64,8 @@ export interface DeployLayout {
   logLevel: string;
   /** Envoy's --drain-time-s. */
   drainSeconds: number;
+  /** Envoy's --concurrency: the sidecar's worker threads. */
+  envoyConcurrency: number;
   tuning: ReplicaTuning;
 }
 
@@ -89,6 +92,7 @@ export const KUBEADM_DEFAULTS = {
   envoyImage: 'docker.io/envoyproxy/envoy:v1.40.0',
   logLevel: 'warn',
   drainSeconds: 10,
+  envoyConcurrency: DEFAULT_ENVOY_CONCURRENCY,
 } as const;
 
 /** Where kubeadm reads patches from (`--patches DIR`), one folder per node. */
@@ -104,7 +108,10 @@ export interface KubeadmNode {
 }
 
 /** The layout of a kubeadm cluster: the same paths on every node, the node's own /etc/kubernetes/pki files as they are. */
-export function kubeadmLayout(nodes: KubeadmNode[], opts: { image: string; envoyImage?: string; tuning?: ReplicaTuning }): DeployLayout {
+export function kubeadmLayout(
+  nodes: KubeadmNode[],
+  opts: { image: string; envoyImage?: string; envoyConcurrency?: number; tuning?: ReplicaTuning },
+): DeployLayout {
   const d = KUBEADM_DEFAULTS;
   const pki = (f: string): string => `${d.pkiDir}/${f}`;
   const conf = (f: string): string => `${d.configDir}/${f}`;
@@ -148,6 +155,7 @@ export function kubeadmLayout(nodes: KubeadmNode[], opts: { image: string; envoy
     envoyImage: opts.envoyImage ?? d.envoyImage,
     logLevel: d.logLevel,
     drainSeconds: d.drainSeconds,
+    envoyConcurrency: opts.envoyConcurrency ?? d.envoyConcurrency,
     tuning: opts.tuning ?? {},
   };
 }
@@ -292,7 +300,7 @@ export function sidecarPod(layout: DeployLayout, name: string): JsonObject {
       name: 'envoy',
       image: layout.envoyImage,
       // The program itself, not the image's entrypoint (which would drop to a user that cannot read the keys).
-      command: ['envoy', ...sidecarEnvoyArgs(f.bootstrap, layout.drainSeconds)],
+      command: ['envoy', ...sidecarEnvoyArgs(f.bootstrap, layout.drainSeconds, layout.envoyConcurrency)],
       resources: { requests: { cpu: '100m', memory: '64Mi' } },
     },
     hostMounts(read, [f.xdsSocket, f.envoyAdminSocket]),

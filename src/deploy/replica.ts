@@ -150,13 +150,37 @@ export function sidecarControlPlanes(ownXdsSocket: string, others: string[], tls
 }
 
 /**
+ * The sidecar's Envoy worker threads (`--concurrency`) unless told otherwise.
+ * Envoy's own default is one per hardware thread, and every worker runs its
+ * own WASM VMs, each holding its own copy of the documents the control plane
+ * pushed: on a 64-thread node that is 64 copies. A sidecar serves one
+ * apiserver, which two workers keep up with (docs/operating.md, "The sidecar's
+ * workers").
+ */
+export const DEFAULT_ENVOY_CONCURRENCY = 2;
+
+/**
  * Envoy's arguments (after the program). `--use-dynamic-base-id`: several
  * Envoys may share a host (the sandbox) or an IPC namespace; `--drain-time-s`:
- * how long a stopping sidecar lets open connections finish.
+ * how long a stopping sidecar lets open connections finish; `--concurrency`:
+ * its worker threads (DEFAULT_ENVOY_CONCURRENCY).
  */
-export function sidecarEnvoyArgs(bootstrapPath: string, drainSeconds: number): string[] {
+export function sidecarEnvoyArgs(bootstrapPath: string, drainSeconds: number, concurrency: number = DEFAULT_ENVOY_CONCURRENCY): string[] {
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`Envoy's concurrency must be a positive integer, got ${concurrency}`);
   // Immediate: connections of a replaced filter chain (a client CA bundle change) are told to
   // close at once (GOAWAY, Connection: close after the response in flight); the gradual strategy
   // cut busy HTTP/1.1 keep-alive connections at the drain's end instead (docs/identity.md, Rotation).
-  return ['-c', bootstrapPath, '--use-dynamic-base-id', '-l', 'warning', '--drain-time-s', String(drainSeconds), '--drain-strategy', 'immediate'];
+  return [
+    '-c',
+    bootstrapPath,
+    '--use-dynamic-base-id',
+    '-l',
+    'warning',
+    '--drain-time-s',
+    String(drainSeconds),
+    '--drain-strategy',
+    'immediate',
+    '--concurrency',
+    String(concurrency),
+  ];
 }

@@ -21,7 +21,7 @@ import {
   sidecarPod,
   type DeployLayout,
 } from '../../src/deploy/kubeadm.js';
-import { IMAGE_PROGRAM } from '../../src/deploy/replica.js';
+import { DEFAULT_ENVOY_CONCURRENCY, IMAGE_PROGRAM } from '../../src/deploy/replica.js';
 import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/tools/sandbox/controlPlanes.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 import { repoFile } from '../../src/util/protoRoot.js';
@@ -104,6 +104,7 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
       envoyImage: 'docker.io/envoyproxy/envoy:v1.40.0',
       logLevel: 'info',
       drainSeconds: 1,
+      envoyConcurrency: DEFAULT_ENVOY_CONCURRENCY,
       tuning: SANDBOX_REPLICA_TUNING,
     };
   }

@@ -25,6 +25,8 @@ export interface SandboxOptions {
   controlPlaneReplicas?: ControlPlaneReplicas;
   /** `host:port` of an HTTP CONNECT proxy the sidecars reach peers through. */
   peerEgressProxy?: string;
+  /** In mode mvproxy: each sidecar's Envoy worker threads (`--concurrency`); default DEFAULT_ENVOY_CONCURRENCY, as deploy kubeadm. */
+  envoyConcurrency?: number;
   /**
    * Give every apiserver an audit log (Metadata level, written before each
    * request returns) in the logs folder: `auditLogPath(name)`. Off by default.

@@ -60,6 +60,7 @@ export class Sandbox {
       envoy: opts.components.envoy,
       progress: this.progress,
       ...(enter ? { enter } : {}),
+      ...(opts.envoyConcurrency === undefined ? {} : { envoyConcurrency: opts.envoyConcurrency }),
     });
     this.controlPlanes = new SandboxControlPlanes({
       dir: this.dir,

@@ -18,6 +18,8 @@ export interface SandboxSidecarsOptions {
   progress: (line: string) => void;
   /** Network mode `namespace`: the command that enters the sandbox's network namespace. */
   enter?: readonly string[];
+  /** Envoy's worker threads (`--concurrency`); default: the sidecar's (sidecarEnvoyArgs). */
+  envoyConcurrency?: number;
 }
 
 export class SandboxSidecars {
@@ -63,7 +65,7 @@ export class SandboxSidecars {
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
-      args: sidecarEnvoyArgs(bootstrapPath, 1),
+      args: sidecarEnvoyArgs(bootstrapPath, 1, this.opts.envoyConcurrency),
       logFile: join(this.logsDir, `envoy-${name}.log`),
       ...(this.opts.enter ? { enter: this.opts.enter } : {}),
     });

@@ -138,7 +138,29 @@ describe('mvproxy deploy kubeadm', () => {
       '10',
       '--drain-strategy',
       'immediate',
+      '--concurrency',
+      '2',
     ]);
+  });
+
+  it("the sidecar's Envoy runs two worker threads unless told otherwise (each worker's WASM VMs hold their own copy of the documents)", () => {
+    const concurrencyOf = (pod: JsonObject): string | undefined => {
+      const command = containerOf(pod).command;
+      return command[command.indexOf('--concurrency') + 1];
+    };
+    assert.equal(concurrencyOf(sidecarPod(layout, 'cp-2')), '2');
+    const sixteen = kubeadmLayout([{ name: 'cp-1', ip: '10.0.0.11' }], { image: 'mvproxy:0.1.0', envoyConcurrency: 16 });
+    assert.equal(concurrencyOf(sidecarPod(sixteen, 'cp-1')), '16');
+  });
+
+  it('mvproxy deploy kubeadm --envoy-concurrency N renders N worker threads into every sidecar pod, and refuses what is not a positive integer', () => {
+    const out = mkdtempSync(join(tmpdir(), 'mvproxy-deploy-'));
+    execFileSync(process.execPath, [cli, 'deploy', 'kubeadm', ...NODE_FLAGS, '--envoy-concurrency', '4', '--out', out]);
+    for (const node of ['cp-1', 'cp-2', 'cp-3']) {
+      const manifest = readFileSync(join(out, node, 'etc/kubernetes/manifests/mvproxy-sidecar.yaml'), 'utf8');
+      assert.match(manifest, /- '--concurrency'\n\s+- '4'\n/, node);
+    }
+    assert.throws(() => execFileSync(process.execPath, [cli, 'deploy', 'kubeadm', ...NODE_FLAGS, '--envoy-concurrency', '0', '--out', out], { stdio: 'pipe' }));
   });
 
   it('the control-plane pod runs `mvproxy serve` with the node config, and may write only its sockets, warm start and the reload marker beside the certificates', () => {

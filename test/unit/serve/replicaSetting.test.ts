@@ -63,7 +63,11 @@ describe('a replica and its sidecar, wherever they run', () => {
       '3',
       '--drain-strategy',
       'immediate',
+      '--concurrency',
+      '2',
     ]);
+    assert.deepEqual(sidecarEnvoyArgs('/etc/e.json', 3, 16).slice(-2), ['--concurrency', '16']);
+    assert.throws(() => sidecarEnvoyArgs('/etc/e.json', 3, 0), /positive integer/);
   });
 
   it('a sidecar with failover replicas needs its xDS client certificate', () => {
