@@ -52,7 +52,7 @@ export async function runDeploy(args: string[]): Promise<number> {
   if (!values.out) throw new Error('--out DIR is required');
   const envoyConcurrency = values['envoy-concurrency'] === undefined ? undefined : Number(values['envoy-concurrency']);
   if (envoyConcurrency !== undefined && !(Number.isInteger(envoyConcurrency) && envoyConcurrency >= 1))
-    throw new Error('--envoy-concurrency must be a positive integer (the sidecar\'s Envoy worker threads)');
+    throw new Error("--envoy-concurrency must be a positive integer (the sidecar's Envoy worker threads)");
   const layout = kubeadmLayout(nodes, {
     image: values.image ?? defaultImage(),
     ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}),
