@@ -33,10 +33,20 @@ function crdGroup(i: number, groups: number): string {
   return `g${i % groups}.fanout.mvproxy.example`;
 }
 
-/** Creates `count` CRDs over `groups` groups through kas-a (a few at a time) and waits until kas-a's sidecar lists the last in its merged /apis. */
-export async function createCrds(state: SandboxState, token: string, count: number, groups: number, progress: (line: string) => void): Promise<void> {
+/**
+ * Creates `count` CRDs over `groups` groups through kas-a (a few at a time) and waits until `listedThrough`
+ * (default kas-a's sidecar; upstream: kas-a itself) lists the last in its merged /apis.
+ */
+export async function createCrds(
+  state: SandboxState,
+  token: string,
+  count: number,
+  groups: number,
+  progress: (line: string) => void,
+  listedThrough = state.apiservers[0]?.sidecar,
+): Promise<void> {
   const a = state.apiservers[0];
-  if (!a?.sidecar) throw new Error('internal: no sidecar');
+  if (!a || !listedThrough) throw new Error('internal: no apiserver to list the CRDs through');
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < count) {
@@ -50,9 +60,9 @@ export async function createCrds(state: SandboxState, token: string, count: numb
   const last = `"things${count - 1}"`;
   const deadline = performance.now() + LISTED_CAP_MS;
   for (;;) {
-    const res = await call(state, a.sidecar, token, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
+    const res = await call(state, listedThrough, token, 'GET', '/apis', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
     if (res?.status === 200 && res.body.includes(last)) return;
-    if (performance.now() > deadline) throw new Error(`the merged /apis through ${a.name}'s sidecar never listed ${last}`);
+    if (performance.now() > deadline) throw new Error(`the merged /apis through ${listedThrough} never listed ${last}`);
     await sleep(1000);
   }
 }

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runBench } from '../bench/bench.js';
 import { fanoutSummary, runFanoutBench } from '../bench/fanout.js';
+import { runFreshnessBench } from '../bench/freshness.js';
 
 export async function runBenchCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -19,6 +20,10 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       'fanout-changes': { type: 'string', default: '30' },
       'fanout-crds': { type: 'string', default: '2000' },
       'fanout-crd-groups': { type: 'string', default: '200' },
+      samples: { type: 'string', default: '30' },
+      'freshness-cap-ms': { type: 'string', default: '15000' },
+      'freshness-crds': { type: 'string', default: '2000' },
+      'envoy-concurrency': { type: 'string', default: '2,16' },
       out: { type: 'string' },
     },
     strict: true,
@@ -41,24 +46,33 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     crdGroups: int('fanout-crd-groups', values['fanout-crd-groups']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
-  const parts = ['fanout', 'convergence', 'discovery'] as const;
+  const parts = ['fanout', 'convergence', 'discovery', 'freshness'] as const;
   const only = parts.find((part) => part === values.only);
   if (values.only !== undefined && only === undefined) throw new Error(`--only takes one part: ${parts.join(', ')}`);
   const figures =
     only === 'fanout'
       ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
-      : await runBench({
-          rounds: int('rounds', values.rounds),
-          roundMs: int('round-ms', values['round-ms']),
-          concurrency: int('concurrency', values.concurrency),
-          inFlight,
-          protocol,
-          convergenceSamples: int('convergence-samples', values['convergence-samples']),
-          convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
-          fanout,
-          ...(only === undefined ? {} : { only }),
-          progress,
-        });
+      : only === 'freshness'
+        ? await runFreshnessBench({
+            samples: int('samples', values.samples),
+            capMs: int('freshness-cap-ms', values['freshness-cap-ms']),
+            crds: int('freshness-crds', values['freshness-crds']),
+            crdGroups: fanout.crdGroups,
+            envoyConcurrencies: (values['envoy-concurrency'] ?? '').split(',').map((n) => int('envoy-concurrency', n)),
+            progress,
+          })
+        : await runBench({
+            rounds: int('rounds', values.rounds),
+            roundMs: int('round-ms', values['round-ms']),
+            concurrency: int('concurrency', values.concurrency),
+            inFlight,
+            protocol,
+            convergenceSamples: int('convergence-samples', values['convergence-samples']),
+            convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
+            fanout,
+            ...(only === undefined ? {} : { only }),
+            progress,
+          });
   const text = `${JSON.stringify(figures, null, 2)}\n`;
   if (values.out !== undefined) writeFileSync(values.out, text);
   process.stdout.write(text);

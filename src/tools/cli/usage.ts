@@ -47,7 +47,8 @@ verbs:
 `,
   bench: `usage: mvproxy-dev bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                         [--convergence-samples 30] [--convergence-cap-ms MS] [--out FILE]
-                        [--only fanout|convergence|discovery] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
+                        [--only fanout|convergence|discovery|freshness] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
+                        [--samples 30] [--freshness-cap-ms 15000] [--freshness-crds 2000] [--envoy-concurrency 2,16]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
 latency (direct, minimal Envoy, sidecar, upstream's proxy), throughput with
@@ -57,6 +58,11 @@ discovery: that part alone; discovery is merged /apis against upstream and
 the minimal Envoy). Convergence is timed from the triggering event, the same way
 for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
+--only freshness (not part of the full run): how long after a CRD is created
+or deleted on kas-a its group is listed or gone through every proxy path,
+against each apiserver's own listing from the same clock, --samples times per
+case (control plane up, paused, with --freshness-crds CRDs) and side; then
+kas-a's sidecar's memory with those CRDs at each --envoy-concurrency.
 Prints the figures and a flat summary, and writes them all to --out as JSON.
 `,
   'upgrade-test': `usage: mvproxy-dev upgrade-test --out FILE [--pair 1.36-1.37|1.35-1.36] [--mode none|upstream|mvproxy|mvproxy-drain|all]

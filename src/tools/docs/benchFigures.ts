@@ -196,3 +196,55 @@ export function fanoutMemory(json: unknown): FigureLine[] {
     ),
   ];
 }
+
+/** Freshness (issue 28): a CRD's creation and deletion to every proxy path showing it, and how much later than the apiserver behind each path. */
+export function freshness(json: unknown): FigureLine[] {
+  const cases: [string, string][] = [
+    ['control plane up', 'up'],
+    ['control plane paused', 'paused'],
+    ['with the CRDs in place', 'crds'],
+  ];
+  const figure = (r: Reader, key: string, side: string, what: string): string =>
+    `${r.num(`summary.${key}_${side}_${what}_p50_ms`)} / ${r.num(`summary.${key}_${side}_${what}_p90_ms`)} / ${r.num(`summary.${key}_${side}_${what}_max_ms`)} ms`;
+  const lag = (r: Reader, key: string, side: string): string => {
+    const capped = r.num(`summary.${key}_${side}_capped`);
+    return `${r.num(`summary.${key}_${side}_lag_max_ms`)} ms${capped > 0 ? ` (${capped} capped)` : ''}`;
+  };
+  const rows = cases.flatMap(([label, name]) =>
+    (['created', 'deleted'] as const).map((change) =>
+      line(json, (r) => {
+        const key = `freshness_${name}_${change}`;
+        return row([
+          label,
+          change,
+          figure(r, key, 'mvproxy', 'every'),
+          lag(r, key, 'mvproxy'),
+          figure(r, key, 'upstream', 'every'),
+          lag(r, key, 'upstream'),
+          figure(r, key, 'mvproxy', 'local'),
+        ]);
+      }),
+    ),
+  );
+  return [
+    ...header([
+      'case',
+      'CRD',
+      'mvproxy: every path, p50 / p90 / max',
+      'mvproxy: lag, max',
+      'upstream: every path',
+      'upstream: lag, max',
+      'kas-a itself (mvproxy side)',
+    ]),
+    ...rows,
+    fixed(''),
+    line(json, (r) => {
+      const memory = r.value('freshness.memory') as Record<string, unknown>;
+      const each = Object.keys(memory).map(
+        (n) =>
+          `${r.num(['freshness', 'memory', n, 'rssMb'])} MB at \`--concurrency ${n}\` (Envoy's allocator: ${r.num(['freshness', 'memory', n, 'allocatedMb'])} MB)`,
+      );
+      return `kas-a's sidecar with ${r.num('summary.freshness_crds')} CRDs, RSS: ${each.join(', ')}. Samples per case, change and side: ${r.num('summary.freshness_samples')}; polls every ${r.num('summary.freshness_poll_ms')} ms after the previous answer.`;
+    }),
+  ];
+}

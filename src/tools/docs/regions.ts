@@ -1,5 +1,5 @@
 // Every renderer a document's region may name, and the check of one document against its JSONs.
-import { convergence, discovery, fanout, fanoutMemory, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
+import { convergence, discovery, fanout, fanoutMemory, freshness, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
 import { upgradeExtProcTimeouts, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
@@ -10,6 +10,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   discovery,
   fanout,
   'fanout-memory': fanoutMemory,
+  freshness,
   'upgrade-procedure': upgradeProcedure,
   'upgrade-summary': upgradeSummary,
   'upgrade-stories': upgradeStories,

@@ -245,14 +245,24 @@ export class Sandbox {
     return this.network.enter;
   }
 
-  /** Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms). */
-  async startSidecar(name: string): Promise<void> {
-    await this.launchSidecar(name, 20);
+  /**
+   * Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms).
+   * `envoyConcurrency`: its worker threads from this start on (default: the sandbox's).
+   */
+  async startSidecar(name: string, change: { envoyConcurrency?: number } = {}): Promise<void> {
+    await this.launchSidecar(name, 20, change.envoyConcurrency);
   }
 
-  private async launchSidecar(name: string, pollMs?: number): Promise<void> {
+  private async launchSidecar(name: string, pollMs?: number, envoyConcurrency?: number): Promise<void> {
     const pki = this.requirePki();
-    await this.sidecars.startSidecar(this.requireApiserver(name), this.controlPlanes.addressesFor(name, pki), pki, this.adminBearerToken(), pollMs);
+    await this.sidecars.startSidecar(
+      this.requireApiserver(name),
+      this.controlPlanes.addressesFor(name, pki),
+      pki,
+      this.adminBearerToken(),
+      pollMs,
+      envoyConcurrency,
+    );
   }
 
   private get launchContext(): LaunchContext {

@@ -48,9 +48,17 @@ export class SandboxSidecars {
 
   /**
    * Starts the Envoy sidecar of `run`; ready once it answers /readyz with the
-   * apiserver behind it (as `adminToken`), polled every `pollMs`.
+   * apiserver behind it (as `adminToken`), polled every `pollMs`; with
+   * `envoyConcurrency` worker threads (default: the sandbox's).
    */
-  async startSidecar(run: RunningApiserver, controlPlanes: ControlPlaneAddress[], pki: SandboxPki, adminToken: string, pollMs?: number): Promise<void> {
+  async startSidecar(
+    run: RunningApiserver,
+    controlPlanes: ControlPlaneAddress[],
+    pki: SandboxPki,
+    adminToken: string,
+    pollMs?: number,
+    envoyConcurrency = this.opts.envoyConcurrency,
+  ): Promise<void> {
     const name = run.spec.name;
     const [controlPlane, ...failover] = controlPlanes;
     if (!controlPlane) throw new Error(`internal: no control plane for the sidecar of ${name}`);
@@ -65,7 +73,7 @@ export class SandboxSidecars {
     const sidecar = new ManagedProcess({
       name: `envoy-${name}`,
       command: this.opts.envoy,
-      args: sidecarEnvoyArgs(bootstrapPath, 1, this.opts.envoyConcurrency),
+      args: sidecarEnvoyArgs(bootstrapPath, 1, envoyConcurrency),
       logFile: join(this.logsDir, `envoy-${name}.log`),
       ...(this.opts.enter ? { enter: this.opts.enter } : {}),
     });

@@ -1,0 +1,50 @@
+// The freshness bench's figures (src/tools/bench/freshnessProbes.ts): a
+// sample's time to every path and its lag behind the apiserver behind each
+// path, capped samples counted at the cap, and the flat summary.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { changeFigures, everyPathMs, type FreshnessSample, freshnessSummary, lagMs } from '../../../../src/tools/bench/freshnessProbes.js';
+
+const CAP = 10_000;
+const sample = (a: [number | undefined, number | undefined], b: [number | undefined, number | undefined]): FreshnessSample => ({
+  change: 'created',
+  group: 'g.example',
+  paths: [
+    { apiserver: 'kas-a', ...(a[0] === undefined ? {} : { ownMs: a[0] }), ...(a[1] === undefined ? {} : { throughMs: a[1] }) },
+    { apiserver: 'kas-b', ...(b[0] === undefined ? {} : { ownMs: b[0] }), ...(b[1] === undefined ? {} : { throughMs: b[1] }) },
+  ],
+});
+
+describe('freshness figures', () => {
+  it('a sample takes until its slowest path showed the change', () => {
+    assert.equal(everyPathMs(sample([100, 120], [300, 310]), CAP), 310);
+  });
+
+  it("the lag is the largest delay of a path behind its own apiserver, not behind kas-a's", () => {
+    // kas-b's path is the latest, but only 10 ms after kas-b itself; kas-a's is 20 ms after kas-a.
+    assert.equal(lagMs(sample([100, 120], [300, 310]), CAP), 20);
+  });
+
+  it('a path answering before its apiserver was polled showing it has a negative lag (no staler than the apiserver)', () => {
+    assert.equal(lagMs(sample([100, 90], [100, 95]), CAP), -5);
+  });
+
+  it('a path that never showed the change counts at the cap and the sample as capped', () => {
+    const capped = sample([100, undefined], [120, 130]);
+    assert.equal(everyPathMs(capped, CAP), CAP);
+    assert.equal(lagMs(capped, CAP), CAP - 100);
+    const f = changeFigures([capped, sample([100, 110], [100, 110])], 'kas-a', CAP);
+    assert.equal(f.capped, 1);
+    assert.equal(f.every.maxMs, CAP);
+    assert.deepEqual(f.local, { samples: 2, p50Ms: 100, p90Ms: 100, maxMs: 100 });
+  });
+
+  it('the summary names every figure by case, change and side', () => {
+    const f = changeFigures([sample([100, 110], [100, 120])], 'kas-a', CAP);
+    const summary = freshnessSummary({ paused: { mvproxy: { created: f } } });
+    assert.equal(summary['freshness_paused_created_mvproxy_every_p50_ms'], 120);
+    assert.equal(summary['freshness_paused_created_mvproxy_lag_max_ms'], 20);
+    assert.equal(summary['freshness_paused_created_mvproxy_local_p90_ms'], 100);
+    assert.equal(summary['freshness_paused_created_mvproxy_capped'], 0);
+  });
+});
