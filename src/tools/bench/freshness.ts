@@ -227,13 +227,25 @@ function crd(group: string): unknown {
 
 const lists = (body: string, group: string): boolean => body.includes(`"${group}"`);
 
-/** Polls `url` until its /apis shows the change; the sending time of the first answer that does, from `t0`, or undefined past the cap. */
-async function firstShowing(bed: Bed, url: string, accept: string, shows: (body: string) => boolean, t0: number, capMs: number): Promise<number | undefined> {
+/**
+ * Polls `url` until its /apis shows the change: the sending time of the first answer that does, from `t0`;
+ * past the cap, what the last answer was instead (a status, or an error).
+ */
+async function firstShowing(
+  bed: Bed,
+  url: string,
+  accept: string,
+  shows: (body: string) => boolean,
+  t0: number,
+  capMs: number,
+): Promise<{ ms: number } | { last: string }> {
+  let last = 'no answer';
   for (;;) {
     const sent = performance.now();
-    if (sent - t0 > capMs) return undefined;
-    const res = await send(bed, url, 'GET', accept).catch(() => undefined);
-    if (res?.status === 200 && shows(res.body)) return sent - t0;
+    if (sent - t0 > capMs) return { last };
+    const res = await send(bed, url, 'GET', accept).catch((err: Error) => err);
+    if (!(res instanceof Error) && res.status === 200 && shows(res.body)) return { ms: Math.round(sent - t0) };
+    last = res instanceof Error ? `error: ${res.message}` : `${res.status}, not showing it (answered in ${Math.round(performance.now() - sent)} ms)`;
     await sleep(FRESHNESS_POLL_MS);
   }
 }
@@ -248,14 +260,14 @@ async function timeChange(bed: Bed, change: FreshnessSample['change'], group: st
       : send(bed, `${directOf(bed, 'kas-a')}${CRDS_PATH}/widgets.${group}`, 'DELETE', 'application/json');
   const paths = await Promise.all(
     Object.keys(VERSIONS).map(async (apiserver): Promise<PathTiming> => {
-      const [ownMs, throughMs] = await Promise.all([
+      const [own, through] = await Promise.all([
         firstShowing(bed, `${directOf(bed, apiserver)}/apis`, AGGREGATED_DISCOVERY_NOPEER_JSON, shows, t0, capMs),
         firstShowing(bed, `${pathOf(bed, apiserver)}/apis`, AGGREGATED_DISCOVERY_JSON, shows, t0, capMs),
       ]);
       return {
         apiserver,
-        ...(ownMs === undefined ? {} : { ownMs: Math.round(ownMs) }),
-        ...(throughMs === undefined ? {} : { throughMs: Math.round(throughMs) }),
+        ...('ms' in own ? { ownMs: own.ms } : { ownLast: own.last }),
+        ...('ms' in through ? { throughMs: through.ms } : { throughLast: through.last }),
       };
     }),
   );

@@ -8,6 +8,9 @@ export interface PathTiming {
   apiserver: string;
   ownMs?: number;
   throughMs?: number;
+  /** When it never showed the change: the last answer its poll got (a status, or an error). */
+  ownLast?: string;
+  throughLast?: string;
 }
 
 /** One timed change: a CRD created (its group listed) or deleted (its group gone). */
