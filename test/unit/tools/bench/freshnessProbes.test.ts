@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { changeFigures, everyPathMs, type FreshnessSample, freshnessSummary, lagMs } from '../../../../src/tools/bench/freshnessProbes.js';
+import { freshness } from '../../../../src/tools/docs/benchFigures.js';
 
 const CAP = 10_000;
 const sample = (a: [number | undefined, number | undefined], b: [number | undefined, number | undefined]): FreshnessSample => ({
@@ -46,5 +47,19 @@ describe('freshness figures', () => {
     assert.equal(summary['freshness_paused_created_mvproxy_lag_max_ms'], 20);
     assert.equal(summary['freshness_paused_created_mvproxy_local_p90_ms'], 100);
     assert.equal(summary['freshness_paused_created_mvproxy_capped'], 0);
+  });
+
+  it("docs/benchmark.md's freshness table renders every case and change from a run's JSON, capped samples named, and the memory at each worker count", () => {
+    const f = changeFigures([sample([100, 110], [100, 120]), sample([100, undefined], [100, 120])], 'kas-a', CAP);
+    const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
+    const summary = { freshness_samples: 2, freshness_poll_ms: 10, freshness_crds: 2000, ...freshnessSummary({ up: sides, paused: sides, crds: sides }) };
+    const memory = { '2': { rssMb: 106, allocatedMb: 16 }, '16': { rssMb: 140, allocatedMb: 26 } };
+    const lines = freshness({ summary, freshness: { memory } }).map((l) => l.text);
+    assert.equal(lines.length, 2 + 6 + 2);
+    assert.equal(
+      lines[2],
+      '| control plane up | created | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 100 / 100 / 100 ms |',
+    );
+    assert.match(lines.at(-1) ?? '', /106 MB at `--concurrency 2`.*140 MB at `--concurrency 16`/);
   });
 });
