@@ -42,6 +42,7 @@ import { groupVersionOfIndexPath, routableOpenApiIndex, type OpenApiV3Index } fr
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { compareStrings } from '../util/order.js';
 import { mergeOpenApiIndex } from './openapi.js';
+import { aggregatedPeerPart, openApiPeerPart, type PeerParts } from './peerPart.js';
 
 export interface MergedDiscovery {
   /** `/api`: the core group, merged. */
@@ -54,6 +55,8 @@ export interface MergedDiscovery {
   sources: string[];
   /** `/openapi/v3`: the local index plus what only peers list; absent while the local index is unknown. */
   openapi?: OpenApiV3Index;
+  /** What only peers add to each document whose local version is known (peerPart.ts): what the sidecar's document filters get. */
+  peer: PeerParts;
 }
 
 export interface MergeOptions {
@@ -103,9 +106,33 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
       ),
     ),
     sources: contributors.map((a) => a.endpoint.name),
+    peer: {},
   };
-  if (local?.discovery) merged.local = local.discovery;
-  const openapi = mergeOpenApiIndex(local, contributors.filter((a) => a !== local).map(withRoutableOpenApi), localOnly);
+  const peers = contributors.filter((a) => a !== local).map(withRoutableOpenApi);
+  if (local?.discovery) {
+    merged.local = local.discovery;
+    const peerDocuments = peers.map((peer) => routableDocuments(peer.discovery as ApiserverDiscovery));
+    merged.peer.core = aggregatedPeerPart(
+      'core-discovery',
+      local.discovery.core,
+      peerDocuments.map((d) => d.core),
+      localOnly,
+    );
+    merged.peer.groups = aggregatedPeerPart(
+      'group-discovery',
+      local.discovery.groups,
+      peerDocuments.map((d) => d.groups),
+      localOnly,
+    );
+    const localIndex = local.discovery.openapi;
+    if (localIndex)
+      merged.peer.openapi = openApiPeerPart(
+        localIndex,
+        peers.flatMap((peer) => peer.discovery?.openapi ?? []),
+        localOnly,
+      );
+  }
+  const openapi = mergeOpenApiIndex(local, peers, localOnly);
   if (openapi) merged.openapi = openapi;
   return merged;
 }
