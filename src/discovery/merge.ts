@@ -76,17 +76,20 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
   const own = local.discovery;
   const peers = contributors.filter((a) => a !== local);
   const peerDocuments = peers.map((peer) => routableDocuments(peer.discovery as ApiserverDiscovery));
+  const inDoubt = localDoubts(local);
   const core = aggregatedPeerPart(
     'core-discovery',
     own.core,
     peerDocuments.map((d) => d.core),
     localOnly,
+    inDoubt,
   );
   const groups = aggregatedPeerPart(
     'group-discovery',
     own.groups,
     peerDocuments.map((d) => d.groups),
     localOnly,
+    inDoubt,
   );
   merged.local = own;
   merged.peer = { core, groups };
@@ -114,6 +117,24 @@ export function mergeInputs(localName: string, model: ClusterModel, now: number,
     .filter((a) => a === local || options.standings === undefined || standingIn(options.standings, a.endpoint.name) !== 'gone')
     .sort((a, b) => compareStrings(a.endpoint.name, b.endpoint.name));
   return { local, contributors, localOnly: activeLocalOnlyGroupVersions(model, now) };
+}
+
+/**
+ * Whether what the local apiserver serves of a resource is in doubt, as the
+ * planner reads it (planner/doubts.ts): everything while nothing of its
+ * discovery is routable, else what a dropped entry of its own discovery
+ * names (its group, version, resource; a dropped subresource puts only that
+ * subresource in doubt). The routes keep such a resource on the local
+ * apiserver, so the peer part must not list it.
+ */
+function localDoubts(local: ApiserverObservation): (group: string, version: string, resource: string) => boolean {
+  if (local.servedSet.length === 0) return () => true;
+  const dropped = (local.discovery?.dropped ?? []).filter(
+    (d) => d.group !== undefined && (d.document === '/api') === (d.group === '') && d.subresource === undefined,
+  );
+  if (dropped.length === 0) return () => false;
+  return (group, version, resource) =>
+    dropped.some((d) => d.group === group && (d.version === undefined || d.version === version) && (d.resource === undefined || d.resource === resource));
 }
 
 /** A peer's documents without the entries mvproxy does not route on. */

@@ -78,13 +78,16 @@ export function peerParts(merged: { peer: PeerParts }): PeerPart[] {
  * first peer's entry with everyone's verbs and subresources (the routes send
  * it to each peer that serves it). Order: first appearance, peers in merge
  * order. A version with no resource to add is left out, and so is a group
- * with no version.
+ * with no version. `inDoubt`: what the local apiserver may serve though its
+ * document does not say so in a form mvproxy routes on (the routes keep it
+ * local: doubt-stays-local), never in the part.
  */
 export function aggregatedPeerPart(
   document: AggregatedPeerPart['document'],
   local: APIGroupDiscoveryList,
   peers: readonly APIGroupDiscoveryList[],
   localOnly: ReadonlySet<string>,
+  inDoubt: (group: string, version: string, resource: string) => boolean = () => false,
 ): AggregatedPeerPart {
   const localNames = namesOf(local);
   const groups = new Map<string, PartGroup>();
@@ -95,7 +98,7 @@ export function aggregatedPeerPart(
         if (localOnly.has(groupVersionKey(name, version.version))) continue;
         const listed = localNames.get(name)?.get(version.version);
         for (const resource of version.resources) {
-          if (listed?.has(resource.resource)) continue;
+          if (listed?.has(resource.resource) || inDoubt(name, version.version, resource.resource)) continue;
           const g = entryOf(groups, name, () => ({ entry: group, versions: new Map() }));
           const v = entryOf(g.versions, version.version, () => ({ entry: version, resources: new Map() }));
           entryOf(v.resources, resource.resource, (): APIResourceDiscovery[] => []).push(resource);

@@ -88,6 +88,15 @@ describe('the aggregated peer part', () => {
     assert.deepEqual(listed(merged.peer.groups), ['batch/v1/jobs']);
   });
 
+  test('never holds a resource the local apiserver may serve though its discovery entry was dropped (the routes keep it local)', () => {
+    const local = {
+      ...discovery([APPS]),
+      dropped: [{ document: '/apis' as const, group: 'batch', version: 'v1', path: '$.items[1]', reason: 'x', kind: 'malformed' as const }],
+    };
+    const merged = mergeDiscovery('a', model([apiserver('a', local), apiserver('b', discovery([APPS, BATCH]))]), NOW);
+    assert.deepEqual(listed(merged.peer.groups), []);
+  });
+
   test('leaves out a peer version with no resource', () => {
     const peer = group('batch', [{ version: 'v1', resources: [] }]);
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([peer]))]), NOW);
