@@ -63,7 +63,7 @@ export interface ChangedSideFigures {
   /** p50 of every request's latency in the bursts. */
   burstP50Ms?: number;
   errors: number;
-  /** JSON answers timed one at a time that listed the group just created (an answer staler than kas-a lacks it). */
+  /** Answers timed one at a time that listed the group just created (an answer staler than kas-a lacks it). */
   listedTheChange: number;
 }
 
@@ -161,7 +161,8 @@ export async function measureChangedDocument(opts: ChangedDocumentOptions): Prom
               const answer = await client.get('/apis', headers);
               t.latencies.push(answer.ms);
               if (answer.status !== 200) t.errors++;
-              if (format === 'json' && answer.body.includes(`"${group}"`)) t.listed++;
+              // The group's name is in the body as it is in either format (a protobuf string is its UTF-8 bytes).
+              if (answer.body.includes(group)) t.listed++;
             } else {
               const { answers, ms } = await client.burst('/apis', headers, opts.burst);
               t.burstMs.push(ms);

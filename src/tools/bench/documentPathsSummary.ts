@@ -32,8 +32,10 @@ export function summarizeDocumentPaths(m: DocumentPathsSummaryInput): Record<str
     out[`apis_changed_${format}_p50_vs_minimal_envoy`] = changed.p50Ratio;
     out[`apis_changed_${format}_throughput_vs_minimal_envoy`] = changed.throughputRatio;
   }
-  const listed = m.paths.apisChanged.formats.json.sides['mvproxy'];
-  if (listed && listed.latencySamples > 0) out['apis_changed_json_listed_share'] = Math.round((listed.listedTheChange / listed.latencySamples) * 100) / 100;
+  // The sidecar's first answers after a change that listed it, both formats: 1 is never staler than kas-a.
+  const firsts = [m.paths.apisChanged.formats.json, m.paths.apisChanged.formats.protobuf].map((f) => f.sides['mvproxy']);
+  const answered = firsts.reduce((n, s) => n + (s?.latencySamples ?? 0), 0);
+  if (answered > 0) out['apis_changed_listed_share'] = Math.round((firsts.reduce((n, s) => n + (s?.listedTheChange ?? 0), 0) / answered) * 100) / 100;
   const counted: Array<[string, Record<string, ConnectionCount>]> = [
     ['apis_json', m.apisJson.connections],
     ['apis_protobuf', m.apisProtobuf.connections],

@@ -239,9 +239,10 @@ export function discoveryPaths(json: unknown): FigureLine[] {
     fixed(''),
     line(json, (r) => `Doubtful Accept: \`${r.str('documentPaths.accept.apisDoubtfulJson')}\` and \`${r.str('documentPaths.accept.apisDoubtfulProtobuf')}\`.`),
     line(json, (r) => {
-      const listed = r.num('documentPaths.apisChanged.formats.json.sides.mvproxy.listedTheChange');
-      const samples = r.num('documentPaths.apisChanged.formats.json.sides.mvproxy.latencySamples');
-      return `Local document changed: ${r.num('documentPaths.apisChanged.samples')} changes (a burst of ${r.num('documentPaths.apisChanged.burst')} after every other one); the sidecar's first JSON answer after a change listed the new group in ${listed} of ${samples}.`;
+      const first = (format: string, figure: string): number => r.num(['documentPaths', 'apisChanged', 'formats', format, 'sides', 'mvproxy', figure]);
+      const listed = first('json', 'listedTheChange') + first('protobuf', 'listedTheChange');
+      const samples = first('json', 'latencySamples') + first('protobuf', 'latencySamples');
+      return `Local document changed: ${r.num('documentPaths.apisChanged.samples')} changes (a burst of ${r.num('documentPaths.apisChanged.burst')} after every other one); the sidecar's first answer after a change (either format) listed the new group in ${listed} of ${samples}.`;
     }),
   ];
 }

@@ -116,7 +116,7 @@ describe('the summary of the discovery paths', () => {
     assert.equal(summary['apis_changed_upstream_cx_per_1000'], 40);
   });
 
-  it("the share of the sidecar's first JSON answers after a change that listed it", () => {
-    assert.equal(summary['apis_changed_json_listed_share'], 1);
+  it("the share of the sidecar's first answers after a change that listed it, both formats", () => {
+    assert.equal(summary['apis_changed_listed_share'], 1);
   });
 });

@@ -93,14 +93,21 @@ describe('renderers', () => {
       summary,
       documentPaths: {
         accept: { apisDoubtfulJson: 'A', apisDoubtfulProtobuf: 'B' },
-        apisChanged: { samples: 30, burst: 64, formats: { json: { sides: { mvproxy: { listedTheChange: 14, latencySamples: 15 } } } } },
+        apisChanged: {
+          samples: 30,
+          burst: 64,
+          formats: {
+            json: { sides: { mvproxy: { listedTheChange: 14, latencySamples: 15 } } },
+            protobuf: { sides: { mvproxy: { listedTheChange: 15, latencySamples: 15 } } },
+          },
+        },
       },
     };
     const rows = discoveryPaths(json).map((l) => l.text);
     assert.equal(rows.length, 2 + keys.length + 3);
     assert.ok(rows.includes('| `/openapi/v3`, the OpenAPI v3 index | 1.20x | 0.50x | 1000 / 0 |'), rows.join('\n'));
     assert.ok(rows.includes('| `/apis`, local document changed, protobuf | 1.60x | 0.50x | 0.5 / 0 |'), rows.join('\n'));
-    assert.match(rows.at(-1) ?? '', /listed the new group in 14 of 15\.$/);
+    assert.match(rows.at(-1) ?? '', /listed the new group in 29 of 30\.$/);
   });
 
   it('a run from before the discovery paths were measured says so instead of failing', () => {
