@@ -12,6 +12,7 @@
 //     but outranks the first), so it asks without an ETag and gets 200;
 //   - changed: the local document changed since the sidecar saw it
 //     (changedDocument.ts).
+import { readFileSync } from 'node:fs';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../entry/discovery.js';
 import { httpsRequest, type TlsFiles } from '../../util/https.js';
 import type { BareEnvoy } from './bareEnvoy.js';
@@ -97,14 +98,13 @@ export async function measureDocumentPaths(o: DocumentPathsOptions): Promise<Doc
   o.pauseControlPlane();
   let apisChanged: ChangedDocumentMeasurement;
   try {
-    const ca = o.target(o.bare.url, '/', '').ca;
     apisChanged = await measureChangedDocument({
       samples: o.changedSamples,
       burst: o.burst,
       sides: envoys,
       direct: o.direct,
       tls: o.tls,
-      ca,
+      ca: readFileSync(o.tls.ca),
       token: o.token,
       progress: o.cfg.progress,
     });
