@@ -187,9 +187,6 @@ async function measureAll(
   let documentPaths: DocumentPathsMeasurement;
   try {
     minimalEnvoy = await pair('a locally served GET, minimal Envoy vs direct', target(mv, bare.url, CM_PATH), target(mv, mv.a.direct, CM_PATH), bare.pid);
-    // The floor on the request itself: the minimal Envoy in front of kas-a's
-    // /apis (served from the apiserver's in-process cache), timed in the same
-    // rounds as mvproxy, upstream and direct.
     // Every path of a merged document against the same floor, with the upstream
     // connections both Envoys open on it (documentPaths.ts).
     const sidecar = {
@@ -201,6 +198,9 @@ async function measureAll(
     };
     const bareDescription = `the minimal Envoy in front of kas-a (${VERSIONS['kas-a']}): its own document`;
     const envoys = countedEnvoys({ sidecar, bare, bareDescription });
+    // The floor on the request itself: the minimal Envoy in front of kas-a's
+    // /apis (served from the apiserver's in-process cache), timed in the same
+    // rounds as mvproxy, upstream and direct.
     const four = (accept: string) => [
       ...three('/apis', mv.a, accept),
       {
