@@ -12,7 +12,7 @@ export type Counters = Record<string, number>;
 /** Clusters that lead to no apiserver: the control plane's (xDS, ext_proc) and the admin interface's. */
 const NOT_APISERVER: ReadonlySet<string> = new Set(['mvproxy_xds', 'envoy_admin']);
 
-const CLUSTER_CONNECTIONS = /^cluster\.(.+)\.upstream_cx_total$/;
+const CLUSTER_COUNTER = /^cluster\.(.+)\.(upstream_cx_total|upstream_cx_destroy_with_active_rq)$/;
 
 /** Pure: the `name: value` lines of Envoy's /stats whose value is a whole number (histograms and text left out). */
 export function parseCounters(text: string): Counters {
@@ -26,7 +26,7 @@ export function parseCounters(text: string): Counters {
 
 /** The request and connection counters of one Envoy, through its admin interface (a Unix socket). */
 export async function readCounters(adminSocket: string): Promise<Counters> {
-  const filter = encodeURIComponent('(upstream_cx_total|downstream_rq_total)$');
+  const filter = encodeURIComponent('(upstream_cx_total|upstream_cx_destroy_with_active_rq|downstream_rq_total)$');
   return parseCounters(await envoyAdminGet(adminSocket, `/stats?filter=${filter}`));
 }
 
@@ -39,6 +39,12 @@ export interface ConnectionCount {
   perThousandRequests?: number;
   /** Connections opened by each cluster that opened any. */
   byCluster: Record<string, number>;
+  /**
+   * Upstream connections closed with a request in flight (`upstream_cx_destroy_with_active_rq`):
+   * a reset by a filter's local reply, or a client gone mid-answer (h2load ends
+   * each round with requests in flight), which the next requests pay for with new connections.
+   */
+  closedWithRequestInFlight: number;
 }
 
 /** Pure: what happened between two readings of an Envoy whose listener's stat prefix is `listener`. */
@@ -47,19 +53,25 @@ export function connectionCount(before: Counters, after: Counters, listener: str
   const requests = (after[requestsKey] ?? 0) - (before[requestsKey] ?? 0);
   const byCluster: Record<string, number> = {};
   let upstreamConnections = 0;
+  let closedWithRequestInFlight = 0;
   for (const [name, value] of Object.entries(after).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const cluster = CLUSTER_CONNECTIONS.exec(name)?.[1];
+    const [, cluster, counter] = CLUSTER_COUNTER.exec(name) ?? [];
     if (cluster === undefined || NOT_APISERVER.has(cluster)) continue;
-    const opened = value - (before[name] ?? 0);
-    if (opened === 0) continue;
-    byCluster[cluster] = opened;
-    upstreamConnections += opened;
+    const delta = value - (before[name] ?? 0);
+    if (counter !== 'upstream_cx_total') {
+      closedWithRequestInFlight += delta;
+      continue;
+    }
+    if (delta === 0) continue;
+    byCluster[cluster] = delta;
+    upstreamConnections += delta;
   }
   return {
     requests,
     upstreamConnections,
     ...(requests > 0 ? { perThousandRequests: Math.round((upstreamConnections / requests) * 10_000) / 10 } : {}),
     byCluster,
+    closedWithRequestInFlight,
   };
 }
 
@@ -85,7 +97,8 @@ export async function withConnectionCounts<T>(
 /** One line for the progress log: per side, connections per 1,000 requests. */
 export function describeConnections(what: string, connections: Record<string, ConnectionCount>): string {
   const sides = Object.entries(connections).map(
-    ([side, c]) => `${side} ${c.perThousandRequests ?? '-'} (${c.upstreamConnections} over ${c.requests} requests)`,
+    ([side, c]) =>
+      `${side} ${c.perThousandRequests ?? '-'} (${c.upstreamConnections} over ${c.requests} requests; ${c.closedWithRequestInFlight} closed with a request in flight)`,
   );
   return `${what}: upstream connections per 1,000 requests: ${sides.join(', ')}`;
 }

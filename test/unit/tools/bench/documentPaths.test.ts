@@ -28,13 +28,32 @@ describe("Envoy's counters", () => {
       upstreamConnections: 500,
       perThousandRequests: 250,
       byCluster: { 'local-h1': 500 },
+      closedWithRequestInFlight: 0,
     });
+  });
+
+  it('counts the upstream connections closed with a request in flight apart', () => {
+    const before = { 'cluster.apiserver.upstream_cx_destroy_with_active_rq': 10, 'http.bare.downstream_rq_total': 0 };
+    const after = {
+      'cluster.apiserver.upstream_cx_destroy_with_active_rq': 74,
+      'cluster.apiserver.upstream_cx_total': 64,
+      'http.bare.downstream_rq_total': 6400,
+    };
+    const count = connectionCount(before, after, 'bare');
+    assert.equal(count.closedWithRequestInFlight, 64);
+    assert.equal(count.perThousandRequests, 10);
   });
 
   it("leaves out the control plane's and the admin interface's clusters", () => {
     const before = { 'cluster.mvproxy_xds.upstream_cx_total': 1, 'cluster.envoy_admin.upstream_cx_total': 0, 'http.bare.downstream_rq_total': 0 };
     const after = { 'cluster.mvproxy_xds.upstream_cx_total': 4, 'cluster.envoy_admin.upstream_cx_total': 9, 'http.bare.downstream_rq_total': 1000 };
-    assert.deepEqual(connectionCount(before, after, 'bare'), { requests: 1000, upstreamConnections: 0, perThousandRequests: 0, byCluster: {} });
+    assert.deepEqual(connectionCount(before, after, 'bare'), {
+      requests: 1000,
+      upstreamConnections: 0,
+      perThousandRequests: 0,
+      byCluster: {},
+      closedWithRequestInFlight: 0,
+    });
   });
 
   it('a cluster that appeared between the readings counts from zero', () => {
@@ -77,8 +96,8 @@ describe('the changed-document samples', () => {
 describe('the summary of the discovery paths', () => {
   const side = (p50: number, throughput: number) => ({ p50, p99: p50 * 2, throughput, requests: 100, errors: 0 });
   const counts = (mvproxy: number, minimal: number) => ({
-    mvproxy: { requests: 1000, upstreamConnections: mvproxy, perThousandRequests: mvproxy, byCluster: {} },
-    minimal: { requests: 1000, upstreamConnections: minimal, perThousandRequests: minimal, byCluster: {} },
+    mvproxy: { requests: 1000, upstreamConnections: mvproxy, perThousandRequests: mvproxy, byCluster: {}, closedWithRequestInFlight: 0 },
+    minimal: { requests: 1000, upstreamConnections: minimal, perThousandRequests: minimal, byCluster: {}, closedWithRequestInFlight: 0 },
   });
   const measured = (p50: number, throughput: number, connections: number): CountedMeasurement => {
     const two = { mvproxy: side(p50, throughput), minimal: side(1, 1000) };
