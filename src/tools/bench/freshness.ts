@@ -49,7 +49,7 @@ const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2' } as const;
 export const FRESHNESS_POLL_MS = 10;
 const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 /** How long a side may take to list a CRD created before a sample (not timed). */
-const SETTLE_MS = 120_000;
+const SETTLE_MS = 60_000;
 
 interface Bed {
   side: Side;
@@ -112,7 +112,7 @@ export async function runFreshnessBench(opts: FreshnessOptions): Promise<Freshne
           `timing ${opts.samples} CRD creations and deletions, ${caseName === 'crds' ? `with ${opts.crds} CRDs` : `control plane ${caseName}`}, ${bed.side} ...`,
         );
         const samples: FreshnessSample[] = [];
-        for (let i = 0; i < opts.samples; i++) samples.push(...(await sample(bed, caseName, i, opts.capMs)));
+        for (let i = 0; i < opts.samples; i++) samples.push(...(await sample(bed, caseName, i, opts.capMs, opts.progress)));
         (raw[caseName] as Record<string, FreshnessSample[]>)[bed.side] = samples;
       }
     }
@@ -124,18 +124,12 @@ export async function runFreshnessBench(opts: FreshnessOptions): Promise<Freshne
         Object.fromEntries(
           Object.entries(sides).map(([side, samples]) => [
             side,
-            {
-              created: changeFigures(
-                samples.filter((s) => s.change === 'created'),
-                'kas-a',
-                opts.capMs,
-              ),
-              deleted: changeFigures(
-                samples.filter((s) => s.change === 'deleted'),
-                'kas-a',
-                opts.capMs,
-              ),
-            },
+            Object.fromEntries(
+              (['created', 'deleted'] as const)
+                .map((change) => [change, samples.filter((s) => s.change === change)] as const)
+                .filter(([, ofChange]) => ofChange.length > 0)
+                .map(([change, ofChange]) => [change, changeFigures(ofChange, 'kas-a', opts.capMs)]),
+            ),
           ]),
         ),
       ]),
@@ -276,17 +270,18 @@ async function timeChange(bed: Bed, change: FreshnessSample['change'], group: st
   return { change, group, paths };
 }
 
-/** Until every proxy path of the bed lists (or does not list) `group`. */
-async function untilEveryPath(bed: Bed, group: string, listed: boolean): Promise<void> {
+/** Until every proxy path of the bed lists (or does not list) `group`; false when one never did within SETTLE_MS. */
+async function untilEveryPath(bed: Bed, group: string, listed: boolean): Promise<boolean> {
   const deadline = performance.now() + SETTLE_MS;
   for (const apiserver of Object.keys(VERSIONS)) {
     for (;;) {
       const res = await send(bed, `${pathOf(bed, apiserver)}/apis`, 'GET', AGGREGATED_DISCOVERY_JSON).catch(() => undefined);
       if (res?.status === 200 && lists(res.body, group) === listed) break;
-      if (performance.now() > deadline) throw new Error(`${bed.side}: ${apiserver}'s path never ${listed ? 'listed' : 'dropped'} ${group}`);
+      if (performance.now() > deadline) return false;
       await sleep(100);
     }
   }
+  return true;
 }
 
 /** Until the mvproxy control plane's /status shows every sidecar connected with every type ACKed. */
@@ -306,17 +301,20 @@ async function controlPlaneInSync(bed: Bed): Promise<void> {
 }
 
 /** One sample: a CRD created (timed) and one made before the sample deleted (timed), the control plane paused around both for `paused`. */
-async function sample(bed: Bed, caseName: FreshnessCase, i: number, capMs: number): Promise<FreshnessSample[]> {
+async function sample(bed: Bed, caseName: FreshnessCase, i: number, capMs: number, progress: (line: string) => void): Promise<FreshnessSample[]> {
   const base = `${caseName}${i}.freshness.mvproxy.example`;
   const [created, deleted] = [`new-${base}`, `old-${base}`];
   const res = await send(bed, directOf(bed, 'kas-a') + CRDS_PATH, 'POST', 'application/json', crd(deleted));
   if (res.status !== 201) throw new Error(`creating ${deleted}: ${res.status} ${res.body.slice(0, 300)}`);
-  await untilEveryPath(bed, deleted, true);
+  // A path that never lists it (upstream's peer-aggregated discovery, seen with 2,000 CRDs) leaves nothing to time its deletion from.
+  const settled = await untilEveryPath(bed, deleted, true);
+  if (!settled) progress(`  ${bed.side}: a path never listed ${deleted} within ${SETTLE_MS / 1000} s; only the creation of ${created} is timed`);
   await controlPlaneInSync(bed);
   const pause = caseName === 'paused' && bed.side === 'mvproxy';
   if (pause) bed.sandbox.pauseControlPlane();
   try {
-    return [await timeChange(bed, 'created', created, capMs), await timeChange(bed, 'deleted', deleted, capMs)];
+    const creation = await timeChange(bed, 'created', created, capMs);
+    return settled ? [creation, await timeChange(bed, 'deleted', deleted, capMs)] : [creation];
   } finally {
     if (pause) bed.sandbox.resumeControlPlane();
   }
@@ -343,7 +341,7 @@ async function sidecarMemoryByConcurrency(bed: Bed, opts: FreshnessOptions): Pro
     opts.progress(`kas-a's sidecar with ${opts.crds} CRDs at --concurrency ${concurrency}: its memory ...`);
     await bed.sandbox.stopSidecar('kas-a');
     await bed.sandbox.startSidecar('kas-a', { envoyConcurrency: concurrency });
-    await untilEveryPath(bed, lastGroup, true);
+    if (!(await untilEveryPath(bed, lastGroup, true))) throw new Error(`the restarted sidecar of kas-a never listed ${lastGroup}`);
     await controlPlaneInSync(bed);
     const accepts = [AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF];
     const fresh = { ...bed, agent: new Agent({ keepAlive: false }) };
