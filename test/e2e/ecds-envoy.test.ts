@@ -72,7 +72,11 @@ async function ecdsDump(): Promise<EcdsDumpEntry[]> {
   const dump = JSON.parse((await sidecar.envoy.admin('/config_dump?resource=ecds_filters')).body) as {
     configs?: Array<{ version_info?: string; ecds_filter?: { name?: string; typed_config?: { '@type'?: string } } }>;
   };
-  return (dump.configs ?? []).map((c) => ({ name: c.ecds_filter?.name ?? '?', version: c.version_info ?? '', type: c.ecds_filter?.typed_config?.['@type'] ?? '' }));
+  return (dump.configs ?? []).map((c) => ({
+    name: c.ecds_filter?.name ?? '?',
+    version: c.version_info ?? '',
+    type: c.ecds_filter?.typed_config?.['@type'] ?? '',
+  }));
 }
 
 describe('a document filter configuration left out of an ECDS response, then back', () => {
