@@ -4,7 +4,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alignWarmModel, MAX_WARM_START_AGE_MS, readWarmStart, writeWarmStart, WarmStartKeeper, WARM_START_FORMAT, type WarmState } from '../../../src/serve/warmStart.js';
+import {
+  alignWarmModel,
+  MAX_WARM_START_AGE_MS,
+  readWarmStart,
+  writeWarmStart,
+  WarmStartKeeper,
+  WARM_START_FORMAT,
+  type WarmState,
+} from '../../../src/serve/warmStart.js';
 import { pino } from 'pino';
 import { BATCH, CORE, model } from '../../support/clusterModel.js';
 
