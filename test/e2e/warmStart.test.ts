@@ -112,7 +112,9 @@ describe('a sidecar started while its replica starts, with the other apiserver d
     const warmStartsBefore = warmStarts();
     await tb.sandbox.restartControlPlane();
     await eventually(async () => assert.ok(warmStarts() > warmStartsBefore, 'the replica started warm'));
-    // Long enough for the sidecar to reconnect and the replica to sync.
+    // Long enough for the sidecar to reconnect and the replica to sync. (Here the replica reads the cluster within
+    // a second of starting, usually before the sidecar reconnects; that an unsynced replica sends a sidecar holding a
+    // configuration nothing at all is test/unit/servers/adsOrdering.test.ts.)
     await new Promise((resolve) => setTimeout(resolve, 5000));
     restarting = false;
     await watching;
