@@ -88,7 +88,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     await ecdsAcked(v2, acks, nacks);
     await eventually('set-2 served', 10_000, async () => ((await servedEtag()) === '"set-2"' ? true : undefined));
     const reloadsBefore = await envoyStat(`${GROUPS}.config_reload`);
-    const attemptsBefore = await envoyStat(`${GROUPS}.update_attempt`);
+    const successesBefore = await envoyStat(`${GROUPS}.update_success`);
     const groupsVersion = (dump: EcdsDumpEntry[]): string | undefined => dump.find((e) => e.name === 'mvproxy.discovery.groups')?.version;
     const keptVersion = groupsVersion(await ecdsDump());
 
@@ -104,7 +104,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     t.diagnostic(`left out: served ${[...new Set(during)].join(',')}; config dump ${JSON.stringify(dumpLeftOut)}`);
     // Envoy (its default SotW mux) does not even call the left-out subscription: it keeps its configuration and version.
     assert.equal(await envoyStat(`${GROUPS}.config_reload`), reloadsBefore, 'the left-out configuration is not reloaded');
-    assert.equal(await envoyStat(`${GROUPS}.update_attempt`), attemptsBefore, 'the left-out subscription saw no update');
+    assert.equal(await envoyStat(`${GROUPS}.update_success`), successesBefore, 'the left-out subscription saw no update');
     assert.equal(groupsVersion(dumpLeftOut), keptVersion, 'the config dump keeps the left-out configuration at its version');
 
     // Back, newer again, with another module upgrade.
@@ -125,5 +125,27 @@ describe('a document filter configuration left out of an ECDS response, then bac
       during.every((etag) => etag === '"set-2"'),
       `kept set-2 while left out, served ${during.join(',')}`,
     );
+  });
+
+  test('a control plane that reconnects without the configuration (as one restarted cold would) leaves the sidecar its documents', async () => {
+    const acks: AckEvent[] = [];
+    const nacks: NackEvent[] = [];
+    sidecar.ads.on('ack', (a) => acks.push(a));
+    sidecar.ads.on('nack', (n) => nacks.push(n));
+    const held = await servedEtag();
+    const reloadsBefore = await envoyStat(`${GROUPS}.config_reload`);
+    const successesBefore = await envoyStat(`${GROUPS}.update_success`);
+    const withoutGroups = new Map(groupsWith('"unused"'));
+    withoutGroups.delete('group-discovery');
+    // Envoy reconnects (a new stream, as to a restarted control plane) and is answered without the `/apis` configuration.
+    sidecar.ads.closeStreams();
+    const version = push(withoutGroups, upgradedModule(sidecar.settings.filterModule, 'upgrade-3'));
+    await ecdsAcked(version, acks, nacks);
+    for (let i = 0; i < 10; i++) assert.equal(await servedEtag(), held);
+    // (Its update_attempt counts the request Envoy sent on the new stream; no update reached it.)
+    assert.equal(await envoyStat(`${GROUPS}.config_reload`), reloadsBefore, 'the left-out configuration is not reloaded');
+    assert.equal(await envoyStat(`${GROUPS}.update_success`), successesBefore, 'the left-out subscription saw no update');
+    assert.equal(await envoyStat(`${GROUPS}.update_rejected`), 0);
+    assert.deepEqual(nacks, []);
   });
 });
