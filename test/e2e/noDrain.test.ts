@@ -15,7 +15,7 @@ import { connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
-import { FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
+import { IDENTITY_MODULE_PATH as FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { eventually, startTestSandbox, tokenClient, type TestSandbox } from '../support/sandbox.js';
