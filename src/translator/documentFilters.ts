@@ -127,8 +127,14 @@ function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
   return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { config: { type_url: '', value: '' } }) };
 }
 
-/** A plugin of a module; instances with the same vm_id, code and runtime share one VM (per worker). */
-function plugin(module: Uint8Array, vmId: string, name: string, rootId: string, configuration: Any, failOpen: boolean): Wasm {
+/**
+ * A plugin of a module; instances with the same vm_id, code and runtime share
+ * one VM (per worker). `holdsHeaders`: the filter's "stop iteration" on
+ * response headers stands, so Envoy calls its body callbacks while the
+ * headers wait (without it Envoy makes it "stop all": the body is buffered
+ * and never reaches the filter).
+ */
+function plugin(module: Uint8Array, vmId: string, name: string, rootId: string, configuration: Any, failOpen: boolean, holdsHeaders = false): Wasm {
   return {
     config: {
       name,
@@ -136,6 +142,7 @@ function plugin(module: Uint8Array, vmId: string, name: string, rootId: string, 
       vm_config: { vm_id: vmId, runtime: WASM_RUNTIME, code: { local: { inline_bytes: module } } },
       configuration,
       fail_open: failOpen,
+      ...(holdsHeaders ? { allow_on_headers_stop_iteration: { value: true } } : {}),
     },
   };
 }
@@ -167,7 +174,7 @@ function documentConfiguration(settings: TranslatorSettings, name: string, set: 
   if (known?.name === name) return known;
   const configuration = typedConfig<BytesValue>('google.protobuf.BytesValue', { value: Buffer.from(set.buffer, set.byteOffset, set.byteLength) });
   // A broken VM costs the merged document, never the request: the local one goes through.
-  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings.documentModule, DOCUMENT_FILTER_VM_ID, name, DOCUMENT_FILTER_ROOT_ID, configuration, true)) };
+  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings.documentModule, DOCUMENT_FILTER_VM_ID, name, DOCUMENT_FILTER_ROOT_ID, configuration, true, true)) };
   bySet.set(set, made);
   return made;
 }
