@@ -30,13 +30,13 @@ export const REQUEST: HeaderList = [
   ['accept', `${AGGREGATED_DISCOVERY_JSON},application/json`],
 ];
 
-/** The local apiserver's 200 headers for a body (Content-Length its size). */
-export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON, etag: string | undefined = LOCAL_ETAG): HeaderList {
+/** The local apiserver's 200 headers for a body (Content-Length its size); `etag` null: none. */
+export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON, etag: string | null = LOCAL_ETAG): HeaderList {
   return [
     [':status', '200'],
     ['content-type', contentType],
     ['content-length', String(body.length)],
-    ...(etag === undefined ? [] : ([['etag', etag]] as HeaderList)),
+    ...(etag === null ? [] : ([['etag', etag]] as HeaderList)),
     ['audit-id', 'audit-1'],
     ['x-kubernetes-pf-flowschema-uid', 'fs-1'],
     ['x-kubernetes-pf-prioritylevel-uid', 'pl-1'],
