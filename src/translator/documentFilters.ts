@@ -174,7 +174,10 @@ function documentConfiguration(settings: TranslatorSettings, name: string, set: 
   if (known?.name === name) return known;
   const configuration = typedConfig<BytesValue>('google.protobuf.BytesValue', { value: Buffer.from(set.buffer, set.byteOffset, set.byteLength) });
   // A broken VM costs the merged document, never the request: the local one goes through.
-  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings.documentModule, DOCUMENT_FILTER_VM_ID, name, DOCUMENT_FILTER_ROOT_ID, configuration, true, true)) };
+  const made = {
+    name,
+    typed_config: typedConfig<Wasm>(WASM, plugin(settings.documentModule, DOCUMENT_FILTER_VM_ID, name, DOCUMENT_FILTER_ROOT_ID, configuration, true, true)),
+  };
   bySet.set(set, made);
   return made;
 }

@@ -254,10 +254,7 @@ describe('merged documents through a real Envoy', () => {
       const reply = await send('/openapi/v3', { headers: TOKEN });
       return reply.body.toString('utf8') === EXT_PROC_OPENAPI_BODY ? true : undefined;
     });
-    assert.deepEqual(
-      discoveryCalls.map((c) => [c.node, c.request.document]).slice(-1),
-      [[NODE, 'openapi-index']],
-    );
+    assert.deepEqual(discoveryCalls.map((c) => [c.node, c.request.document]).slice(-1), [[NODE, 'openapi-index']]);
     sidecar.push(peerPartDocuments());
   });
 

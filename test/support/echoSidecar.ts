@@ -54,7 +54,9 @@ export const LOCAL_CORE = list([
     },
   ]),
 ]);
-export const LOCAL_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' } } };
+export const LOCAL_INDEX = {
+  paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' } },
+};
 
 /** What only the peer serves: a group, a version of apps, a resource of apps/v1; a core resource; their OpenAPI paths. */
 export const GROUPS_PART: AggregatedPeerPart = {

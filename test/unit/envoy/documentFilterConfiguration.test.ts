@@ -112,4 +112,3 @@ describe('reconfiguring', () => {
     assert.equal(sizes[3], sizes[1], `memory grew: ${sizes.join(', ')}`);
   });
 });
-

@@ -68,7 +68,13 @@ describe('left alone', () => {
   });
 
   for (const [what, response] of [
-    ['a 401', [[':status', '401'], ['content-type', 'application/json']]],
+    [
+      'a 401',
+      [
+        [':status', '401'],
+        ['content-type', 'application/json'],
+      ],
+    ],
     ['legacy discovery (plain JSON)', ok(BODY, 'application/json')],
     ['a compressed answer', [...ok(BODY), ['content-encoding', 'gzip']]],
   ] as Array<[string, HeaderList]>) {
@@ -258,4 +264,3 @@ describe('two VMs', () => {
     assert.deepEqual(values(identity.request(withCert(cert.certPem)), 'x-remote-user'), ['alice']);
   });
 });
-

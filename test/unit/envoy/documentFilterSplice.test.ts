@@ -33,7 +33,10 @@ const PART: AggregatedPeerPart = {
   document: 'group-discovery',
   groups: list([
     group('apps', [
-      { version: 'v1', resources: [resource('statefulsets', 'StatefulSet', ['get', 'list'], { responseKind: { group: 'apps', version: 'v1', kind: 'StatefulSet' } })] },
+      {
+        version: 'v1',
+        resources: [resource('statefulsets', 'StatefulSet', ['get', 'list'], { responseKind: { group: 'apps', version: 'v1', kind: 'StatefulSet' } })],
+      },
       { version: 'v1beta1', resources: [resource('replicasets', 'ReplicaSet', ['get'])] },
     ]),
     BATCH,
@@ -120,7 +123,12 @@ describe('aggregated JSON', () => {
       document: 'core-discovery',
       groups: list([group('', [{ version: 'v1', resources: [resource('widgets', 'Widget', ['get'])] }])]).items,
     };
-    const answer = exchange(documentHost(part), [...REQUEST.slice(0, 1), [':path', '/api'], ...REQUEST.slice(2)], ok(localBodies(CORE).json), localBodies(CORE).json);
+    const answer = exchange(
+      documentHost(part),
+      [...REQUEST.slice(0, 1), [':path', '/api'], ...REQUEST.slice(2)],
+      ok(localBodies(CORE).json),
+      localBodies(CORE).json,
+    );
     assert.deepEqual(parsed(answer.body), parsed(localBodies(mergedByRule(CORE, part)).json));
   });
 
@@ -128,7 +136,10 @@ describe('aggregated JSON', () => {
     const whole = mergeJson(GROUPS, PART, 1 << 20);
     const small = mergeJson(GROUPS, PART, 7);
     assert.ok(small.bodyActions.length > 50);
-    assert.ok(small.bodyActions.slice(0, -1).every((action) => action === 3), 'every chunk but the last stopped without buffering');
+    assert.ok(
+      small.bodyActions.slice(0, -1).every((action) => action === 3),
+      'every chunk but the last stopped without buffering',
+    );
     assert.deepEqual(small.body, whole.body);
   });
 
@@ -157,7 +168,8 @@ describe('the local document changes between requests, reflected at once', () =>
       list([group('apps', [{ version: 'v1', resources: [resource('deployments', 'Deployment', ['get']), resource('daemonsets', 'DaemonSet', ['get'])] }])]),
       list([APPS]),
     ];
-    for (const [i, local] of changes.entries()) assert.deepEqual(run(h, local, `"${i + 2}"`), parsed(localBodies(mergedByRule(local, PART)).json), `change ${i}`);
+    for (const [i, local] of changes.entries())
+      assert.deepEqual(run(h, local, `"${i + 2}"`), parsed(localBodies(mergedByRule(local, PART)).json), `change ${i}`);
   });
 });
 
@@ -187,7 +199,9 @@ describe('aggregated protobuf', () => {
 });
 
 describe('the OpenAPI v3 index', () => {
-  const LOCAL_INDEX = { paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B' } } };
+  const LOCAL_INDEX = {
+    paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/batch/v1': { serverRelativeURL: '/openapi/v3/apis/batch/v1?hash=B' } },
+  };
   const INDEX_PART: OpenApiPeerPart = {
     document: 'openapi-index',
     paths: {
@@ -236,4 +250,3 @@ describe('two VMs, the same inputs', () => {
     assert.notEqual(etagOf({ ...PART, groups: PART.groups.slice(1) }, '"a"'), base);
   });
 });
-

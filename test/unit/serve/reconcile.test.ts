@@ -206,7 +206,8 @@ describe('reconcile', () => {
       return inline;
     };
     assert.deepEqual(inlineIn(listener), [], 'a new module replaces no listener');
-    for (const [name, config] of snapshot.types[TYPE_URL.extensionConfig].resources) assert.deepEqual(inlineIn(config), [(name === 'mvproxy.identity' ? WASM.identity : WASM.documents).toJSON()], name);
+    for (const [name, config] of snapshot.types[TYPE_URL.extensionConfig].resources)
+      assert.deepEqual(inlineIn(config), [(name === 'mvproxy.identity' ? WASM.identity : WASM.documents).toJSON()], name);
   });
   it('gives each sidecar whose apiserver has no known discovery the merge of its peers, as merged for it alone', () => {
     const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE, 'kas-d': CORE });

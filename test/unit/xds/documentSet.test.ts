@@ -45,7 +45,10 @@ describe('encodeDocumentSet', () => {
   });
 
   test('the OpenAPI index part: paths in ascending order, keys as JSON writes them', () => {
-    const part: OpenApiPeerPart = { document: 'openapi-index', paths: { 'apis/b/v1': { serverRelativeURL: '/b' }, 'apis/a/v1': { serverRelativeURL: '/a?x=<&>' } } };
+    const part: OpenApiPeerPart = {
+      document: 'openapi-index',
+      paths: { 'apis/b/v1': { serverRelativeURL: '/b' }, 'apis/a/v1': { serverRelativeURL: '/a?x=<&>' } },
+    };
     const decoded = decodeDocumentSet(encodeDocumentSet(part));
     assert.deepEqual(decoded?.paths, [
       { key: 'apis/a/v1', value: '{"serverRelativeURL":"/a?x=\\u003c\\u0026\\u003e"}' },
