@@ -17,9 +17,12 @@
 //   local document alone);
 // - the ETag is mergedEtag(local ETag, the peer part's digest).
 import { createHash } from 'node:crypto';
-import type { APIGroupDiscovery } from '../model/discovery.js';
+import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery } from '../model/discovery.js';
+import { groupVersionKey } from '../model/liveness.js';
 import type { MergedDocument } from '../model/requestInfo.js';
-import type { OpenApiV3Index } from '../model/openapi.js';
+import { groupVersionOfIndexPath, type OpenApiV3Index } from '../model/openapi.js';
+import { compareStrings } from '../util/order.js';
+import { resourceOfPeers } from './peerEntries.js';
 
 /** The peer part of aggregated discovery (`/api` or `/apis`): groups, each with only the versions and resources only peers serve. */
 export interface AggregatedPeerPart {
@@ -44,4 +47,118 @@ export type PeerPart = AggregatedPeerPart | OpenApiPeerPart;
  */
 export function mergedEtag(localEtag: string, peerDigest: string): string {
   return `"${createHash('sha256').update(`${localEtag} ${peerDigest}`, 'utf8').digest('hex')}"`;
+}
+
+/** A merge's peer parts, each present only while the local document it is merged into is known. */
+export interface PeerParts {
+  /** `/api` and `/apis`: while the local apiserver's discovery is known. */
+  core?: AggregatedPeerPart;
+  groups?: AggregatedPeerPart;
+  /** The OpenAPI v3 index: while the local index is known. */
+  openapi?: OpenApiPeerPart;
+}
+
+/**
+ * The peer parts a sidecar's document filters get: one per document whose
+ * local version is known (`merged` is a MergedDiscovery, merge.ts). Without
+ * its local document a sidecar gets no part, and its filter lets the local
+ * apiserver answer.
+ */
+export function peerParts(merged: { peer: PeerParts }): PeerPart[] {
+  const { core, groups, openapi } = merged.peer;
+  return [core, groups, openapi].filter((part): part is PeerPart => part !== undefined);
+}
+
+/**
+ * The peer part of one aggregated document: of the peers' lists (in merge
+ * order, each already routable: routableDiscovery), every resource the local
+ * list lacks by name, in the group and version entries that carry it, never
+ * of a local-only group-version. A group or version entry is the first
+ * peer's, holding only what it carries; a resource several peers list is the
+ * first peer's entry with everyone's verbs and subresources (the routes send
+ * it to each peer that serves it). Order: first appearance, peers in merge
+ * order. A version with no resource to add is left out, and so is a group
+ * with no version. `inDoubt`: what the local apiserver may serve though its
+ * document does not say so in a form mvproxy routes on (the routes keep it
+ * local: doubt-stays-local), never in the part.
+ */
+export function aggregatedPeerPart(
+  document: AggregatedPeerPart['document'],
+  local: APIGroupDiscoveryList,
+  peers: readonly APIGroupDiscoveryList[],
+  localOnly: ReadonlySet<string>,
+  inDoubt: (group: string, version: string, resource: string) => boolean = () => false,
+): AggregatedPeerPart {
+  const localNames = namesOf(local);
+  const groups = new Map<string, PartGroup>();
+  for (const peer of peers) {
+    for (const group of peer.items) {
+      const name = group.metadata.name;
+      for (const version of group.versions) {
+        if (localOnly.has(groupVersionKey(name, version.version))) continue;
+        const listed = localNames.get(name)?.get(version.version);
+        for (const resource of version.resources) {
+          if (listed?.has(resource.resource) || inDoubt(name, version.version, resource.resource)) continue;
+          const g = entryOf(groups, name, () => ({ entry: group, versions: new Map() }));
+          const v = entryOf(g.versions, version.version, () => ({ entry: version, resources: new Map() }));
+          entryOf(v.resources, resource.resource, (): APIResourceDiscovery[] => []).push(resource);
+        }
+      }
+    }
+  }
+  return {
+    document,
+    groups: [...groups.values()].map(({ entry, versions }) => ({
+      ...entry,
+      versions: [...versions.values()].map((v) => ({ ...v.entry, resources: [...v.resources.values()].map(resourceOfPeers) })),
+    })),
+  };
+}
+
+/**
+ * The peer part of the OpenAPI v3 index: of the peers' indexes (in merge
+ * order, each already routable), every group-version entry the local index
+ * lacks, the first peer's, never of a local-only group-version; keys sorted.
+ */
+export function openApiPeerPart(local: OpenApiV3Index, peers: readonly OpenApiV3Index[], localOnly: ReadonlySet<string>): OpenApiPeerPart {
+  const paths = new Map<string, { serverRelativeURL: string }>();
+  for (const peer of peers) {
+    for (const [path, entry] of Object.entries(peer.paths)) {
+      const gv = groupVersionOfIndexPath(path);
+      if (!gv || Object.hasOwn(local.paths, path) || paths.has(path) || localOnly.has(groupVersionKey(gv.group, gv.version))) continue;
+      paths.set(path, entry);
+    }
+  }
+  return { document: 'openapi-index', paths: Object.fromEntries([...paths].sort(([a], [b]) => compareStrings(a, b))) };
+}
+
+/** A group of the part being collected: its first peer entry, and what it carries by name. */
+interface PartGroup {
+  entry: APIGroupDiscovery;
+  versions: Map<string, { entry: APIVersionDiscovery; resources: Map<string, APIResourceDiscovery[]> }>;
+}
+
+/** The map's value for a key, made and put there first if missing. */
+function entryOf<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
+
+/** Every name a list holds: group -> version -> resources. */
+function namesOf(list: APIGroupDiscoveryList): Map<string, Map<string, Set<string>>> {
+  const names = new Map<string, Map<string, Set<string>>>();
+  for (const group of list.items) {
+    const versions = names.get(group.metadata.name) ?? new Map<string, Set<string>>();
+    names.set(group.metadata.name, versions);
+    for (const version of group.versions) {
+      const resources = versions.get(version.version) ?? new Set<string>();
+      versions.set(version.version, resources);
+      for (const resource of version.resources) resources.add(resource.resource);
+    }
+  }
+  return names;
 }

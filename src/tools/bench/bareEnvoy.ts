@@ -8,10 +8,16 @@ import { ManagedProcess } from '../sandbox/processes.js';
 import { freePorts } from '../sandbox/ports.js';
 import type { SandboxPki } from '../sandbox/pki.js';
 
+const LISTENER = 'bare';
+
 export interface BareEnvoy {
   url: string;
   /** The Envoy process, for its CPU time. */
   pid: number | undefined;
+  /** Its admin interface (a Unix socket), for its counters (envoyCounters.ts). */
+  adminSocket: string;
+  /** The stat prefix of its listener's connection manager. */
+  listener: string;
   stop: () => Promise<void>;
 }
 
@@ -20,8 +26,9 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
   if (!serving) throw new Error(`no serving certificate for ${opts.servingName}`);
   const [port] = (await freePorts(1)) as [number];
   const file = (filename: string): { filename: string } => ({ filename });
+  const adminSocket = join(opts.dir, 'bare-envoy-admin.sock');
   const config = {
-    admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } },
+    admin: { address: { pipe: { path: adminSocket } } },
     static_resources: {
       listeners: [
         {
@@ -34,7 +41,7 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
                   name: 'envoy.filters.network.http_connection_manager',
                   typed_config: {
                     '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-                    stat_prefix: 'bare',
+                    stat_prefix: LISTENER,
                     route_config: {
                       virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } }] }],
                     },
@@ -108,5 +115,5 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
       ),
     30_000,
   );
-  return { url, pid: proc.pid, stop: () => proc.stop(2000) };
+  return { url, pid: proc.pid, adminSocket, listener: LISTENER, stop: () => proc.stop(2000) };
 }

@@ -19,8 +19,11 @@ import { documentDifferences } from './sameDocument.js';
 import { describeH2loadFlags, type H2loadProtocol } from './h2load.js';
 import { type FanoutOptions, fanoutSummary, runFanoutBench } from './fanout.js';
 import { compareAlternately, compareInterleaved, type LoadTarget, type Side } from './load.js';
-import { compareFigures, type ComparedFigures, measureSides, type SidesConfig, type SidesMeasurement } from './sides.js';
+import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } from './sides.js';
 import { summarize, summarizeDiscovery } from './summary.js';
+import { countedEnvoys, type CountedMeasurement, type DocumentPathsMeasurement, measureCounted, measureDocumentPaths } from './documentPaths.js';
+import { summarizeDocumentPaths } from './documentPathsSummary.js';
+import { LISTENER_NAME } from '../../translator/names.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../entry/discovery.js';
 
 export interface BenchOptions {
@@ -35,6 +38,8 @@ export interface BenchOptions {
   convergenceCapMs: number;
   /** The fan-out part (fanout.ts), run after the side-by-side sandboxes are down. */
   fanout: Omit<FanoutOptions, 'progress'>;
+  /** Changes of kas-a's own `/apis` timed on the changed-document discovery path (changedDocument.ts). */
+  changedSamples: number;
   /** `convergence` or `discovery` (merged /apis against upstream and the minimal Envoy): that part alone, no fan-out. */
   only?: 'convergence' | 'discovery';
   progress: (line: string) => void;
@@ -173,11 +178,26 @@ async function measureAll(
     servingName: 'kas-a',
     upstreamPort: mv.sandbox.apiserverPort('kas-a'),
   });
+  const sidecarAdminSocket = mv.a.sidecarAdminSocket;
+  if (!sidecarAdminSocket) throw new Error("internal: the mvproxy sandbox's sidecar has no admin socket");
+  const inFlightMax = String(Math.max(...opts.inFlight));
   let minimalEnvoy: Awaited<ReturnType<typeof pair>>;
-  let apisJson: SidesMeasurement;
-  let apisProtobuf: SidesMeasurement;
+  let apisJson: CountedMeasurement;
+  let apisProtobuf: CountedMeasurement;
+  let documentPaths: DocumentPathsMeasurement;
   try {
     minimalEnvoy = await pair('a locally served GET, minimal Envoy vs direct', target(mv, bare.url, CM_PATH), target(mv, mv.a.direct, CM_PATH), bare.pid);
+    // Every path of a merged document against the same floor, with the upstream
+    // connections both Envoys open on it (documentPaths.ts).
+    const sidecar = {
+      url: sidecarA,
+      adminSocket: sidecarAdminSocket,
+      listener: LISTENER_NAME,
+      description: `mvproxy's sidecar of kas-a (${VERSIONS['kas-a']})`,
+      ...(sidecarPid === undefined ? {} : { pid: sidecarPid }),
+    };
+    const bareDescription = `the minimal Envoy in front of kas-a (${VERSIONS['kas-a']}): its own document`;
+    const envoys = countedEnvoys({ sidecar, bare, bareDescription });
     // The floor on the request itself: the minimal Envoy in front of kas-a's
     // /apis (served from the apiserver's in-process cache), timed in the same
     // rounds as mvproxy, upstream and direct.
@@ -185,20 +205,41 @@ async function measureAll(
       ...three('/apis', mv.a, accept),
       {
         name: 'minimal',
-        description: `the minimal Envoy in front of kas-a (${VERSIONS['kas-a']}): its own document`,
+        description: bareDescription,
         target: target(mv, bare.url, '/apis', accept),
         ...(bare.pid === undefined ? {} : { pid: bare.pid }),
       },
     ];
-    apisJson = await measureSides('merged /apis (JSON)', four(AGGREGATED_DISCOVERY_JSON), 'mvproxy', cfg);
-    apisProtobuf = await measureSides('merged /apis (protobuf)', four(AGGREGATED_DISCOVERY_PROTOBUF), 'mvproxy', cfg);
+    apisJson = await measureCounted('merged /apis (JSON)', four(AGGREGATED_DISCOVERY_JSON), cfg, envoys);
+    apisProtobuf = await measureCounted('merged /apis (protobuf)', four(AGGREGATED_DISCOVERY_PROTOBUF), cfg, envoys);
+    documentPaths = await measureDocumentPaths({
+      cfg,
+      sidecar,
+      bare,
+      bareDescription,
+      target: (base, path, accept) => target(mv, base, path, accept),
+      direct: mv.a.direct,
+      tls: { ca: mv.state.ca },
+      token: mv.token,
+      changedSamples: opts.changedSamples,
+      burst: Number(inFlightMax),
+      pauseControlPlane: () => mv.sandbox.pauseControlPlane(),
+      resumeControlPlane: () => mv.sandbox.resumeControlPlane(),
+    });
   } finally {
     await bare.stop();
   }
 
-  const inFlightMax = String(Math.max(...opts.inFlight));
+  const pathsSummary = summarizeDocumentPaths({ apisJson, apisProtobuf, paths: documentPaths, inFlightHigh: inFlightMax });
   if (opts.only === 'discovery') {
-    return { summary: summarizeDiscovery({ minimalEnvoy, apisJson, apisProtobuf, inFlightHigh: inFlightMax }), checks, minimalEnvoy, apisJson, apisProtobuf };
+    return {
+      summary: { ...summarizeDiscovery({ minimalEnvoy, apisJson, apisProtobuf, inFlightHigh: inFlightMax }), ...pathsSummary },
+      checks,
+      minimalEnvoy,
+      apisJson,
+      apisProtobuf,
+      documentPaths,
+    };
   }
   const local = await pair('a locally served GET, sidecar vs direct', target(mv, sidecarA, CM_PATH), target(mv, mv.a.direct, CM_PATH), sidecarPid);
   // Certificate clients: identity computed inside Envoy (the WASM filter), front-proxy connections.
@@ -240,6 +281,7 @@ async function measureAll(
         inFlightHigh: inFlightMax,
         inFlightLow: inFlightMin,
       }),
+      ...pathsSummary,
       ...convergence.summary,
     },
     load: {
@@ -266,6 +308,7 @@ async function measureAll(
     localGet,
     apisJson,
     apisProtobuf,
+    documentPaths,
     local,
     minimalEnvoy,
     certificate,

@@ -7,6 +7,8 @@ export const FANOUT_TARGET_PEAK_RSS_MB = 150;
 /** Merged discovery's targets against the floor (the minimal Envoy): p50 within 1.1x, throughput at least 0.9x. */
 export const DISCOVERY_TARGET_P50_RATIO = 1.1;
 export const DISCOVERY_TARGET_THROUGHPUT_RATIO = 0.9;
+/** The in-flight count of the discovery throughput figures (`summary.*_throughput_*`). */
+const DISCOVERY_HIGH_IN_FLIGHT = 64;
 
 const met = (ok: boolean): string => (ok ? 'met' : 'not met');
 const NONE = '–';
@@ -194,5 +196,53 @@ export function fanoutMemory(json: unknown): FigureLine[] {
         return row([phase, `${peak} MB`, peak <= FANOUT_TARGET_PEAK_RSS_MB ? 'yes' : 'no']);
       }),
     ),
+  ];
+}
+
+/**
+ * Every path of a merged discovery document against its floor (the minimal
+ * Envoy in front of the same request of kas-a), with the upstream
+ * connections each Envoy opened per 1,000 requests on it
+ * (src/tools/bench/documentPaths.ts). A run from before these paths were
+ * measured renders one line saying so.
+ */
+export function discoveryPaths(json: unknown): FigureLine[] {
+  if (json === null || typeof json !== 'object' || !('documentPaths' in json)) {
+    return [fixed('This run predates these paths: `npm run bench -- --only discovery` measures them.')];
+  }
+  const paths: [string, string, string][] = [
+    ['`/apis`, exact aggregated Accept (revalidated), JSON', 'apis_json', 'apis_json'],
+    ['`/apis`, exact aggregated Accept (revalidated), protobuf', 'apis_protobuf', 'apis_protobuf'],
+    ['`/openapi/v3`, the OpenAPI v3 index', 'openapi_index', 'openapi_index'],
+    ['`/apis`, doubtful Accept, JSON', 'apis_doubtful_json', 'apis_doubtful_json'],
+    ['`/apis`, doubtful Accept, protobuf', 'apis_doubtful_protobuf', 'apis_doubtful_protobuf'],
+    ['`/apis`, local document changed, JSON', 'apis_changed_json', 'apis_changed'],
+    ['`/apis`, local document changed, protobuf', 'apis_changed_protobuf', 'apis_changed'],
+  ];
+  return [
+    ...header([
+      'path',
+      'p50, mvproxy / the floor',
+      `throughput at ${DISCOVERY_HIGH_IN_FLIGHT} in flight, mvproxy / the floor`,
+      'upstream connections per 1,000 requests, mvproxy / the floor',
+    ]),
+    ...paths.map(([label, key, connections]) =>
+      line(json, (r) =>
+        row([
+          label,
+          ratio(r.num(`summary.${key}_p50_vs_minimal_envoy`)),
+          ratio(r.num(`summary.${key}_throughput_vs_minimal_envoy`)),
+          `${r.num(`summary.${connections}_upstream_cx_per_1000`)} / ${r.num(`summary.${connections}_upstream_cx_per_1000_minimal_envoy`)}`,
+        ]),
+      ),
+    ),
+    fixed(''),
+    line(json, (r) => `Doubtful Accept: \`${r.str('documentPaths.accept.apisDoubtfulJson')}\` and \`${r.str('documentPaths.accept.apisDoubtfulProtobuf')}\`.`),
+    line(json, (r) => {
+      const first = (format: string, figure: string): number => r.num(['documentPaths', 'apisChanged', 'formats', format, 'sides', 'mvproxy', figure]);
+      const listed = first('json', 'listedTheChange') + first('protobuf', 'listedTheChange');
+      const samples = first('json', 'latencySamples') + first('protobuf', 'latencySamples');
+      return `Local document changed: ${r.num('documentPaths.apisChanged.samples')} changes (a burst of ${r.num('documentPaths.apisChanged.burst')} after every other one); the sidecar's first answer after a change (either format) listed the new group in ${listed} of ${samples}.`;
+    }),
   ];
 }

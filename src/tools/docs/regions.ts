@@ -1,5 +1,5 @@
 // Every renderer a document's region may name, and the check of one document against its JSONs.
-import { convergence, discovery, fanout, fanoutMemory, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
+import { convergence, discovery, discoveryPaths, fanout, fanoutMemory, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
 import { upgradeExtProcTimeouts, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
@@ -8,6 +8,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   'side-by-side-vs-direct': sideBySideVsDirect,
   convergence,
   discovery,
+  'discovery-paths': discoveryPaths,
   fanout,
   'fanout-memory': fanoutMemory,
   'upgrade-procedure': upgradeProcedure,

@@ -1,4 +1,5 @@
-// mergeDiscovery: the union of every live apiserver's aggregated discovery, by upstream's merge rules.
+// mergeDiscovery: the local apiserver's aggregated discovery plus what only peers add, by the merge rule (src/discovery/peerPart.ts).
+// The peer part itself: peerPart.ts.
 // Malformed entries: discoveryMergeMalformed.test.ts; the OpenAPI v3 index: openApiIndex.test.ts.
 // Fixtures: test/support/discoveryFixtures.ts.
 import assert from 'node:assert/strict';
@@ -6,7 +7,7 @@ import { describe, test } from 'node:test';
 
 import type { LocalOnlyGroupVersion } from '../../../src/model/cluster.js';
 import { apiserverStandings } from '../../../src/model/liveness.js';
-import { consensusOrder, mergeDiscovery, renderAggregated } from '../../../src/discovery/index.js';
+import { mergeDiscovery } from '../../../src/discovery/index.js';
 import {
   APPS,
   BATCH,
@@ -30,50 +31,22 @@ describe('mergeDiscovery', () => {
     assert.deepEqual(merged.sources, ['a', 'b']);
   });
 
-  test('merge keeps each server order and puts the preferred version first', () => {
-    const a = group('autoscaling', [
-      { version: 'v2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
-      { version: 'v1', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
-    ]);
+  test("the local document comes first as it is, then what it lacks at each level, in the peers' order", () => {
+    const a = group('autoscaling', [{ version: 'v1', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] }]);
     const b = group('autoscaling', [
       { version: 'v2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
       { version: 'v1', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
-      { version: 'v2beta2', resources: [resource('horizontalpodautoscalers', 'HorizontalPodAutoscaler', ['get'])] },
     ]);
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS, a, BATCH])), apiserver('b', discovery([APPS, b, CRD_GROUP]))]), NOW);
-    assert.deepEqual(groupNames(merged.groups), ['apps', 'autoscaling', 'batch', 'stable.example.com']);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([BATCH, a])), apiserver('b', discovery([APPS, b, BATCH]))]), NOW);
+    assert.deepEqual(groupNames(merged.groups), ['batch', 'autoscaling', 'apps']);
     assert.deepEqual(
       findGroup(merged.groups, 'autoscaling').versions.map((v) => v.version),
-      ['v2', 'v1', 'v2beta2'],
+      ['v1', 'v2'],
+      'the local preferred version stays first',
     );
   });
 
-  test('consensus order keeps every list relative order and breaks ties by first appearance', () => {
-    assert.deepEqual(
-      consensusOrder([
-        ['a', 'b', 'd'],
-        ['a', 'c', 'd'],
-      ]),
-      ['a', 'b', 'c', 'd'],
-    );
-    assert.deepEqual(
-      consensusOrder([
-        ['x', 'z'],
-        ['y', 'x'],
-      ]),
-      ['y', 'x', 'z'],
-    );
-    // Disagreeing lists (a cycle) still give one deterministic order.
-    assert.deepEqual(
-      consensusOrder([
-        ['p', 'q'],
-        ['q', 'p'],
-      ]),
-      ['p', 'q'],
-    );
-  });
-
-  test('a resource on several servers is the first entry with verbs and subresources unioned', () => {
+  test('an entry the local lists is its own, untouched: no verbs or subresources of peers are added', () => {
     const newer = group('apps', [
       {
         version: 'v1',
@@ -81,37 +54,21 @@ describe('mergeDiscovery', () => {
           resource('deployments', 'Deployment', ['get', 'list', 'watch'], {
             responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
             shortNames: ['dep'],
-            subresources: [
-              { subresource: 'status', responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' }, verbs: ['get', 'patch'] },
-              { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'update'] },
-            ],
+            subresources: [{ subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'update'] }],
           }),
         ],
       },
     ]);
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([newer]))]), NOW);
-    const deployments = findResource(merged.groups, 'apps', 'v1', 'deployments');
-    assert.deepEqual(deployments.verbs, ['get', 'list', 'watch']);
-    assert.deepEqual(deployments.shortNames, ['deploy'], 'the first server (by name) gives the entry');
-    assert.deepEqual(
-      deployments.subresources?.map((s) => [s.subresource, s.verbs]),
-      [
-        ['status', ['get', 'patch']],
-        ['scale', ['get', 'update']],
-      ],
-    );
+    const own = discovery([APPS]);
+    const merged = mergeDiscovery('a', model([apiserver('a', own), apiserver('b', discovery([newer]))]), NOW);
+    assert.equal(merged.groups, own.groups, 'nothing to add: the local list itself');
+    assert.deepEqual(findResource(merged.groups, 'apps', 'v1', 'deployments').verbs, ['get', 'list']);
   });
 
-  test('merge gives the same document whichever server builds it', () => {
-    const localOnly: LocalOnlyGroupVersion[] = [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }];
-    const m = model(
-      [apiserver('a', discovery([APPS, CRD_GROUP])), apiserver('b', discovery([BATCH, CRD_GROUP])), apiserver('c', discovery([APPS, BATCH, CRD_GROUP]))],
-      localOnly,
-    );
-    const rendered = ['a', 'b', 'c'].map((name) => renderAggregated(mergeDiscovery(name, m, NOW).groups, 'json'));
-    assert.equal(rendered[1]?.body.toString(), rendered[0]?.body.toString());
-    assert.equal(rendered[2]?.body.toString(), rendered[0]?.body.toString());
-    assert.equal(rendered[1]?.etag, rendered[0]?.etag);
+  test('each sidecar answers its own apiserver document plus what only its peers add', () => {
+    const m = model([apiserver('a', discovery([APPS])), apiserver('b', discovery([BATCH, APPS]))]);
+    assert.deepEqual(groupNames(mergeDiscovery('a', m, NOW).groups), ['apps', 'batch']);
+    assert.deepEqual(groupNames(mergeDiscovery('b', m, NOW).groups), ['batch', 'apps']);
   });
 
   test('the core group is merged for /api', () => {
@@ -125,7 +82,7 @@ describe('mergeDiscovery', () => {
       findGroup(merged.core, '').versions[0]?.resources.map((r) => r.resource),
       ['pods', 'namespaces', 'services'],
     );
-    assert.deepEqual(findResource(merged.core, '', 'v1', 'pods').verbs, ['create', 'delete', 'get', 'list', 'watch']);
+    assert.deepEqual(findResource(merged.core, '', 'v1', 'pods').verbs, ['create', 'delete', 'get', 'list'], 'the local entry');
   });
 
   test('a CRD group-version from a peer is not merged', () => {
@@ -160,6 +117,13 @@ describe('mergeDiscovery', () => {
       ['apps', 'batch'],
       'within the grace it still counts',
     );
+  });
+
+  test('a sidecar whose apiserver discovery is unknown has nothing to merge into', () => {
+    const merged = mergeDiscovery('a', model([apiserver('a', undefined), apiserver('b', discovery([APPS]))]), NOW);
+    assert.equal(merged.local, undefined);
+    assert.deepEqual(groupNames(merged.groups), []);
+    assert.deepEqual(merged.peer, {});
   });
 
   test('an apiserver without known discovery contributes nothing', () => {

@@ -9,7 +9,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
-import { fanout } from '../../../../src/tools/docs/benchFigures.js';
+import { discoveryPaths, fanout } from '../../../../src/tools/docs/benchFigures.js';
 import { findRegions, line, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
 import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
 import { documents, jsonReader } from '../../../../src/tools/docs/figures.js';
@@ -76,6 +76,45 @@ describe('renderers', () => {
     const kept = structuredClone(upgrade);
     kept.summary.mvproxy.errors_5xx_while_served = zero;
     assert.match(upgradeSummary(kept).at(-1)?.text ?? '', /\| none \|$/);
+  });
+
+  it("the discovery paths: one row per path, mvproxy over the floor, with both Envoys' upstream connections per 1,000 requests", () => {
+    const keys = ['apis_json', 'apis_protobuf', 'openapi_index', 'apis_doubtful_json', 'apis_doubtful_protobuf', 'apis_changed_json', 'apis_changed_protobuf'];
+    const summary: Record<string, number> = {};
+    keys.forEach((key, i) => {
+      summary[`${key}_p50_vs_minimal_envoy`] = 1 + i / 10;
+      summary[`${key}_throughput_vs_minimal_envoy`] = 0.5;
+    });
+    for (const key of ['apis_json', 'apis_protobuf', 'openapi_index', 'apis_doubtful_json', 'apis_doubtful_protobuf', 'apis_changed']) {
+      summary[`${key}_upstream_cx_per_1000`] = key === 'openapi_index' ? 1000 : 0.5;
+      summary[`${key}_upstream_cx_per_1000_minimal_envoy`] = 0;
+    }
+    const json = {
+      summary,
+      documentPaths: {
+        accept: { apisDoubtfulJson: 'A', apisDoubtfulProtobuf: 'B' },
+        apisChanged: {
+          samples: 30,
+          burst: 64,
+          formats: {
+            json: { sides: { mvproxy: { listedTheChange: 14, latencySamples: 15 } } },
+            protobuf: { sides: { mvproxy: { listedTheChange: 15, latencySamples: 15 } } },
+          },
+        },
+      },
+    };
+    const rows = discoveryPaths(json).map((l) => l.text);
+    assert.equal(rows.length, 2 + keys.length + 3);
+    assert.ok(rows.includes('| `/openapi/v3`, the OpenAPI v3 index | 1.20x | 0.50x | 1000 / 0 |'), rows.join('\n'));
+    assert.ok(rows.includes('| `/apis`, local document changed, protobuf | 1.60x | 0.50x | 0.5 / 0 |'), rows.join('\n'));
+    assert.match(rows.at(-1) ?? '', /listed the new group in 29 of 30\.$/);
+  });
+
+  it('a run from before the discovery paths were measured says so instead of failing', () => {
+    assert.deepEqual(
+      discoveryPaths({ summary: {} }).map((l) => l.text),
+      ['This run predates these paths: `npm run bench -- --only discovery` measures them.'],
+    );
   });
 
   it("the fan-out's CPU per change is the median of the timed changes, not of the change with CRDs", () => {
