@@ -6,7 +6,7 @@
 // held open through kas-a's sidecar over HTTP/2 and HTTP/1.1 live through
 // ten `/apis` changes (CRDs created and deleted, each waited for in Envoy's
 // ECDS version) and through a control-plane restart with a changed module
-// (a custom section appended to dist/envoy/filters.wasm, restored
+// (a custom section appended to dist/envoy/identity.wasm, restored
 // afterwards); Envoy never modifies the listener, drains no filter chain and
 // closes no connection for draining.
 import assert from 'node:assert/strict';
