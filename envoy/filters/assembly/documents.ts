@@ -108,7 +108,7 @@ export function acquire(set: usize): void {
   store<u32>(set + SET_REFS, load<u32>(set + SET_REFS) + 1);
 }
 
-/** Frees a cache entry's buffers and empties it. */
+/** Frees a cache entry's buffers and empties it; its merged ETag buffer (allocated with the set) stays. */
 export function clearCacheEntry(entry: usize): void {
   for (let off: usize = 0; off <= C_TYPE; off += 4) {
     if (off == C_LOCAL_ETAG || off == C_BODY || off == C_TYPE) {
@@ -116,7 +116,7 @@ export function clearCacheEntry(entry: usize): void {
       if (p != 0) heap.free(p);
     }
   }
-  memory.fill(entry, 0, CACHE_SIZE);
+  memory.fill(entry, 0, C_MERGED_ETAG);
 }
 
 export function release(set: usize): void {
