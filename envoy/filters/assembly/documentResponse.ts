@@ -25,7 +25,6 @@ import {
   STATUS_OK,
   proxy_get_buffer_bytes,
   proxy_get_header_map_pairs,
-  proxy_get_header_map_value,
   proxy_remove_header_map_value,
   proxy_replace_header_map_value,
   proxy_send_local_response,
@@ -40,7 +39,6 @@ import {
   C_REVALIDATE,
   C_TYPE,
   C_TYPE_LEN,
-  DIGEST_HEX,
   FORMAT_AGGREGATED_PROTOBUF,
   FORMAT_JSON,
   KIND_OPENAPI,
@@ -48,14 +46,13 @@ import {
   cacheEntry,
   clearCacheEntry,
   clearSeen,
-  setDigest,
   setGroupCount,
   setGroups,
   setKind,
 } from "./documents";
 import { passLocal } from "./documentFilter";
 import { spliceJson } from "./jsonSplice";
-import { aggregatedFormat, equalsNameCI, trim, trimAt } from "./mediaRanges";
+import { aggregatedFormat, equalsNameCI } from "./mediaRanges";
 import {
   ANSWER_LOCAL,
   ANSWER_MERGED,
@@ -70,7 +67,9 @@ import { outLen, outTake } from "./out";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { spliceProtobuf } from "./protobufSplice";
 import { replyHeader, replyHeaderConst, replyHeadersAt, replyHeadersBuild, replyHeadersLen, replyHeadersStart } from "./replyHeaders";
+import { RET, freeReturned, headerValue, responseHeader, statusCode } from "./responseHeaders";
 import { sha256 } from "./sha256";
+import { mergedEtag, namesEtag, quotedHex } from "./etags";
 import { streamState } from "./streams";
 import {
   FLAG_REVALIDATED,
@@ -114,95 +113,7 @@ const PF_FLOW_SCHEMA = String.UTF8.encode("x-kubernetes-pf-flowschema-uid");
 const PF_PRIORITY_LEVEL = String.UTF8.encode("x-kubernetes-pf-prioritylevel-uid");
 const WARNING = String.UTF8.encode("warning");
 
-const RET: usize = memory.data(8, 8);
 const SCRATCH: usize = memory.data(32, 8);
-
-/** Reads one response header's (first) value into RET; false when absent. The caller frees it (freeReturned). */
-function responseHeader(name: ArrayBuffer): bool {
-  store<u32>(RET, 0);
-  store<u32>(RET, 0, 4);
-  return proxy_get_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(name), name.byteLength, RET, RET + 4) == STATUS_OK;
-}
-
-function freeReturned(): void {
-  const p = <usize>load<u32>(RET);
-  if (p != 0) heap.free(p);
-}
-
-function statusCode(): i32 {
-  const p = <usize>load<u32>(RET);
-  if (<usize>load<u32>(RET, 4) != 3) return 0;
-  let code: i32 = 0;
-  for (let i: usize = 0; i < 3; i++) {
-    const digit = <i32>load<u8>(p + i) - 0x30;
-    if (digit < 0 || digit > 9) return 0;
-    code = code * 10 + digit;
-  }
-  return code;
-}
-
-/** Whether [p, p + n) is a non-empty header value (no control characters). */
-function headerValue(p: usize, n: usize): bool {
-  if (n == 0) return false;
-  for (let i: usize = 0; i < n; i++) {
-    const c = load<u8>(p + i);
-    if ((c < 0x20 && c != 0x09) || c == 0x7f) return false;
-  }
-  return true;
-}
-
-// ---------------------------------------------------------------------------
-// ETags
-
-const HEX = "0123456789abcdef";
-let etagInput: usize = 0;
-let etagInputCap: usize = 0;
-
-/** Writes the merged ETag (MERGED_ETAG_LEN bytes, quoted) of a local ETag and the set's digest to `out` (src/discovery/peerPart.ts mergedEtag). */
-function mergedEtag(set: usize, local: usize, localLen: usize, out: usize): void {
-  const size = localLen + 1 + DIGEST_HEX;
-  if (size > etagInputCap) {
-    if (etagInput != 0) heap.free(etagInput);
-    etagInputCap = size < 256 ? 256 : size;
-    etagInput = heap.alloc(etagInputCap);
-  }
-  memory.copy(etagInput, local, localLen);
-  store<u8>(etagInput + localLen, 0x20);
-  memory.copy(etagInput + localLen + 1, setDigest(set), DIGEST_HEX);
-  sha256(etagInput, size, SCRATCH);
-  quotedHex(SCRATCH, out);
-}
-
-/** `"` + 64 lowercase hex of the 32 bytes at `digest` + `"`. */
-function quotedHex(digest: usize, out: usize): void {
-  store<u8>(out, 0x22);
-  for (let i: usize = 0; i < 32; i++) {
-    const b = load<u8>(digest + i);
-    store<u8>(out + 1 + 2 * i, <u8>HEX.charCodeAt(b >> 4));
-    store<u8>(out + 2 + 2 * i, <u8>HEX.charCodeAt(b & 15));
-  }
-  store<u8>(out + 65, 0x22);
-}
-
-/** Whether the If-None-Match list [p, p + n) names `etag` (`*`; W/"x" equals "x"). */
-function namesEtag(p: usize, n: usize, etag: usize, etagLen: usize): bool {
-  if (p == 0) return false;
-  let i: usize = 0;
-  while (i <= n) {
-    let end = i;
-    while (end < n && load<u8>(p + end) != 0x2c) end++;
-    let len = trim(p + i, end - i);
-    let tag = trimAt;
-    if (len == 1 && load<u8>(tag) == 0x2a) return true;
-    if (len >= 2 && load<u8>(tag) == 0x57 && load<u8>(tag + 1) == 0x2f) {
-      tag += 2;
-      len -= 2;
-    }
-    if (len == etagLen && memory.compare(tag, etag, len) == 0) return true;
-    i = end + 1;
-  }
-  return false;
-}
 
 // ---------------------------------------------------------------------------
 // Response headers

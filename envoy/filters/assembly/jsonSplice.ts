@@ -12,14 +12,12 @@
 // field after its "metadata" (its "version"). The OpenAPI v3 index:
 //   {"paths":{"<key>":{..},..}}: a peer key the local lacks goes before the
 // first local key above it (both sorted, as Go writes a map).
-// Anything else (not an object, no "items" array, a group whose name comes
-// after its versions, bad JSON, nesting over 64): the splice fails and the
-// filter lets the local body through.
+// Anything else (no "items" array, a group named after its versions, bad
+// JSON, nesting over 64): the splice fails, the local body goes through.
 import { N_CHILDREN, N_CHILD_COUNT, N_JSON, N_JSON_LEN, N_NAME, N_NAME_LEN, N_SEEN, compareBytes, nodeAt } from "./documents";
 import { outByte, outBytes, outConst, outLen, outStart } from "./out";
 
-let pos: usize = 0;
-let end: usize = 0;
+let pos: usize = 0, end: usize = 0;
 let bad = false;
 let depth = 0;
 
@@ -30,9 +28,7 @@ const INSERT_VERSIONS_FIELD: u32 = 2; // after a group's metadata: ,"versions":[
 const INSERT_RESOURCES_FIELD: u32 = 3; // after a version's name: ,"resources":[..]
 const INSERT_PATHS_END: u32 = 4; // before the "}" of paths: the unseen peer paths left
 const INSERT_PATHS_BEFORE: u32 = 5; // before a local key (its length in the last word): the unseen peer paths below it
-let inserts: usize = 0;
-let insertCap: usize = 0;
-let insertCount: usize = 0;
+let inserts: usize = 0, insertCap: usize = 0, insertCount: usize = 0;
 const RECORD: usize = 16;
 
 function record(at: usize, what: u32, node: usize, nonEmpty: bool): void {
@@ -392,7 +388,7 @@ export function spliceJson(body: usize, len: usize, first: usize, count: u32, in
       unseen(children, n, false);
       outByte(0x5d);
     } else if (what == INSERT_PATHS_BEFORE) {
-      // The key's content starts after its quote; its length is the record's last word.
+      // The key starts after its quote; its length is the record's last word.
       nextPath = pathsBefore(nextPath, at + 1, <usize>load<u32>(r, 12), false, true);
     } else {
       nextPath = pathsBefore(nextPath, 0, 0, true, nonEmpty);
