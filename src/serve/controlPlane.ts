@@ -115,6 +115,8 @@ export class ControlPlane implements AdminBackend {
         logger: deps.logger.child({ component: 'ads' }),
         metrics: xdsMetricHooks(deps.metrics),
         ...(deps.clock ? { now: deps.clock } : {}),
+        // A warm start's snapshots go only to sidecars that hold nothing until the first read of the cluster (markSynced).
+        awaitSync: true,
       },
     );
     this.grpcServer = createGrpcServer();
@@ -196,6 +198,7 @@ export class ControlPlane implements AdminBackend {
     }
     const observer = await this.startObserver();
     this.update(observer.snapshot());
+    this.ads.markSynced();
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
   }
 

@@ -1,6 +1,11 @@
 // What a replica serves before it has synced with the apiservers. Sidecars
 // must not depend on the control plane being up to date, or up at all: a
-// replica that restarts (or starts with its node) answers at once.
+// replica that restarts (or starts with its node) answers at once. What it
+// answers before its first read of the cluster goes only to sidecars that
+// hold nothing (ads.ts, awaitSync): a sidecar that holds a configuration,
+// perhaps newer than the kept one (another replica pushed it), keeps it until
+// this replica has read the cluster afresh, so a warm start never rolls a
+// sidecar back.
 //
 // - With `warmStartFile`, the cluster model behind the last snapshots it
 //   pushed is kept there; at start it is read back and reconciled, which
@@ -33,7 +38,7 @@ export interface WarmState {
 
 interface WarmStartFile extends WarmState {
   format: number;
-  /** Epoch ms when written (for the log). */
+  /** Epoch ms when written: a file older than MAX_WARM_START_AGE_MS is not used. */
   savedAt: number;
 }
 
@@ -46,12 +51,24 @@ export type WarmStartRead = (WarmState & { savedAt: number }) | { unusable: stri
 export const MAX_WARM_START_BYTES = 64 * 1024 * 1024;
 
 /**
- * The model kept in `path`; a missing file is `absent`, anything else that is
+ * How old a kept model may be to be served. The file is rewritten while the
+ * replica runs, so its age is how long the replica was down: a restart or a
+ * node's reboot takes minutes. After an hour the cluster may have been
+ * upgraded since (an apiserver's upgrade takes minutes), and the kept routes
+ * could send a resource its own apiserver now serves to a peer that is gone;
+ * the cold plan (everything to the sidecar's own apiserver) is then what the
+ * cluster does without mvproxy. A time far in the future (a clock set back)
+ * is as unknown as an old one.
+ */
+export const MAX_WARM_START_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * The model kept in `path`, if written within MAX_WARM_START_AGE_MS of `now`; a missing file is `absent`, anything else that is
  * not a whole warm-start file (cut short, not JSON, a field of the wrong type,
  * too large) is `unusable` with the reason. Never a throw: the replica starts
  * anyway, with what it observes.
  */
-export function readWarmStart(path: string): WarmStartRead {
+export function readWarmStart(path: string, now: number = Date.now()): WarmStartRead {
   let parsed: unknown;
   try {
     if (!existsSync(path)) return { absent: true };
@@ -67,6 +84,8 @@ export function readWarmStart(path: string): WarmStartRead {
   if (!Array.isArray(draining) || !draining.every((n): n is string => typeof n === 'string')) return { unusable: 'its drains are malformed' };
   const kept = parseClusterModel(parsed['model']);
   if ('problem' in kept) return { unusable: kept.problem };
+  if (Math.abs(now - savedAt) > MAX_WARM_START_AGE_MS)
+    return { unusable: `written at ${new Date(savedAt).toISOString()}, more than ${MAX_WARM_START_AGE_MS / 60_000} minutes from now` };
   return { model: kept.model, draining, savedAt };
 }
 

@@ -27,6 +27,8 @@ export interface AdsMetrics {
   ack?(node: string, typeUrl: ResourceTypeUrl, version: string): void;
   nack?(node: string, typeUrl: ResourceTypeUrl, version: string, message: string): void;
   staleRequest?(node: string, typeUrl: ResourceTypeUrl): void;
+  /** A type of a change waited past the ordering timeout for another's ACK (a NACK, or no answer): counted once per change. */
+  heldBack?(node: string, typeUrl: ResourceTypeUrl): void;
 }
 
 /** Where the ADS server keeps what each sidecar should have: only what the server uses of a store (SnapshotStore is one). */
@@ -51,10 +53,18 @@ export interface AdsServerOptions {
   /** Identifier Envoy shows as control_plane in its config dump. */
   identifier?: string;
   /**
-   * How long LDS/RDS may wait for CDS/EDS of the same change to be ACKed
-   * before they are sent anyway (so a misbehaving client cannot stall routes).
+   * How long a type may wait for the ACK of one it depends on (LDS/RDS for
+   * CDS/EDS, ECDS for LDS/RDS or the other way round) before the wait is
+   * logged and counted. It goes on waiting: nothing is sent out of order.
    */
   orderingTimeoutMs?: number;
+  /**
+   * The snapshots set are not yet read from the cluster afresh (a warm start):
+   * until markSynced(), they go only to Envoys that run nothing yet, and an
+   * Envoy that runs a config (perhaps a newer one, from another replica)
+   * keeps it. Default false: every snapshot set is current.
+   */
+  awaitSync?: boolean;
   /** Clock for NACK timestamps (epoch ms). */
   now?: () => number;
   /**
@@ -146,9 +156,16 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private bytesInFlight = 0;
   /** Streams holding a response back for room in the budget, oldest first. */
   private readonly waitingForRoom = new Set<AdsStream>();
+  /** The snapshots set were read from the cluster afresh: they go to every Envoy (awaitSync, markSynced). */
+  private synced: boolean;
   /** What the streams report to. */
   private readonly host: AdsStreamHost = {
-    snapshot: (sidecar, startedEmpty) => this.snapshots.get(sidecar) ?? (startedEmpty ? this.startupSnapshots.get(sidecar) : undefined),
+    snapshot: (sidecar, startedEmpty) => {
+      const current = this.snapshots.get(sidecar);
+      if (current && this.synced) return current;
+      // Not synced (or no snapshot yet): only an Envoy that holds nothing may be given something, never one that may hold newer.
+      return startedEmpty ? (current ?? this.startupSnapshots.get(sidecar)) : undefined;
+    },
     nextNonce: () => `${this.noncePrefix}-${++this.nonceCounter}`,
     identified: (stream) => this.onIdentified(stream),
     acked: (stream, url, version, nonce) => {
@@ -158,6 +175,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     },
     nacked: (stream, url, nack) => this.onNack(stream, url, nack),
     staleRequest: (stream, url) => this.safe(() => this.metrics.staleRequest?.(stream.node ?? '', url)),
+    heldBack: (stream, url) => this.safe(() => this.metrics.heldBack?.(stream.node ?? '', url)),
     sent: (stream, url, version, resources) => this.safe(() => this.metrics.responseSent?.(stream.node ?? '', url, version, resources)),
     closed: (stream) => this.onClosed(stream),
     reserve: (stream, bytes) => {
@@ -189,6 +207,14 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.orderingTimeoutMs = opts.orderingTimeoutMs ?? 2000;
     this.now = opts.now ?? Date.now;
     this.maxBytesInFlight = opts.maxBytesInFlight ?? 2 * 1024 * 1024;
+    this.synced = !(opts.awaitSync ?? false);
+  }
+
+  /** The snapshots set from now on were read from the cluster afresh: pushes them to every Envoy (awaitSync). */
+  markSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    for (const record of this.nodes.values()) for (const stream of record.streams) stream.flush();
   }
 
   /** Registers the ADS service on a gRPC server (which may host other services too). */
@@ -217,7 +243,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   /**
    * What a sidecar's nodes get before it has a snapshot, but only on a stream
    * whose Envoy runs nothing yet (its first request carried no version): an
-   * Envoy that already runs a config keeps it until setSnapshot gives one.
+   * Envoy that already runs a config keeps it until setSnapshot gives one
+   * (and, with awaitSync, until markSynced).
    */
   setStartupSnapshot(sidecar: string, snapshot: Snapshot): void {
     this.startupSnapshots.set(sidecar, snapshot);

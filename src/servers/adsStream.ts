@@ -5,9 +5,15 @@
 // waits for Envoy's ACK or NACK, so every NACK is seen with its reason. A
 // NACKed version is not sent again until the desired state changes; a request
 // carrying a superseded nonce is ignored; clusters and endpoints go out (and
-// are answered) before the listeners and routes that use them, and a cluster
+// are ACKed) before the listeners and routes that use them, and a cluster
 // leaves only after the listeners and routes that no longer use it were
-// answered (make before break, both ways); filter configurations go last.
+// ACKed (make before break, both ways). The filter configurations (the
+// documents) go after the routes of a change that adds routes, and before
+// them when the change only drops routes (xds/changeOrder.ts). Only an ACK
+// settles a type: after a NACK, or while Envoy does not answer, what depends
+// on it waits (Envoy keeps its previous routes and documents, consistent with
+// each other); the wait is logged and counted past the ordering timeout, and
+// a NACKed type is sent again with the next change.
 //
 // The server that hosts streams (ads.ts) keeps the registry of nodes, their
 // NACK history, events and metrics; a stream tells it what happened through
@@ -19,72 +25,14 @@ import { encodeDiscoveryResponse, encodedResources, type AnyBytes, type EncodedS
 import { nodeClaimRefusal, nodeSidecar } from './peerIdentity.js';
 import { grpcError } from './grpcListen.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
-import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
+import { changeOrder } from '../xds/changeOrder.js';
+import type { Snapshot } from '../xds/snapshot.js';
+import type { AdsCall, AdsStreamHost, AdsStreamOptions, StreamTypeState } from './adsStreamTypes.js';
 
-/** An ADS call; responses are written already encoded (xds/protos.ts sends a Buffer as is). */
-export type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest__Output, DiscoveryResponse | Buffer>;
+export type { AdsCall, AdsStreamHost, AdsStreamOptions, StreamNack, StreamTypeState } from './adsStreamTypes.js';
 
 /** A response's version, and (CDS only) the dropped clusters it keeps: AdsStream.cdsTarget. */
 type CdsTarget = { version: string; kept: Array<[string, AnyBytes]> };
-
-/** What a stream knows of one type URL. */
-export interface StreamTypeState {
-  /** Requested names, sorted; empty means all. */
-  names: string[];
-  nonce?: string;
-  /** A response was sent and neither ACKed nor NACKed yet. */
-  inFlight: boolean;
-  /** Its size, counted against the server's budget until it is answered, or for BUDGET_HOLD_MS at most. */
-  bytesInFlight?: number;
-  budgetTimer?: NodeJS.Timeout;
-  versionSent?: string;
-  namesSent?: string;
-  versionAcked?: string;
-}
-
-export interface StreamNack {
-  /** The rejected version (the last one sent). */
-  version: string;
-  /** Envoy's error_detail.message. */
-  message: string;
-  /** What Envoy still runs: the NACK's version_info. */
-  keptVersion: string;
-  nonce: string;
-}
-
-/** What a stream reports to, and asks of, the server hosting it. */
-export interface AdsStreamHost {
-  /** The node's current snapshot; undefined until it has one. `startedEmpty`: this stream's Envoy ran no config when it connected. */
-  snapshot(node: string, startedEmpty: boolean): EncodedSnapshot | undefined;
-  /** A nonce no other response of this server carries. */
-  nextNonce(): string;
-  /** The first request named the stream's node (stream.node is set). */
-  identified(stream: AdsStream): void;
-  acked(stream: AdsStream, url: ResourceTypeUrl, version: string, nonce: string): void;
-  nacked(stream: AdsStream, url: ResourceTypeUrl, nack: StreamNack): void;
-  staleRequest(stream: AdsStream, url: ResourceTypeUrl): void;
-  /**
-   * May a response of `bytes` go now? When not, the server flushes the stream
-   * again once answers have freed room (ads.ts: the bytes in flight budget).
-   */
-  reserve(stream: AdsStream, bytes: number): boolean;
-  /** A response's bytes are no longer in flight (answered, or its stream closed). */
-  release(bytes: number): void;
-  sent(stream: AdsStream, url: ResourceTypeUrl, version: string, resources: number): void;
-  /** The stream ended (called once). */
-  closed(stream: AdsStream): void;
-}
-
-export interface AdsStreamOptions {
-  id: number;
-  call: AdsCall;
-  host: AdsStreamHost;
-  log: Logger;
-  /** Identifier Envoy shows as control_plane in its config dump. */
-  identifier: string;
-  /** How long LDS/RDS may wait for CDS/EDS of the same change before they are sent anyway. */
-  orderingTimeoutMs: number;
-}
 
 /**
  * How long an unanswered response counts against the server's budget: an
@@ -92,6 +40,11 @@ export interface AdsStreamOptions {
  * back every other Envoy's config.
  */
 export const BUDGET_HOLD_MS = 2000;
+
+/** A snapshot's versions, all types: a change of any of them is a new change. */
+function versionsKey(encoded: EncodedSnapshot): string {
+  return PUSH_ORDER.map((url) => encoded.versions[url]).join(',');
+}
 
 function namesKey(url: ResourceTypeUrl, names: readonly string[]): string {
   return WILDCARD_TYPES.has(url) || names.length === 0 || names.includes('*') ? '*' : names.join('\n');
@@ -113,8 +66,11 @@ export class AdsStream {
   private readonly identifier: string;
   private readonly orderingTimeoutMs: number;
   private orderingTimer: NodeJS.Timeout | undefined;
-  /** Set while the ordering timer's flush runs: send LDS/RDS without waiting. */
-  private orderingExpired = false;
+  /** What was held back when the ordering timer last reported it: report a wait once. */
+  private heldReported = '';
+  /** The snapshot of the routes last sent, and of the routes Envoy last ACKed (what it runs): changeOrder's `held`. */
+  private routesSent: Snapshot | undefined;
+  private routesHeld: Snapshot | undefined;
   private readonly warnedTypes = new Set<string>();
   /** The clusters of the last CDS response sent: what Envoy runs, or will once it answers. */
   private clustersSent = new Map<string, AnyBytes>();
@@ -169,31 +125,45 @@ export class AdsStream {
     if (this.closed || this.sidecar === undefined) return;
     const encoded = this.host.snapshot(this.sidecar, this.startedEmpty);
     if (!encoded) return; // no snapshot yet: the node waits until one arrives
-    let routesHeld = false;
+    const held: ResourceTypeUrl[] = [];
     for (const url of PUSH_ORDER) {
       const st = this.types.get(url);
       if (!st || st.inFlight || !this.needsSend(encoded, url, st)) continue;
       if (!this.mayGo(encoded, url)) {
-        routesHeld = true;
+        held.push(url);
         continue;
       }
       // Over the server's budget: the server flushes this stream again when there is room.
       if (!this.send(encoded, url, st)) return;
       if (this.closed) return;
     }
-    if (routesHeld && !this.orderingTimer) {
-      this.orderingTimer = setTimeout(() => {
-        this.orderingTimer = undefined;
-        this.log.debug('CDS/EDS not settled in time; sending LDS/RDS anyway');
-        this.orderingExpired = true;
-        this.flush();
-        this.orderingExpired = false;
-      }, this.orderingTimeoutMs);
-      this.orderingTimer.unref();
-    } else if (!routesHeld && this.orderingTimer) {
+    if (held.length === 0) {
       clearTimeout(this.orderingTimer);
       this.orderingTimer = undefined;
+    } else if (!this.orderingTimer) {
+      this.orderingTimer = setTimeout(() => this.reportHeld(), this.orderingTimeoutMs);
+      this.orderingTimer.unref();
     }
+  }
+
+  /** Past the ordering timeout: says once per change what still waits, and for what (it goes on waiting). */
+  private reportHeld(): void {
+    this.orderingTimer = undefined;
+    const encoded = this.sidecar === undefined ? undefined : this.host.snapshot(this.sidecar, this.startedEmpty);
+    if (this.closed || !encoded) return;
+    const held = PUSH_ORDER.filter((url) => {
+      const st = this.types.get(url);
+      return st !== undefined && !st.inFlight && this.needsSend(encoded, url, st) && !this.mayGo(encoded, url);
+    });
+    const waitingFor = PUSH_ORDER.filter((url) => !held.includes(url) && !this.settled(encoded, url));
+    const report = `${Object.values(encoded.versions).join(',')} ${held.join(',')}`;
+    if (held.length === 0 || report === this.heldReported) return;
+    this.heldReported = report;
+    this.log.warn(
+      { held, waitingFor, acked: waitingFor.map((url) => this.types.get(url)?.versionAcked ?? '') },
+      'xDS update held back: what it depends on is not ACKed',
+    );
+    for (const url of held) this.host.heldBack(this, url, waitingFor);
   }
 
   private fail(code: grpc.status, details: string): void {
@@ -250,12 +220,15 @@ export class AdsStream {
       if (request.error_detail) {
         // The NACK's version_info is what Envoy still runs: the last accepted version.
         st.versionAcked = request.version_info ?? '';
+        const current = this.sidecar === undefined ? undefined : this.host.snapshot(this.sidecar, this.startedEmpty);
+        st.nackedAt = current ? versionsKey(current) : '';
         const nack = { version: st.versionSent ?? '', message: request.error_detail.message ?? '', keptVersion: st.versionAcked, nonce: st.nonce };
         this.host.nacked(this, url, nack);
       } else {
         st.versionAcked = request.version_info ?? '';
         // A repeat of the last nonce with other names is a subscription change, not a new ACK.
         if (answering) {
+          if (url === TYPE_URL.route && st.versionAcked === st.versionSent) this.routesHeld = this.routesSent;
           this.log.debug({ typeUrl: url, version: st.versionAcked }, 'ACK');
           this.host.acked(this, url, st.versionAcked, st.nonce);
         }
@@ -273,18 +246,25 @@ export class AdsStream {
     this.flush();
   }
 
-  /** True when a type's current content (and names) went out and was answered. */
+  /** True when Envoy ACKed a type's current content (and names): a NACK or no answer yet is not settled. */
   private settled(encoded: EncodedSnapshot, url: ResourceTypeUrl): boolean {
     const st = this.types.get(url);
     if (!st) return true;
-    return !st.inFlight && !this.needsSend(encoded, url, st);
+    return !st.inFlight && !this.needsSend(encoded, url, st) && st.nackedAt === undefined && st.versionAcked === st.versionSent;
   }
 
-  /** ECDS waits for LDS and RDS too: a merged document never lists what the routes cannot serve yet. */
+  /**
+   * Listeners and routes wait for their clusters (routesMayGo); the
+   * documents go after the routes of the change, or before them when the
+   * change only drops routes (xds/changeOrder.ts), and the routes then wait
+   * for their ACK.
+   */
   private mayGo(encoded: EncodedSnapshot, url: ResourceTypeUrl): boolean {
-    if (url === TYPE_URL.listener || url === TYPE_URL.route) return this.routesMayGo(encoded);
-    if (url !== TYPE_URL.extensionConfig) return true;
-    return this.routesMayGo(encoded) && (this.orderingExpired || (this.settled(encoded, TYPE_URL.listener) && this.settled(encoded, TYPE_URL.route)));
+    const documentsFirst = changeOrder(this.routesHeld, encoded.snapshot) === 'documents-first';
+    if (url === TYPE_URL.listener || url === TYPE_URL.route)
+      return this.routesMayGo(encoded) && (!documentsFirst || this.settled(encoded, TYPE_URL.extensionConfig));
+    if (url !== TYPE_URL.extensionConfig || documentsFirst) return true;
+    return this.routesMayGo(encoded) && this.settled(encoded, TYPE_URL.listener) && this.settled(encoded, TYPE_URL.route);
   }
 
   /**
@@ -293,7 +273,6 @@ export class AdsStream {
    * it just accepted, so a route never points at a cluster still warming.
    */
   private routesMayGo(encoded: EncodedSnapshot): boolean {
-    if (this.orderingExpired) return true;
     if (!this.settled(encoded, TYPE_URL.cluster) || !this.settled(encoded, TYPE_URL.endpoint)) return false;
     const cds = this.types.get(TYPE_URL.cluster);
     if (cds && cds.versionAcked === this.cdsTarget(encoded).version && encoded.edsNames.length > 0) {
@@ -308,7 +287,8 @@ export class AdsStream {
   }
 
   private needsSend(encoded: EncodedSnapshot, url: ResourceTypeUrl, st: StreamTypeState): boolean {
-    // A NACKed version was sent, so it is not sent again until the content changes.
+    // A NACKed version is sent again with the next change of the snapshot (any type's), not before.
+    if (st.nackedAt !== undefined && st.nackedAt !== versionsKey(encoded)) return true;
     const version = url === TYPE_URL.cluster ? this.cdsTarget(encoded).version : encoded.versions[url];
     return st.versionSent !== version || st.namesSent !== namesKey(url, st.names);
   }
@@ -371,6 +351,8 @@ export class AdsStream {
     st.budgetTimer.unref();
     st.versionSent = version;
     st.namesSent = names;
+    st.nackedAt = undefined;
+    if (url === TYPE_URL.route) this.routesSent = encoded.snapshot;
     if (url === TYPE_URL.cluster) this.clustersSent = new Map([...(encoded.anys.get(url) ?? new Map<string, AnyBytes>()), ...target.kept]);
     this.call.write(response.bytes);
     this.log.debug({ typeUrl: url, version, nonce: response.nonce, resources: response.resources }, 'sent');

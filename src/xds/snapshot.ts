@@ -29,8 +29,9 @@ export type ResourceTypeUrl = (typeof TYPE_URL)[keyof typeof TYPE_URL];
  * (SDS: certificate files named on the sidecar's host) are asked for by name
  * once Envoy meets a cluster or listener that names them; each waits (warms)
  * until its secrets arrive. The filters' configurations (ECDS: the filter
- * module with the identity filter's configuration, the merged documents) go last, once the routes that
- * serve what a document lists are in place (servers/adsStream.ts).
+ * module with the identity filter's configuration, the documents) go after
+ * the routes of a change that adds routes, and before them when it only drops
+ * routes (xds/changeOrder.ts, servers/adsStream.ts).
  */
 export const PUSH_ORDER: readonly ResourceTypeUrl[] = [
   TYPE_URL.cluster,

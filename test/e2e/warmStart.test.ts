@@ -2,11 +2,15 @@
 // (and while the other apiservers are down) serves its own apiserver: from the
 // model the replica kept (warm), or, with nothing kept, from a plan that sends
 // everything to its own apiserver (cold). How fast is a figure, not an
-// assertion: it is printed here as a diagnostic (target 2 s). (That a sidecar
-// already running a config is not sent the cold plan: test/unit/servers/ads.test.ts.)
+// assertion: it is printed here as a diagnostic (target 2 s). A sidecar that
+// already runs a configuration is sent neither the cold plan nor the kept one
+// before the replica has read the cluster afresh: a kept state older than
+// what the sidecar holds never rolls it back (test/unit/servers/adsOrdering.test.ts
+// for the rule, the last test here with a real replica and Envoy).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { join } from 'node:path';
 import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
 import { startTestSandbox, tokenClient, eventually, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
@@ -68,6 +72,57 @@ describe('a sidecar started while its replica starts, with the other apiserver d
     assert.equal((await api('GET', CONFIGMAPS)).status, 200);
     assert.equal((await api('GET', SVM_LIST)).status, 404);
     await bringBackKasB();
+  });
+
+  it('warm, with a sidecar that holds a newer configuration: the replica does not roll it back before it has synced', async (t) => {
+    const socket = kasA.sidecarAdminSocket ?? '';
+    /** The sidecar's route configuration: its version and how many times Envoy applied one. */
+    const routes = async (): Promise<{ version: string; reloads: number }> => {
+      const { stats } = await envoyAdminJson<{ stats: Array<{ name: string; value: number | string }> }>(
+        socket,
+        '/stats?format=json&filter=\\.rds\\..*\\.(config_reload|version_text)$',
+      );
+      const reloads = stats.filter((s) => s.name.endsWith('.config_reload')).reduce((sum, s) => sum + Number(s.value), 0);
+      return { version: String(stats.find((s) => s.name.endsWith('.version_text'))?.value ?? ''), reloads };
+    };
+    const before = await routes();
+    await tb.sandbox.killControlPlane();
+    // An older kept state: from before kas-b's discovery was read (kas-a's sidecar would answer StorageVersionMigrations itself).
+    const file = tb.state().controlPlane?.warmStartFile ?? '';
+    const kept = JSON.parse(readFileSync(file, 'utf8')) as { savedAt: number; model: { apiservers: Array<Record<string, unknown>> } };
+    for (const a of kept.model.apiservers) {
+      if ((a['endpoint'] as { name: string }).name !== 'kas-b') continue;
+      delete a['discovery'];
+      delete a['discoveryEtag'];
+      a['servedSet'] = [];
+    }
+    kept.savedAt = Date.now();
+    writeFileSync(file, JSON.stringify(kept));
+    // Through the restart and the replica's first read of the cluster, the sidecar keeps routing StorageVersionMigrations to kas-b.
+    const statuses: number[] = [];
+    const seen = new Set<string>();
+    let restarting = true;
+    const watching = (async () => {
+      while (restarting) {
+        statuses.push((await api('GET', SVM_LIST)).status);
+        seen.add((await routes()).version);
+      }
+    })();
+    const warmStarts = (): number => readFileSync(join(tb.state().logs, 'mvproxy.log'), 'utf8').split('serving the last kept state until synced').length;
+    const warmStartsBefore = warmStarts();
+    await tb.sandbox.restartControlPlane();
+    await eventually(async () => assert.ok(warmStarts() > warmStartsBefore, 'the replica started warm'));
+    // Long enough for the sidecar to reconnect and the replica to sync. (Here the replica reads the cluster within
+    // a second of starting, usually before the sidecar reconnects; that an unsynced replica sends a sidecar holding a
+    // configuration nothing at all is test/unit/servers/adsOrdering.test.ts.)
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    restarting = false;
+    await watching;
+    const after = await routes();
+    t.diagnostic(`routes before ${JSON.stringify(before)}, after ${JSON.stringify(after)}, seen ${[...seen].join(',')}; ${statuses.length} requests`);
+    assert.deepEqual([...seen], [before.version], 'the sidecar ran no other route configuration');
+    assert.equal(after.reloads, before.reloads, 'Envoy applied no route configuration');
+    assert.ok(statuses.length > 0 && statuses.every((status) => status === 200), `StorageVersionMigrations through kas-a: ${statuses.join(',')}`);
   });
 
   it('cold: with nothing kept, the sidecar serves everything from its own apiserver', async (t) => {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { AdsServer, type AdsMetrics } from '../../src/servers/ads.js';
+import { AdsServer, type AdsMetrics, type AdsServerOptions } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import type { DiscoveryResponse__Output } from '../../src/generated/envoy/service/discovery/v3/DiscoveryResponse.js';
@@ -18,18 +18,22 @@ export interface Harness {
   path: string;
   sent: Array<{ typeUrl: string; version: string }>;
   nacks: number;
+  /** Types held back past the ordering timeout (AdsMetrics.heldBack). */
+  heldBack: string[];
   envoy(node?: string): FakeEnvoy;
 }
 
-export async function harness(t: TestContext, options: { orderingTimeoutMs?: number; maxBytesInFlight?: number } = {}): Promise<Harness> {
+export async function harness(t: TestContext, options: Pick<AdsServerOptions, 'orderingTimeoutMs' | 'maxBytesInFlight' | 'awaitSync'> = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-ads-'));
   const sent: Harness['sent'] = [];
   const h = { nacks: 0 } as { nacks: number };
+  const heldBack: string[] = [];
   const metrics: AdsMetrics = {
     responseSent: (_node, typeUrl, version) => sent.push({ typeUrl, version }),
     nack: () => {
       h.nacks++;
     },
+    heldBack: (_node, typeUrl) => heldBack.push(typeUrl),
   };
   const ads = new AdsServer({ current: new SnapshotStore(), startup: new SnapshotStore() }, { logger: pino({ level: 'silent' }), metrics, ...options });
   const server = createGrpcServer();
@@ -47,6 +51,7 @@ export async function harness(t: TestContext, options: { orderingTimeoutMs?: num
     address,
     path,
     sent,
+    heldBack,
     get nacks() {
       return h.nacks;
     },

@@ -80,10 +80,14 @@ export const INDEX_PART: OpenApiPeerPart = {
 /** The OpenAPI v3 index ext_proc answers (when its set is pushed over the budget). */
 export const EXT_PROC_OPENAPI_BODY = '{"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/api/v1?hash=extproc"}}}';
 
-/** The peer parts as the control plane pushes them; `overBudget`: that document's set one byte over the push budget (ext_proc answers it). */
-export function peerPartDocuments(overBudget?: MergedDocument): SidecarDocuments {
+/**
+ * The peer parts as the control plane pushes them; `overBudget`: that
+ * document's set one byte over the push budget (ext_proc answers it);
+ * `groups`: another `/apis` peer part (a later push).
+ */
+export function peerPartDocuments(overBudget?: MergedDocument, groups: AggregatedPeerPart = GROUPS_PART): SidecarDocuments {
   const documents = new Map<MergedDocument, Uint8Array>([
-    ['group-discovery', encodeDocumentSet(GROUPS_PART)],
+    ['group-discovery', encodeDocumentSet(groups)],
     ['core-discovery', encodeDocumentSet(CORE_PART)],
     ['openapi-index', encodeDocumentSet(INDEX_PART)],
   ]);

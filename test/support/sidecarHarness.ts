@@ -13,7 +13,7 @@ import { freePorts } from '../../src/tools/sandbox/ports.js';
 import { AdsServer } from '../../src/servers/ads.js';
 import { SnapshotStore } from '../../src/servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../src/servers/grpcListen.js';
-import type { SidecarLimits } from '../../src/translator/settings.js';
+import type { SidecarLimits, TranslatorSettings } from '../../src/translator/settings.js';
 import { PEER_SERVER_NAME, translateSidecar, type SidecarDocuments } from '../../src/translator/translator.js';
 import { httpsGet } from '../../src/util/https.js';
 import { sidecarBootstrap } from '../../src/xds/bootstrap.js';
@@ -92,6 +92,10 @@ export interface RunningSidecar {
   grpcServer: grpc.Server;
   /** Pushes the plan again with these merged documents (encoded sets, translateSidecar's `documents`), and another document module if given. */
   push: (documents: SidecarDocuments | undefined, documentModule?: Uint8Array) => void;
+  /** The ADS server, the plan and the translator settings, for a test that pushes a snapshot of its own. */
+  ads: AdsServer;
+  plan: SidecarPlan;
+  settings: TranslatorSettings;
   stop: () => Promise<void>;
 }
 
@@ -159,6 +163,9 @@ export async function startSidecar(opts: {
     envoy,
     grpcServer,
     push,
+    ads,
+    plan: opts.plan,
+    settings,
     stop: async () => {
       await envoy.stop();
       await shutdownGrpcServer(grpcServer, 100);

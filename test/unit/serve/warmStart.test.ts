@@ -4,7 +4,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alignWarmModel, readWarmStart, writeWarmStart, WarmStartKeeper, WARM_START_FORMAT, type WarmState } from '../../../src/serve/warmStart.js';
+import {
+  alignWarmModel,
+  MAX_WARM_START_AGE_MS,
+  readWarmStart,
+  writeWarmStart,
+  WarmStartKeeper,
+  WARM_START_FORMAT,
+  type WarmState,
+} from '../../../src/serve/warmStart.js';
 import { pino } from 'pino';
 import { BATCH, CORE, model } from '../../support/clusterModel.js';
 
@@ -16,7 +24,21 @@ describe('the warm-start file', () => {
   it('gives back the model it was written with, and when', () => {
     const path = file();
     writeWarmStart(path, { model: kept, draining: ['b'] }, 1234);
-    assert.deepEqual(readWarmStart(path), { model: kept, draining: ['b'], savedAt: 1234 });
+    assert.deepEqual(readWarmStart(path, 1234), { model: kept, draining: ['b'], savedAt: 1234 });
+  });
+
+  it('is unusable when written more than MAX_WARM_START_AGE_MS ago', () => {
+    const path = file();
+    writeWarmStart(path, { model: kept, draining: [] }, 1000);
+    assert.ok('model' in readWarmStart(path, 1000 + MAX_WARM_START_AGE_MS));
+    const read = readWarmStart(path, 1001 + MAX_WARM_START_AGE_MS);
+    assert.ok('unusable' in read && /minutes from now/.test(read.unusable), JSON.stringify(read));
+  });
+
+  it('is unusable when written more than MAX_WARM_START_AGE_MS in the future (a clock set back)', () => {
+    const path = file();
+    writeWarmStart(path, { model: kept, draining: [] }, 1001 + MAX_WARM_START_AGE_MS);
+    assert.ok('unusable' in readWarmStart(path, 1000));
   });
 
   it('is readable by its owner only (it names every apiserver and what it serves)', () => {

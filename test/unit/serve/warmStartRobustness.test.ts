@@ -55,7 +55,7 @@ function mutated(root: Json, place: Step[], replacement: Json | undefined): Json
 /** What a replica does with the file at start: read it and, when usable, reconcile the kept model for the declared sidecars. */
 function startWith(text: string): WarmStartRead {
   writeFileSync(path, text);
-  const read = readWarmStart(path);
+  const read = readWarmStart(path, validFile.savedAt);
   if ('model' in read) {
     const declared = config(NAMES).apiservers;
     const result = reconcile(alignWarmModel(read.model, declared), new Set(read.draining), settings);
