@@ -23,6 +23,7 @@ export interface Metrics {
   peerAggregatedCacheMisses: Counter;
   /** mvproxy_xds_nacks_total{node,type_url}. */
   xdsNacks: Counter<'node' | 'type_url'>;
+  xdsHeldBack: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_pushes_total{node,type_url}. */
   xdsPushes: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_acks_total{node,type_url}: xDS responses an Envoy accepted. */
@@ -87,6 +88,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['node', 'type_url'] as const,
       registers,
     }),
+    xdsHeldBack: new Counter({
+      name: 'mvproxy_xds_held_back_total',
+      help: 'Total number of xDS updates held back past the ordering timeout because what they depend on was not ACKed.',
+      labelNames: ['node', 'type_url'] as const,
+      registers,
+    }),
     xdsPushes: new Counter({
       name: 'mvproxy_xds_pushes_total',
       help: 'Total number of xDS responses sent to an Envoy.',
@@ -147,6 +154,7 @@ export interface XdsMetricHooks {
   responseSent(node: string, typeUrl: string): void;
   ack(node: string, typeUrl: string): void;
   nack(node: string, typeUrl: string): void;
+  heldBack(node: string, typeUrl: string): void;
 }
 
 /**
@@ -154,7 +162,7 @@ export interface XdsMetricHooks {
  * to a sidecar also makes its ACK and NACK counters exist at 0, so a sidecar
  * that never rejected anything shows 0 NACKs instead of no series at all.
  */
-export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 'xdsNacks' | 'xdsStreams'>): XdsMetricHooks {
+export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 'xdsNacks' | 'xdsHeldBack' | 'xdsStreams'>): XdsMetricHooks {
   return {
     streamOpened: (node) => metrics.xdsStreams.inc({ node }),
     streamClosed: (node) => metrics.xdsStreams.dec({ node }),
@@ -166,5 +174,6 @@ export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 
     },
     ack: (node, typeUrl) => metrics.xdsAcks.inc({ node, type_url: typeUrl }),
     nack: (node, typeUrl) => metrics.xdsNacks.inc({ node, type_url: typeUrl }),
+    heldBack: (node, typeUrl) => metrics.xdsHeldBack.inc({ node, type_url: typeUrl }),
   };
 }

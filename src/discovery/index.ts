@@ -1,8 +1,16 @@
-// Merged (peer-aggregated) discovery: pure functions that build the merged
-// documents (pushed to the document filters, and answered by the ext_proc
-// server for a document over the push budget).
+// Merged (peer-aggregated) discovery: pure functions that build the peer
+// parts and merged documents (pushed to the document filters as peer parts,
+// and merged into the local answer by the ext_proc server for a part over
+// the push budget).
 export { mergeDiscovery, type MergedDiscovery } from './merge.js';
 export { renderAggregated } from './render.js';
 export { decodeAggregatedProtobuf } from './protobufDecode.js';
 export { negotiateDiscovery } from './negotiate.js';
-export { discoveryResponse, isMergedDocument, type DiscoveryRequest, type DiscoveryReply } from './response.js';
+export {
+  discoveryResponse,
+  isMergedDocument,
+  provisionalPeerDigest,
+  type DiscoveryRequest,
+  type DiscoveryReply,
+  type LocalAnswer,
+} from './response.js';

@@ -1,15 +1,24 @@
-// The one entry point the ext_proc server calls for a merged-document
-// request (a document over the push budget: the document filters answer the
-// others inside Envoy): answer it from the merged discovery, or let the local
-// apiserver's own answer through. Which document a request is for was decided
-// by the route that sent it to ext_proc (src/translator/routes.ts); what the
-// client accepts is negotiated here, exactly as kube-apiserver negotiates it.
-// Pure apart from the rendering memo.
+// The answer the ext_proc server gives a merged-document request (a document
+// whose peer part is over the push budget: the document filters answer the
+// others inside Envoy): the local apiserver's current answer, as it sent it
+// to this very request, merged with the peer part by the merge rule
+// (mergeRule.ts), as the filter would; or the local answer untouched when
+// anything is not as expected. Which document a request is for was decided
+// by the route that sent it to ext_proc (src/translator/routes.ts); the
+// format is the one the local apiserver negotiated (its Content-Type). Pure.
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import type { DroppedDiscoveryEntry } from '../model/discovery.js';
+import { parseAggregatedDiscovery } from '../model/discoveryDocument.js';
+import { parseOpenApiV3Index, type DroppedOpenApiIndexEntry } from '../model/openapi.js';
 import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
-import type { MergedDiscovery } from './merge.js';
+import { goOrderedList } from './goJsonOrder.js';
+import { mergeAggregated, mergeOpenApi } from './mergeRule.js';
 import { negotiateDiscovery } from './negotiate.js';
-import { renderAggregatedCached, type RenderedDocument } from './render.js';
-import { renderOpenApiIndex } from './openapi.js';
+import { mergedEtag, type PeerPart } from './peerPart.js';
+import { decodeAggregatedProtobuf } from './protobufDecode.js';
+import { encodeAggregatedProtobuf } from './protobufEncode.js';
+import { goJson } from './render.js';
 
 export type { MergedDocument } from '../model/requestInfo.js';
 
@@ -18,55 +27,119 @@ export function isMergedDocument(value: string): value is MergedDocument {
   return Object.hasOwn(MERGED_DOCUMENT_PATHS, value);
 }
 
+/** What the client asked, as the request headers said it. */
 export interface DiscoveryRequest {
   document: MergedDocument;
   accept?: string;
   ifNoneMatch?: string;
+  acceptEncoding?: string;
+}
+
+/** The local apiserver's 200 to the request: its headers (names lower-case, repeated ones in order) and its whole body. */
+export interface LocalAnswer {
+  headers: ReadonlyMap<string, readonly string[]>;
+  body: Buffer;
 }
 
 export interface DiscoveryReply {
   status: 200 | 304;
-  headers: Record<string, string>;
+  /** The local apiserver's headers (Audit-Id, priority-and-fairness, Warning...), with the merged document's own. */
+  headers: [name: string, value: string][];
   /** Empty for 304. */
   body: Buffer;
-  /** Whether the rendered document was reused (upstream's peer-aggregated cache hit/miss counters). */
-  cache: 'hit' | 'miss';
   document: MergedDocument;
 }
 
 export interface DiscoveryPassThrough {
   passThrough: true;
   /**
-   * Why the local apiserver's own answer goes through: the client asked for
-   * the apiserver's own document (`profile=nopeer`) or for unaggregated
-   * discovery, or the local apiserver's discovery is not known yet.
+   * Why the local answer goes through: the client asked for the apiserver's
+   * own document (`profile=nopeer`) or for unaggregated discovery, the
+   * sidecar holds no peer part, or the local answer is not one the merge
+   * reads (another format, encoded, malformed).
    */
-  reason: 'nopeer' | 'legacy' | 'no-local-discovery';
+  reason: 'nopeer' | 'legacy' | 'no-peer-part' | 'unexpected-local-answer';
 }
 
-export function discoveryResponse(request: DiscoveryRequest, merged: MergedDiscovery): DiscoveryReply | DiscoveryPassThrough {
-  if (request.document === 'openapi-index') {
-    if (!merged.openapi) return passThrough('no-local-discovery');
-    const { document, cache } = renderOpenApiIndex(merged.openapi);
-    const headers = { etag: document.etag, 'cache-control': 'no-cache, private' };
-    if (etagMatches(request.ifNoneMatch, document.etag)) return { status: 304, headers, body: Buffer.alloc(0), cache, document: request.document };
-    return { status: 200, headers: { 'content-type': 'application/json', ...headers }, body: document.body, cache, document: request.document };
+/**
+ * kube-apiserver gzips an answer larger than this when the client accepts gzip
+ * (APIResponseCompression), at level 1.
+ */
+export const GZIP_THRESHOLD_BYTES = 128 * 1024;
+const GZIP_LEVEL = 1;
+
+/** Local headers the merged answer sets itself, or that describe the local body's bytes. */
+const REPLACED_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'etag', 'connection', 'keep-alive']);
+
+/**
+ * The merged answer to `request` from the local apiserver's 200 and the
+ * sidecar's peer part of that document (`peerDigest`: the part's digest,
+ * which the merged ETag takes with the local ETag).
+ */
+export function discoveryResponse(
+  request: DiscoveryRequest,
+  local: LocalAnswer,
+  part: PeerPart | undefined,
+  peerDigest: string,
+): DiscoveryReply | DiscoveryPassThrough {
+  if (request.document !== 'openapi-index') {
+    const asked = negotiateDiscovery(request.accept);
+    if (asked.kind !== 'aggregated') return passThrough(asked.kind);
   }
-  const negotiated = negotiateDiscovery(request.accept);
-  if (negotiated.kind !== 'aggregated') return passThrough(negotiated.kind);
-  // Before the local apiserver's discovery is known, a merged document would
-  // be missing everything it serves: let it answer for itself.
-  if (!merged.local) return passThrough('no-local-discovery');
-  const list = request.document === 'core-discovery' ? merged.core : merged.groups;
-  const { document, cache } = renderAggregatedCached(list, negotiated.format);
-  // As upstream's ServeHTTPWithETag: ETag, Vary and Cache-Control on 200 and 304 alike.
-  const cacheHeaders = { etag: document.etag, vary: 'Accept', 'cache-control': 'public' };
-  if (etagMatches(request.ifNoneMatch, document.etag)) return { status: 304, headers: cacheHeaders, body: Buffer.alloc(0), cache, document: request.document };
-  return reply(document, { 'content-type': document.contentType, ...cacheHeaders }, cache, request.document);
+  if (part === undefined || part.document !== request.document) return passThrough('no-peer-part');
+  const contentType = only(local.headers, 'content-type');
+  const encoding = only(local.headers, 'content-encoding');
+  if (contentType === undefined || (encoding !== undefined && encoding !== 'identity')) return passThrough('unexpected-local-answer');
+  let body: Buffer | undefined;
+  try {
+    body = mergedBody(contentType, local.body, part);
+  } catch {
+    body = undefined;
+  }
+  if (body === undefined) return passThrough('unexpected-local-answer');
+  // Without the apiserver's ETag, the local body's digest stands for it (as in the document filter).
+  const localEtag = only(local.headers, 'etag') ?? `"${createHash('sha256').update(local.body).digest('hex')}"`;
+  const etag = mergedEtag(localEtag, peerDigest);
+  const kept = [...local.headers].filter(([name]) => !REPLACED_HEADERS.has(name)).flatMap(([name, values]) => values.map((v): [string, string] => [name, v]));
+  if (etagMatches(request.ifNoneMatch, etag)) return { status: 304, headers: [...kept, ['etag', etag]], body: Buffer.alloc(0), document: request.document };
+  const headers: [string, string][] = [...kept, ['content-type', contentType], ['etag', etag]];
+  if (body.length > GZIP_THRESHOLD_BYTES && acceptsGzip(request.acceptEncoding)) {
+    body = gzipSync(body, { level: GZIP_LEVEL });
+    headers.push(['content-encoding', 'gzip'], ['vary', 'Accept-Encoding']);
+  }
+  return { status: 200, headers, body, document: request.document };
 }
 
-function reply(document: RenderedDocument, headers: Record<string, string>, cache: 'hit' | 'miss', kind: MergedDocument): DiscoveryReply {
-  return { status: 200, headers, body: document.body, cache, document: kind };
+/** The local body merged with the part, in the local body's format; undefined for a body the merge does not read whole. */
+function mergedBody(contentType: string, body: Buffer, part: PeerPart): Buffer | undefined {
+  if (part.document === 'openapi-index') {
+    if (!/^application\/json\s*(;|$)/i.test(contentType)) return undefined;
+    const dropped: DroppedOpenApiIndexEntry[] = [];
+    const index = parseOpenApiV3Index(JSON.parse(body.toString('utf8')), dropped);
+    // An entry the model cannot carry would be lost: the local answer goes through instead.
+    if (dropped.length > 0) return undefined;
+    return Buffer.from(goJson(mergeOpenApi(index, part)), 'utf8');
+  }
+  const format = negotiateDiscovery(contentType);
+  if (format.kind !== 'aggregated') return undefined;
+  const dropped: DroppedDiscoveryEntry[] = [];
+  const document = part.document === 'core-discovery' ? '/api' : '/apis';
+  const list = format.format === 'json' ? parseAggregatedDiscovery(JSON.parse(body.toString('utf8')), dropped, document) : decodeAggregatedProtobuf(body);
+  if (dropped.length > 0) return undefined;
+  const merged = mergeAggregated(list, part);
+  return format.format === 'json' ? Buffer.from(goJson(goOrderedList(merged)), 'utf8') : encodeAggregatedProtobuf(merged);
+}
+
+function only(headers: ReadonlyMap<string, readonly string[]>, name: string): string | undefined {
+  const values = headers.get(name);
+  return values?.length === 1 ? values[0] : undefined;
+}
+
+function acceptsGzip(acceptEncoding: string | undefined): boolean {
+  return (acceptEncoding ?? '').split(',').some((coding) => {
+    const [name = '', ...params] = coding.split(';').map((s) => s.trim().toLowerCase());
+    return name === 'gzip' && !params.some((p) => /^q=0(\.0*)?$/.test(p));
+  });
 }
 
 function passThrough(reason: DiscoveryPassThrough['reason']): DiscoveryPassThrough {
@@ -80,4 +153,13 @@ function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
     const tag = candidate.trim();
     return tag === '*' || tag === etag || (tag.startsWith('W/') && tag.slice(2) === etag);
   });
+}
+
+/**
+ * The peer digest of a part, standing for xds/documentSet.ts documentSetDigest
+ * (the filter branch) until that lands on main: then the control plane passes
+ * documentSetDigest(part) instead and this goes.
+ */
+export function provisionalPeerDigest(part: PeerPart): string {
+  return createHash('sha256').update(JSON.stringify(part), 'utf8').digest('hex');
 }

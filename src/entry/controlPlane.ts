@@ -65,7 +65,14 @@ export async function serveDocumentOverExtProc(socketPath: string, document: Buf
   new ExtProcServer({
     logger: silentLogger(),
     metrics: createMetrics(),
-    discovery: () => ({ status: 200, headers: { 'content-type': 'application/json', etag: '"document"' }, body: document }),
+    discovery: () => ({
+      status: 200,
+      headers: [
+        ['content-type', 'application/json'],
+        ['etag', '"document"'],
+      ],
+      body: document,
+    }),
   }).addToServer(server);
   const address = await listenUnix(server, socketPath);
   const client = new (envoyGrpc().envoy.service.ext_proc.v3.ExternalProcessor)(address, grpc.credentials.createInsecure());

@@ -2,10 +2,14 @@
 // Envoy sidecar as the tools start one: its bootstrap (what `mvproxy
 // bootstrap` prints) and command line, and the Envoy API it speaks with the
 // control plane, for a tool that plays a sidecar's part on the wire.
+import { LISTENER_NAME } from '../translator/names.js';
 import { envoyRoot } from '../xds/protos.js';
 
 export { NODE_APISERVER_KEY, PROMETHEUS_STATS_PATH, sidecarBootstrap, type ControlPlaneAddress } from '../xds/bootstrap.js';
 export { sidecarEnvoyArgs } from '../deploy/replica.js';
+
+/** The stat prefix of the sidecar's HTTP connection manager: its request counters are `http.<prefix>.*`. */
+export const SIDECAR_HTTP_STAT_PREFIX: string = LISTENER_NAME;
 
 /** One message type of the Envoy API, as it goes on the wire. */
 export interface EnvoyMessageCodec {

@@ -26,7 +26,7 @@ import { AdsServer } from '../servers/ads.js';
 import { SnapshotStore } from '../servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
 import { listenXds } from './listen.js';
-import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../servers/extProc.js';
+import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest, type LocalAnswer } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
 import { startAdminHttp, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
 import { HealthImplementation } from 'grpc-health-check';
@@ -34,7 +34,8 @@ import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, WarmStartKeeper } from './warmStart.js';
-import { discoveryResponse } from '../discovery/index.js';
+import { discoveryResponse, provisionalPeerDigest } from '../discovery/index.js';
+import { peerParts } from '../discovery/peerPart.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
 import { LatestThrottle } from './throttle.js';
@@ -125,7 +126,7 @@ export class ControlPlane implements AdminBackend {
     this.extProc = new ExtProcServer({
       logger: deps.logger,
       metrics: deps.metrics,
-      discovery: (node, request) => this.answerDiscovery(node, request),
+      discovery: (node, request, local) => this.answerDiscovery(node, request, local),
     });
     this.extProc.addToServer(this.grpcServer);
     // Access log of rerouted and unavailable-route requests: the upstream MVP counters.
@@ -268,17 +269,15 @@ export class ControlPlane implements AdminBackend {
     this.journal.reconciled(model, next.plans, next.standings);
   }
 
-  /** The merged document a sidecar serves, or undefined to let the local apiserver answer. */
-  private answerDiscovery(node: string, request: DiscoveryRequest): DiscoveryAnswer | undefined {
+  /** The local apiserver's answer merged with the sidecar's peer part, or undefined to let the local answer through. */
+  private answerDiscovery(node: string, request: DiscoveryRequest, local: LocalAnswer): DiscoveryAnswer | undefined {
     const merged = this.reconciled?.sidecars.get(node)?.discovery();
     if (!merged) return undefined;
-    const answer = discoveryResponse(request, merged);
+    const part = peerParts(merged).find((p) => p.document === request.document);
+    const answer = discoveryResponse(request, local, part, part ? provisionalPeerDigest(part) : '');
     if ('passThrough' in answer) return undefined;
-    // Upstream's cache counters are about aggregated discovery only.
-    if (answer.document !== 'openapi-index') {
-      if (answer.cache === 'hit') this.deps.metrics.peerAggregatedCacheHits.inc();
-      else this.deps.metrics.peerAggregatedCacheMisses.inc();
-    }
+    // Upstream's cache counters are about aggregated discovery only; every ext_proc answer is merged afresh.
+    if (answer.document !== 'openapi-index') this.deps.metrics.peerAggregatedCacheMisses.inc();
     return answer;
   }
 

@@ -159,7 +159,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   /** The snapshots set were read from the cluster afresh: they go to every Envoy (awaitSync, markSynced). */
   private synced: boolean;
   /** What the streams report to. */
-  private readonly host: AdsStreamHost = {
+  private readonly host: AdsStreamHost<AdsStream> = {
     snapshot: (sidecar, startedEmpty) => {
       const current = this.snapshots.get(sidecar);
       if (current && this.synced) return current;

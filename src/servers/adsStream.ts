@@ -62,7 +62,7 @@ export class AdsStream {
   closed = false;
   log: Logger;
   private readonly call: AdsCall;
-  private readonly host: AdsStreamHost;
+  private readonly host: AdsStreamHost<AdsStream>;
   private readonly identifier: string;
   private readonly orderingTimeoutMs: number;
   private orderingTimer: NodeJS.Timeout | undefined;
@@ -75,7 +75,7 @@ export class AdsStream {
   /** The clusters of the last CDS response sent: what Envoy runs, or will once it answers. */
   private clustersSent = new Map<string, AnyBytes>();
 
-  constructor(opts: AdsStreamOptions) {
+  constructor(opts: AdsStreamOptions<AdsStream>) {
     this.id = opts.id;
     this.call = opts.call;
     this.host = opts.host;

@@ -4,7 +4,6 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../util/log.js';
 import type { ResourceTypeUrl } from '../xds/snapshot.js';
 import type { EncodedSnapshot } from './snapshotStore.js';
-import type { AdsStream } from './adsStream.js';
 import type { DiscoveryRequest__Output } from '../generated/envoy/service/discovery/v3/DiscoveryRequest.js';
 import type { DiscoveryResponse } from '../generated/envoy/service/discovery/v3/DiscoveryResponse.js';
 
@@ -38,35 +37,35 @@ export interface StreamNack {
   nonce: string;
 }
 
-/** What a stream reports to, and asks of, the server hosting it. */
-export interface AdsStreamHost {
+/** What a stream (`Stream`: adsStream.ts AdsStream, generic so the two files do not import each other) reports to, and asks of, the server hosting it. */
+export interface AdsStreamHost<Stream> {
   /** The node's current snapshot; undefined until it has one. `startedEmpty`: this stream's Envoy ran no config when it connected. */
   snapshot(node: string, startedEmpty: boolean): EncodedSnapshot | undefined;
   /** A nonce no other response of this server carries. */
   nextNonce(): string;
   /** The first request named the stream's node (stream.node is set). */
-  identified(stream: AdsStream): void;
-  acked(stream: AdsStream, url: ResourceTypeUrl, version: string, nonce: string): void;
-  nacked(stream: AdsStream, url: ResourceTypeUrl, nack: StreamNack): void;
-  staleRequest(stream: AdsStream, url: ResourceTypeUrl): void;
+  identified(stream: Stream): void;
+  acked(stream: Stream, url: ResourceTypeUrl, version: string, nonce: string): void;
+  nacked(stream: Stream, url: ResourceTypeUrl, nack: StreamNack): void;
+  staleRequest(stream: Stream, url: ResourceTypeUrl): void;
   /** A type waits longer than the ordering timeout for another's ACK (a NACK, or no answer): Envoy keeps what it has. */
-  heldBack(stream: AdsStream, url: ResourceTypeUrl, waitingFor: readonly ResourceTypeUrl[]): void;
+  heldBack(stream: Stream, url: ResourceTypeUrl, waitingFor: readonly ResourceTypeUrl[]): void;
   /**
    * May a response of `bytes` go now? When not, the server flushes the stream
    * again once answers have freed room (ads.ts: the bytes in flight budget).
    */
-  reserve(stream: AdsStream, bytes: number): boolean;
+  reserve(stream: Stream, bytes: number): boolean;
   /** A response's bytes are no longer in flight (answered, or its stream closed). */
   release(bytes: number): void;
-  sent(stream: AdsStream, url: ResourceTypeUrl, version: string, resources: number): void;
+  sent(stream: Stream, url: ResourceTypeUrl, version: string, resources: number): void;
   /** The stream ended (called once). */
-  closed(stream: AdsStream): void;
+  closed(stream: Stream): void;
 }
 
-export interface AdsStreamOptions {
+export interface AdsStreamOptions<Stream> {
   id: number;
   call: AdsCall;
-  host: AdsStreamHost;
+  host: AdsStreamHost<Stream>;
   log: Logger;
   /** Identifier Envoy shows as control_plane in its config dump. */
   identifier: string;

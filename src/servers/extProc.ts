@@ -10,14 +10,18 @@
 // (failure_mode_allow).
 //
 // One gRPC stream per HTTP request. The route tells which document the
-// request is for (gRPC metadata). On the request headers the client's Accept
-// and If-None-Match are remembered and If-None-Match is held back, so the
-// local apiserver answers in full and never a 304 about its own document. On
-// the response headers the local apiserver has authenticated and authorized
-// the client: its 200 (or 304) is replaced by the merged document (or a 304
-// when the client's If-None-Match names the merged ETag): result
-// `discovery`. Any other status (401, 403, 5xx) reaches the client untouched,
-// and so does the local document when there is nothing to merge (`pass`).
+// request is for (gRPC metadata). On the request headers the client's Accept,
+// If-None-Match and Accept-Encoding are remembered, and If-None-Match and
+// Accept-Encoding are held back, so the local apiserver answers in full and
+// uncompressed. On the response headers the local apiserver has
+// authenticated and authorized the client: only its 200 is kept for merging
+// (any other status, 401, 403, 5xx, reaches the client untouched). Its body
+// comes buffered (BUFFERED_PARTIAL, translator/extProc.ts): the whole of it is
+// merged with the sidecar's peer part by the merge rule, in the format the
+// apiserver answered in, and replaces the answer (or a 304 when the client's
+// If-None-Match names the merged ETag), keeping the apiserver's headers:
+// result `discovery`. A body Envoy could not buffer whole, or anything the
+// merge does not expect, lets the local answer through (`pass`).
 //
 // Never logged: header values other than the document kind.
 import * as grpc from '@grpc/grpc-js';
@@ -29,19 +33,19 @@ import type { HttpHeaders__Output } from '../generated/envoy/service/ext_proc/v3
 import type { ProcessingRequest__Output } from '../generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import type { ProcessingResponse } from '../generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
 import type { StatusCode } from '../generated/envoy/type/v3/StatusCode.js';
-import { isMergedDocument, type DiscoveryReply, type DiscoveryRequest } from '../discovery/index.js';
+import { isMergedDocument, type DiscoveryReply, type DiscoveryRequest, type LocalAnswer } from '../discovery/index.js';
 import type { Metrics } from '../metrics.js';
 import { nodeClaimRefusal } from './peerIdentity.js';
 import { EXT_PROC_DOCUMENT_METADATA, EXT_PROC_NODE_METADATA } from '../translator/names.js';
 import { envoyService } from '../xds/protos.js';
 
-export type { DiscoveryRequest } from '../discovery/index.js';
+export type { DiscoveryRequest, LocalAnswer } from '../discovery/index.js';
 
 /** What replaces the local apiserver's answer: a merged document, or its 304. */
 export type DiscoveryAnswer = Pick<DiscoveryReply, 'status' | 'headers' | 'body'>;
 
-/** Answers an authorized merged-document request for a sidecar's node, or undefined to leave the local apiserver's answer. */
-export type DiscoveryResponder = (node: string, request: DiscoveryRequest) => DiscoveryAnswer | undefined;
+/** Answers an authorized merged-document request for a sidecar's node from the local apiserver's 200, or undefined to leave that answer. */
+export type DiscoveryResponder = (node: string, request: DiscoveryRequest, local: LocalAnswer) => DiscoveryAnswer | undefined;
 
 /**
  * `discovery`: the merged document (or its 304) replaced the local answer;
@@ -62,10 +66,8 @@ export interface ExtProcServerOptions {
 /** Response code details of the merged document answers (Envoy's access log shows them). */
 const MERGED_DOCUMENT_DETAILS = 'mvproxy_merged_document';
 
-/** Statuses of the local apiserver that mean the client may read the document (304: it had the apiserver's ETag). */
-const AUTHORIZED_STATUSES: ReadonlySet<string> = new Set(['200', '304']);
-
 const IF_NONE_MATCH = 'if-none-match';
+const ACCEPT_ENCODING = 'accept-encoding';
 
 /** Headers an immediate response must not set itself (Envoy frames the body). */
 const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
@@ -78,10 +80,12 @@ export interface Decision {
   response: ProcessingResponse;
 }
 
-/** What one stream remembers between its request and response headers. */
+/** What one stream remembers between its request headers, response headers and response body. */
 export interface StreamState {
   /** Set on the request headers of a merged-document request. */
   discovery?: DiscoveryRequest;
+  /** The local apiserver's response headers, set when they are a 200 to merge into. */
+  localHeaders?: Map<string, string[]>;
 }
 
 /** An answer that changes nothing, for each kind of message. */
@@ -192,8 +196,14 @@ export class ExtProcServer {
       return this.rememberRequest(document, message.request_headers, state);
     }
     if (message.response_headers) {
+      const decision = this.rememberResponse(message.response_headers, state);
+      // A pass here is the request's result; a 200 is counted when its body is merged.
+      if (decision.result !== 'discovery') this.metrics.extProcRequests.inc({ result: decision.result });
+      return decision.response;
+    }
+    if (message.response_body && state.localHeaders !== undefined) {
       const started = this.clock();
-      const decision = this.decideResponse(node, message.response_headers, state);
+      const decision = this.decideBody(node, message.response_body.body ?? Buffer.alloc(0), message.response_body.end_of_stream === true, state);
       this.metrics.extProcRequests.inc({ result: decision.result });
       this.metrics.extProcDuration.observe(Math.max(0, this.clock() - started) / 1000);
       return decision.response;
@@ -204,7 +214,7 @@ export class ExtProcServer {
     return undefined;
   }
 
-  /** Request headers: remember what the client accepts and holds, and hold back If-None-Match. */
+  /** Request headers: remember what the client accepts and holds, and hold back If-None-Match and Accept-Encoding. */
   private rememberRequest(document: DiscoveryRequest['document'], request: HttpHeaders__Output, state: StreamState): ProcessingResponse {
     const headers = headerMap(request);
     const discovery: DiscoveryRequest = { document };
@@ -212,30 +222,46 @@ export class ExtProcServer {
     if (accept !== undefined) discovery.accept = accept.join(', ');
     const ifNoneMatch = headers.get(IF_NONE_MATCH);
     if (ifNoneMatch !== undefined) discovery.ifNoneMatch = ifNoneMatch.join(', ');
+    const acceptEncoding = headers.get(ACCEPT_ENCODING);
+    if (acceptEncoding !== undefined) discovery.acceptEncoding = acceptEncoding.join(', ');
     state.discovery = discovery;
-    // Our 304 is decided against the merged ETag; the apiserver must answer in full.
-    return { request_headers: { response: { header_mutation: { remove_headers: [IF_NONE_MATCH] }, clear_route_cache: false } } };
+    // Our 304 is decided against the merged ETag, and our gzip on the merged body: the apiserver answers in full, uncompressed.
+    return { request_headers: { response: { header_mutation: { remove_headers: [IF_NONE_MATCH, ACCEPT_ENCODING] }, clear_route_cache: false } } };
   }
 
   /**
-   * The local apiserver's response headers: let them through (no document,
-   * the apiserver refused, nothing to merge, mvproxy failed), or replace them
-   * with the merged document.
+   * The local apiserver's response headers: a 200 to a merged-document
+   * request is kept for its body (result `discovery`, counted with the body);
+   * anything else goes through (the apiserver refused or failed, it says so
+   * itself; or no document).
    */
-  decideResponse(node: string, response: HttpHeaders__Output, state: StreamState): Decision {
+  rememberResponse(response: HttpHeaders__Output, state: StreamState): Decision {
+    if (state.discovery === undefined) return { result: 'pass', response: PASS.response_headers };
+    const headers = headerMap(response);
+    if (headers.get(':status')?.[0] !== '200') return { result: 'pass', response: PASS.response_headers };
+    state.localHeaders = headers;
+    return { result: 'discovery', response: PASS.response_headers };
+  }
+
+  /**
+   * The local apiserver's body, buffered: the merged answer replaces the
+   * local one, or the local one goes through (a body Envoy did not buffer
+   * whole, nothing to merge, mvproxy failed).
+   */
+  decideBody(node: string, body: Buffer, whole: boolean, state: StreamState): Decision {
     const request = state.discovery;
-    if (request === undefined) return { result: 'pass', response: PASS.response_headers };
-    const status = headerMap(response).get(':status')?.[0] ?? '';
-    // 401, 403, 5xx...: the client may not read discovery, or the apiserver failed; it says so itself.
-    if (!AUTHORIZED_STATUSES.has(status)) return { result: 'pass', response: PASS.response_headers };
+    const headers = state.localHeaders;
+    state.localHeaders = undefined;
+    if (request === undefined || headers === undefined || !whole) return { result: 'pass', response: PASS.response_body };
+    const local: LocalAnswer = { headers: new Map([...headers].filter(([name]) => !name.startsWith(':'))), body };
     let answer: DiscoveryAnswer | undefined;
     try {
-      answer = this.discovery(node, request);
+      answer = this.discovery(node, request, local);
     } catch (err) {
       this.log.error({ err, node, document: request.document }, 'merged document failed: the local one goes through');
-      return { result: 'error', response: PASS.response_headers };
+      return { result: 'error', response: PASS.response_body };
     }
-    if (answer === undefined) return { result: 'pass', response: PASS.response_headers };
+    if (answer === undefined) return { result: 'pass', response: PASS.response_body };
     return { result: 'discovery', response: { immediate_response: mergedDocumentAnswer(answer) } };
   }
 }
@@ -259,15 +285,16 @@ function headerMap(message: HttpHeaders__Output): Headers {
   return headers;
 }
 
-function overwrite(key: string, value: string): HeaderValueOption {
-  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append: { value: false }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' };
+function appended(key: string, value: string): HeaderValueOption {
+  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append_action: 'APPEND_IF_EXISTS_OR_ADD' };
 }
 
 function mergedDocumentAnswer(answer: DiscoveryAnswer): ProcessingResponse['immediate_response'] {
-  const setHeaders = Object.entries(answer.headers)
+  // Each value its own header, repeated names kept (Warning, Vary).
+  const setHeaders = answer.headers
     .map(([key, value]) => [key.toLowerCase(), value] as const)
     .filter(([key]) => !key.startsWith(':') && !FRAMING_HEADERS.has(key))
-    .map(([key, value]) => overwrite(key, value));
+    .map(([key, value]) => appended(key, value));
   return {
     // HttpStatus.code is Envoy's StatusCode enum, whose numbers are the HTTP codes.
     status: { code: answer.status as StatusCode },

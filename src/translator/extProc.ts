@@ -25,20 +25,25 @@ const EXT_PROC_STAT_PREFIX = 'mvproxy';
 
 /**
  * How long Envoy waits for one ext_proc answer before letting the local
- * document through. The control plane answers from memory in well under a
- * millisecond; a stopped one costs a discovery request this much, once.
+ * document through. The control plane merges a document in a few
+ * milliseconds; a stopped one costs a discovery request this much, once per
+ * message.
  */
 const EXT_PROC_MESSAGE_TIMEOUT_MS = 250;
 
 /**
- * Request headers (If-None-Match held back) and response headers (the
- * apiserver's verdict: only its 200 or 304 is replaced); bodies never.
+ * Request headers (If-None-Match and Accept-Encoding held back), response
+ * headers (the apiserver's verdict: only its 200 is merged into) and the
+ * response body, buffered so the control plane merges the local document as
+ * the apiserver answered this very request. BUFFERED_PARTIAL, not BUFFERED: a
+ * body over Envoy's buffer limit is sent partial (and the local answer goes
+ * through) instead of failing the request.
  */
 const MERGED_DOCUMENT_PROCESSING_MODE: ProcessingMode = {
   request_header_mode: 'SEND',
   response_header_mode: 'SEND',
   request_body_mode: 'NONE',
-  response_body_mode: 'NONE',
+  response_body_mode: 'BUFFERED_PARTIAL',
   request_trailer_mode: 'SKIP',
   response_trailer_mode: 'SKIP',
 };

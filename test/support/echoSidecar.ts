@@ -321,7 +321,14 @@ async function startEchoSidecar(): Promise<void> {
         metrics,
         discovery: (node, request) => {
           discoveryCalls.push({ node, request });
-          return { status: 200, headers: { 'content-type': 'application/json', etag: '"extproc"' }, body: Buffer.from(EXT_PROC_OPENAPI_BODY) };
+          return {
+            status: 200,
+            headers: [
+              ['content-type', 'application/json'],
+              ['etag', '"extproc"'],
+            ],
+            body: Buffer.from(EXT_PROC_OPENAPI_BODY),
+          };
         },
       }).addToServer(server);
     },

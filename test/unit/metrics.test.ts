@@ -32,6 +32,13 @@ test('ACKs and NACKs are counted per sidecar and type', async () => {
   assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_nacks_total${series}`), 1);
 });
 
+test('an update held back past the ordering timeout is counted per sidecar and type', async () => {
+  const metrics = createMetrics();
+  xdsMetricHooks(metrics).heldBack('kas-a', CDS);
+  const series = `{node="kas-a",type_url="${CDS}"}`;
+  assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_held_back_total${series}`), 1);
+});
+
 test('mvproxy_xds_streams counts the ADS streams open from each sidecar, 0 once it disconnects', async () => {
   const metrics = createMetrics();
   const hooks = xdsMetricHooks(metrics);

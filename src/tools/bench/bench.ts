@@ -23,8 +23,8 @@ import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } 
 import { summarize, summarizeDiscovery } from './summary.js';
 import { countedEnvoys, type CountedMeasurement, type DocumentPathsMeasurement, measureCounted, measureDocumentPaths } from './documentPaths.js';
 import { summarizeDocumentPaths } from './documentPathsSummary.js';
-import { LISTENER_NAME } from '../../translator/names.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../entry/discovery.js';
+import { SIDECAR_HTTP_STAT_PREFIX } from '../../entry/sidecar.js';
 
 export interface BenchOptions {
   rounds: number;
@@ -192,7 +192,7 @@ async function measureAll(
     const sidecar = {
       url: sidecarA,
       adminSocket: sidecarAdminSocket,
-      listener: LISTENER_NAME,
+      listener: SIDECAR_HTTP_STAT_PREFIX,
       description: `mvproxy's sidecar of kas-a (${VERSIONS['kas-a']})`,
       ...(sidecarPid === undefined ? {} : { pid: sidecarPid }),
     };

@@ -36,7 +36,8 @@ export async function loadExtProc(concurrency: number, durationMs: number): Prom
     ]),
   };
   const responseHeaders: ProcessingRequest = { response_headers: headers([[':status', '200']]) };
-  // One stream per HTTP request, as Envoy does: request headers, then response headers.
+  const responseBody: ProcessingRequest = { response_body: { body: DOCUMENT, end_of_stream: true } };
+  // One stream per HTTP request, as Envoy does: request headers, response headers, then the buffered body.
   const call = (): Promise<void> =>
     new Promise((resolve, reject) => {
       const stream = client.Process(metadata);
@@ -44,6 +45,7 @@ export async function loadExtProc(concurrency: number, durationMs: number): Prom
       stream.on('data', () => {
         answers++;
         if (answers === 1) stream.write(responseHeaders);
+        else if (answers === 2) stream.write(responseBody);
         else {
           stream.end();
           resolve();

@@ -7,8 +7,8 @@ import type { ApiserverObservation, ClusterModel } from '../../../src/model/clus
 import { apiserverStandings } from '../../../src/model/liveness.js';
 import type { ApiserverDiscovery } from '../../../src/model/discovery.js';
 import { groupVersionOfIndexPath, parseOpenApiV3Index, routableOpenApiIndex, type DroppedOpenApiIndexEntry } from '../../../src/model/openapi.js';
-import { discoveryResponse, mergeDiscovery } from '../../../src/discovery/index.js';
-import { APPS, BATCH, CRD_GROUP, NOW, apiserver, discovery, isReply, model } from '../../support/discoveryFixtures.js';
+import { mergeDiscovery } from '../../../src/discovery/index.js';
+import { APPS, BATCH, CRD_GROUP, NOW, apiserver, discovery, model } from '../../support/discoveryFixtures.js';
 
 describe('groupVersionOfIndexPath', () => {
   // Names are read as written (routableOpenApiIndex judges them); a key of another shape, or with an empty name, names none.
@@ -223,24 +223,10 @@ describe('merged OpenAPI v3 index', () => {
     assert.deepEqual(keys, [...keys].sort());
   });
 
-  test("without the local apiserver's index, there is no merged index and the apiserver answers itself", () => {
+  test("without the local apiserver's index, there is no merged index nor peer part: the apiserver answers itself", () => {
     const m = model([apiserver('a', discovery([BATCH])), apiserver('b', withIndex(discovery([APPS]), ['apis/apps/v1'], 'B'))]);
     const merged = mergeDiscovery('a', m, NOW);
     assert.equal(merged.openapi, undefined);
-    assert.deepEqual(discoveryResponse({ document: 'openapi-index' }, merged), { passThrough: true, reason: 'no-local-discovery' });
-  });
-
-  test('/openapi/v3 is answered with the merged index as JSON, with an ETag that answers 304', () => {
-    const merged = mergeDiscovery('a', pair(), NOW);
-    const answer = discoveryResponse({ document: 'openapi-index' }, merged);
-    assert.ok(isReply(answer));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.document, 'openapi-index');
-    assert.deepEqual((JSON.parse(answer.body.toString()) as { paths: unknown }).paths, merged.openapi?.paths);
-    const etag = answer.headers['etag'] ?? '';
-    const again = discoveryResponse({ document: 'openapi-index', ifNoneMatch: etag }, merged);
-    assert.ok(isReply(again));
-    assert.equal(again.status, 304);
-    assert.equal(again.body.length, 0);
+    assert.equal(merged.peer.openapi, undefined);
   });
 });

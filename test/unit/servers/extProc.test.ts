@@ -13,7 +13,7 @@ import type { ProcessingRequest } from '../../../src/generated/envoy/service/ext
 import type { ProcessingResponse__Output } from '../../../src/generated/envoy/service/ext_proc/v3/ProcessingResponse.js';
 import { createMetrics, type Metrics } from '../../../src/metrics.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../../../src/servers/grpcListen.js';
-import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest } from '../../../src/servers/extProc.js';
+import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest, type LocalAnswer } from '../../../src/servers/extProc.js';
 import { envoyGrpc } from '../../../src/xds/protos.js';
 import { AGGREGATED_DISCOVERY_JSON } from '../../../src/model/discovery.js';
 
@@ -27,7 +27,7 @@ let dir: string;
 let address: string;
 let server: grpc.Server;
 let metrics: Metrics;
-const discoveryCalls: Array<{ node: string; request: DiscoveryRequest }> = [];
+const discoveryCalls: Array<{ node: string; request: DiscoveryRequest; local: LocalAnswer }> = [];
 /** What the injected responder does next. */
 let respond: (request: DiscoveryRequest) => DiscoveryAnswer | undefined = () => undefined;
 
@@ -38,8 +38,8 @@ before(async () => {
   new ExtProcServer({
     logger: pino({ level: 'silent' }),
     metrics,
-    discovery: (node, request) => {
-      discoveryCalls.push({ node, request });
+    discovery: (node, request, local) => {
+      discoveryCalls.push({ node, request, local });
       return respond(request);
     },
   }).addToServer(server);
@@ -105,19 +105,31 @@ async function oneRequest(request: ProcessingRequest, metadata?: Record<string, 
   return response;
 }
 
-/** Request headers, then the apiserver's response headers with this status, on one stream: both answers. */
+const LOCAL_BODY = Buffer.from('{"local":true}');
+
+/**
+ * Request headers, then the apiserver's response headers with this status
+ * (and these headers), then, for a 200, its body buffered whole (or not), on
+ * one stream: the answers to the request headers and to the last message.
+ */
 async function discoveryExchange(
   request: ProcessingRequest,
   status: string,
   metadata: Record<string, string> = GROUPS,
+  local: { headers?: Array<[string, string]>; body?: Buffer; whole?: boolean } = {},
 ): Promise<[ProcessingResponse__Output, ProcessingResponse__Output]> {
   const { stream, next } = openStream(metadata);
   stream.write(request);
   const first = await next();
-  stream.write({ response_headers: { headers: { headers: [{ key: ':status', raw_value: Buffer.from(status) }] } } });
-  const second = await next();
+  const responseHeaders = [[':status', status], ...(local.headers ?? [])].map(([key, value]) => ({ key, raw_value: Buffer.from(value ?? '') }));
+  stream.write({ response_headers: { headers: { headers: responseHeaders } } });
+  let last = await next();
+  if (status === '200') {
+    stream.write({ response_body: { body: local.body ?? LOCAL_BODY, end_of_stream: local.whole ?? true } });
+    last = await next();
+  }
   stream.end();
-  return [first, second];
+  return [first, last];
 }
 
 async function counter(result: string): Promise<number> {
@@ -126,18 +138,19 @@ async function counter(result: string): Promise<number> {
 }
 
 describe('ExtProcServer', () => {
-  test('on the request headers the request goes on to the apiserver without If-None-Match, the responder not asked yet', async () => {
+  test('on the request headers the request goes on to the apiserver without If-None-Match and Accept-Encoding, the responder not asked yet', async () => {
     discoveryCalls.length = 0;
-    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    respond = () => ({ status: 200, headers: [], body: Buffer.from('{}') });
     const response = await oneRequest(
       base('/apis', [
         ['accept', AGGREGATED_DISCOVERY_JSON],
         ['if-none-match', '"abc"'],
+        ['accept-encoding', 'gzip'],
         ['authorization', 'Bearer t'],
       ]),
     );
     assert.equal(response.immediate_response, undefined);
-    assert.deepEqual(response.request_headers?.response?.header_mutation?.remove_headers, ['if-none-match']);
+    assert.deepEqual(response.request_headers?.response?.header_mutation?.remove_headers, ['if-none-match', 'accept-encoding']);
     assert.equal(response.request_headers?.response?.header_mutation?.set_headers?.length ?? 0, 0, "nothing else changes: identity is not ext_proc's");
     assert.deepEqual(discoveryCalls, []);
   });
@@ -145,7 +158,15 @@ describe('ExtProcServer', () => {
   test("an apiserver 200 is replaced by the responder's document for the route's document, bytes and headers intact", async () => {
     discoveryCalls.length = 0;
     const body = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0x80, 0x0a]);
-    respond = () => ({ status: 200, headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf', etag: '"abc"', 'content-length': '7' }, body });
+    respond = () => ({
+      status: 200,
+      headers: [
+        ['Content-Type', 'application/vnd.kubernetes.protobuf'],
+        ['etag', '"abc"'],
+        ['content-length', '7'],
+      ],
+      body,
+    });
     const before = await counter('discovery');
     const [, response] = await discoveryExchange(
       base('/apis?timeout=32s', [
@@ -155,7 +176,10 @@ describe('ExtProcServer', () => {
       ]),
       '200',
     );
-    assert.deepEqual(discoveryCalls, [{ node: NODE, request: { document: 'group-discovery', accept: AGGREGATED_DISCOVERY_JSON, ifNoneMatch: '"old"' } }]);
+    assert.deepEqual(
+      discoveryCalls.map((c) => [c.node, c.request]),
+      [[NODE, { document: 'group-discovery', accept: AGGREGATED_DISCOVERY_JSON, ifNoneMatch: '"old"' }]],
+    );
     const immediate = response.immediate_response;
     assert.equal(immediate?.status?.code, 'OK');
     assert.deepEqual(immediate?.body, body);
@@ -170,9 +194,41 @@ describe('ExtProcServer', () => {
     assert.equal(await counter('discovery'), before + 1);
   });
 
+  test('the responder gets the local 200 whole: its headers (no pseudo-header) and body', async () => {
+    discoveryCalls.length = 0;
+    respond = () => undefined;
+    await discoveryExchange(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]), '200', GROUPS, {
+      headers: [
+        ['content-type', AGGREGATED_DISCOVERY_JSON],
+        ['audit-id', 'a1'],
+        ['warning', '299 - "one"'],
+        ['warning', '299 - "two"'],
+      ],
+    });
+    const local = discoveryCalls[0]?.local;
+    assert.deepEqual(local?.body, LOCAL_BODY);
+    assert.deepEqual(
+      [...(local?.headers ?? [])],
+      [
+        ['content-type', [AGGREGATED_DISCOVERY_JSON]],
+        ['audit-id', ['a1']],
+        ['warning', ['299 - "one"', '299 - "two"']],
+      ],
+    );
+  });
+
+  test('a body Envoy could not buffer whole passes; the responder is not asked', async () => {
+    discoveryCalls.length = 0;
+    respond = () => ({ status: 200, headers: [], body: Buffer.from('{}') });
+    const [, response] = await discoveryExchange(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]), '200', GROUPS, { whole: false });
+    assert.ok(response.response_body);
+    assert.equal(response.immediate_response, undefined);
+    assert.deepEqual(discoveryCalls, []);
+  });
+
   test('the document comes from the route, whatever the path says', async () => {
     discoveryCalls.length = 0;
-    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    respond = () => ({ status: 200, headers: [], body: Buffer.from('{}') });
     await discoveryExchange(base('/apis', [['accept', AGGREGATED_DISCOVERY_JSON]]), '200', CORE);
     await discoveryExchange(base('/apis', [['accept', 'application/json']]), '200', OPENAPI_INDEX);
     assert.deepEqual(
@@ -181,21 +237,17 @@ describe('ExtProcServer', () => {
     );
   });
 
-  test('an apiserver 304 is replaced like a 200', async () => {
-    respond = () => ({ status: 200, headers: { etag: '"abc"' }, body: Buffer.from('{}') });
-    const [, response] = await discoveryExchange(
-      base('/api', [
-        ['accept', AGGREGATED_DISCOVERY_JSON],
-        ['authorization', 'Bearer t'],
-      ]),
-      '304',
-      CORE,
-    );
-    assert.equal(response.immediate_response?.status?.code, 'OK');
+  test('an apiserver 304 passes (the request reached it without If-None-Match: not ours to merge)', async () => {
+    discoveryCalls.length = 0;
+    respond = () => ({ status: 200, headers: [['etag', '"abc"']], body: Buffer.from('{}') });
+    const [, response] = await discoveryExchange(base('/api', [['accept', AGGREGATED_DISCOVERY_JSON]]), '304', CORE);
+    assert.ok(response.response_headers);
+    assert.equal(response.immediate_response, undefined);
+    assert.deepEqual(discoveryCalls, []);
   });
 
   test('a 304 from the responder is sent as is', async () => {
-    respond = () => ({ status: 304, headers: { etag: '"abc"' }, body: Buffer.alloc(0) });
+    respond = () => ({ status: 304, headers: [['etag', '"abc"']], body: Buffer.alloc(0) });
     const [, response] = await discoveryExchange(
       base('/apis', [
         ['accept', AGGREGATED_DISCOVERY_JSON],
@@ -209,7 +261,7 @@ describe('ExtProcServer', () => {
 
   test('an apiserver 401, 403 or 5xx reaches the client untouched; the responder is not asked', async () => {
     discoveryCalls.length = 0;
-    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    respond = () => ({ status: 200, headers: [], body: Buffer.from('{}') });
     for (const status of ['401', '403', '404', '500', '503']) {
       const [, response] = await discoveryExchange(
         base('/apis', [
@@ -233,13 +285,13 @@ describe('ExtProcServer', () => {
       ]),
       '200',
     );
-    assert.ok(response.response_headers);
+    assert.ok(response.response_body);
     assert.equal(response.immediate_response, undefined);
   });
 
   test('a stream whose route names no merged document passes everything, If-None-Match included', async () => {
     discoveryCalls.length = 0;
-    respond = () => ({ status: 200, headers: {}, body: Buffer.from('{}') });
+    respond = () => ({ status: 200, headers: [], body: Buffer.from('{}') });
     const routes: Array<Record<string, string>> = [{ 'x-mvproxy-node': NODE }, { 'x-mvproxy-node': NODE, 'x-mvproxy-document': 'pods' }];
     for (const metadata of routes) {
       const [request, response] = await discoveryExchange(
@@ -251,7 +303,7 @@ describe('ExtProcServer', () => {
         metadata,
       );
       assert.equal(request.request_headers?.response, undefined);
-      assert.ok(response.response_headers);
+      assert.ok(response.response_body);
       assert.equal(response.immediate_response, undefined);
     }
     assert.deepEqual(discoveryCalls, []);
@@ -269,7 +321,7 @@ describe('ExtProcServer', () => {
       ]),
       '200',
     );
-    assert.ok(response.response_headers);
+    assert.ok(response.response_body);
     assert.equal(response.immediate_response, undefined);
     assert.equal(await counter('error'), before + 1);
   });

@@ -65,7 +65,7 @@ describe('translateSidecar', () => {
         request_header_mode: 'SEND',
         response_header_mode: 'SEND',
         request_body_mode: 'NONE',
-        response_body_mode: 'NONE',
+        response_body_mode: 'BUFFERED_PARTIAL',
         request_trailer_mode: 'SKIP',
         response_trailer_mode: 'SKIP',
       });
