@@ -105,8 +105,11 @@ describe('merged documents through a real Envoy', () => {
 
   test('the next request revalidates with the local ETag; the apiserver’s 304 gets the cached merged document with its headers', async () => {
     await withoutExtProc(async () => {
-      const first = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
-      const again = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
+      // One connection, so one Envoy worker: each worker's VM has its own cache.
+      const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+      const first = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN }, agent });
+      const again = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN }, agent });
+      agent.destroy();
       assert.equal(lastDiscoveryHeaders?.['if-none-match'], localEtag('groups'));
       assert.equal(again.status, 200);
       assert.deepEqual(again.body, first.body);
