@@ -21,7 +21,7 @@ import type { SidecarPlan } from '../planner/plan.js';
 import { snapshotVersions, type ResourceTypeUrl } from '../xds/snapshot.js';
 import { sidecarConfig } from '../servers/adminConfig.js';
 import type { SidecarConfig } from '../generated/mvproxy/admin/v1/SidecarConfig.js';
-import { readFilterModule } from '../xds/filterModule.js';
+import { readFilterModules, type FilterModules } from '../xds/filterModule.js';
 import { AdsServer } from '../servers/ads.js';
 import { SnapshotStore } from '../servers/snapshotStore.js';
 import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grpcListen.js';
@@ -49,8 +49,8 @@ export interface ControlPlaneDeps {
   metrics: Metrics;
   /** Defaults to loading config.kubeconfig. */
   kubeConfig?: KubeConfig;
-  /** Defaults to the module `npm run build` compiled (dist/envoy/filters.wasm). */
-  filterModule?: Buffer;
+  /** Defaults to the modules `npm run build` compiled (dist/envoy/identity.wasm, dist/envoy/documents.wasm). */
+  filterModules?: FilterModules;
   /** Epoch milliseconds for the observer's model and NACK times; defaults to the system clock. */
   clock?: Clock;
 }
@@ -84,7 +84,7 @@ export class ControlPlane implements AdminBackend {
   private settings: ReconcileSettings;
   /** The sidecars' certificate files on this host: rotation (certificateFiles.ts). */
   private readonly certificateFiles: CertificateFiles;
-  private readonly filterModule: Buffer;
+  private readonly filterModules: FilterModules;
   /** Reconciles the models the observer reports, at most every 100 ms (throttle.ts). */
   private readonly reconciles = new LatestThrottle<ClusterModel>((model) => this.update(model), 100);
   /** Writes warmStartFile, when set. */
@@ -94,7 +94,7 @@ export class ControlPlane implements AdminBackend {
     private readonly config: ServeConfig,
     private readonly deps: ControlPlaneDeps,
   ) {
-    this.filterModule = deps.filterModule ?? readFilterModule();
+    this.filterModules = deps.filterModules ?? readFilterModules();
     const { tls } = config;
     this.certificateFiles = new CertificateFiles({
       files: [
@@ -109,7 +109,7 @@ export class ControlPlane implements AdminBackend {
       onClientCaChange: () => this.clientCaChanged(),
       logger: deps.logger.child({ component: 'certificates' }),
     });
-    this.settings = reconcileSettings(config, this.filterModule, this.certificateFiles.clientCaSha256);
+    this.settings = reconcileSettings(config, this.filterModules, this.certificateFiles.clientCaSha256);
     this.ads = new AdsServer(
       { current: new SnapshotStore(), startup: new SnapshotStore() },
       {
@@ -237,7 +237,7 @@ export class ControlPlane implements AdminBackend {
 
   /** A new client CA bundle: new listeners, so connections made under the old one drain (listener.ts). */
   private clientCaChanged(): void {
-    this.settings = reconcileSettings(this.config, this.filterModule, this.certificateFiles.clientCaSha256);
+    this.settings = reconcileSettings(this.config, this.filterModules, this.certificateFiles.clientCaSha256);
     this.setStartupSnapshots();
     if (this.lastModel) this.update(this.lastModel, { persist: false });
   }

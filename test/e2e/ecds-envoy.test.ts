@@ -12,7 +12,10 @@ import type { AckEvent, NackEvent } from '../../src/servers/ads.js';
 import { translateSidecar, type SidecarDocuments } from '../../src/translator/translator.js';
 import { makeSnapshot, TYPE_URL } from '../../src/xds/snapshot.js';
 import { eventually } from '../support/envoy.js';
-import { AGGREGATED, KNOWN_TOKEN, MERGED_ETAG, NODE, envoyStat, mergedDocuments, send, sidecar, useEchoSidecar } from '../support/echoSidecar.js';
+import type { AggregatedPeerPart } from '../../src/discovery/peerPart.js';
+import { group, list } from '../support/discoveryFixtures.js';
+import { expectedEtag } from '../support/documentFilterHarness.js';
+import { AGGREGATED, GROUPS_PART, KNOWN_TOKEN, NODE, envoyStat, localEtag, peerPartDocuments, send, sidecar, useEchoSidecar } from '../support/echoSidecar.js';
 
 useEchoSidecar();
 
@@ -27,13 +30,23 @@ function upgradedModule(module: Uint8Array, mark: string): Buffer {
   return Buffer.concat([module, Buffer.from([0, content.length]), content]);
 }
 
-/** The `/apis` documents with this ETag (a newer set than MERGED_ETAG's). */
-function groupsWith(etag: string): SidecarDocuments {
-  return mergedDocuments({
-    etag,
-    json: `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"metadata":{"name":"set-${etag.replaceAll('"', '')}"}}]}`,
-  });
+/** The `/apis` peer part named by `mark` (a newer set than the one the sidecar started with). */
+function partWith(mark: string): AggregatedPeerPart {
+  return { document: 'group-discovery', groups: list([group(`${mark.replaceAll('"', '')}.example.com`, [{ version: 'v1', resources: [] }])]).items };
 }
+
+/** The documents whose `/apis` peer part is `mark`'s. */
+function groupsWith(mark: string): SidecarDocuments {
+  return peerPartDocuments(undefined, partWith(mark));
+}
+
+/** The ETag the sidecar answers `/apis` with while it holds `mark`'s peer part. */
+function etagOf(mark: string): string {
+  return expectedEtag(localEtag('groups'), partWith(mark));
+}
+
+/** The ETag of the answer merged with the part the sidecar started with. */
+const MERGED_ETAG = expectedEtag(localEtag('groups'), GROUPS_PART);
 
 /** Pushes the sidecar's plan with these documents and filter module. */
 function push(documents: SidecarDocuments, module: Uint8Array): string {
@@ -86,7 +99,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     // A newer `/apis` set than the one the sidecar started with.
     const v2 = push(groupsWith('"set-2"'), module);
     await ecdsAcked(v2, acks, nacks);
-    await eventually('set-2 served', 10_000, async () => ((await servedEtag()) === '"set-2"' ? true : undefined));
+    await eventually('set-2 served', 10_000, async () => ((await servedEtag()) === etagOf('"set-2"') ? true : undefined));
     const reloadsBefore = await envoyStat(`${GROUPS}.config_reload`);
     const successesBefore = await envoyStat(`${GROUPS}.update_success`);
     const groupsVersion = (dump: EcdsDumpEntry[]): string | undefined => dump.find((e) => e.name === 'mvproxy.discovery.groups')?.version;
@@ -110,7 +123,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     // Back, newer again, with another module upgrade.
     const v4 = push(groupsWith('"set-3"'), upgradedModule(module, 'upgrade-2'));
     await ecdsAcked(v4, acks, nacks);
-    await eventually('set-3 served', 10_000, async () => ((await servedEtag()) === '"set-3"' ? true : undefined));
+    await eventually('set-3 served', 10_000, async () => ((await servedEtag()) === etagOf('"set-3"') ? true : undefined));
     assert.equal(groupsVersion(await ecdsDump()), v4);
     assert.equal(await envoyStat(`${GROUPS}.config_reload`), reloadsBefore + 1, 'applied again once back');
 
@@ -122,7 +135,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     assert.equal(await envoyStat(`${GROUPS}.config_fail`), 0);
     for (const etag of during) assert.notEqual(etag, MERGED_ETAG, 'never the older set after a newer one was accepted');
     assert.ok(
-      during.every((etag) => etag === '"set-2"'),
+      during.every((etag) => etag === etagOf('"set-2"')),
       `kept set-2 while left out, served ${during.join(',')}`,
     );
   });

@@ -1,29 +1,34 @@
 // Merged documents through a real Envoy sidecar (test/support/echoSidecar.ts):
-// the documents the control plane pushed over ECDS (the document filters)
-// answer aggregated discovery only after the local apiserver authorized the
-// client, with ETags, 304s and the gzip variant, without any call out of
-// Envoy; peer-only group documents answered by the peer; profile=nopeer; the
-// last pushed documents while the control plane is gone; a document over the
-// push budget answered over ext_proc. Certificate identity through the same
-// sidecar: identity-envoy.test.ts.
+// the document filters (the document module, its own VM) merge the peer part
+// the control plane pushed over ECDS into the local apiserver's document at
+// every request, only after the apiserver authorized the client, without any
+// call out of Envoy: the local document's changes at once, ETags, 304s, the
+// apiserver's headers, bodies over 1 MiB, and no new upstream connection per
+// request; peer-only group documents answered by the peer; profile=nopeer; a
+// document filter that traps; the last pushed parts while the control plane
+// is gone; a document over the push budget answered over ext_proc.
+// Certificate identity through the same sidecar: identity-envoy.test.ts.
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
+import { Agent as HttpsAgent } from 'node:https';
 import { describe, test } from 'node:test';
 
 import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
+import { decodeAggregatedProtobuf } from '../../src/discovery/protobufDecode.js';
 import { eventually } from '../support/envoy.js';
+import { APPS, BATCH, CRD_GROUP, list } from '../support/discoveryFixtures.js';
+import { expectedEtag, localBodies, mergedByRule, mergedIndexByRule } from '../support/documentFilterHarness.js';
 import {
   AGGREGATED,
   AGGREGATED_PROTOBUF,
-  DISCOVERY_BODY,
+  APISERVER_HEADERS,
+  CORE_PART,
   EXT_PROC_OPENAPI_BODY,
+  GROUPS_PART,
+  INDEX_PART,
   KNOWN_TOKEN,
-  LOCAL_DOCUMENT,
-  LOCAL_ETAG,
-  MERGED_CORE_ETAG,
-  MERGED_CORE_JSON,
-  MERGED_ETAG,
-  MERGED_GROUPS_JSON,
+  LOCAL_CORE,
+  LOCAL_GROUPS,
+  LOCAL_INDEX,
   NODE,
   PEER_GROUP,
   alice,
@@ -32,8 +37,10 @@ import {
   envoyStat,
   extProcCalls,
   lastDiscoveryHeaders,
-  mergedDocuments,
+  localEtag,
+  peerPartDocuments,
   send,
+  setLocalGroups,
   sidecar,
   useEchoSidecar,
   type Echo,
@@ -42,7 +49,6 @@ import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_NOPEER_JSON, AGGREGATED
 
 useEchoSidecar();
 
-/** ECDS configuration updates Envoy applied to the `/apis` document filter. */
 const groupsReloads = (): Promise<number> => envoyStat('extension_config_discovery.http_filter.mvproxy.discovery.groups.config_reload');
 
 /** Runs `body` and asserts that no ext_proc stream was opened meanwhile. */
@@ -55,185 +61,240 @@ async function withoutExtProc<T>(body: () => Promise<T>): Promise<T> {
   return result;
 }
 
-describe('identity and merged documents through a real Envoy', () => {
-  test('the control-plane cluster that ext_proc streams share has its circuit breakers raised', async () => {
-    const clusters = (await sidecar.envoy.admin('/clusters')).body;
-    for (const limit of ['max_connections', 'max_pending_requests', 'max_requests', 'max_retries']) {
-      assert.match(clusters, new RegExp(`^mvproxy_xds::default_priority::${limit}::1000000$`, 'm'), limit);
-    }
-  });
+const TOKEN = { Authorization: KNOWN_TOKEN };
+const json = (body: Buffer): unknown => JSON.parse(body.toString('utf8'));
 
-  test('the pushed documents are in place: each document filter got its configuration over ECDS', async () => {
-    for (const filter of ['groups', 'core']) {
+/** Connections Envoy opened to the local apiserver so far (every flavour of its cluster). */
+async function localConnections(): Promise<number> {
+  const body = (await sidecar.envoy.admin('/stats?filter=^cluster\\.local[^.]*\\.upstream_cx_total$')).body;
+  return [...body.matchAll(/: (\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+describe('merged documents through a real Envoy', () => {
+  test('each document filter got its peer part over ECDS, in the document VM', async () => {
+    for (const filter of ['groups', 'core', 'openapi']) {
       assert.ok((await envoyStat(`extension_config_discovery.http_filter.mvproxy.discovery.${filter}.config_reload`)) >= 1, filter);
+      assert.equal(await envoyStat(`extension_config_discovery.http_filter.mvproxy.discovery.${filter}.config_fail`), 0, filter);
     }
-    assert.equal(await envoyStat('extension_config_discovery.http_filter.mvproxy.discovery.groups.config_fail'), 0);
   });
 
-  test("a made-up bearer token on aggregated discovery gets the apiserver's own 401, never the merged document", async () => {
+  test("a made-up bearer token gets the apiserver's own 401, never a merged document", async () => {
     await withoutExtProc(async () => {
       const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up' } });
       assert.equal(reply.status, 401);
-      const status = JSON.parse(reply.body.toString('utf8')) as { kind: string; code: number };
-      assert.deepEqual([status.kind, status.code], ['Status', 401]);
       assert.equal(reply.headers['etag'], undefined);
     });
   });
 
-  test("aggregated discovery without credentials gets the apiserver's own 401", async () => {
+  test('an authenticated client gets the local document with the peer part spliced in, the merged ETag and the apiserver’s headers', async () => {
     await withoutExtProc(async () => {
-      const reply = await send('/api', { headers: { Accept: AGGREGATED } });
-      assert.equal(reply.status, 401);
-      assert.equal(reply.headers['etag'], undefined);
-    });
-  });
-
-  test('an authenticated client gets the merged document with its ETag and Vary: Accept; the apiserver never sees If-None-Match', async () => {
-    await withoutExtProc(async () => {
-      const reply = await send('/apis?timeout=32s', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'If-None-Match': LOCAL_ETAG } });
+      const reply = await send('/apis?timeout=32s', { headers: { Accept: AGGREGATED, ...TOKEN, 'If-None-Match': '"stale"' } });
       assert.equal(reply.status, 200);
-      assert.equal(reply.body.toString('utf8'), MERGED_GROUPS_JSON);
+      assert.deepEqual(json(reply.body), json(localBodies(mergedByRule(LOCAL_GROUPS, GROUPS_PART)).json));
       assert.equal(reply.headers['content-type'], AGGREGATED_DISCOVERY_JSON);
-      assert.equal(reply.headers['etag'], MERGED_ETAG);
+      assert.equal(reply.headers['content-length'], String(reply.body.length));
+      assert.equal(reply.headers['etag'], expectedEtag(localEtag('groups'), GROUPS_PART));
       assert.equal(reply.headers['vary'], 'Accept');
-      // The apiserver answered in full: it never saw the client's If-None-Match.
-      assert.equal(lastDiscoveryHeaders?.['if-none-match'], undefined);
-      assert.equal(lastDiscoveryHeaders?.['authorization'], KNOWN_TOKEN);
+      assert.equal(reply.headers['audit-id'], APISERVER_HEADERS['audit-id']);
+      assert.equal(reply.headers['x-kubernetes-pf-flowschema-uid'], APISERVER_HEADERS['x-kubernetes-pf-flowschema-uid']);
+      assert.equal(reply.headers['x-kubernetes-pf-prioritylevel-uid'], APISERVER_HEADERS['x-kubernetes-pf-prioritylevel-uid']);
+      assert.equal(reply.headers['warning'], APISERVER_HEADERS.warning.join(', '));
+      assert.notEqual(lastDiscoveryHeaders?.['if-none-match'], '"stale"', "the client's If-None-Match never reaches the apiserver");
     });
   });
 
-  test('the protobuf variant, in the format the apiserver negotiated, reaches the client with its bytes intact', async () => {
+  test('the next request revalidates with the local ETag; the apiserver’s 304 gets the cached merged document with its headers', async () => {
     await withoutExtProc(async () => {
-      const reply = await send('/apis', { headers: { Accept: AGGREGATED_PROTOBUF, Authorization: KNOWN_TOKEN } });
+      // One connection, so one Envoy worker: each worker's VM has its own cache.
+      const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+      const first = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN }, agent });
+      const again = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN }, agent });
+      agent.destroy();
+      assert.equal(lastDiscoveryHeaders?.['if-none-match'], localEtag('groups'));
+      assert.equal(again.status, 200);
+      assert.deepEqual(again.body, first.body);
+      assert.equal(again.headers['etag'], first.headers['etag']);
+      assert.equal(again.headers['audit-id'], APISERVER_HEADERS['audit-id']);
+      assert.equal(again.headers['warning'], APISERVER_HEADERS.warning.join(', '));
+    });
+  });
+
+  test('protobuf: the answer decodes to the structure the merge rule gives, with the same ETag as JSON', async () => {
+    await withoutExtProc(async () => {
+      const reply = await send('/apis', { headers: { Accept: AGGREGATED_PROTOBUF, ...TOKEN } });
       assert.equal(reply.status, 200);
-      assert.deepEqual(reply.body, DISCOVERY_BODY);
       assert.equal(reply.headers['content-type'], AGGREGATED_DISCOVERY_PROTOBUF);
-      assert.equal(reply.headers['etag'], MERGED_ETAG);
+      assert.deepEqual(decodeAggregatedProtobuf(reply.body), decodeAggregatedProtobuf(localBodies(mergedByRule(LOCAL_GROUPS, GROUPS_PART)).protobuf));
+      assert.equal(reply.headers['etag'], expectedEtag(localEtag('groups'), GROUPS_PART));
     });
   });
 
   test('If-None-Match with the merged ETag gets a 304 once the apiserver has authorized the client', async () => {
     await withoutExtProc(async () => {
-      const reply = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'If-None-Match': MERGED_ETAG } });
+      const merged = expectedEtag(localEtag('groups'), GROUPS_PART);
+      const reply = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN, 'If-None-Match': merged } });
       assert.equal(reply.status, 304);
-      assert.equal(reply.headers['etag'], MERGED_ETAG);
+      assert.equal(reply.headers['etag'], merged);
       assert.equal(reply.body.length, 0);
-      const refused = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up', 'If-None-Match': MERGED_ETAG } });
+      // A doubtful Accept (no revalidation): the 304 is made in place from the apiserver's 200.
+      const inPlace = await send('/apis', { headers: { Accept: `${AGGREGATED_DISCOVERY_JSON};q=0.9,application/json`, ...TOKEN, 'If-None-Match': merged } });
+      assert.equal(inPlace.status, 304);
+      assert.equal(inPlace.body.length, 0);
+      const refused = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up', 'If-None-Match': merged } });
       assert.equal(refused.status, 401);
-      assert.equal(refused.headers['etag'], undefined);
     });
   });
 
-  test('a client that accepts gzip gets the gzip variant of a document over 128 KiB; the apiserver never sees Accept-Encoding', async () => {
+  test('a CRD created on the local apiserver is listed through the sidecar at the next request, with a new ETag', async () => {
     await withoutExtProc(async () => {
-      assert.ok(MERGED_CORE_JSON.length > 128 * 1024);
-      const reply = await send('/api', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'Accept-Encoding': 'deflate, gzip' } });
-      assert.equal(reply.status, 200);
-      assert.equal(reply.headers['content-encoding'], 'gzip');
-      assert.equal(reply.headers['etag'], MERGED_CORE_ETAG);
-      assert.match(String(reply.headers['vary']), /Accept-Encoding/i);
-      assert.equal(gunzipSync(reply.body).toString('utf8'), MERGED_CORE_JSON);
-      assert.equal(lastDiscoveryHeaders?.['accept-encoding'], undefined);
-      assert.equal(lastDiscoveryHeaders?.['if-none-match'], undefined);
-      // Not accepted: the identity variant; a small document has no gzip variant.
-      const plain = await send('/api', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN } });
-      assert.equal(plain.headers['content-encoding'], undefined);
-      assert.equal(plain.body.toString('utf8'), MERGED_CORE_JSON);
-      const small = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'Accept-Encoding': 'gzip' } });
-      assert.equal(small.headers['content-encoding'], undefined);
-      assert.equal(small.body.toString('utf8'), MERGED_GROUPS_JSON);
-      assert.equal(lastDiscoveryHeaders?.['accept-encoding'], undefined);
-      const cached = await send('/api', {
-        headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'Accept-Encoding': 'gzip', 'If-None-Match': MERGED_CORE_ETAG },
-      });
-      assert.equal(cached.status, 304);
-      assert.equal(cached.body.length, 0);
+      const before = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
+      const withCrd = list([APPS, BATCH, CRD_GROUP]);
+      const etag = setLocalGroups(withCrd);
+      try {
+        const after = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
+        assert.deepEqual(json(after.body), json(localBodies(mergedByRule(withCrd, GROUPS_PART)).json));
+        assert.equal(after.headers['etag'], expectedEtag(etag, GROUPS_PART));
+        assert.notEqual(after.headers['etag'], before.headers['etag']);
+      } finally {
+        setLocalGroups(LOCAL_GROUPS);
+      }
     });
   });
 
-  test('a certificate client gets the merged document; the apiserver authenticated it by its asserted identity', async () => {
+  test('a local document over 1 MiB is merged (Envoy buffers nothing: no 500), spliced then cached', async () => {
     await withoutExtProc(async () => {
-      const reply = await send('/api', { cert: alice, headers: { Accept: AGGREGATED_PROTOBUF } });
-      assert.equal(reply.status, 200);
-      assert.deepEqual(reply.body, DISCOVERY_BODY);
-      assert.equal(reply.headers['etag'], MERGED_CORE_ETAG);
+      const expected = localBodies(mergedByRule(LOCAL_CORE, CORE_PART)).json;
+      assert.ok(localBodies(LOCAL_CORE).json.length > 1024 * 1024);
+      for (const accept of [`${AGGREGATED_DISCOVERY_JSON};q=0.9,application/json`, AGGREGATED, AGGREGATED]) {
+        const reply = await send('/api', { cert: alice, headers: { Accept: accept } });
+        assert.equal(reply.status, 200, accept);
+        assert.deepEqual(json(reply.body), json(expected));
+        assert.equal(reply.headers['etag'], expectedEtag(localEtag('core'), CORE_PART));
+      }
       assert.equal(lastDiscoveryHeaders?.['x-remote-user'], 'alice');
     });
+  });
+
+  test('the OpenAPI v3 index: local paths plus the peer paths it lacks', async () => {
+    await withoutExtProc(async () => {
+      const reply = await send('/openapi/v3', { headers: TOKEN });
+      assert.equal(reply.status, 200);
+      assert.deepEqual(json(reply.body), mergedIndexByRule(LOCAL_INDEX, INDEX_PART));
+      assert.equal(reply.headers['etag'], expectedEtag(localEtag('index'), INDEX_PART));
+    });
+  });
+
+  test('1,000 requests on each path open no new upstream connection per request', async () => {
+    const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+    const paths: Array<[string, string, Record<string, string>]> = [
+      ['spliced (no local ETag: merged at every request)', '/apis?noetag=1', { Accept: AGGREGATED, ...TOKEN }],
+      ['cached (revalidated: the apiserver answers 304)', '/apis', { Accept: AGGREGATED, ...TOKEN }],
+      ['doubtful Accept (a full 200 whose body is dropped)', '/apis', { Accept: `${AGGREGATED_DISCOVERY_JSON};q=0.9,application/json`, ...TOKEN }],
+      ['the OpenAPI index', '/openapi/v3', TOKEN],
+    ];
+    try {
+      for (const [name, path, headers] of paths) {
+        const before = await localConnections();
+        for (let i = 0; i < 1000; i++) {
+          const reply = await send(path, { headers, agent });
+          assert.equal(reply.status, 200, name);
+        }
+        const opened = (await localConnections()) - before;
+        assert.ok(opened <= 2, `${name}: ${opened} upstream connections for 1,000 requests`);
+      }
+    } finally {
+      agent.destroy();
+    }
   });
 
   test('the group-version document of a peer-only group-version is answered by the peer, which sees the caller', async () => {
     await withoutExtProc(async () => {
-      for (const path of [`/apis/${PEER_GROUP}/v1`, `/apis/${PEER_GROUP}`, `/apis/${PEER_GROUP}/v1/?timeout=32s`]) {
+      for (const path of [`/apis/${PEER_GROUP}/v1`, `/apis/${PEER_GROUP}`]) {
         const reply = await send(path, { headers: { Authorization: 'Bearer made-up' } });
         const echo = JSON.parse(reply.body.toString('utf8')) as Echo & { server?: string };
         assert.equal(echo.server, 'peer', path);
-        assert.equal(echo.path, path);
-        assert.deepEqual(echo.headers['authorization'], ['Bearer made-up']);
         assert.deepEqual(echo.headers['x-kubernetes-peer-proxied'], ['true']);
-        assert.equal(echo.frontProxy, false, path);
       }
-      const withCert = JSON.parse((await send(`/apis/${PEER_GROUP}/v1`, { cert: alice })).body.toString('utf8')) as Echo & { server?: string };
-      assert.equal(withCert.server, 'peer');
-      assert.equal(withCert.frontProxy, true);
-      assert.deepEqual(withCert.headers['x-remote-user'], ['alice']);
     });
   });
 
-  test("discovery with profile=nopeer is the local apiserver's own answer, If-None-Match and certificate identity included", async () => {
+  test("discovery with profile=nopeer is the local apiserver's own answer, If-None-Match included", async () => {
     await withoutExtProc(async () => {
       const nopeer = AGGREGATED_DISCOVERY_NOPEER_JSON;
       const reply = await send('/apis', { cert: alice, headers: { Accept: nopeer } });
       assert.equal(reply.status, 200);
-      assert.equal(reply.body.toString('utf8'), LOCAL_DOCUMENT);
-      assert.equal(reply.headers['etag'], LOCAL_ETAG);
-      assert.equal(lastDiscoveryHeaders?.['x-remote-user'], 'alice');
-      const cached = await send('/apis', { headers: { Accept: nopeer, Authorization: KNOWN_TOKEN, 'If-None-Match': LOCAL_ETAG } });
+      assert.deepEqual(reply.body, localBodies(LOCAL_GROUPS).json);
+      assert.equal(reply.headers['etag'], localEtag('groups'));
+      const cached = await send('/apis', { headers: { Accept: nopeer, ...TOKEN, 'If-None-Match': localEtag('groups') } });
       assert.equal(cached.status, 304);
-      assert.equal(lastDiscoveryHeaders?.['if-none-match'], LOCAL_ETAG);
+      assert.equal(lastDiscoveryHeaders?.['if-none-match'], localEtag('groups'));
     });
+  });
+
+  test('a document filter that traps lets the local answer through; certificate requests still get their identity', async () => {
+    const reloads = await groupsReloads();
+    sidecar.push(peerPartDocuments(), await trappingModule());
+    await eventually('Envoy takes the trapping module', 10_000, async () => ((await groupsReloads()) > reloads ? true : undefined));
+    try {
+      await withoutExtProc(async () => {
+        const reply = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
+        assert.equal(reply.status, 200);
+        assert.deepEqual(reply.body, localBodies(LOCAL_GROUPS).json);
+        assert.equal(reply.headers['etag'], localEtag('groups'));
+        const withCert = echoed(await send('/api/v1/namespaces/default/pods', { cert: alice }));
+        assert.deepEqual([withCert.frontProxy, withCert.headers['x-remote-user']], [true, ['alice']]);
+      });
+    } finally {
+      const restored = await groupsReloads();
+      sidecar.push(peerPartDocuments());
+      await eventually('Envoy takes the document module again', 10_000, async () => ((await groupsReloads()) > restored ? true : undefined));
+    }
   });
 
   test('a document over the push budget is answered over ext_proc, after the apiserver authorized the client', async () => {
-    const calls = await extProcCalls();
-    discoveryCalls.length = 0;
-    const refused = await send('/openapi/v3', { headers: { Authorization: 'Bearer made-up' } });
-    assert.equal(refused.status, 200, 'the fake apiserver lets anyone read the index');
-    assert.equal(refused.body.toString('utf8'), EXT_PROC_OPENAPI_BODY);
-    assert.equal(refused.headers['etag'], '"extproc"');
-    assert.deepEqual(
-      discoveryCalls.map((c) => [c.node, c.request.document]),
-      [[NODE, 'openapi-index']],
-    );
-    assert.ok((await extProcCalls()) > calls);
+    sidecar.push(peerPartDocuments('openapi-index'));
+    await eventually('the index goes over ext_proc', 10_000, async () => {
+      const reply = await send('/openapi/v3', { headers: TOKEN });
+      return reply.body.toString('utf8') === EXT_PROC_OPENAPI_BODY ? true : undefined;
+    });
+    assert.deepEqual(discoveryCalls.map((c) => [c.node, c.request.document]).slice(-1), [[NODE, 'openapi-index']]);
+    sidecar.push(peerPartDocuments());
   });
 
-  test('with the control plane gone, the last documents pushed are still served, certificate identity and token requests work', async () => {
-    // A second push: a new `/apis` document, which Envoy takes over ECDS.
-    const reloads = await groupsReloads();
-    const latest = { etag: '"merged-2"', json: MERGED_GROUPS_JSON.replace('"items":[', '"items":[{"metadata":{"name":"second.example.com"}},') };
-    sidecar.push(mergedDocuments(latest));
-    await eventually('Envoy takes the second push', 10_000, async () => ((await groupsReloads()) > reloads ? true : undefined));
+  test('with the control plane gone, the last peer parts pushed are still merged, certificate identity and token requests work', async () => {
     await shutdownGrpcServer(sidecar.grpcServer, 100);
-
+    await eventually('the index is merged in Envoy again', 10_000, async () => {
+      const reply = await send('/openapi/v3', { headers: TOKEN });
+      return reply.body.toString('utf8') !== EXT_PROC_OPENAPI_BODY ? true : undefined;
+    }).catch(() => undefined);
     await withoutExtProc(async () => {
       const withCert = echoed(await send('/api/v1/namespaces/default/pods', { cert: alice }));
       assert.deepEqual([withCert.frontProxy, withCert.headers['x-remote-user']], [true, ['alice']]);
-
-      const discovery = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN } });
+      const discovery = await send('/apis', { headers: { Accept: AGGREGATED, ...TOKEN } });
       assert.equal(discovery.status, 200);
-      assert.equal(discovery.body.toString('utf8'), latest.json);
-      assert.equal(discovery.headers['etag'], latest.etag);
-      const cached = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: KNOWN_TOKEN, 'If-None-Match': latest.etag } });
-      assert.equal(cached.status, 304);
-      const discoveryWithCert = await send('/api', { cert: alice, headers: { Accept: AGGREGATED } });
-      assert.equal(discoveryWithCert.status, 200);
-      assert.equal(discoveryWithCert.body.toString('utf8'), MERGED_CORE_JSON);
+      assert.deepEqual(json(discovery.body), json(localBodies(mergedByRule(LOCAL_GROUPS, GROUPS_PART)).json));
       const refused = await send('/apis', { headers: { Accept: AGGREGATED, Authorization: 'Bearer made-up' } });
       assert.equal(refused.status, 401);
-
-      const echo = echoed(await send('/api/v1/namespaces/default/pods', { headers: { Authorization: 'Bearer token' } }));
-      assert.equal(echo.headers['x-remote-user'], undefined);
-      assert.equal(echo.frontProxy, false);
     });
   });
 });
+
+/** A document module whose request callback traps (compiled here from AssemblyScript: it never ships). */
+async function trappingModule(): Promise<Uint8Array> {
+  const asc = (await import('assemblyscript/asc')).default;
+  const result = await asc.compileString(TRAP_SOURCE, { runtime: 'stub', exportStart: '_initialize', use: ['abort='], optimizeLevel: 1 });
+  assert.equal(result.error, null, String(result.stderr));
+  return result.binary as Uint8Array;
+}
+
+const TRAP_SOURCE = `
+export function proxy_abi_version_0_2_1(): void {}
+export function proxy_on_memory_allocate(size: usize): usize { return heap.alloc(size); }
+export function proxy_on_vm_start(_r: u32, _s: usize): bool { return true; }
+export function proxy_on_context_create(_c: u32, _p: u32): void {}
+export function proxy_on_configure(_r: u32, _s: usize): bool { return true; }
+export function proxy_on_request_headers(_c: u32, _n: u32, _e: bool): i32 { unreachable(); return 0; }
+export function proxy_on_done(_c: u32): bool { return true; }
+export function proxy_on_log(_c: u32): void {}
+export function proxy_on_delete(_c: u32): void {}
+`;

@@ -6,7 +6,7 @@
 // held open through kas-a's sidecar over HTTP/2 and HTTP/1.1 live through
 // ten `/apis` changes (CRDs created and deleted, each waited for in Envoy's
 // ECDS version) and through a control-plane restart with a changed module
-// (a custom section appended to dist/envoy/filters.wasm, restored
+// (a custom section appended to dist/envoy/identity.wasm, restored
 // afterwards); Envoy never modifies the listener, drains no filter chain and
 // closes no connection for draining.
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import { connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import type { SandboxApiserverState } from '../../src/tools/sandbox/state.js';
-import { FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
+import { IDENTITY_MODULE_PATH as FILTER_MODULE_PATH } from '../../src/xds/filterModule.js';
 import { AGGREGATED_DISCOVERY_JSON_ACCEPT } from '../../src/model/discovery.js';
 import { envoyAdminJson } from '../support/envoyAdmin.js';
 import { eventually, startTestSandbox, tokenClient, type TestSandbox } from '../support/sandbox.js';

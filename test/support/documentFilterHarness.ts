@@ -1,25 +1,27 @@
-// The document filter (envoy/filters, root_id DOCUMENT_FILTER_ROOT_ID)
-// through the proxy-wasm host shim: a plugin
-// configured with a document set (src/xds/documentSet.ts), and exchanges as
-// Envoy drives them (request headers to the local apiserver, its response
-// headers back).
-import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
+// The document filter (envoy/filters, the document module) through the
+// proxy-wasm host shim: a plugin configured with a peer part
+// (src/xds/documentSet.ts) and exchanges as Envoy drives them: request
+// headers to the local apiserver, its response headers, then its body in
+// chunks, with Envoy's rules for what goes downstream (a paused header map
+// goes with the first chunk the filter continues; a chunk the filter stops
+// without buffering goes nowhere). And the merge rule in objects
+// (src/discovery/peerPart.ts), to compare the filter's bytes with.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/model/discovery.js';
+import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../../src/discovery/peerPart.js';
+import { mergedEtag } from '../../src/discovery/peerPart.js';
+import { renderAggregated } from '../../src/discovery/render.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
-import { encodeDocumentSet, type DocumentKind, type DocumentVariant } from '../../src/xds/documentSet.js';
-import { filterModule } from './identityFilterHarness.js';
-import { ProxyWasmHost, type HeaderList, type RequestResult, type ResponseResult } from './proxyWasmHost.js';
+import { documentSetDigest, encodeDocumentSet } from '../../src/xds/documentSet.js';
+import { documentModule } from './identityFilterHarness.js';
+import { ProxyWasmHost, type HeaderList, type HostOptions, type RequestResult } from './proxyWasmHost.js';
 
 export { AGGREGATED_DISCOVERY_JSON as AGG_JSON, AGGREGATED_DISCOVERY_PROTOBUF as AGG_PROTOBUF } from '../../src/model/discovery.js';
+import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 
-export const ETAG = '"0123456789ABCDEF"';
-export const OTHER_ETAG = '"FEDCBA9876543210"';
-/** The local apiserver's own ETag for its document (a set may hold it to revalidate with). */
 export const LOCAL_ETAG = '"10CA1E7A6"';
-export const JSON_BODY = Buffer.from('{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"merged":true}]}\n');
-export const PROTOBUF_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0x0a, 0x01, 0xff, 0x00, 0x10]);
-/** Stands for a gzip body: the filter never looks inside. */
-export const GZIP_BODY = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x01, 0x02]);
-export const OPENAPI_BODY = Buffer.from('{"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/api/v1?hash=AB"}}}');
 
 export const REQUEST: HeaderList = [
   [':method', 'GET'],
@@ -28,52 +30,71 @@ export const REQUEST: HeaderList = [
   ['accept', `${AGGREGATED_DISCOVERY_JSON},application/json`],
 ];
 
-export function ok(contentType: string = AGGREGATED_DISCOVERY_JSON): HeaderList {
+/** The local apiserver's 200 headers for a body (Content-Length its size); `etag` null: none. */
+export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON, etag: string | null = LOCAL_ETAG): HeaderList {
   return [
     [':status', '200'],
     ['content-type', contentType],
-    ['content-length', '1234'],
+    ['content-length', String(body.length)],
+    ...(etag === null ? [] : ([['etag', etag]] as HeaderList)),
+    ['audit-id', 'audit-1'],
+    ['x-kubernetes-pf-flowschema-uid', 'fs-1'],
+    ['x-kubernetes-pf-prioritylevel-uid', 'pl-1'],
+    ['warning', '299 - "first"'],
+    ['warning', '299 - "second"'],
+    ['cache-control', 'public'],
+    ['vary', 'Accept'],
   ];
 }
 
-export function jsonVariant(overrides: Partial<DocumentVariant> = {}): DocumentVariant {
-  return { format: 'aggregated-json', encoding: 'identity', etag: ETAG, contentType: AGGREGATED_DISCOVERY_JSON, body: JSON_BODY, ...overrides };
+/** A VM of the document module with one document plugin holding `part` (or raw configuration bytes). */
+export function documentHost(part: PeerPart | Uint8Array, opts: HostOptions = {}): ProxyWasmHost {
+  const configuration = part instanceof Uint8Array ? part : encodeDocumentSet(part);
+  return ProxyWasmHost.load(documentModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration, ...opts });
 }
 
-export function protobufVariant(overrides: Partial<DocumentVariant> = {}): DocumentVariant {
-  return { format: 'aggregated-protobuf', encoding: 'identity', etag: ETAG, contentType: AGGREGATED_DISCOVERY_PROTOBUF, body: PROTOBUF_BODY, ...overrides };
-}
-
-export function openapiVariant(overrides: Partial<DocumentVariant> = {}): DocumentVariant {
-  return { format: 'json', encoding: 'identity', etag: ETAG, contentType: 'application/json', body: OPENAPI_BODY, ...overrides };
-}
-
-/** The usual group discovery set: JSON and protobuf, identity. */
-export function groupSet(variants: DocumentVariant[] = [jsonVariant(), protobufVariant()], localEtag?: string): Buffer {
-  return encodeDocumentSet('group-discovery', variants, localEtag);
-}
-
-/** A VM with one discovery plugin configured with `configuration` (default: groupSet()). */
-export function discoveryHost(configuration: Uint8Array = groupSet()): ProxyWasmHost {
-  return ProxyWasmHost.load(filterModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration });
-}
-
-/** Adds a discovery plugin context for `kind` to a VM; returns its id. */
-export function addDiscoveryPlugin(host: ProxyWasmHost, kind: DocumentKind, variants: DocumentVariant[]): number {
-  return host.addPluginContext(encodeDocumentSet(kind, variants), DOCUMENT_FILTER_ROOT_ID);
-}
-
-export interface Exchange {
+/** What the client got. */
+export interface Delivered {
   request: RequestResult;
-  response: ResponseResult;
+  status: number;
+  headers: HeaderList;
+  body: Buffer;
+  /** A local reply (proxy_send_local_response) answered. */
+  localReply: boolean;
+  /** The body callbacks' returns, in order. */
+  bodyActions: number[];
 }
 
-/** One request through a fresh stream: request headers, the local apiserver's response headers, end. */
-export function exchange(host: ProxyWasmHost, request: HeaderList = REQUEST, response: HeaderList = ok(), root?: number): Exchange {
-  const stream = root === undefined ? host.openStream() : host.openStream(root);
+/** One request through a fresh stream: request headers, the local answer's headers, then its body in chunks of `chunkSize`. */
+export function exchange(host: ProxyWasmHost, request: HeaderList, response: HeaderList, body: Buffer = Buffer.alloc(0), chunkSize = 16 * 1024): Delivered {
+  const stream = host.openStream();
   try {
     const requestResult = host.sendRequestHeaders(stream, request);
-    return { request: requestResult, response: host.sendResponseHeaders(stream, response) };
+    const headersResult = host.sendResponseHeaders(stream, response, body.length === 0);
+    if (headersResult.localResponse !== undefined) {
+      return {
+        request: requestResult,
+        status: headersResult.localResponse.status,
+        headers: headersResult.localResponse.headers,
+        body: headersResult.localResponseBody ?? Buffer.alloc(0),
+        localReply: true,
+        bodyActions: [],
+      };
+    }
+    const sent: Buffer[] = [];
+    const actions: number[] = [];
+    let headers = headersResult.headers;
+    for (let at = 0; at < body.length; at += chunkSize) {
+      const chunk = body.subarray(at, Math.min(at + chunkSize, body.length));
+      const result = host.sendResponseBody(stream, chunk, at + chunkSize >= body.length);
+      actions.push(result.action);
+      assert.notEqual(result.action, 1, 'the filter never asks Envoy to buffer a body');
+      if (result.action === 0) sent.push(result.chunk);
+      else assert.equal(result.chunk.length, 0, 'a chunk the filter stops without buffering is emptied');
+      headers = result.headers;
+    }
+    const status = Number(headers.find(([k]) => k === ':status')?.[1]);
+    return { request: requestResult, status, headers, body: Buffer.concat(sent), localReply: false, bodyActions: actions };
   } finally {
     host.closeStream(stream);
   }
@@ -87,8 +108,50 @@ export function valuesOf(headers: HeaderList, name: string): string[] {
   return headers.filter(([k]) => k.toLowerCase() === name).map(([, v]) => v);
 }
 
-/** Asserts-free summary of a replaced answer: status, headers, body bytes; undefined if the local answer went through. */
-export function answer(result: ResponseResult): { status: number; headers: HeaderList; body: Buffer } | undefined {
-  if (result.localResponse === undefined) return undefined;
-  return { status: result.localResponse.status, headers: result.localResponse.headers, body: result.localResponseBody ?? Buffer.alloc(0) };
+export function header(headers: HeaderList, name: string): string | undefined {
+  return valuesOf(headers, name)[0];
 }
+
+// ---------------------------------------------------------------------------
+// The merge rule in objects (src/discovery/peerPart.ts), for the expectations
+
+/** The local list with the peer part's entries it lacks, at each level, after the local entries of that level. */
+export function mergedByRule(local: APIGroupDiscoveryList, part: AggregatedPeerPart): APIGroupDiscoveryList {
+  const items: APIGroupDiscovery[] = local.items.map((group) => {
+    const peer = part.groups.find((g) => (g.metadata.name ?? '') === (group.metadata.name ?? ''));
+    if (!peer) return group;
+    const versions = group.versions.map((version) => {
+      const peerVersion = peer.versions.find((v) => v.version === version.version);
+      if (!peerVersion) return version;
+      const names = new Set(version.resources.map((r) => r.resource));
+      return { ...version, resources: [...version.resources, ...peerVersion.resources.filter((r) => !names.has(r.resource))] };
+    });
+    const names = new Set(group.versions.map((v) => v.version));
+    return { ...group, versions: [...versions, ...peer.versions.filter((v) => !names.has(v.version))] };
+  });
+  const names = new Set(local.items.map((g) => g.metadata.name ?? ''));
+  return { ...local, items: [...items, ...part.groups.filter((g) => !names.has(g.metadata.name ?? ''))] };
+}
+
+/** The OpenAPI index merged by the rule: local paths plus the peer part's it lacks, keys sorted. */
+export function mergedIndexByRule(local: { paths: Record<string, unknown> }, part: OpenApiPeerPart): { paths: Record<string, unknown> } {
+  const paths = { ...part.paths, ...local.paths };
+  return { paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+}
+
+/** kube-apiserver's bodies of a list: JSON and protobuf. */
+export function localBodies(list: APIGroupDiscoveryList): { json: Buffer; protobuf: Buffer } {
+  return { json: renderAggregated(list, 'json').body, protobuf: renderAggregated(list, 'protobuf').body };
+}
+
+/** The ETag the filter gives an answer merged from a local ETag and this part. */
+export function expectedEtag(localEtag: string, part: PeerPart): string {
+  return mergedEtag(localEtag, documentSetDigest(part));
+}
+
+/** The local ETag the filter uses for a 200 without one: the SHA-256 of the body, quoted. */
+export function bodyEtag(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('hex')}"`;
+}
+
+export { AGGREGATED_DISCOVERY_PROTOBUF };

@@ -1,21 +1,23 @@
 // A real Envoy sidecar for end-to-end identity and merged-document tests:
 // the translator's listener and routes pushed over ADS, the compiled identity
-// filter and the merged documents (MERGED_DOCUMENTS) over ECDS, ext_proc
-// served by mvproxy on the same gRPC server (only the OpenAPI v3 index, made
-// larger than the push budget, is answered over it), and Node https
+// module and the document module with each document's peer part
+// (peerPartDocuments) over ECDS, ext_proc served by mvproxy on the same gRPC
+// server (for a document pushed over the budget), and Node https
 // "apiservers" (local and one peer) that believe X-Remote-* only from the
 // front-proxy client certificate and echo the headers they receive. The
-// local one authenticates discovery like kube-apiserver (401 for unknown
-// tokens) and negotiates the aggregated format from Accept.
+// local one serves real aggregated discovery documents (JSON or protobuf as
+// Accept asks) and an OpenAPI v3 index, with ETags, 304s to If-None-Match,
+// and kube-apiserver's Audit-Id, priority-and-fairness and Warning headers;
+// it authenticates discovery like kube-apiserver (401 for unknown tokens).
 //
 // A test file calls useEchoSidecar() at its top level: the sidecar starts
 // before its tests and stops after them. The state below is the running
 // sidecar of that test file (each test file runs in its own process).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
 import { createServer as createHttpsServer, request as httpsRequest, type Agent as HttpsAgent, type Server as HttpsServer } from 'node:https';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,67 +32,118 @@ import { testLeaf, type TestCert } from './clientCerts.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from './sidecarHarness.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 import { DOCUMENT_PUSH_BUDGET_BYTES, type SidecarDocuments } from '../../src/translator/translator.js';
-import { encodeDocumentSet, type DocumentVariant } from '../../src/xds/documentSet.js';
+import { encodeDocumentSet } from '../../src/xds/documentSet.js';
+import type { AggregatedPeerPart, OpenApiPeerPart } from '../../src/discovery/peerPart.js';
+import { renderAggregated } from '../../src/discovery/render.js';
+import type { APIGroupDiscoveryList } from '../../src/model/discovery.js';
+import { APPS, BATCH, group, list, resource } from './discoveryFixtures.js';
 import type { MergedDocument } from '../../src/model/requestInfo.js';
 
 export const NODE = 'a';
 export const AGGREGATED = AGGREGATED_DISCOVERY_JSON_ACCEPT;
 /** Aggregated discovery as protobuf, JSON as the fallback (kubectl's order). */
 export const AGGREGATED_PROTOBUF = `${AGGREGATED_DISCOVERY_PROTOBUF},${AGGREGATED_DISCOVERY_JSON_ACCEPT}`;
-/** The merged protobuf variant: not valid UTF-8, with NUL and high bytes: must reach the client unchanged. */
-export const DISCOVERY_BODY = Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0xfe, 0x80, 0x0a, 0x7b]);
-/** The local apiserver's own aggregated document and its ETag. */
-export const LOCAL_DOCUMENT = '{"kind":"APIGroupDiscoveryList","items":[]}';
-export const LOCAL_ETAG = '"local"';
-/** The merged `/apis` document (all variants share the ETag, as upstream's). */
-export const MERGED_ETAG = '"merged"';
-export const MERGED_GROUPS_JSON =
-  '{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"metadata":{"name":"storagemigration.k8s.io"}}]}';
-/** The merged `/api` document: larger than kube-apiserver's gzip threshold, so it has a gzip variant. */
-export const MERGED_CORE_ETAG = '"merged-core"';
-export const MERGED_CORE_JSON = JSON.stringify({
-  kind: 'APIGroupDiscoveryList',
-  apiVersion: 'apidiscovery.k8s.io/v2',
-  items: [
+
+/** The local apiserver's `/apis` (mutable: setLocalGroups) and `/api` (over 1 MiB in JSON: thousands of resources). */
+export const LOCAL_GROUPS = list([APPS, BATCH]);
+export const LOCAL_CORE = list([
+  group('', [
     {
-      metadata: { name: '' },
-      versions: [{ version: 'v1', resources: Array.from({ length: 3000 }, (_, i) => ({ resource: `things${i}`, verbs: ['get', 'list', 'watch'] })) }],
+      version: 'v1',
+      resources: Array.from({ length: 6000 }, (_, i) => resource(`things${i}`, `Thing${i}`, ['get', 'list', 'watch'], { shortNames: [`t${i}`] })),
     },
-  ],
-});
-/** The OpenAPI v3 index ext_proc answers (its pushed set is over the budget). */
+  ]),
+]);
+export const LOCAL_INDEX = {
+  paths: { 'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=A' }, 'apis/apps/v1': { serverRelativeURL: '/openapi/v3/apis/apps/v1?hash=B' } },
+};
+
+/** What only the peer serves: a group, a version of apps, a resource of apps/v1; a core resource; their OpenAPI paths. */
+export const GROUPS_PART: AggregatedPeerPart = {
+  document: 'group-discovery',
+  groups: list([
+    group('apps', [
+      { version: 'v1', resources: [resource('statefulsets', 'StatefulSet', ['get', 'list'])] },
+      { version: 'v1beta9', resources: [resource('replicasets', 'ReplicaSet', ['get'])] },
+    ]),
+    group('storagemigration.k8s.io', [{ version: 'v1', resources: [resource('storageversionmigrations', 'StorageVersionMigration', ['get', 'list'])] }]),
+  ]).items,
+};
+export const CORE_PART: AggregatedPeerPart = {
+  document: 'core-discovery',
+  groups: list([group('', [{ version: 'v1', resources: [resource('widgets', 'Widget', ['get'])] }])]).items,
+};
+export const INDEX_PART: OpenApiPeerPart = {
+  document: 'openapi-index',
+  paths: { 'apis/storagemigration.k8s.io/v1': { serverRelativeURL: '/openapi/v3/apis/storagemigration.k8s.io/v1?hash=P' } },
+};
+/** The OpenAPI v3 index ext_proc answers (when its set is pushed over the budget). */
 export const EXT_PROC_OPENAPI_BODY = '{"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/api/v1?hash=extproc"}}}';
 
-function variant(format: DocumentVariant['format'], etag: string, contentType: string, body: Buffer, gzip = false): DocumentVariant[] {
-  const identity: DocumentVariant = { format, encoding: 'identity', etag, contentType, body };
-  return gzip ? [identity, { ...identity, encoding: 'gzip', body: gzipSync(body, { level: 1 }) }] : [identity];
+/**
+ * The peer parts as the control plane pushes them; `overBudget`: that
+ * document's set one byte over the push budget (ext_proc answers it);
+ * `groups`: another `/apis` peer part (a later push).
+ */
+export function peerPartDocuments(overBudget?: MergedDocument, groups: AggregatedPeerPart = GROUPS_PART): SidecarDocuments {
+  const documents = new Map<MergedDocument, Uint8Array>([
+    ['group-discovery', encodeDocumentSet(groups)],
+    ['core-discovery', encodeDocumentSet(CORE_PART)],
+    ['openapi-index', encodeDocumentSet(INDEX_PART)],
+  ]);
+  if (overBudget) documents.set(overBudget, new Uint8Array(DOCUMENT_PUSH_BUDGET_BYTES + 1));
+  return documents;
 }
 
-/**
- * The sidecar's merged documents, encoded as the control plane pushes them;
- * `groups` replaces the `/apis` document's JSON body and ETag (a later push).
- * The OpenAPI index's set is one byte over the push budget (never pushed:
- * its route goes to ext_proc).
- */
-export function mergedDocuments(groups: { etag: string; json: string } = { etag: MERGED_ETAG, json: MERGED_GROUPS_JSON }): SidecarDocuments {
-  return new Map<MergedDocument, Uint8Array>([
-    [
-      'group-discovery',
-      encodeDocumentSet('group-discovery', [
-        ...variant('aggregated-json', groups.etag, AGGREGATED_DISCOVERY_JSON, Buffer.from(groups.json)),
-        ...variant('aggregated-protobuf', groups.etag, AGGREGATED_DISCOVERY_PROTOBUF, DISCOVERY_BODY),
-      ]),
-    ],
-    [
-      'core-discovery',
-      encodeDocumentSet('core-discovery', [
-        ...variant('aggregated-json', MERGED_CORE_ETAG, AGGREGATED_DISCOVERY_JSON, Buffer.from(MERGED_CORE_JSON), true),
-        ...variant('aggregated-protobuf', MERGED_CORE_ETAG, AGGREGATED_DISCOVERY_PROTOBUF, DISCOVERY_BODY),
-      ]),
-    ],
-    ['openapi-index', new Uint8Array(DOCUMENT_PUSH_BUDGET_BYTES + 1)],
-  ]);
+/** kube-apiserver's ETag of a body (upstream hashes the JSON; any stable digest will do here). */
+function etagOfBody(body: Buffer): string {
+  return `"${createHash('sha512').update(body).digest('hex').toUpperCase()}"`;
 }
+
+interface Served {
+  json: Buffer;
+  protobuf: Buffer;
+  etag: string;
+}
+
+function served(l: APIGroupDiscoveryList): Served {
+  const json = renderAggregated(l, 'json').body;
+  return { json, protobuf: renderAggregated(l, 'protobuf').body, etag: etagOfBody(json) };
+}
+
+let localGroups = served(LOCAL_GROUPS);
+const localCore = served(LOCAL_CORE);
+const localIndex = Buffer.from(`${JSON.stringify(LOCAL_INDEX)}\n`);
+const localIndexEtag = etagOfBody(localIndex);
+
+/** Changes the local apiserver's `/apis` document (a CRD created, say); returns its new ETag. */
+export function setLocalGroups(l: APIGroupDiscoveryList): string {
+  localGroups = served(l);
+  return localGroups.etag;
+}
+
+/** The local document's ETag as the apiserver sends it. */
+export function localEtag(document: 'groups' | 'core' | 'index'): string {
+  return document === 'groups' ? localGroups.etag : document === 'core' ? localCore.etag : localIndexEtag;
+}
+
+/** The headers kube-apiserver adds to every answer, which the client must get. */
+export const APISERVER_HEADERS = {
+  'audit-id': 'audit-e2e',
+  'x-kubernetes-pf-flowschema-uid': 'fs-e2e',
+  'x-kubernetes-pf-prioritylevel-uid': 'pl-e2e',
+  warning: ['299 - "first"', '299 - "second"'],
+};
+
+/** `headers` and APISERVER_HEADERS as writeHead's flat list (two Warning headers). */
+function withApiserverHeaders(headers: Record<string, string | number>): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries({ ...headers, ...APISERVER_HEADERS })) {
+    for (const one of Array.isArray(value) ? value : [value]) out.push(name, String(one));
+  }
+  return out;
+}
+
 /** The one token the fake apiserver knows. */
 export const KNOWN_TOKEN = 'Bearer known-token';
 /** A group-version only the peer serves. */
@@ -205,19 +258,18 @@ async function startEchoSidecar(): Promise<void> {
         );
         return;
       }
-      if (req.headers['if-none-match'] === LOCAL_ETAG) {
-        res.writeHead(304, { etag: LOCAL_ETAG });
+      const document = path === '/apis' ? localGroups : localCore;
+      discoveryAnswer(req, res, document, (req.headers['accept'] ?? '').startsWith('application/vnd.kubernetes.protobuf'));
+      return;
+    }
+    if (path === '/openapi/v3') {
+      if (req.headers['if-none-match'] === localIndexEtag) {
+        res.writeHead(304, withApiserverHeaders({ etag: localIndexEtag }));
         res.end();
         return;
       }
-      const accept = req.headers['accept'] ?? '';
-      const contentType = !accept.includes('g=apidiscovery.k8s.io')
-        ? 'application/json'
-        : accept.startsWith('application/vnd.kubernetes.protobuf')
-          ? AGGREGATED_DISCOVERY_PROTOBUF
-          : AGGREGATED_DISCOVERY_JSON;
-      res.writeHead(200, { 'content-type': contentType, etag: LOCAL_ETAG });
-      res.end(LOCAL_DOCUMENT);
+      res.writeHead(200, withApiserverHeaders({ 'content-type': 'text/plain; charset=utf-8', etag: localIndexEtag, 'content-length': localIndex.length }));
+      res.end(localIndex);
       return;
     }
     const body: Echo = { path: req.url ?? '', headers: req.headersDistinct as Record<string, string[]>, frontProxy: viaFrontProxy(req) };
@@ -262,7 +314,7 @@ async function startEchoSidecar(): Promise<void> {
     node: NODE,
     certs,
     plan,
-    documents: mergedDocuments(),
+    documents: peerPartDocuments(),
     register: (server) => {
       new ExtProcServer({
         logger: pino({ level: 'silent' }),
@@ -282,6 +334,30 @@ async function startEchoSidecar(): Promise<void> {
     },
   });
   listenerPort = sidecar.listenerPort;
+}
+
+/** Serves a discovery document as kube-apiserver does: 304 to its ETag, else the body in the format asked for, in several writes. */
+function discoveryAnswer(req: IncomingMessage, res: ServerResponse, document: Served, protobuf: boolean): void {
+  const noEtag = (req.url ?? '').includes('noetag');
+  if (!noEtag && req.headers['if-none-match'] === document.etag) {
+    res.writeHead(304, withApiserverHeaders({ etag: document.etag }));
+    res.end();
+    return;
+  }
+  const body = protobuf ? document.protobuf : document.json;
+  res.writeHead(
+    200,
+    withApiserverHeaders({
+      'content-type': protobuf ? AGGREGATED_DISCOVERY_PROTOBUF : AGGREGATED_DISCOVERY_JSON,
+      'content-length': body.length,
+      ...(noEtag ? {} : { etag: document.etag }),
+      'cache-control': 'public',
+      vary: 'Accept',
+    }),
+  );
+  const step = 64 * 1024;
+  for (let at = 0; at < body.length; at += step) res.write(body.subarray(at, at + step));
+  res.end();
 }
 
 async function stopEchoSidecar(): Promise<void> {

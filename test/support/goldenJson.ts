@@ -2,9 +2,12 @@
 // written with a two-space indent, an object or array that fits on its line
 // written on it; and the way back from that data to what the translator made.
 import assert from 'node:assert/strict';
+import { readFilterModules } from '../../src/xds/filterModule.js';
 
-/** What the filter module's bytes are written as (tens of kilobytes that change with every filter build). */
+/** What the filter modules' bytes are written as (tens of kilobytes that change with every filter build). */
 export const MODULE_PLACEHOLDER = '<filter module: settings.filterModule>';
+export const DOCUMENT_MODULE_PLACEHOLDER = '<document module: settings.documentModule>';
+const documentModule = readFilterModules().documents;
 const BASE64_PREFIX = '<bytes base64 ';
 
 /** Plain JSON data, as golden files hold it. */
@@ -29,7 +32,9 @@ export function canonical(value: unknown, module: Uint8Array, path: string): Jso
     return value;
   }
   if (value instanceof Uint8Array) {
-    return Buffer.compare(value, module) === 0 ? MODULE_PLACEHOLDER : `${BASE64_PREFIX}${Buffer.from(value).toString('base64')}>`;
+    if (Buffer.compare(value, module) === 0) return MODULE_PLACEHOLDER;
+    if (Buffer.compare(value, documentModule) === 0) return DOCUMENT_MODULE_PLACEHOLDER;
+    return `${BASE64_PREFIX}${Buffer.from(value).toString('base64')}>`;
   }
   if (Array.isArray(value)) return value.map((item, i) => canonical(item, module, `${path}[${i}]`));
   assert.ok(typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype, `${path}: ${typeof value} is not plain data`);
@@ -49,6 +54,7 @@ export function canonical(value: unknown, module: Uint8Array, path: string): Jso
 export function withBytes(value: Json, module: Uint8Array, files: ReadonlyMap<string, string>): unknown {
   if (typeof value === 'string') {
     if (value === MODULE_PLACEHOLDER) return Buffer.from(module);
+    if (value === DOCUMENT_MODULE_PLACEHOLDER) return Buffer.from(documentModule);
     if (value.startsWith(BASE64_PREFIX) && value.endsWith('>')) return Buffer.from(value.slice(BASE64_PREFIX.length, -1), 'base64');
     return files.get(value) ?? value;
   }

@@ -1,11 +1,11 @@
-// The identity filter (envoy/filters, the filter module compiled to
+// The identity filter (envoy/filters, the identity module compiled to
 // WebAssembly), run through a proxy-wasm host shim: requests as Envoy
 // forwards them (with x-forwarded-client-cert for a verified client
 // certificate) and what kube-apiserver would receive from the filter.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 
-import { readFilterModule } from '../../src/xds/filterModule.js';
+import { readFilterModules } from '../../src/xds/filterModule.js';
 import { formatXfcc, testCa, testLeaf, type LeafOptions, type TestCert } from './clientCerts.js';
 import type { IdentityOutcome } from './identityCases.js';
 import { pemOf } from './derBuilder.js';
@@ -21,12 +21,19 @@ export const BASE: HeaderList = [
 export const BEARER: HeaderList = [['authorization', 'Bearer token']];
 
 let wasm: Buffer | undefined;
+let documentWasm: Buffer | undefined;
 let clientCa: Promise<TestCert> | undefined;
 
-/** The compiled filter module (both filters), read once per test process. */
+/** The compiled identity module, read once per test process. */
 export function filterModule(): Buffer {
-  wasm ??= readFilterModule();
+  wasm ??= readFilterModules().identity;
   return wasm;
+}
+
+/** The compiled document module (the document filters), read once per test process. */
+export function documentModule(): Buffer {
+  documentWasm ??= readFilterModules().documents;
+  return documentWasm;
 }
 
 export function newHost(opts: HostOptions = {}): ProxyWasmHost {

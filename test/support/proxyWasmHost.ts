@@ -3,7 +3,10 @@
 // one VM, plugin (root) contexts configured from a string or bytes, each
 // with its root_id (the property plugin_root_id), and one stream context per
 // request that sees proxy_on_request_headers and, if driven, the response
-// headers (proxy_on_response_headers). Several plugin contexts (as after an
+// headers (proxy_on_response_headers) and body chunks (proxy_on_response_body,
+// with the chunk as the response body buffer, replaced as Envoy's
+// proxy_set_buffer_bytes does; the response headers stay modifiable until
+// the stream closes). Several plugin contexts (as after an
 // Envoy configuration update, while older streams finish, or several
 // plugins sharing one VM) and concurrent streams can be driven step by step.
 //
@@ -49,6 +52,7 @@ const LOG_LEVEL = { trace: 0, debug: 1, info: 2, warn: 3, error: 4, critical: 5 
 const STATUS_OK = 0;
 const STATUS_NOT_FOUND = 1;
 const STATUS_BAD_ARGUMENT = 2;
+const BUFFER_HTTP_RESPONSE_BODY = 1;
 const BUFFER_PLUGIN_CONFIGURATION = 7;
 const MAP_HTTP_REQUEST_HEADERS = 0;
 const MAP_HTTP_RESPONSE_HEADERS = 2;
@@ -65,6 +69,7 @@ interface FilterExports {
   proxy_on_configure: (rootContextId: number, size: number) => number;
   proxy_on_request_headers: (contextId: number, numHeaders: number, endOfStream: number) => number;
   proxy_on_response_headers?: (contextId: number, numHeaders: number, endOfStream: number) => number;
+  proxy_on_response_body?: (contextId: number, bodySize: number, endOfStream: number) => number;
   proxy_on_done: (contextId: number) => number;
   proxy_on_log: (contextId: number) => void;
   proxy_on_delete: (contextId: number) => void;
@@ -97,6 +102,16 @@ export interface HostOptions {
   failDefineMetric?: boolean;
 }
 
+/** What a filter did with one response body chunk. */
+export interface BodyResult {
+  /** The callback's return: 0 continue, 1 stop and buffer, 3 stop without buffering (Envoy's FilterDataStatus). */
+  action: number;
+  /** The chunk as the filter left it (what Envoy would forward on continue). */
+  chunk: Buffer;
+  /** The response headers as they are now. */
+  headers: HeaderList;
+}
+
 /** A metric the module defined (proxy_define_metric); its id is its index + 1. */
 export interface MetricDefinition {
   type: number;
@@ -127,6 +142,12 @@ export class ProxyWasmHost {
   private current = 0;
   private headers: HeaderList | undefined;
   private responseHeaders: HeaderList | undefined;
+  /** Each open stream's response headers, kept from proxy_on_response_headers on (a body callback may modify them). */
+  private readonly streamResponseHeaders = new Map<number, HeaderList>();
+  /** The body chunk of the running proxy_on_response_body. */
+  private chunk: Buffer | undefined;
+  /** When set, the next call of this import throws (a trap in the module's callback, as a failed host call would). */
+  trapOn: string | undefined;
   private localResponse: LocalResponse | undefined;
   private localResponseBody: Buffer | undefined;
   /** Metric values by name (several definitions of a name share one, as in Envoy). */
@@ -148,6 +169,10 @@ export class ProxyWasmHost {
       imports[imp.module] = moduleImports;
       moduleImports[name] = (...args: number[]): number | undefined => {
         this.hostCalls.set(name, (this.hostCalls.get(name) ?? 0) + 1);
+        if (this.trapOn === name) {
+          this.trapOn = undefined;
+          throw new WebAssembly.RuntimeError(`trap forced in ${name}`);
+        }
         return fn(...args);
       };
     }
@@ -229,13 +254,30 @@ export class ProxyWasmHost {
   }
 
   /** Delivers response headers (`:status` among them) to an open stream; a module without proxy_on_response_headers continues. */
-  sendResponseHeaders(stream: number, headers: HeaderList): ResponseResult {
+  sendResponseHeaders(stream: number, headers: HeaderList, endOfStream = false): ResponseResult {
     if (!this.streams.has(stream)) throw new Error(`stream ${stream} is not open`);
     this.responseHeaders = headers.map(([k, v]) => [k, v]);
+    this.streamResponseHeaders.set(stream, this.responseHeaders);
     try {
       const onResponseHeaders = this.exports.proxy_on_response_headers;
-      return this.phase(stream, this.responseHeaders, () => (onResponseHeaders ? onResponseHeaders(stream, headers.length, 0) : 0));
+      return this.phase(stream, this.responseHeaders, () => (onResponseHeaders ? onResponseHeaders(stream, headers.length, endOfStream ? 1 : 0) : 0));
     } finally {
+      this.responseHeaders = undefined;
+    }
+  }
+
+  /** Delivers one response body chunk; a module without proxy_on_response_body continues with the chunk as it was. */
+  sendResponseBody(stream: number, chunk: Uint8Array, endOfStream: boolean): BodyResult {
+    const headers = this.streamResponseHeaders.get(stream);
+    if (!this.streams.has(stream) || headers === undefined) throw new Error(`stream ${stream} has no response headers`);
+    const onResponseBody = this.exports.proxy_on_response_body;
+    this.chunk = Buffer.from(chunk);
+    this.responseHeaders = headers;
+    try {
+      const action = onResponseBody ? this.call(stream, () => onResponseBody(stream, chunk.length, endOfStream ? 1 : 0)) : 0;
+      return { action, chunk: this.chunk, headers };
+    } finally {
+      this.chunk = undefined;
       this.responseHeaders = undefined;
     }
   }
@@ -264,6 +306,7 @@ export class ProxyWasmHost {
   /** Ends a stream (proxy_on_done, proxy_on_log, proxy_on_delete). */
   closeStream(stream: number): void {
     if (!this.streams.delete(stream)) throw new Error(`stream ${stream} is not open`);
+    this.streamResponseHeaders.delete(stream);
     this.deleteContext(stream);
   }
 
@@ -356,9 +399,23 @@ export class ProxyWasmHost {
         return STATUS_OK;
       },
       proxy_get_buffer_bytes: (bufferId, start, maxSize, returnData, returnSize) => {
+        if (bufferId === BUFFER_HTTP_RESPONSE_BODY) {
+          if (this.chunk === undefined) return STATUS_NOT_FOUND;
+          if (start > this.chunk.length) return STATUS_BAD_ARGUMENT;
+          return this.give(this.chunk.subarray(start, start + maxSize), returnData, returnSize);
+        }
         if (bufferId !== BUFFER_PLUGIN_CONFIGURATION) return STATUS_NOT_FOUND;
         if (start > this.configuration.length) return STATUS_BAD_ARGUMENT;
         return this.give(this.configuration.subarray(start, start + maxSize), returnData, returnSize);
+      },
+      // As Envoy's body buffers: from 0, drain `size` bytes and prepend the data; at or past the end, append.
+      proxy_set_buffer_bytes: (bufferId, start, size, dataPtr, dataLen) => {
+        if (bufferId !== BUFFER_HTTP_RESPONSE_BODY || this.chunk === undefined) return STATUS_NOT_FOUND;
+        const data = Buffer.from(this.bytes(dataPtr, dataLen));
+        if (start === 0) this.chunk = Buffer.concat([data, this.chunk.subarray(Math.min(size, this.chunk.length))]);
+        else if (start >= this.chunk.length) this.chunk = Buffer.concat([this.chunk, data]);
+        else return STATUS_BAD_ARGUMENT;
+        return STATUS_OK;
       },
       proxy_get_property: (pathPtr, pathLen, returnData, returnSize) => {
         // ABI 0.2.1: path segments separated by NUL bytes.

@@ -90,8 +90,8 @@ export interface RunningSidecar {
   envoy: EnvoyInstance;
   /** The control plane's gRPC server (ADS and the services `register` added). */
   grpcServer: grpc.Server;
-  /** Pushes the plan again with these merged documents (encoded sets, translateSidecar's `documents`). */
-  push: (documents: SidecarDocuments | undefined) => void;
+  /** Pushes the plan again with these merged documents (encoded sets, translateSidecar's `documents`), and another document module if given. */
+  push: (documents: SidecarDocuments | undefined, documentModule?: Uint8Array) => void;
   /** The ADS server, the plan and the translator settings, for a test that pushes a snapshot of its own. */
   ads: AdsServer;
   plan: SidecarPlan;
@@ -141,8 +141,8 @@ export async function startSidecar(opts: {
     peerCa,
   };
   const settings = { ...sidecarSettings(listenerPort, files), ...(opts.limits ? { limits: opts.limits } : {}) };
-  const push = (documents: SidecarDocuments | undefined): void =>
-    ads.setSnapshot(opts.node, makeSnapshot(translateSidecar(opts.plan, settings, undefined, documents)));
+  const push = (documents: SidecarDocuments | undefined, documentModule?: Uint8Array): void =>
+    ads.setSnapshot(opts.node, makeSnapshot(translateSidecar(opts.plan, documentModule ? { ...settings, documentModule } : settings, undefined, documents)));
   push(opts.documents);
 
   const envoy = await startEnvoy(undefined, {

@@ -9,7 +9,7 @@ import { after } from 'node:test';
 import type { Any } from '../../src/generated/google/protobuf/Any.js';
 import { PEER_SERVER_NAME, type TranslatorSettings } from '../../src/translator/translator.js';
 import { CONTROL_PLANE_CLUSTER } from '../../src/xds/bootstrap.js';
-import { readFilterModule } from '../../src/xds/filterModule.js';
+import { readFilterModules } from '../../src/xds/filterModule.js';
 
 export interface SidecarFiles {
   servingCert: string;
@@ -26,7 +26,8 @@ export function sidecarSettings(port: number, files: SidecarFiles): TranslatorSe
     upstream: { frontProxyCertPath: files.frontProxyCert, frontProxyKeyPath: files.frontProxyKey, peerCaPath: files.peerCa, serverName: PEER_SERVER_NAME },
     controlPlaneCluster: CONTROL_PLANE_CLUSTER,
     // The real module: tests that hand the config to Envoy need one it loads.
-    filterModule: readFilterModule(),
+    filterModule: readFilterModules().identity,
+    documentModule: readFilterModules().documents,
   };
 }
 

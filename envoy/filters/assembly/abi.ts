@@ -13,7 +13,14 @@ export const LOG_WARN: i32 = 3;
 
 export const ACTION_CONTINUE: i32 = 0;
 export const ACTION_PAUSE: i32 = 1;
+/**
+ * A body callback's "stop iteration, no buffer" (Envoy's FilterDataStatus 3,
+ * which proxy-wasm hosts pass through as they are): Envoy neither forwards
+ * nor buffers the chunk; the filter keeps what it needs of it.
+ */
+export const ACTION_STOP_NO_BUFFER: i32 = 3;
 
+export const BUFFER_HTTP_RESPONSE_BODY: i32 = 1;
 export const BUFFER_VM_CONFIGURATION: i32 = 6;
 export const BUFFER_PLUGIN_CONFIGURATION: i32 = 7;
 
@@ -33,6 +40,11 @@ export declare function proxy_get_current_time_nanoseconds(returnTime: usize): i
 // @ts-ignore: decorator
 @external("env", "proxy_get_buffer_bytes")
 export declare function proxy_get_buffer_bytes(bufferId: i32, start: usize, maxSize: usize, returnData: usize, returnSize: usize): i32;
+
+/** Replaces `size` bytes from `start` of a buffer with [data, data + dataSize) (start 0 and the whole size: the whole chunk). */
+// @ts-ignore: decorator
+@external("env", "proxy_set_buffer_bytes")
+export declare function proxy_set_buffer_bytes(bufferId: i32, start: usize, size: usize, data: usize, dataSize: usize): i32;
 
 // @ts-ignore: decorator
 @external("env", "proxy_get_header_map_pairs")

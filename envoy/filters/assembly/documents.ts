@@ -1,22 +1,26 @@
-// The merged document set of one plugin (root) context, read from
-// the plugin configuration (format below; the encoder is
-// src/xds/documentSet.ts). The set lives in unmanaged memory: the host's
-// configuration buffer itself (bodies are served from it, never copied) and
-// a small index with each variant's response header maps serialized once,
-// so a request allocates nothing. Reference counted: the root context holds
-// one reference, and every stream that will answer from the set holds one,
-// so a reconfigure never frees documents a stream in flight still serves.
+// The peer part one document plugin holds (the set), read from the plugin
+// configuration (format below; the encoder is src/xds/documentSet.ts), and
+// the plugin's cache of merged answers, one per format, keyed by the local
+// apiserver's ETag. Everything lives in unmanaged memory: the host's
+// configuration buffer itself (fragments are spliced from it, never copied)
+// and a small index of nodes. Reference counted: the plugin context holds one
+// reference and every stream that merges with the set one more, so a
+// reconfigure never frees a part a stream in flight still splices.
 //
-// Configuration (little-endian; every length a u32 byte count):
-//   "MVPD"  u8 version (2)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
-//   u32 len + the local apiserver's own ETag for the document (len 0: none)
-//   u32 variant count, then per variant:
-//     u8 format (0 aggregated JSON, 1 aggregated protobuf, 2 plain JSON: the OpenAPI index)
-//     u8 encoding (0 identity, 1 gzip)
-//     u32 len + ETag (quoted, as sent)  u32 len + Content-Type  u32 len + body
-// Nothing may follow the last variant. Kinds 0 and 1 take formats 0 and 1,
-// kind 2 takes format 2; each (format, encoding) at most once.
+// Configuration (version 3; little-endian; every length a u32 byte count):
+//   "MVPD"  u8 version (3)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
+//   64 bytes: the peer digest, lowercase hex SHA-256 of everything after it
+//   kinds 0 and 1: u32 group count, then per group a node:
+//     u32 len + name, u32 len + JSON fragment (the whole entry, Go's encoding),
+//     u32 len + protobuf fragment (the whole message, without tag and length),
+//     then (groups and versions only) u32 child count and the children:
+//     a group's versions, a version's resources
+//   kind 2: u32 path count, then per path: u32 len + key (as JSON writes it,
+//     without quotes), u32 len + JSON value; keys strictly ascending
+// Nothing may follow. A set with no groups (or no paths) is still a set: the
+// filter then answers the local document with the merged ETag.
 import { addDebt } from "./gc";
+import { sha256 } from "./sha256";
 
 export const KIND_CORE: u32 = 0;
 export const KIND_GROUPS: u32 = 1;
@@ -26,31 +30,43 @@ export const FORMAT_AGGREGATED_JSON: u32 = 0;
 export const FORMAT_AGGREGATED_PROTOBUF: u32 = 1;
 export const FORMAT_JSON: u32 = 2;
 
-export const ENCODING_IDENTITY: u32 = 0;
-export const ENCODING_GZIP: u32 = 1;
+const HEADER: usize = 70; // magic, version, kind, digest
+export const DIGEST_HEX: usize = 64;
 
-/** Three formats times two encodings; the stream state keeps one bit per variant. */
-const MAX_VARIANTS: u32 = 6;
-
-// The set (one unmanaged block): header, then one record per variant.
+// The set (one unmanaged block).
 const SET_REFS: usize = 0;
 const SET_KIND: usize = 4;
 const SET_DATA: usize = 8;
-const SET_COUNT: usize = 12;
-const SET_LOCAL_ETAG: usize = 16;
-const SET_LOCAL_ETAG_LEN: usize = 20;
-const SET_VARIANTS: usize = 24;
-export const V_FORMAT: usize = 0;
-export const V_ENCODING: usize = 4;
-export const V_BODY: usize = 8;
-export const V_BODY_LEN: usize = 12;
-export const V_ETAG: usize = 16;
-export const V_ETAG_LEN: usize = 20;
-export const V_H200: usize = 24;
-export const V_H200_LEN: usize = 28;
-export const V_H304: usize = 32;
-export const V_H304_LEN: usize = 36;
-const V_SIZE: usize = 40;
+const SET_GROUPS: usize = 12;
+const SET_GROUP_COUNT: usize = 16;
+const SET_NODES: usize = 20; // every node, one array
+const SET_CACHE: usize = 24; // three cache entries, one per format
+export const CACHE_SIZE: usize = 32;
+const SET_SIZE: usize = SET_CACHE + 3 * CACHE_SIZE;
+
+// A node: a group, a version, a resource, or an OpenAPI path.
+export const N_NAME: usize = 0;
+export const N_NAME_LEN: usize = 4;
+export const N_JSON: usize = 8;
+export const N_JSON_LEN: usize = 12;
+export const N_PROTO: usize = 16;
+export const N_PROTO_LEN: usize = 20;
+export const N_CHILDREN: usize = 24;
+export const N_CHILD_COUNT: usize = 28;
+/** Set while splicing when the local document lists the node's name. */
+export const N_SEEN: usize = 32;
+export const NODE_SIZE: usize = 36;
+
+// A cache entry: the merged answer for one format.
+export const C_LOCAL_ETAG: usize = 0; // unmanaged copy, 0: empty entry
+export const C_LOCAL_ETAG_LEN: usize = 4;
+export const C_REVALIDATE: usize = 8; // 1 when the local ETag is the apiserver's (not a digest of its body)
+export const C_BODY: usize = 12;
+export const C_BODY_LEN: usize = 16;
+export const C_TYPE: usize = 20;
+export const C_TYPE_LEN: usize = 24;
+export const C_MERGED_ETAG: usize = 28; // MERGED_ETAG_LEN bytes, quoted
+export const MERGED_ETAG_LEN: usize = 66;
 
 /** Why the last parseDocumentSet failed. */
 export let documentsError = "";
@@ -59,47 +75,61 @@ export function setKind(set: usize): u32 {
   return load<u32>(set + SET_KIND);
 }
 
-export function setCount(set: usize): u32 {
-  return load<u32>(set + SET_COUNT);
+/** The peer digest (64 hex bytes in the configuration buffer). */
+export function setDigest(set: usize): usize {
+  return <usize>load<u32>(set + SET_DATA) + 6;
 }
 
-/** The local apiserver's own ETag for the document (in the configuration buffer), or 0. */
-export function setLocalEtag(set: usize): usize {
-  return <usize>load<u32>(set + SET_LOCAL_ETAG);
+export function setGroups(set: usize): usize {
+  return <usize>load<u32>(set + SET_GROUPS);
 }
 
-export function setLocalEtagLen(set: usize): usize {
-  return <usize>load<u32>(set + SET_LOCAL_ETAG_LEN);
+export function setGroupCount(set: usize): u32 {
+  return load<u32>(set + SET_GROUP_COUNT);
 }
 
-export function variantAt(set: usize, i: u32): usize {
-  return set + SET_VARIANTS + <usize>i * V_SIZE;
+/** The cache entry of `format`. */
+export function cacheEntry(set: usize, format: u32): usize {
+  return set + SET_CACHE + <usize>format * CACHE_SIZE;
 }
 
-/** The variant of `format` in `encoding`, or -1. */
-export function findVariant(set: usize, format: u32, encoding: u32): i32 {
-  const count = setCount(set);
-  for (let i: u32 = 0; i < count; i++) {
-    const v = variantAt(set, i);
-    if (load<u32>(v + V_FORMAT) == format && load<u32>(v + V_ENCODING) == encoding) return <i32>i;
-  }
-  return -1;
+export function nodeAt(first: usize, i: u32): usize {
+  return first + <usize>i * NODE_SIZE;
+}
+
+/** Forgets every node's SEEN mark (before a splice). */
+export function clearSeen(set: usize): void {
+  const first = <usize>load<u32>(set + SET_NODES);
+  const count = load<u32>(first - 4);
+  for (let i: u32 = 0; i < count; i++) store<u32>(nodeAt(first, i) + N_SEEN, 0);
 }
 
 export function acquire(set: usize): void {
   store<u32>(set + SET_REFS, load<u32>(set + SET_REFS) + 1);
 }
 
+/** Frees a cache entry's buffers and empties it; its merged ETag buffer (allocated with the set) stays. */
+export function clearCacheEntry(entry: usize): void {
+  for (let off: usize = 0; off <= C_TYPE; off += 4) {
+    if (off == C_LOCAL_ETAG || off == C_BODY || off == C_TYPE) {
+      const p = <usize>load<u32>(entry + off);
+      if (p != 0) heap.free(p);
+    }
+  }
+  memory.fill(entry, 0, C_MERGED_ETAG);
+}
+
 export function release(set: usize): void {
   const refs = load<u32>(set + SET_REFS) - 1;
   store<u32>(set + SET_REFS, refs);
   if (refs != 0) return;
-  const count = setCount(set);
-  for (let i: u32 = 0; i < count; i++) {
-    const v = variantAt(set, i);
-    heap.free(<usize>load<u32>(v + V_H200));
-    heap.free(<usize>load<u32>(v + V_H304));
+  for (let f: u32 = 0; f < 3; f++) {
+    const entry = cacheEntry(set, f);
+    const merged = <usize>load<u32>(entry + C_MERGED_ETAG);
+    clearCacheEntry(entry);
+    if (merged != 0) heap.free(merged);
   }
+  heap.free(<usize>load<u32>(set + SET_NODES) - 4);
   heap.free(<usize>load<u32>(set + SET_DATA));
   heap.free(set);
 }
@@ -110,168 +140,195 @@ function fail(message: string, offset: usize): usize {
   return 0;
 }
 
-/** Whether [p, p + n) is a non-empty header value Envoy accepts (no control characters). */
-function headerValue(p: usize, n: usize): bool {
-  if (n == 0) return false;
+// The walk over the configuration: a cursor, and the number of nodes seen.
+let data: usize = 0;
+let size: usize = 0;
+let at: usize = 0;
+let nodes: u32 = 0;
+let failed = false;
+
+/** Reads a u32 length and skips that many bytes; returns the length's offset, or fails. */
+function span(what: string): usize {
+  if (failed) return 0;
+  if (size - at < 4) {
+    failed = true;
+    fail(what + " length truncated", at);
+    return 0;
+  }
+  const len = <usize>load<u32>(data + at);
+  if (<u64>len > <u64>(size - at - 4)) {
+    failed = true;
+    fail(what + " length " + len.toString() + " runs past the end", at);
+    return 0;
+  }
+  const where = at;
+  at += 4 + len;
+  return where;
+}
+
+function count(what: string): u32 {
+  if (failed) return 0;
+  if (size - at < 4) {
+    failed = true;
+    fail(what + " count truncated", at);
+    return 0;
+  }
+  const n = load<u32>(data + at);
+  at += 4;
+  // Every node takes at least 12 bytes: a count past that is malformed.
+  if (<u64>n * 8 > <u64>(size - at)) {
+    failed = true;
+    fail(what + " count " + n.toString() + " runs past the end", at - 4);
+    return 0;
+  }
+  return n;
+}
+
+/** Validates a node and its children (depth: 0 group, 1 version, 2 resource, 3 OpenAPI path); counts them. */
+function walkNode(depth: i32): void {
+  nodes++;
+  span("name");
+  span(depth == 3 ? "value" : "JSON fragment");
+  if (depth == 3) return;
+  span("protobuf fragment");
+  if (depth == 2) return;
+  const n = count(depth == 0 ? "version" : "resource");
+  for (let i: u32 = 0; i < n && !failed; i++) walkNode(depth + 1);
+}
+
+/** Fills node records from the configuration, children contiguous per parent (one array per level, laid out one after the other). */
+let levelNext = new StaticArray<usize>(4);
+
+function fillNode(node: usize, depth: i32): void {
+  const name = span("");
+  store<u32>(node + N_NAME, <u32>(data + name + 4));
+  store<u32>(node + N_NAME_LEN, load<u32>(data + name));
+  const json = span("");
+  store<u32>(node + N_JSON, <u32>(data + json + 4));
+  store<u32>(node + N_JSON_LEN, load<u32>(data + json));
+  if (depth == 3) return;
+  const proto = span("");
+  store<u32>(node + N_PROTO, <u32>(data + proto + 4));
+  store<u32>(node + N_PROTO_LEN, load<u32>(data + proto));
+  if (depth == 2) return;
+  const n = load<u32>(data + at);
+  at += 4;
+  const first = unchecked(levelNext[depth + 1]);
+  unchecked((levelNext[depth + 1] = first + <usize>n * NODE_SIZE));
+  store<u32>(node + N_CHILDREN, <u32>first);
+  store<u32>(node + N_CHILD_COUNT, n);
+  for (let i: u32 = 0; i < n; i++) fillNode(first + <usize>i * NODE_SIZE, depth + 1);
+}
+
+function isLowerHex(p: usize, n: usize): bool {
   for (let i: usize = 0; i < n; i++) {
     const c = load<u8>(p + i);
-    if ((c < 0x20 && c != 0x09) || c == 0x7f) return false;
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
   }
   return true;
 }
 
-/**
- * Reads the document set in the configuration bytes [data, data + size)
- * (a buffer from heap.alloc). On success returns the set (one reference,
- * the caller's), which now owns `data`; on failure returns 0, sets
- * documentsError, and `data` stays the caller's.
- */
-export function parseDocumentSet(data: usize, size: usize): usize {
-  if (size < 14) return fail("truncated header: " + size.toString() + " bytes, 14 needed", 0);
-  if (load<u32>(data) != 0x4450564d) return fail('bad magic: not "MVPD"', 0);
-  const version = load<u8>(data + 4);
-  if (version != 2) return fail("unsupported version " + version.toString(), 4);
-  const kind = <u32>load<u8>(data + 5);
-  if (kind > KIND_OPENAPI) return fail("unknown document kind " + kind.toString(), 5);
-  const localEtagLen = <usize>load<u32>(data + 6);
-  if (<u64>localEtagLen > <u64>(size - 14)) return fail("local ETag length " + localEtagLen.toString() + " runs past the end", 6);
-  if (localEtagLen > 0 && !headerValue(data + 10, localEtagLen)) return fail("the local ETag is not a header value", 10);
-  const variantsAt: usize = 14 + localEtagLen;
-  const count = load<u32>(data + variantsAt - 4);
-  if (count > MAX_VARIANTS) return fail("variant count " + count.toString() + " above " + MAX_VARIANTS.toString(), variantsAt - 4);
-  // First pass: validate everything before allocating.
-  let at: usize = variantsAt;
-  let seen: u32 = 0;
-  for (let i: u32 = 0; i < count; i++) {
-    const where = "variant " + i.toString() + ": ";
-    if (size - at < 2) return fail(where + "truncated format/encoding", at);
-    const format = <u32>load<u8>(data + at);
-    if (format > FORMAT_JSON || (kind == KIND_OPENAPI) != (format == FORMAT_JSON)) {
-      return fail(where + "format " + format.toString() + " not valid for document kind " + kind.toString(), at);
-    }
-    const encoding = <u32>load<u8>(data + at + 1);
-    if (encoding > ENCODING_GZIP) return fail(where + "unknown encoding " + encoding.toString(), at + 1);
-    const bit: u32 = 1 << (format * 2 + encoding);
-    if ((seen & bit) != 0) return fail(where + "format and encoding repeated", at);
-    seen |= bit;
-    at += 2;
-    for (let f = 0; f < 3; f++) {
-      const field = f == 0 ? "ETag" : f == 1 ? "Content-Type" : "body";
-      if (size - at < 4) return fail(where + field + " length truncated", at);
-      const len = <usize>load<u32>(data + at);
-      if (<u64>len > <u64>(size - at - 4)) return fail(where + field + " length " + len.toString() + " runs past the end", at);
-      if (f < 2 && !headerValue(data + at + 4, len)) return fail(where + field + " is empty or not a header value", at + 4);
-      at += 4 + len;
-    }
-  }
-  if (at != size) return fail((size - at).toString() + " bytes after the last variant", at);
+const DIGEST: usize = memory.data(32, 8);
+const HEX = "0123456789abcdef";
 
-  const set = heap.alloc(SET_VARIANTS + <usize>count * V_SIZE);
+/** Whether the 64 hex digits at `hex` are the SHA-256 of [p, p + n). */
+function digestMatches(hex: usize, p: usize, n: usize): bool {
+  sha256(p, n, DIGEST);
+  for (let i: usize = 0; i < 32; i++) {
+    const b = load<u8>(DIGEST + i);
+    if (load<u8>(hex + 2 * i) != <u8>HEX.charCodeAt(b >> 4) || load<u8>(hex + 2 * i + 1) != <u8>HEX.charCodeAt(b & 15)) return false;
+  }
+  return true;
+}
+
+/** Whether the OpenAPI keys strictly ascend (bytewise), as the filter's sorted insertion needs. */
+function keysAscend(first: usize, n: u32): bool {
+  for (let i: u32 = 1; i < n; i++) {
+    const a = nodeAt(first, i - 1);
+    const b = nodeAt(first, i);
+    if (compareBytes(<usize>load<u32>(a + N_NAME), <usize>load<u32>(a + N_NAME_LEN), <usize>load<u32>(b + N_NAME), <usize>load<u32>(b + N_NAME_LEN)) >= 0) return false;
+  }
+  return true;
+}
+
+/** Bytewise comparison of two spans: negative, zero or positive. */
+export function compareBytes(a: usize, an: usize, b: usize, bn: usize): i32 {
+  const n = an < bn ? an : bn;
+  const c = memory.compare(a, b, n);
+  if (c != 0) return c;
+  return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+/**
+ * Reads the set in the configuration bytes [config, config + configSize) (a
+ * buffer from heap.alloc). On success returns the set (one reference, the
+ * caller's), which now owns the buffer; on failure returns 0, sets
+ * documentsError, and the buffer stays the caller's.
+ */
+export function parseDocumentSet(config: usize, configSize: usize): usize {
+  if (configSize < HEADER + 4) return fail("truncated header: " + configSize.toString() + " bytes, " + (HEADER + 4).toString() + " needed", 0);
+  if (load<u32>(config) != 0x4450564d) return fail('bad magic: not "MVPD"', 0);
+  const version = load<u8>(config + 4);
+  if (version != 3) return fail("unsupported version " + version.toString(), 4);
+  const kind = <u32>load<u8>(config + 5);
+  if (kind > KIND_OPENAPI) return fail("unknown document kind " + kind.toString(), 5);
+  if (!isLowerHex(config + 6, DIGEST_HEX)) return fail("the peer digest is not 64 lowercase hex digits", 6);
+  if (!digestMatches(config + 6, config + HEADER, configSize - HEADER)) return fail("the peer digest is not the SHA-256 of the peer part", 6);
+  data = config;
+  size = configSize;
+  at = HEADER;
+  nodes = 0;
+  failed = false;
+  const top = count(kind == KIND_OPENAPI ? "path" : "group");
+  for (let i: u32 = 0; i < top && !failed; i++) walkNode(kind == KIND_OPENAPI ? 3 : 0);
+  if (failed) return 0;
+  if (at != size) return fail((size - at).toString() + " bytes after the peer part", at);
+
+  // The node array, preceded by its count (clearSeen reads it).
+  const block = heap.alloc(4 + <usize>nodes * NODE_SIZE);
+  store<u32>(block, nodes);
+  const first = block + 4;
+  memory.fill(first, 0, <usize>nodes * NODE_SIZE);
+  // Levels one after the other: groups, versions, resources (sizes from a count pass).
+  const perLevel = new StaticArray<u32>(4);
+  at = HEADER + 4;
+  countLevels(kind, top, perLevel);
+  unchecked((levelNext[0] = first + <usize>top * NODE_SIZE));
+  unchecked((levelNext[1] = unchecked(levelNext[0])));
+  unchecked((levelNext[2] = unchecked(levelNext[1]) + <usize>unchecked(perLevel[1]) * NODE_SIZE));
+  at = HEADER + 4;
+  for (let i: u32 = 0; i < top; i++) fillNode(nodeAt(first, i), kind == KIND_OPENAPI ? 3 : 0);
+  if (kind == KIND_OPENAPI && !keysAscend(first, top)) {
+    heap.free(block);
+    return fail("the paths are not in strictly ascending order", HEADER);
+  }
+
+  const set = heap.alloc(SET_SIZE);
+  memory.fill(set, 0, SET_SIZE);
   store<u32>(set + SET_REFS, 1);
   store<u32>(set + SET_KIND, kind);
-  store<u32>(set + SET_DATA, <u32>data);
-  store<u32>(set + SET_COUNT, count);
-  store<u32>(set + SET_LOCAL_ETAG, localEtagLen > 0 ? <u32>(data + 10) : 0);
-  store<u32>(set + SET_LOCAL_ETAG_LEN, <u32>localEtagLen);
-  at = variantsAt;
-  for (let i: u32 = 0; i < count; i++) {
-    const v = variantAt(set, i);
-    const format = <u32>load<u8>(data + at);
-    const encoding = <u32>load<u8>(data + at + 1);
-    at += 2;
-    const etagLen = <usize>load<u32>(data + at);
-    const etag = data + at + 4;
-    at += 4 + etagLen;
-    const typeLen = <usize>load<u32>(data + at);
-    const type = data + at + 4;
-    at += 4 + typeLen;
-    const bodyLen = <usize>load<u32>(data + at);
-    store<u32>(v + V_FORMAT, format);
-    store<u32>(v + V_ENCODING, encoding);
-    store<u32>(v + V_BODY, <u32>(data + at + 4));
-    store<u32>(v + V_BODY_LEN, <u32>bodyLen);
-    store<u32>(v + V_ETAG, <u32>etag);
-    store<u32>(v + V_ETAG_LEN, <u32>etagLen);
-    at += 4 + bodyLen;
-    buildHeaders(v, kind == KIND_OPENAPI, encoding == ENCODING_GZIP, etag, etagLen, type, typeLen);
-  }
+  store<u32>(set + SET_DATA, <u32>config);
+  store<u32>(set + SET_GROUPS, <u32>first);
+  store<u32>(set + SET_GROUP_COUNT, top);
+  store<u32>(set + SET_NODES, <u32>first);
+  for (let f: u32 = 0; f < 3; f++) store<u32>(cacheEntry(set, f) + C_MERGED_ETAG, <u32>heap.alloc(MERGED_ETAG_LEN));
   return set;
 }
 
-// ---------------------------------------------------------------------------
-// Response headers, as src/discovery/response.ts sends them (and, for gzip,
-// as kube-apiserver's deferredResponseWriter adds them).
-
-const CONTENT_TYPE = String.UTF8.encode("content-type");
-const ETAG = String.UTF8.encode("etag");
-const VARY = String.UTF8.encode("vary");
-const CACHE_CONTROL = String.UTF8.encode("cache-control");
-const CONTENT_ENCODING = String.UTF8.encode("content-encoding");
-const ACCEPT = String.UTF8.encode("Accept");
-const ACCEPT_ENCODING = String.UTF8.encode("Accept-Encoding");
-const PUBLIC = String.UTF8.encode("public");
-const NO_CACHE_PRIVATE = String.UTF8.encode("no-cache, private");
-const GZIP = String.UTF8.encode("gzip");
-
-const keys = new StaticArray<usize>(8);
-const keyLens = new StaticArray<usize>(8);
-const values = new StaticArray<usize>(8);
-const valueLens = new StaticArray<usize>(8);
-let pairs: i32 = 0;
-
-function add(key: ArrayBuffer, value: usize, valueLen: usize): void {
-  unchecked((keys[pairs] = changetype<usize>(key)));
-  unchecked((keyLens[pairs] = <usize>key.byteLength));
-  unchecked((values[pairs] = value));
-  unchecked((valueLens[pairs] = valueLen));
-  pairs++;
+/** Counts the nodes per level (validated already) from `at`. */
+function countLevels(kind: u32, top: u32, perLevel: StaticArray<u32>): void {
+  unchecked((perLevel[0] = top));
+  for (let i: u32 = 0; i < top; i++) countNode(kind == KIND_OPENAPI ? 3 : 0, perLevel);
 }
 
-function addConst(key: ArrayBuffer, value: ArrayBuffer): void {
-  add(key, changetype<usize>(value), <usize>value.byteLength);
-}
-
-/** Serializes the pairs added since the last call (proxy-wasm map format) into a new unmanaged buffer at v + off. */
-function emit(v: usize, off: usize): void {
-  let size: usize = 4 + <usize>pairs * 8;
-  for (let i = 0; i < pairs; i++) size += unchecked(keyLens[i]) + unchecked(valueLens[i]) + 2;
-  const out = heap.alloc(size);
-  store<u32>(out, pairs);
-  let sizes = out + 4;
-  let p = out + 4 + <usize>pairs * 8;
-  for (let i = 0; i < pairs; i++) {
-    const kl = unchecked(keyLens[i]);
-    const vl = unchecked(valueLens[i]);
-    store<u32>(sizes, <u32>kl);
-    store<u32>(sizes, <u32>vl, 4);
-    sizes += 8;
-    memory.copy(p, unchecked(keys[i]), kl);
-    store<u8>(p + kl, 0);
-    p += kl + 1;
-    memory.copy(p, unchecked(values[i]), vl);
-    store<u8>(p + vl, 0);
-    p += vl + 1;
-  }
-  store<u32>(v + off, <u32>out);
-  store<u32>(v + off + 4, <u32>size);
-  pairs = 0;
-}
-
-function buildHeaders(v: usize, openapi: bool, gzip: bool, etag: usize, etagLen: usize, type: usize, typeLen: usize): void {
-  const cacheControl = openapi ? NO_CACHE_PRIVATE : PUBLIC;
-  // 200
-  add(CONTENT_TYPE, type, typeLen);
-  add(ETAG, etag, etagLen);
-  if (!openapi) addConst(VARY, ACCEPT);
-  addConst(CACHE_CONTROL, cacheControl);
-  if (gzip) {
-    addConst(CONTENT_ENCODING, GZIP);
-    addConst(VARY, ACCEPT_ENCODING);
-  }
-  emit(v, V_H200);
-  // 304: ETag, Vary and Cache-Control, no body (and no content headers).
-  add(ETAG, etag, etagLen);
-  if (!openapi) addConst(VARY, ACCEPT);
-  addConst(CACHE_CONTROL, cacheControl);
-  emit(v, V_H304);
+function countNode(depth: i32, perLevel: StaticArray<u32>): void {
+  at += 4 + <usize>load<u32>(data + at); // name
+  at += 4 + <usize>load<u32>(data + at); // JSON
+  if (depth == 3) return;
+  at += 4 + <usize>load<u32>(data + at); // protobuf
+  if (depth == 2) return;
+  const n = load<u32>(data + at);
+  at += 4;
+  unchecked((perLevel[depth + 1] += n));
+  for (let i: u32 = 0; i < n; i++) countNode(depth + 1, perLevel);
 }

@@ -6,7 +6,11 @@
 //   mvproxy_document_answers_local         the local answer went through untouched;
 // and, of the first two, those the local apiserver authorized with a 304 to
 // the filter's revalidation (it encoded no document):
-//   mvproxy_document_local_not_modified.
+//   mvproxy_document_local_not_modified;
+// and how the merged answers were made:
+//   mvproxy_document_merged_spliced        the local body spliced with the peer part (a cache miss);
+//   mvproxy_document_merged_cached         from the cache (the local ETag unchanged);
+//   mvproxy_document_failed_open           the local body passed untouched: unparsable, or over the cap.
 // Defined once per VM (metric ids are per VM), when a document plugin is
 // first configured. A counter whose definition failed is never incremented:
 // the filter works on without it. Counting allocates nothing.
@@ -16,14 +20,20 @@ export const ANSWER_MERGED: i32 = 0;
 export const ANSWER_NOT_MODIFIED: i32 = 1;
 export const ANSWER_LOCAL: i32 = 2;
 const LOCAL_NOT_MODIFIED: i32 = 3;
+export const MERGED_SPLICED: i32 = 4;
+export const MERGED_CACHED: i32 = 5;
+export const FAILED_OPEN: i32 = 6;
 
 const NAME_MERGED = String.UTF8.encode("mvproxy_document_answers_merged");
 const NAME_NOT_MODIFIED = String.UTF8.encode("mvproxy_document_answers_not_modified");
 const NAME_LOCAL = String.UTF8.encode("mvproxy_document_answers_local");
 const NAME_LOCAL_NOT_MODIFIED = String.UTF8.encode("mvproxy_document_local_not_modified");
+const NAME_SPLICED = String.UTF8.encode("mvproxy_document_merged_spliced");
+const NAME_CACHED = String.UTF8.encode("mvproxy_document_merged_cached");
+const NAME_FAILED_OPEN = String.UTF8.encode("mvproxy_document_failed_open");
 
 /** Per counter: the metric id (u32), then whether it is defined (u32, 0 or 1). */
-const IDS: usize = memory.data(32, 4);
+const IDS: usize = memory.data(56, 4);
 let defineTried = false;
 
 function define(outcome: i32, name: ArrayBuffer): void {
@@ -41,6 +51,9 @@ export function defineAnswerMetrics(): void {
   define(ANSWER_NOT_MODIFIED, NAME_NOT_MODIFIED);
   define(ANSWER_LOCAL, NAME_LOCAL);
   define(LOCAL_NOT_MODIFIED, NAME_LOCAL_NOT_MODIFIED);
+  define(MERGED_SPLICED, NAME_SPLICED);
+  define(MERGED_CACHED, NAME_CACHED);
+  define(FAILED_OPEN, NAME_FAILED_OPEN);
 }
 
 /** Counts one answer of this outcome (nothing if its counter is not defined). */

@@ -1,215 +1,114 @@
-// The document filter: its plugin configuration (the
-// document set), reconfiguration, and several plugins in one VM.
+// The document filter's configuration: a peer part encoded by
+// src/xds/documentSet.ts (version 3); what it refuses (Envoy then NACKs) and
+// that a refused configuration keeps the part held before.
 // helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 
-import { IDENTITY_FILTER } from '../../../src/translator/names.js';
+import type { AggregatedPeerPart, OpenApiPeerPart } from '../../../src/discovery/peerPart.js';
 import { encodeDocumentSet } from '../../../src/xds/documentSet.js';
-import { outcome, leaf, withCert } from '../../support/identityFilterHarness.js';
-import {
-  ETAG,
-  JSON_BODY,
-  OPENAPI_BODY,
-  REQUEST,
-  addDiscoveryPlugin,
-  answer,
-  discoveryHost,
-  exchange,
-  groupSet,
-  jsonVariant,
-  ok,
-  openapiVariant,
-  protobufVariant,
-} from '../../support/documentFilterHarness.js';
-import { ProxyWasmHost } from '../../support/proxyWasmHost.js';
-import { filterModule } from '../../support/identityFilterHarness.js';
+import { DOCUMENT_FILTER_ROOT_ID } from '../../../src/translator/names.js';
+import { APPS, BATCH, list } from '../../support/discoveryFixtures.js';
+import { LOCAL_ETAG, REQUEST, documentHost, exchange, expectedEtag, header, localBodies, ok } from '../../support/documentFilterHarness.js';
 
-const GOOD = groupSet();
+const PART: AggregatedPeerPart = { document: 'group-discovery', groups: list([BATCH]).items };
+const BODY = localBodies(list([APPS])).json;
 
-/** The good set with bytes [at, at + bytes.length) overwritten. */
-function patched(at: number, bytes: number[]): Buffer {
-  const out = Buffer.from(GOOD);
-  Buffer.from(bytes).copy(out, at);
-  return out;
+/** A set with its sections replaced and the digest made right again (unless `keepDigest`). */
+function withSections(sections: Buffer, keepDigest = false): Buffer {
+  const set = encodeDocumentSet(PART);
+  const digest = keepDigest ? set.subarray(6, 70) : Buffer.from(createHash('sha256').update(sections).digest('hex'), 'latin1');
+  return Buffer.concat([set.subarray(0, 6), digest, sections]);
 }
 
-describe('malformed configuration is refused (Envoy NACKs it), with a warning naming the field and offset', () => {
+describe('accepted', () => {
+  test('an encoded peer part, and an empty configuration (nothing held)', () => {
+    assert.equal(documentHost(PART).configured, true);
+    assert.equal(documentHost(new Uint8Array(0)).configured, true);
+    assert.equal(documentHost({ document: 'openapi-index', paths: {} } satisfies OpenApiPeerPart).configured, true);
+  });
+});
+
+describe('refused, with a warning naming the field and offset', () => {
+  const set = encodeDocumentSet(PART);
   const cases: Array<[string, Buffer, RegExp]> = [
-    ['truncated header', GOOD.subarray(0, 13), /truncated header: 13 bytes, 14 needed.*offset 0/],
-    ['bad magic', patched(0, [0x4d, 0x56, 0x50, 0x58]), /bad magic.*offset 0/],
-    ['an older version', patched(4, [1]), /unsupported version 1.*offset 4/],
-    ['unknown kind', patched(5, [3]), /unknown document kind 3.*offset 5/],
-    ['a local ETag length past the end', patched(6, [0xff, 0xff, 0, 0]), /local ETag length 65535 runs past the end.*offset 6/],
-    ['too many variants', patched(10, [7, 0, 0, 0]), /variant count 7.*offset 10/],
-    ['truncated in a body', GOOD.subarray(0, GOOD.length - 1), /variant 1: body length \d+ runs past the end/],
-    ['an ETag length past the end', patched(16, [0xff, 0xff, 0xff, 0xff]), /variant 0: ETag length 4294967295 runs past the end.*offset 16/],
-    ['trailing bytes', Buffer.concat([GOOD, Buffer.from([0])]), /1 bytes after the last variant/],
-    ['a format the kind does not take', patched(14, [2]), /variant 0: format 2 not valid for document kind 1.*offset 14/],
-    ['unknown encoding', patched(15, [2]), /variant 0: unknown encoding 2.*offset 15/],
+    ['bad magic', Buffer.concat([Buffer.from('XXXX'), set.subarray(4)]), /bad magic/],
+    ['an older version', Buffer.concat([set.subarray(0, 4), Buffer.from([2]), set.subarray(5)]), /unsupported version 2/],
+    ['an unknown kind', Buffer.concat([set.subarray(0, 5), Buffer.from([7]), set.subarray(6)]), /unknown document kind 7/],
+    ['a digest that is not the sections’', withSections(set.subarray(70, set.length - 1), true), /not the SHA-256/],
+    ['a truncated header', set.subarray(0, 20), /truncated header/],
+    ['a length past the end', withSections(Buffer.from([1, 0, 0, 0, 0xff, 0, 0, 0])), /runs past the end/],
+    ['bytes after the part', withSections(Buffer.concat([set.subarray(70), Buffer.from([0])])), /after the peer part/],
   ];
-  for (const [name, bytes, warning] of cases) {
-    test(name, () => {
-      const host = discoveryHost(bytes);
+  for (const [what, bytes, warning] of cases) {
+    test(what, () => {
+      const host = documentHost(bytes);
       assert.equal(host.configured, false);
-      const warnings = host.warnings();
-      assert.equal(warnings.length, 1);
-      assert.match(warnings[0] as string, /^mvproxy discovery filter: configuration refused: /);
-      assert.match(warnings[0] as string, warning);
+      assert.match(host.warnings().join('\n'), warning);
     });
   }
 
-  test('a repeated format and encoding', () => {
-    const one = encodeDocumentSet('core-discovery', [jsonVariant()]);
-    const twice = Buffer.concat([one, one.subarray(14)]);
-    twice.writeUInt32LE(2, 10);
-    const host = discoveryHost(twice);
+  test('OpenAPI paths out of order', () => {
+    const entry = (key: string): Buffer[] => {
+      const k = Buffer.from(key);
+      const v = Buffer.from('{}');
+      const len = (b: Buffer): Buffer => Buffer.from(Uint32Array.of(b.length).buffer);
+      return [len(k), k, len(v), v];
+    };
+    const sections = Buffer.concat([Buffer.from(Uint32Array.of(2).buffer), ...entry('b'), ...entry('a')]);
+    const index = encodeDocumentSet({ document: 'openapi-index', paths: {} });
+    const digest = Buffer.from(createHash('sha256').update(sections).digest('hex'), 'latin1');
+    const host = documentHost(Buffer.concat([index.subarray(0, 6), digest, sections]));
     assert.equal(host.configured, false);
-    assert.match(host.warnings()[0] as string, /variant 1: format and encoding repeated/);
+    assert.match(host.warnings().join('\n'), /ascending/);
   });
 
-  test('an ETag that is not a header value', () => {
-    const bytes = encodeDocumentSet('core-discovery', [jsonVariant({ etag: '"AB"' })]);
-    bytes[21] = 0x0a; // inside the ETag
-    const host = discoveryHost(bytes);
-    assert.equal(host.configured, false);
-    assert.match(host.warnings()[0] as string, /variant 0: ETag is empty or not a header value/);
-  });
-
-  test('a local ETag that is not a header value', () => {
-    const bytes = encodeDocumentSet('core-discovery', [jsonVariant()], '"LOCAL"');
-    bytes[12] = 0x0d; // inside the local ETag
-    const host = discoveryHost(bytes);
-    assert.equal(host.configured, false);
-    assert.match(host.warnings()[0] as string, /the local ETag is not a header value.*offset 10/);
-  });
-
-  test('streams of a plugin whose configuration was refused pass untouched (never get the identity filter)', () => {
-    const host = discoveryHost(Buffer.from('nonsense'));
-    const request = [...REQUEST, ['x-remote-user', 'someone'], ['if-none-match', ETAG]] as typeof REQUEST;
-    const { request: req, response } = exchange(host, request);
-    assert.deepEqual(req.headers, request);
-    assert.equal(response.localResponse, undefined);
-  });
-
-  test('a later good configuration of the same plugin works', () => {
-    const host = discoveryHost(GOOD.subarray(0, 20));
-    assert.equal(host.configured, false);
-    assert.equal(host.reconfigurePluginContext(host.pluginContextId, GOOD), true);
-    assert.deepEqual(answer(exchange(host).response)?.body, JSON_BODY);
-  });
-
-  test('a refused reconfiguration keeps the documents held', () => {
-    const host = discoveryHost();
-    assert.equal(host.reconfigurePluginContext(host.pluginContextId, Buffer.from('nonsense')), false);
-    assert.deepEqual(answer(exchange(host).response)?.body, JSON_BODY);
-  });
-
-  test('a configuration with no variants holds no documents', () => {
-    const host = discoveryHost(encodeDocumentSet('group-discovery', []));
-    assert.equal(host.configured, true);
-    const { request, response } = exchange(host, [...REQUEST, ['if-none-match', ETAG]]);
-    assert.deepEqual(request.headers, [...REQUEST, ['if-none-match', ETAG]]);
-    assert.equal(response.localResponse, undefined);
+  test('a refused reconfiguration keeps the part held before', () => {
+    const host = documentHost(PART);
+    assert.equal(host.reconfigurePluginContext(host.pluginContextId, Buffer.from('MVPD')), false);
+    const answer = exchange(host, REQUEST, ok(BODY), BODY);
+    assert.equal(header(answer.headers, 'etag'), expectedEtag(LOCAL_ETAG, PART));
   });
 });
 
-describe('reconfiguration', () => {
-  const NEW_BODY = Buffer.from('{"new":true}\n');
-  const NEW_SET = groupSet([jsonVariant({ etag: '"NEW"', body: NEW_BODY })]);
-
-  test('proxy_on_configure again replaces the documents', () => {
-    const host = discoveryHost();
-    assert.equal(host.reconfigurePluginContext(host.pluginContextId, NEW_SET), true);
-    assert.deepEqual(answer(exchange(host).response), {
-      status: 200,
-      headers: [
-        ['content-type', jsonVariant().contentType],
-        ['etag', '"NEW"'],
-        ['vary', 'Accept'],
-        ['cache-control', 'public'],
-      ],
-      body: NEW_BODY,
-    });
-  });
-
-  test('an empty configuration drops the documents: the local apiserver answers again', () => {
-    const host = discoveryHost();
-    assert.equal(host.reconfigurePluginContext(host.pluginContextId, new Uint8Array(0)), true);
-    assert.equal(exchange(host).response.localResponse, undefined);
-  });
-
-  test('a stream in flight keeps the documents it started with, across a reconfigure', () => {
-    const host = discoveryHost();
+describe('reconfiguring', () => {
+  test('a new part applies to new streams; one in flight finishes with the part it started with', () => {
+    const host = documentHost(PART);
     const stream = host.openStream();
-    host.sendRequestHeaders(stream, [...REQUEST, ['if-none-match', '"NEW"']]);
-    host.reconfigurePluginContext(host.pluginContextId, NEW_SET);
-    // Churn the allocator so freed documents would be overwritten.
-    for (let i = 0; i < 3; i++) host.reconfigurePluginContext(host.pluginContextId, groupSet([jsonVariant({ body: Buffer.alloc(JSON_BODY.length, 0x41) })]));
-    assert.deepEqual(answer(host.sendResponseHeaders(stream, ok())), {
-      status: 200,
-      headers: answer(exchange(discoveryHost()).response)?.headers,
-      body: JSON_BODY,
-    });
-    host.closeStream(stream);
-  });
-
-  test('a stream in flight keeps the documents when its plugin context is replaced (an Envoy update)', () => {
-    const host = discoveryHost();
-    const oldRoot = host.pluginContextId;
-    const stream = host.openStream(oldRoot);
     host.sendRequestHeaders(stream, REQUEST);
-    host.configure(NEW_SET);
-    assert.notEqual(host.pluginContextId, oldRoot);
-    assert.deepEqual(answer(host.sendResponseHeaders(stream, ok()))?.body, JSON_BODY);
+    const other: AggregatedPeerPart = { document: 'group-discovery', groups: [] };
+    host.reconfigurePluginContext(host.pluginContextId, encodeDocumentSet(other));
+    host.sendResponseHeaders(stream, ok(BODY));
+    const inFlight = host.sendResponseBody(stream, BODY, true);
     host.closeStream(stream);
-    assert.deepEqual(answer(exchange(host).response)?.body, NEW_BODY);
+    assert.equal(header(inFlight.headers, 'etag'), expectedEtag(LOCAL_ETAG, PART));
+    assert.equal(header(exchange(host, REQUEST, ok(BODY), BODY).headers, 'etag'), expectedEtag(LOCAL_ETAG, other));
   });
 
-  test('memory stays bounded over many reconfigurations with large documents', () => {
-    const host = discoveryHost();
-    const sizes: number[] = [];
-    for (let i = 0; i < 30; i++) {
-      const body = Buffer.alloc(2 * 1024 * 1024, i);
-      host.reconfigurePluginContext(host.pluginContextId, groupSet([jsonVariant({ body }), protobufVariant({ body })]));
-      assert.equal(answer(exchange(host).response)?.body[0], i);
-      sizes.push(host.memoryBytes());
-    }
-    assert.equal(sizes[29], sizes[9], `memory grew: ${sizes.join(', ')}`);
-  });
-});
-
-describe('several plugins in one VM', () => {
-  test('two discovery plugins of different kinds and an identity plugin each do their own work', async () => {
-    const host = ProxyWasmHost.load(filterModule(), { rootId: IDENTITY_FILTER });
-    const identityRoot = host.pluginContextId;
-    const groups = addDiscoveryPlugin(host, 'group-discovery', [jsonVariant()]);
-    const openapi = addDiscoveryPlugin(host, 'openapi-index', [openapiVariant()]);
-    assert.equal(host.configured, true);
-
-    assert.deepEqual(answer(exchange(host, REQUEST, ok(), groups).response)?.body, JSON_BODY);
-    assert.deepEqual(answer(exchange(host, [...REQUEST, ['accept', 'application/json']], ok('application/json'), openapi).response)?.body, OPENAPI_BODY);
-    // The group plugin does not answer the OpenAPI index's content type.
-    assert.equal(exchange(host, REQUEST, ok('application/json'), groups).response.localResponse, undefined);
-
-    const cert = await leaf({ name: [{ O: ['g'] }, { CN: ['alice'] }] });
-    const identityStream = host.openStream(identityRoot);
-    assert.deepEqual(outcome(host.sendRequestHeaders(identityStream, withCert(cert.certPem))), { kind: 'identity', user: 'alice', groups: ['g'] });
-    // The identity filter leaves the response alone, even a discovery 200.
-    assert.equal(host.sendResponseHeaders(identityStream, ok()).action, 'continue');
-    host.closeStream(identityStream);
-
-    // A discovery stream's request is not treated as an identity request: its client headers stay.
-    const { request } = exchange(host, [...REQUEST, ['x-remote-user', 'forged']], ok(), groups);
-    assert.deepEqual(request.headers, [...REQUEST, ['x-remote-user', 'forged']]);
+  test('a plugin per document kind in one VM: each merges its own part', () => {
+    const host = documentHost(PART);
+    const core: AggregatedPeerPart = { document: 'core-discovery', groups: [] };
+    const root = host.addPluginContext(encodeDocumentSet(core), DOCUMENT_FILTER_ROOT_ID);
+    const stream = host.openStream(root);
+    host.sendRequestHeaders(stream, REQUEST);
+    host.sendResponseHeaders(stream, ok(BODY));
+    const answer = host.sendResponseBody(stream, BODY, true);
+    host.closeStream(stream);
+    assert.equal(header(answer.headers, 'etag'), expectedEtag(LOCAL_ETAG, core));
   });
 
-  test('deleting one discovery plugin leaves the other its documents', () => {
-    const host = discoveryHost(encodeDocumentSet('core-discovery', [jsonVariant({ body: Buffer.from('core') })]));
-    const core = host.pluginContextId;
-    const groups = addDiscoveryPlugin(host, 'group-discovery', [jsonVariant()]);
-    host.deletePluginContext(core);
-    assert.deepEqual(answer(exchange(host, REQUEST, ok(), groups).response)?.body, JSON_BODY);
-    assert.deepEqual(host.warnings(), []);
+  test('memory stays bounded over many merged requests and reconfigurations', () => {
+    const host = documentHost(PART);
+    const round = (): number => {
+      for (let i = 0; i < 500; i++) {
+        const body = localBodies(list([APPS])).json;
+        exchange(host, REQUEST, ok(body, undefined, `"${i}"`), body, 64);
+      }
+      host.reconfigurePluginContext(host.pluginContextId, encodeDocumentSet(PART));
+      return host.memoryBytes();
+    };
+    const sizes = [round(), round(), round(), round()];
+    assert.equal(sizes[3], sizes[1], `memory grew: ${sizes.join(', ')}`);
   });
 });

@@ -1,269 +1,266 @@
-// The document filter, response side: when the local
-// apiserver's answer is replaced, by which variant, and with which headers
-// (as src/discovery/response.ts answers through ext_proc a document over the push budget).
+// The document filter around the merge: what it leaves alone, what the local
+// apiserver receives, the cache per format keyed by the local ETag (the
+// revalidation and its 304, a 200 whose ETag is the cache's), the client's
+// If-None-Match, failing open, and the counters.
 // helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { encodeDocumentSet } from '../../../src/xds/documentSet.js';
-import type { HeaderList } from '../../support/proxyWasmHost.js';
+import { AGGREGATED_DISCOVERY_NOPEER_JSON } from '../../../src/model/discovery.js';
+import type { AggregatedPeerPart } from '../../../src/discovery/peerPart.js';
+import { APPS, BATCH, list } from '../../support/discoveryFixtures.js';
 import {
   AGG_JSON,
   AGG_PROTOBUF,
-  ETAG,
-  GZIP_BODY,
-  JSON_BODY,
-  OPENAPI_BODY,
-  OTHER_ETAG,
-  PROTOBUF_BODY,
+  LOCAL_ETAG,
   REQUEST,
-  answer,
-  discoveryHost,
+  bodyEtag,
+  documentHost,
   exchange,
-  groupSet,
-  jsonVariant,
+  expectedEtag,
+  header,
+  localBodies,
+  mergedByRule,
   ok,
-  openapiVariant,
-  protobufVariant,
+  valuesOf,
   withHeaders,
 } from '../../support/documentFilterHarness.js';
+import { leaf, newHost, values, withCert } from '../../support/identityFilterHarness.js';
+import type { HeaderList } from '../../support/proxyWasmHost.js';
 
-const JSON_HEADERS: HeaderList = [
-  ['content-type', AGG_JSON],
-  ['etag', ETAG],
-  ['vary', 'Accept'],
-  ['cache-control', 'public'],
-];
-const NOT_MODIFIED_HEADERS: HeaderList = [
-  ['etag', ETAG],
-  ['vary', 'Accept'],
-  ['cache-control', 'public'],
+const LOCAL = list([APPS]);
+const PART: AggregatedPeerPart = { document: 'group-discovery', groups: list([BATCH]).items };
+const BODY = localBodies(LOCAL).json;
+const MERGED = localBodies(mergedByRule(LOCAL, PART)).json;
+const MERGED_ETAG = expectedEtag(LOCAL_ETAG, PART);
+/** An Accept the filter cannot be sure the apiserver negotiates: no revalidation. */
+const DOUBTFUL: HeaderList = [...REQUEST.slice(0, 3), ['accept', `${AGG_JSON};q=0.9,application/json`]];
+const NOT_MODIFIED: HeaderList = [
+  [':status', '304'],
+  ['etag', LOCAL_ETAG],
+  ['audit-id', 'audit-304'],
+  ['x-kubernetes-pf-flowschema-uid', 'fs-2'],
+  ['x-kubernetes-pf-prioritylevel-uid', 'pl-2'],
+  ['warning', '299 - "w"'],
 ];
 
-describe('which answers are replaced', () => {
-  test('a 200 in aggregated JSON becomes the merged JSON document, as a local response that stops the local one', () => {
-    const { response } = exchange(discoveryHost(), REQUEST, ok(AGG_JSON));
-    assert.equal(response.action, 'pause');
-    assert.equal(response.localResponse?.details, 'mvproxy_merged_document');
-    assert.equal(response.localResponse?.grpcStatus, -1);
-    assert.deepEqual(answer(response), { status: 200, headers: JSON_HEADERS, body: JSON_BODY });
+describe('left alone', () => {
+  test('nothing held (empty configuration): requests and answers pass untouched, nothing logged', () => {
+    const host = documentHost(new Uint8Array(0));
+    assert.equal(host.configured, true);
+    const request = withHeaders([['if-none-match', '"x"']]);
+    const answer = exchange(host, request, ok(BODY), BODY);
+    assert.deepEqual(answer.request.headers, request);
+    assert.deepEqual(answer.body, BODY);
+    assert.deepEqual(answer.headers, ok(BODY));
+    assert.deepEqual(host.logs, []);
   });
 
-  test('a 200 in aggregated protobuf becomes the merged protobuf document', () => {
-    const { response } = exchange(discoveryHost(), REQUEST, ok(AGG_PROTOBUF));
-    assert.deepEqual(answer(response), {
-      status: 200,
-      headers: [['content-type', AGG_PROTOBUF], ...JSON_HEADERS.slice(1)],
-      body: PROTOBUF_BODY,
+  test('profile=nopeer: the request and the answer are the apiserver’s own', () => {
+    const request = withHeaders([
+      ['accept', AGGREGATED_DISCOVERY_NOPEER_JSON],
+      ['if-none-match', '"x"'],
+    ]);
+    const answer = exchange(documentHost(PART), request, ok(BODY), BODY);
+    assert.deepEqual(answer.request.headers, request);
+    assert.deepEqual(answer.body, BODY);
+    assert.equal(header(answer.headers, 'etag'), LOCAL_ETAG);
+  });
+
+  for (const [what, response] of [
+    [
+      'a 401',
+      [
+        [':status', '401'],
+        ['content-type', 'application/json'],
+      ],
+    ],
+    ['legacy discovery (plain JSON)', ok(BODY, 'application/json')],
+    ['a compressed answer', [...ok(BODY), ['content-encoding', 'gzip']]],
+  ] as Array<[string, HeaderList]>) {
+    test(`${what} passes untouched`, () => {
+      const answer = exchange(documentHost(PART), REQUEST, response, BODY);
+      assert.deepEqual(answer.headers, response);
+      assert.deepEqual(answer.body, BODY);
     });
+  }
+});
+
+describe('what the local apiserver receives', () => {
+  test('If-None-Match (every value) and Accept-Encoding are removed; nothing else changes', () => {
+    const request = withHeaders([
+      ['If-None-Match', '"a"'],
+      ['if-none-match', '"b"'],
+      ['accept-encoding', 'gzip'],
+      ['user-agent', 'kubectl'],
+    ]);
+    const answer = exchange(documentHost(PART), request, ok(BODY), BODY);
+    assert.deepEqual(
+      answer.request.headers,
+      request.filter(([k]) => !/^(if-none-match|accept-encoding)$/i.test(k)),
+    );
   });
 
-  test('the Content-Type is compared as a media type: parameter order, spacing and type case do not matter', () => {
-    for (const contentType of [
-      'application/json;as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io',
-      'Application/JSON; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList',
-      'application/json;G=apidiscovery.k8s.io;v="v2";as=APIGroupDiscoveryList',
-    ]) {
-      assert.deepEqual(answer(exchange(discoveryHost(), REQUEST, ok(contentType)).response)?.body, JSON_BODY, contentType);
-    }
-    const protobuf = 'APPLICATION/vnd.kubernetes.protobuf ;v=v2 ;as=APIGroupDiscoveryList ;g=apidiscovery.k8s.io';
-    assert.deepEqual(answer(exchange(discoveryHost(), REQUEST, ok(protobuf)).response)?.body, PROTOBUF_BODY);
-  });
-
-  test('legacy discovery, v2beta1, YAML, other parameters or none pass untouched', () => {
-    for (const contentType of [
-      'application/json',
-      'application/vnd.kubernetes.protobuf',
-      'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList',
-      'application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
-      'application/json;g=apidiscovery.k8s.io;v=v2;as=apigroupdiscoverylist',
-      `${AGG_JSON};profile=nopeer`,
-      'application/json;g=apidiscovery.k8s.io;v=v2',
-      'text/plain',
-    ]) {
-      const { response } = exchange(discoveryHost(), REQUEST, ok(contentType));
-      assert.equal(response.action, 'continue', contentType);
-      assert.equal(response.localResponse, undefined, contentType);
-      assert.deepEqual(response.headers, ok(contentType));
-    }
-  });
-
-  test('a response without Content-Type passes untouched', () => {
-    const { response } = exchange(discoveryHost(), REQUEST, [[':status', '200']]);
-    assert.equal(response.localResponse, undefined);
-  });
-
-  test('any status but 200 (401, 403, 304, 500, 503) passes untouched', () => {
-    for (const status of ['401', '403', '304', '500', '503']) {
-      const headers: HeaderList = [
-        [':status', status],
-        ['content-type', AGG_JSON],
-      ];
-      const { response } = exchange(discoveryHost(), REQUEST, headers);
-      assert.equal(response.action, 'continue', status);
-      assert.equal(response.localResponse, undefined, status);
-    }
-  });
-
-  test('a format the set does not hold passes untouched', () => {
-    const host = discoveryHost(groupSet([jsonVariant()]));
-    assert.equal(exchange(host, REQUEST, ok(AGG_PROTOBUF)).response.localResponse, undefined);
-    assert.equal(answer(exchange(host, REQUEST, ok(AGG_JSON)).response)?.status, 200);
+  test('once a merged answer is cached, a certain Accept revalidates with the local ETag; a doubtful one does not', () => {
+    const host = documentHost(PART);
+    exchange(host, REQUEST, ok(BODY), BODY);
+    assert.deepEqual(valuesOf(exchange(host, REQUEST, ok(BODY), BODY).request.headers, 'if-none-match'), [LOCAL_ETAG]);
+    assert.deepEqual(valuesOf(exchange(host, DOUBTFUL, ok(BODY), BODY).request.headers, 'if-none-match'), []);
+    // The cache is per format: protobuf has none yet.
+    const protobuf: HeaderList = [...REQUEST.slice(0, 3), ['accept', AGG_PROTOBUF]];
+    assert.deepEqual(valuesOf(exchange(host, protobuf, ok(BODY), BODY).request.headers, 'if-none-match'), []);
   });
 });
 
-describe('If-None-Match: 304 Not Modified', () => {
-  for (const [name, value] of [
-    ['the strong ETag', ETAG],
-    ['the weak ETag', `W/${ETAG}`],
-    ['*', '*'],
-    ['in a list', `"x", ${OTHER_ETAG} ,W/${ETAG}`],
-  ] as const) {
-    test(`${name}: 304 with ETag, Vary and Cache-Control and no body`, () => {
-      const { response } = exchange(discoveryHost(), withHeaders([['if-none-match', value]]));
-      assert.equal(response.action, 'pause');
-      assert.deepEqual(answer(response), { status: 304, headers: NOT_MODIFIED_HEADERS, body: Buffer.alloc(0) });
+describe('the cache', () => {
+  test('the apiserver’s 304 to the revalidation gets the cached merged document, as a local reply with its headers', () => {
+    const host = documentHost(PART);
+    const spliced = exchange(host, REQUEST, ok(BODY), BODY);
+    const cached = exchange(host, REQUEST, NOT_MODIFIED);
+    assert.equal(cached.localReply, true);
+    assert.equal(cached.status, 200);
+    assert.deepEqual(cached.body, spliced.body);
+    assert.deepEqual(cached.headers, [
+      ['content-type', AGG_JSON],
+      ['etag', MERGED_ETAG],
+      ['vary', 'Accept'],
+      ['cache-control', 'public'],
+      ['audit-id', 'audit-304'],
+      ['x-kubernetes-pf-flowschema-uid', 'fs-2'],
+      ['x-kubernetes-pf-prioritylevel-uid', 'pl-2'],
+      ['warning', '299 - "w"'],
+    ]);
+  });
+
+  test('a 200 whose ETag is the cache’s: its body dropped, the cached one sent in place, the same bytes and ETag as spliced', () => {
+    const host = documentHost(PART);
+    const spliced = exchange(host, DOUBTFUL, ok(BODY), BODY);
+    const cached = exchange(host, DOUBTFUL, ok(BODY), BODY, 100);
+    assert.equal(cached.localReply, false);
+    assert.deepEqual(cached.body, spliced.body);
+    assert.deepEqual(cached.body, MERGED);
+    assert.equal(header(cached.headers, 'etag'), MERGED_ETAG);
+    assert.equal(header(cached.headers, 'content-length'), String(MERGED.length));
+    assert.equal(host.metric('mvproxy_document_merged_cached'), 1n);
+    assert.equal(host.metric('mvproxy_document_merged_spliced'), 1n);
+  });
+
+  test('a 200 with a new local ETag is spliced again and replaces the entry', () => {
+    const host = documentHost(PART);
+    exchange(host, REQUEST, ok(BODY), BODY);
+    const other = localBodies(list([APPS, BATCH])).json;
+    const changed = exchange(host, REQUEST, ok(other, AGG_JSON, '"new"'), other);
+    assert.equal(header(changed.headers, 'etag'), expectedEtag('"new"', PART));
+    assert.deepEqual(valuesOf(exchange(host, REQUEST, ok(other, AGG_JSON, '"new"'), other).request.headers, 'if-none-match'), ['"new"']);
+  });
+
+  test('a 200 without an ETag: the SHA-256 of its body stands for the local ETag, and no revalidation follows', () => {
+    const host = documentHost(PART);
+    const answer = exchange(host, REQUEST, ok(BODY, AGG_JSON, null), BODY);
+    assert.equal(header(answer.headers, 'etag'), expectedEtag(bodyEtag(BODY), PART));
+    assert.deepEqual(valuesOf(exchange(host, REQUEST, ok(BODY, AGG_JSON, null), BODY).request.headers, 'if-none-match'), []);
+  });
+});
+
+describe("the client's If-None-Match", () => {
+  const merged = withHeaders([['if-none-match', `"other", W/${MERGED_ETAG}`]]);
+
+  test('naming the merged ETag on a spliced answer: 304 in place, no body, no Content-Length', () => {
+    const answer = exchange(documentHost(PART), merged, ok(BODY), BODY);
+    assert.equal(answer.localReply, false);
+    assert.equal(answer.status, 304);
+    assert.equal(answer.body.length, 0);
+    assert.equal(header(answer.headers, 'etag'), MERGED_ETAG);
+    assert.equal(header(answer.headers, 'content-length'), undefined);
+    assert.equal(header(answer.headers, 'audit-id'), 'audit-1');
+  });
+
+  test('naming it on the apiserver’s 304 to the revalidation: a 304 local reply', () => {
+    const host = documentHost(PART);
+    exchange(host, REQUEST, ok(BODY), BODY);
+    const answer = exchange(host, merged, NOT_MODIFIED);
+    assert.equal(answer.status, 304);
+    assert.equal(answer.body.length, 0);
+    assert.equal(header(answer.headers, 'etag'), MERGED_ETAG);
+    assert.equal(header(answer.headers, 'audit-id'), 'audit-304');
+    assert.equal(host.metric('mvproxy_document_answers_not_modified'), 1n);
+    assert.equal(host.metric('mvproxy_document_local_not_modified'), 1n);
+  });
+
+  test('`*` names any ETag; the local ETag is not the merged one', () => {
+    assert.equal(exchange(documentHost(PART), withHeaders([['if-none-match', '*']]), ok(BODY), BODY).status, 304);
+    assert.equal(exchange(documentHost(PART), withHeaders([['if-none-match', LOCAL_ETAG]]), ok(BODY), BODY).status, 200);
+  });
+});
+
+describe('failing open: the local answer exactly as received', () => {
+  const cases: Array<[string, Buffer]> = [
+    ['malformed JSON', Buffer.from('{"kind":"APIGroupDiscoveryList","items":[{"metadata":')],
+    ['truncated JSON', BODY.subarray(0, BODY.length - 5)],
+    ['JSON without items', Buffer.from('{"kind":"APIGroupDiscoveryList"}')],
+    ['items not an array', Buffer.from('{"items":{}}')],
+    ['trailing garbage', Buffer.concat([BODY, Buffer.from('x')])],
+  ];
+  for (const [what, body] of cases) {
+    test(what, () => {
+      const host = documentHost(PART);
+      const answer = exchange(host, REQUEST, ok(body), body, 11);
+      assert.deepEqual(answer.body, body);
+      assert.deepEqual(answer.headers, ok(body));
+      assert.equal(host.metric('mvproxy_document_failed_open'), 1n);
+      assert.equal(host.metric('mvproxy_document_answers_local'), 1n);
+      assert.deepEqual(host.logs, []);
     });
   }
 
-  test('spread over several If-None-Match headers', () => {
-    const { response } = exchange(
-      discoveryHost(),
-      withHeaders([
-        ['if-none-match', OTHER_ETAG],
-        ['if-none-match', ETAG],
-      ]),
-    );
-    assert.equal(answer(response)?.status, 304);
-  });
-
-  test('another ETag, or the ETag without quotes: 200 with the document', () => {
-    for (const value of [OTHER_ETAG, ETAG.slice(1, -1), `w/${ETAG}`]) {
-      assert.equal(answer(exchange(discoveryHost(), withHeaders([['if-none-match', value]])).response)?.status, 200, value);
+  test('a truncated or malformed protobuf body', () => {
+    const protobuf = localBodies(LOCAL).protobuf;
+    for (const body of [protobuf.subarray(0, protobuf.length - 3), Buffer.from([0x6b, 0x38, 0x73, 0x00, 0x12, 0x7f, 0x01]), Buffer.from('not protobuf')]) {
+      const answer = exchange(documentHost(PART), REQUEST, ok(body, AGG_PROTOBUF), body);
+      assert.deepEqual(answer.body, body);
+      assert.deepEqual(answer.headers, ok(body, AGG_PROTOBUF));
     }
   });
 
-  test('compared with the ETag of the variant that answers', () => {
-    const host = discoveryHost(groupSet([jsonVariant(), protobufVariant({ etag: OTHER_ETAG })]));
-    const request = withHeaders([['if-none-match', ETAG]]);
-    assert.equal(answer(exchange(host, request, ok(AGG_JSON)).response)?.status, 304);
-    assert.equal(answer(exchange(host, request, ok(AGG_PROTOBUF)).response)?.status, 200);
-  });
-
-  test('a non-200 local answer passes untouched even when If-None-Match matches', () => {
-    const { response } = exchange(discoveryHost(), withHeaders([['if-none-match', ETAG]]), [[':status', '403']]);
-    assert.equal(response.localResponse, undefined);
-  });
-});
-
-describe('gzip', () => {
-  const zipped = groupSet([jsonVariant(), jsonVariant({ encoding: 'gzip', body: GZIP_BODY }), protobufVariant()]);
-
-  test('the gzip variant when the client accepts gzip, with Content-Encoding and Vary: Accept-Encoding', () => {
-    const { response } = exchange(discoveryHost(zipped), withHeaders([['accept-encoding', 'deflate, gzip']]));
-    assert.deepEqual(answer(response), {
-      status: 200,
-      headers: [...JSON_HEADERS, ['content-encoding', 'gzip'], ['vary', 'Accept-Encoding']],
-      body: GZIP_BODY,
-    });
-  });
-
-  test('the identity variant when the client does not accept gzip (as kube-apiserver: a token exactly "gzip")', () => {
-    for (const acceptEncoding of [undefined, 'deflate', '*', 'GZIP', 'gzip;q=1', 'x-gzip']) {
-      const request = acceptEncoding === undefined ? REQUEST : withHeaders([['accept-encoding', acceptEncoding]]);
-      assert.deepEqual(answer(exchange(discoveryHost(zipped), request).response), { status: 200, headers: JSON_HEADERS, body: JSON_BODY }, acceptEncoding);
-    }
-  });
-
-  test('the identity variant when the format has no gzip variant', () => {
-    const { response } = exchange(discoveryHost(zipped), withHeaders([['accept-encoding', 'gzip']]), ok(AGG_PROTOBUF));
-    assert.deepEqual(answer(response)?.body, PROTOBUF_BODY);
-    assert.equal(
-      answer(response)?.headers.find(([k]) => k === 'content-encoding'),
-      undefined,
-    );
-  });
-
-  test('a format held only gzipped passes to a client that does not accept gzip', () => {
-    const host = discoveryHost(groupSet([jsonVariant({ encoding: 'gzip', body: GZIP_BODY })]));
-    assert.equal(exchange(host, REQUEST).response.localResponse, undefined);
-    assert.deepEqual(answer(exchange(host, withHeaders([['accept-encoding', 'gzip']])).response)?.body, GZIP_BODY);
-  });
-
-  test('304 for the gzip variant carries no Content-Encoding', () => {
-    const { response } = exchange(
-      discoveryHost(zipped),
-      withHeaders([
-        ['accept-encoding', 'gzip'],
-        ['if-none-match', ETAG],
-      ]),
-    );
-    assert.deepEqual(answer(response), { status: 304, headers: NOT_MODIFIED_HEADERS, body: Buffer.alloc(0) });
+  test('a body over the cap (64 MiB) goes through untouched as it streams', () => {
+    const host = documentHost(PART);
+    const big = Buffer.alloc(64 * 1024 * 1024 + 10, 0x20);
+    big.write('{"items":[', 0);
+    const answer = exchange(host, REQUEST, ok(big), big, 4 * 1024 * 1024);
+    assert.equal(answer.body.length, big.length);
+    assert.ok(answer.body.equals(big));
+    assert.equal(header(answer.headers, 'etag'), LOCAL_ETAG);
+    assert.equal(host.metric('mvproxy_document_failed_open'), 1n);
   });
 });
 
-describe('the OpenAPI v3 index', () => {
-  const openapi = (): Buffer => encodeDocumentSet('openapi-index', [openapiVariant()]);
-  const request: HeaderList = [
-    [':method', 'GET'],
-    [':path', '/openapi/v3'],
-    ['accept', 'application/json'],
-  ];
-
-  test('a 200 in application/json becomes the merged index with Cache-Control "no-cache, private" and no Vary', () => {
-    const { response } = exchange(discoveryHost(openapi()), request, ok('application/json'));
-    assert.deepEqual(answer(response), {
-      status: 200,
-      headers: [
-        ['content-type', 'application/json'],
-        ['etag', ETAG],
-        ['cache-control', 'no-cache, private'],
-      ],
-      body: OPENAPI_BODY,
-    });
-  });
-
-  test('304 on a matching If-None-Match, with ETag and Cache-Control', () => {
-    const { response } = exchange(discoveryHost(openapi()), [...request, ['if-none-match', ETAG]], ok('application/json; charset=utf-8'));
-    assert.deepEqual(answer(response), {
-      status: 304,
-      headers: [
-        ['etag', ETAG],
-        ['cache-control', 'no-cache, private'],
-      ],
-      body: Buffer.alloc(0),
-    });
-  });
-
-  test("the index is replaced whatever its content type: kube-apiserver's http.ServeContent sniffs its JSON as text/plain", () => {
-    assert.deepEqual(answer(exchange(discoveryHost(openapi()), request, ok('text/plain; charset=utf-8')).response)?.body, OPENAPI_BODY);
+describe('counters', () => {
+  test('each request counts once: merged, not modified, local; spliced and cached say how', () => {
+    const host = documentHost(PART);
+    exchange(host, REQUEST, ok(BODY), BODY);
+    exchange(host, REQUEST, NOT_MODIFIED);
+    exchange(host, withHeaders([['if-none-match', MERGED_ETAG]]), NOT_MODIFIED);
+    exchange(host, REQUEST, [[':status', '401']]);
+    assert.equal(host.metric('mvproxy_document_answers_merged'), 2n);
+    assert.equal(host.metric('mvproxy_document_answers_not_modified'), 1n);
+    assert.equal(host.metric('mvproxy_document_answers_local'), 1n);
+    assert.equal(host.metric('mvproxy_document_local_not_modified'), 2n);
+    assert.equal(host.metric('mvproxy_document_merged_spliced'), 1n);
+    assert.equal(host.metric('mvproxy_document_merged_cached'), 2n);
+    assert.equal(host.metric('mvproxy_document_failed_open'), 0n);
   });
 });
 
-describe('size and memory', () => {
-  test('requests allocate nothing that stays: memory stops growing over many requests, open streams included', () => {
-    const host = discoveryHost(groupSet([jsonVariant(), jsonVariant({ encoding: 'gzip', body: GZIP_BODY }), protobufVariant()]));
-    const request = withHeaders([
-      ['if-none-match', `"x", ${ETAG}`],
-      ['accept-encoding', 'gzip'],
-    ]);
-    const round = (): number => {
-      // 200 concurrent streams, then 5000 one after the other, all three outcomes.
-      const open = Array.from({ length: 200 }, () => host.openStream());
-      for (const stream of open) host.sendRequestHeaders(stream, REQUEST);
-      for (const stream of open) host.sendResponseHeaders(stream, ok(AGG_PROTOBUF));
-      for (const stream of open) host.closeStream(stream);
-      for (let i = 0; i < 5000; i++) exchange(host, i % 2 === 0 ? request : REQUEST, ok(i % 3 === 0 ? AGG_PROTOBUF : AGG_JSON));
-      return host.memoryBytes();
-    };
-    const sizes = [round(), round(), round(), round()];
-    assert.equal(sizes[3], sizes[1], `memory grew: ${sizes.join(', ')}`);
-  });
-
-  test('a 5 MiB body round-trips byte for byte', () => {
-    const body = Buffer.alloc(5 * 1024 * 1024);
-    for (let i = 0; i < body.length; i += 4) body.writeUInt32LE((i * 2654435761) >>> 0, i);
-    const host = discoveryHost(groupSet([jsonVariant({ body })]));
-    for (let i = 0; i < 3; i++) assert.ok(answer(exchange(host).response)?.body.equals(body));
+describe('two VMs', () => {
+  test('a trap in the document module leaves the identity module (another VM) working', async () => {
+    const documents = documentHost(PART);
+    const stream = documents.openStream();
+    documents.sendRequestHeaders(stream, REQUEST);
+    documents.sendResponseHeaders(stream, ok(BODY));
+    documents.trapOn = 'proxy_get_buffer_bytes';
+    assert.throws(() => documents.sendResponseBody(stream, BODY, true), WebAssembly.RuntimeError);
+    const identity = newHost();
+    const cert = await leaf({ name: [{ CN: ['alice'] }] });
+    assert.deepEqual(values(identity.request(withCert(cert.certPem)), 'x-remote-user'), ['alice']);
   });
 });

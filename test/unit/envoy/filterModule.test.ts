@@ -1,11 +1,11 @@
-// The filter module (both filters in one WebAssembly module): its ABI and path, and the identity filter's memory under load.
+// The filter modules (the identity module and the document module, two VMs): their ABI and paths, and the identity filter's memory under load.
 // helpers: test/support/identityFilterHarness.ts (the filter in a proxy-wasm host shim), derBuilder.ts (hand-built certificates).
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
-import { FILTER_MODULE_PATH } from '../../../src/xds/filterModule.js';
+import { DOCUMENT_MODULE_PATH, IDENTITY_MODULE_PATH } from '../../../src/xds/filterModule.js';
 import { certificateDer } from '../../support/clientCerts.js';
-import { filterModule, leaf, newHost, values, withXfcc, xfccOfDer } from '../../support/identityFilterHarness.js';
+import { documentModule, filterModule, leaf, newHost, values, withXfcc, xfccOfDer } from '../../support/identityFilterHarness.js';
 
 let wasm: Buffer;
 
@@ -26,8 +26,23 @@ describe('module', () => {
     }
   });
 
-  test('FILTER_MODULE_PATH is the compiled module', () => {
-    assert.match(FILTER_MODULE_PATH, /dist\/envoy\/filters\.wasm$/);
+  test('the module paths are the compiled modules', () => {
+    assert.match(IDENTITY_MODULE_PATH, /dist\/envoy\/identity\.wasm$/);
+    assert.match(DOCUMENT_MODULE_PATH, /dist\/envoy\/documents\.wasm$/);
+  });
+
+  test('the identity module exports no response callback, so no response header or body ever enters its VM', () => {
+    const exports = WebAssembly.Module.exports(new WebAssembly.Module(Uint8Array.from(wasm))).map((e) => e.name);
+    assert.deepEqual(
+      exports.filter((name) => name.startsWith('proxy_on_response')),
+      [],
+    );
+  });
+
+  test('the document module exports the response headers and body callbacks', () => {
+    const exports = WebAssembly.Module.exports(new WebAssembly.Module(Uint8Array.from(documentModule()))).map((e) => e.name);
+    assert.ok(exports.includes('proxy_on_response_headers'));
+    assert.ok(exports.includes('proxy_on_response_body'));
   });
 
   test('memory stops growing: misses over many distinct certificates and cache hits, with eviction', async () => {

@@ -18,7 +18,7 @@ import { BATCH, config, CORE, MIGRATION, model, NOW } from '../../support/reconc
 import { GRACE_MS } from '../../support/clusterModel.js';
 import { resourceRoutesOf } from '../../../src/planner/plan.js';
 
-const WASM = Buffer.from('\0asm-not-really');
+const WASM = { identity: Buffer.from('\0asm-not-really'), documents: Buffer.from('\0asm-documents') };
 
 function run(m: ClusterModel, opts: { declare?: readonly string[]; draining?: readonly string[] } = {}): Reconciled {
   const names = opts.declare ?? m.apiservers.map((a) => a.endpoint.name);
@@ -128,16 +128,16 @@ describe('reconcile', () => {
     }
   });
 
-  it('changes, when one apiserver starts serving something new, only the route configurations of the sidecars that must now send it there, and every merged document', () => {
+  it('changes, when one apiserver starts serving something new, only the route configurations and peer parts of the sidecars that must now send it there', () => {
     const before = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
     const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': [...CORE, ...MIGRATION] }));
-    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': ['RDS', 'ECDS'], 'kas-c': ['ECDS'] });
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': ['RDS', 'ECDS'], 'kas-c': [] });
   });
 
-  it("changes, when one apiserver stops serving something only it served, only the route configurations of its peers' sidecars, and every merged document", () => {
+  it("changes, when one apiserver stops serving something only it served, only the route configurations and peer parts of its peers' sidecars", () => {
     const before = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE }));
     const after = run(model({ 'kas-a': CORE, 'kas-b': CORE, 'kas-c': CORE }));
-    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': ['ECDS'], 'kas-c': ['RDS', 'ECDS'] });
+    assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': [], 'kas-c': ['RDS', 'ECDS'] });
   });
 
   it('pushes the merged documents of every sidecar whose own apiserver is known, and leaves the others as they are', () => {
@@ -149,14 +149,10 @@ describe('reconcile', () => {
     assert.deepEqual(filters('kas-b'), ['mvproxy.identity']);
   });
 
-  it("gives each sidecar's document sets its own apiserver's ETags, which the filter revalidates with", () => {
-    const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
-    const [a, b] = m.apiservers as [ApiserverObservation, ApiserverObservation];
-    const withEtags = (server: ApiserverObservation, core: string, groups: string): ApiserverObservation =>
-      server.discovery ? { ...server, discovery: { ...server.discovery, etags: { core, groups } } } : server;
-    const result = run({ ...m, apiservers: [withEtags(a, '"a-core"', '"a-groups"'), withEtags(b, '"b-core"', '"b-groups"')] });
-    const localEtags = [...result.documentSets.values()].map((set) => decodeDocumentSet(Buffer.from(set))?.localEtag).sort();
-    assert.deepEqual(localEtags, ['"a-core"', '"a-groups"', '"b-core"', '"b-groups"']);
+  it("gives each sidecar's document filters the peer part of its documents: kas-a, which lacks batch, gets batch's group", () => {
+    const result = run(model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] }));
+    const groupSets = [...result.documentSets.values()].map((set) => decodeDocumentSet(Buffer.from(set))).filter((set) => set?.kind === 'group-discovery');
+    assert.deepEqual(groupSets.map((set) => set?.groups.map((group) => group.name)).sort(), [[], ['batch']]);
   });
 
   it('merges nothing again when no discovery changed: the next reconcile reuses every merge', () => {
@@ -210,7 +206,8 @@ describe('reconcile', () => {
       return inline;
     };
     assert.deepEqual(inlineIn(listener), [], 'a new module replaces no listener');
-    for (const [name, config] of snapshot.types[TYPE_URL.extensionConfig].resources) assert.deepEqual(inlineIn(config), [WASM.toJSON()], name);
+    for (const [name, config] of snapshot.types[TYPE_URL.extensionConfig].resources)
+      assert.deepEqual(inlineIn(config), [(name === 'mvproxy.identity' ? WASM.identity : WASM.documents).toJSON()], name);
   });
   it('gives each sidecar whose apiserver has no known discovery the merge of its peers, as merged for it alone', () => {
     const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH], 'kas-c': CORE, 'kas-d': CORE });

@@ -15,7 +15,7 @@ import { BATCH, config, CORE, MIGRATION, model } from '../../support/reconcileFi
 const NAMES = ['kas-a', 'kas-b'];
 const kept = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH, ...MIGRATION] });
 const validFile = { format: WARM_START_FORMAT, savedAt: 1_700_000_000_000, model: kept, draining: ['kas-b'] };
-const settings = reconcileSettings(config(NAMES), Buffer.from('\0asm-not-really'));
+const settings = reconcileSettings(config(NAMES), { identity: Buffer.from('\0asm-not-really'), documents: Buffer.from('\0asm-documents') });
 const dir = mkdtempSync(join(tmpdir(), 'mvproxy-warm-robust-'));
 const path = join(dir, 'warm-start.json');
 

@@ -98,7 +98,7 @@ describe('translateSidecar', () => {
       });
     });
 
-    test('each document filter is off in the chain, a no-op until its first configuration, and holds its document set over ECDS, failing open', () => {
+    test('each document filter is off in the chain, a no-op until its first configuration, and holds its document set over ECDS, in the document VM, failing open', () => {
       const set = Uint8Array.from([1, 2, 3]);
       const resources = translateSidecar(NO_PEERS, settings, undefined, new Map([['group-discovery', set]]));
       for (const name of Object.values(DOCUMENT_FILTERS)) {
@@ -117,8 +117,10 @@ describe('translateSidecar', () => {
       );
       const wasm = unpack<Wasm>(resources.extensionConfigs[0]?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
       assert.equal(wasm.config?.root_id, 'mvproxy.discovery');
-      assert.equal(wasm.config?.vm_config?.vm_id, 'mvproxy.identity', 'one VM for every instance');
+      assert.equal(wasm.config?.vm_config?.vm_id, 'mvproxy.documents', 'one VM for every document filter, not the identity filter’s');
+      assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.documentModule);
       assert.equal(wasm.config?.fail_open, true);
+      assert.deepEqual(wasm.config?.allow_on_headers_stop_iteration, { value: true }, 'Envoy calls the body callbacks while the response headers wait');
       assert.deepEqual([...(unpack<{ value: Uint8Array }>(wasm.config?.configuration, 'google.protobuf.BytesValue').value ?? [])], [1, 2, 3]);
     });
 

@@ -1,66 +1,69 @@
-// The document set: a document filter's plugin configuration (src/xds/documentSet.ts), byte for byte.
+// The document set (version 3): a peer part pre-encoded for the document
+// filter to splice, and its digest, which the merged ETag takes.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 
-import { decodeDocumentSet, encodeDocumentSet, type DocumentVariant } from '../../../src/xds/documentSet.js';
+import type { AggregatedPeerPart, OpenApiPeerPart } from '../../../src/discovery/peerPart.js';
+import { encodeAggregatedProtobuf } from '../../../src/discovery/protobufEncode.js';
+import { DOCUMENT_SET_VERSION, decodeDocumentSet, documentSetDigest, encodeDocumentSet } from '../../../src/xds/documentSet.js';
+import { APPS, BATCH, list } from '../../support/discoveryFixtures.js';
 
-const JSON_VARIANT: DocumentVariant = { format: 'aggregated-json', encoding: 'identity', etag: '"E"', contentType: 'ct', body: Buffer.from('body') };
+const PART: AggregatedPeerPart = { document: 'group-discovery', groups: list([APPS, BATCH]).items };
 
 describe('encodeDocumentSet', () => {
-  test('writes magic, version, kind, the length-prefixed local ETag, count, then format, encoding and length-prefixed ETag, Content-Type and body, little-endian', () => {
-    const bytes = encodeDocumentSet(
-      'group-discovery',
-      [JSON_VARIANT, { ...JSON_VARIANT, format: 'aggregated-protobuf', encoding: 'gzip', body: Buffer.from([0, 1]) }],
-      '"L"',
+  test('header: MVPD, version 3, the kind, the digest of the sections', () => {
+    const set = encodeDocumentSet(PART);
+    assert.equal(set.toString('latin1', 0, 4), 'MVPD');
+    assert.equal(set[4], DOCUMENT_SET_VERSION);
+    assert.equal(set[5], 1);
+    assert.equal(set.toString('latin1', 6, 70), createHash('sha256').update(set.subarray(70)).digest('hex'));
+    assert.equal(documentSetDigest(PART), set.toString('latin1', 6, 70));
+  });
+
+  test('each group, version and resource carries its name and its JSON as Go writes it', () => {
+    const decoded = decodeDocumentSet(encodeDocumentSet(PART));
+    assert.deepEqual(
+      decoded?.groups.map((g) => [g.name, g.children.map((v) => [v.name, v.children.map((r) => r.name)])]),
+      [
+        ['apps', [['v1', ['deployments']]]],
+        ['batch', [['v1', ['jobs', 'cronjobs']]]],
+      ],
     );
-    const expected = Buffer.concat([
-      Buffer.from('MVPD', 'latin1'),
-      Buffer.from([2, 1, 3, 0, 0, 0]),
-      Buffer.from('"L"'),
-      Buffer.from([2, 0, 0, 0]),
-      Buffer.from([0, 0, 3, 0, 0, 0]),
-      Buffer.from('"E"'),
-      Buffer.from([2, 0, 0, 0]),
-      Buffer.from('ct'),
-      Buffer.from([4, 0, 0, 0]),
-      Buffer.from('body'),
-      Buffer.from([1, 1, 3, 0, 0, 0]),
-      Buffer.from('"E"'),
-      Buffer.from([2, 0, 0, 0]),
-      Buffer.from('ct'),
-      Buffer.from([2, 0, 0, 0, 0, 1]),
+    const batch = decoded?.groups[1];
+    assert.deepEqual(JSON.parse(batch?.json ?? ''), JSON.parse(JSON.stringify(PART.groups[1])));
+    assert.ok(!(batch?.json ?? '').endsWith('\n'));
+    assert.deepEqual(JSON.parse(batch?.children[0]?.children[1]?.json ?? ''), JSON.parse(JSON.stringify(PART.groups[1]?.versions[0]?.resources[1])));
+  });
+
+  test('the protobuf fragment of a group is the message kube-apiserver writes for it, as an item of its list', () => {
+    const group = decodeDocumentSet(encodeDocumentSet(PART))?.groups[1]?.protobuf ?? Buffer.alloc(0);
+    const varint = (n: number): number[] => (n < 0x80 ? [n] : [(n & 0x7f) | 0x80, ...varint(n >>> 7)]);
+    const item = Buffer.concat([Buffer.from([0x12, ...varint(group.length)]), group]);
+    assert.ok(group.length > 0);
+    assert.ok(encodeAggregatedProtobuf(list([BATCH])).includes(item));
+  });
+
+  test('the OpenAPI index part: paths in ascending order, keys as JSON writes them', () => {
+    const part: OpenApiPeerPart = {
+      document: 'openapi-index',
+      paths: { 'apis/b/v1': { serverRelativeURL: '/b' }, 'apis/a/v1': { serverRelativeURL: '/a?x=<&>' } },
+    };
+    const decoded = decodeDocumentSet(encodeDocumentSet(part));
+    assert.deepEqual(decoded?.paths, [
+      { key: 'apis/a/v1', value: '{"serverRelativeURL":"/a?x=\\u003c\\u0026\\u003e"}' },
+      { key: 'apis/b/v1', value: '{"serverRelativeURL":"/b"}' },
     ]);
-    assert.deepEqual(bytes, expected);
   });
 
-  test('numbers the kinds 0 core, 1 groups, 2 OpenAPI index, and the plain JSON format 2', () => {
-    assert.equal(encodeDocumentSet('core-discovery', [])[5], 0);
-    assert.equal(encodeDocumentSet('group-discovery', [])[5], 1);
-    const openapi = encodeDocumentSet('openapi-index', [{ ...JSON_VARIANT, format: 'json' }]);
-    assert.equal(openapi[5], 2);
-    assert.equal(openapi[14], 2);
+  test('an empty part is a set; the digest changes with the part', () => {
+    const empty: AggregatedPeerPart = { document: 'group-discovery', groups: [] };
+    assert.deepEqual(decodeDocumentSet(encodeDocumentSet(empty))?.groups, []);
+    assert.notEqual(documentSetDigest(empty), documentSetDigest(PART));
+    assert.notEqual(documentSetDigest({ ...PART, document: 'core-discovery' }), undefined);
   });
 
-  test('refuses what the filter would refuse: a format the kind does not take, a repeated variant, a bad header value', () => {
-    assert.throws(() => encodeDocumentSet('openapi-index', [JSON_VARIANT]), /cannot be in format/);
-    assert.throws(() => encodeDocumentSet('core-discovery', [{ ...JSON_VARIANT, format: 'json' }]), /cannot be in format/);
-    assert.throws(() => encodeDocumentSet('core-discovery', [JSON_VARIANT, JSON_VARIANT]), /two aggregated-json\/identity/);
-    assert.throws(() => encodeDocumentSet('core-discovery', [{ ...JSON_VARIANT, etag: '' }]), /not a header value/);
-    assert.throws(() => encodeDocumentSet('core-discovery', [{ ...JSON_VARIANT, contentType: 'a\r\nb' }]), /not a header value/);
-    assert.throws(() => encodeDocumentSet('core-discovery', [JSON_VARIANT], '"a\nb"'), /local ETag is empty or not a header value/);
-  });
-
-  test('decodeDocumentSet reads back what was encoded; empty bytes are no documents', () => {
-    const variants = [JSON_VARIANT, { ...JSON_VARIANT, encoding: 'gzip' as const, body: Buffer.alloc(70_000, 7) }];
-    assert.deepEqual(decodeDocumentSet(encodeDocumentSet('core-discovery', variants)), { kind: 'core-discovery', variants });
-    assert.deepEqual(decodeDocumentSet(encodeDocumentSet('core-discovery', variants, '"L"')), { kind: 'core-discovery', localEtag: '"L"', variants });
+  test('empty bytes decode as nothing held', () => {
     assert.equal(decodeDocumentSet(Buffer.alloc(0)), undefined);
-  });
-
-  test('decodeDocumentSet refuses truncated and trailing bytes', () => {
-    const bytes = encodeDocumentSet('core-discovery', [JSON_VARIANT]);
-    assert.throws(() => decodeDocumentSet(bytes.subarray(0, bytes.length - 1)), /past the end/);
-    assert.throws(() => decodeDocumentSet(Buffer.concat([bytes, Buffer.from([0])])), /after the last variant/);
-    assert.throws(() => decodeDocumentSet(Buffer.from('MVPX\u0002\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000', 'latin1')), /not a document set/);
   });
 });

@@ -1,10 +1,8 @@
-// mvproxy's HTTP filters run inside Envoy (envoy.filters.http.wasm,
-// proxy-wasm ABI 0.2.1). One module, two filters, chosen per plugin by its
-// root_id (the host property plugin_root_id, read when the plugin context is
-// configured): "mvproxy.discovery" is the document filter, one plugin per
-// merged document (documentFilter.ts, documents.ts); any other root_id
-// ("mvproxy.identity") is the identity filter below. A stream follows its
-// plugin context.
+// The identity module: mvproxy's identity filter inside Envoy
+// (envoy.filters.http.wasm, proxy-wasm ABI 0.2.1; vm_id "mvproxy.identity",
+// fail closed). The document filters are another module in another VM
+// (documentModule.ts): this one exports no body callback and no response
+// callback, so no response and no body ever enters this VM.
 //
 // For every request the identity filter does what kube-apiserver's x509
 // authenticator would do with the client certificate Envoy verified, and
@@ -51,18 +49,14 @@ import {
   proxy_get_buffer_bytes,
   proxy_get_current_time_nanoseconds,
   proxy_get_header_map_pairs,
-  proxy_get_property,
   proxy_remove_header_map_value,
   proxy_replace_header_map_value,
 } from "./abi";
 import { KIND_ANONYMOUS, KIND_REJECTED, LOGGED_EXPIRED, LOGGED_NOT_YET_VALID, cacheGet, cachePut } from "./cache";
 import { Config, configError, defaultConfig, parseConfig } from "./config";
-import { documentRequestHeaders, documentResponseHeaders, documentStreamDone } from "./documentFilter";
-import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers";
 import { MAX_XFCC, readCertificate, warnCertificate } from "./identity";
-import { defineAnswerMetrics } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { refuse, reject, rejectUnreadable } from "./rejection";
 import { streamDelete, streamGet, streamSet } from "./streams";
@@ -84,10 +78,8 @@ export function malloc(size: usize): usize {
 // ---------------------------------------------------------------------------
 // Contexts and configuration
 
-/** Configuration per plugin (root) context of the identity filter. */
+/** Configuration per plugin (root) context. */
 const roots = new Map<u32, Config>();
-/** Document set (documents.ts; 0: none held) per plugin context of the document filter. */
-const documentRoots = new Map<u32, u32>();
 /** Used for a stream whose plugin context is unknown (never expected). */
 let fallbackConfig: Config = defaultConfig();
 
@@ -103,7 +95,6 @@ export function proxy_on_context_create(contextId: u32, parentContextId: u32): v
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: usize): bool {
   enter();
-  const documents = documentRoots.has(rootContextId) || isDocumentPlugin();
   let data: usize = 0;
   let size: usize = 0;
   if (configurationSize != 0) {
@@ -119,63 +110,18 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: usize)
       return false;
     }
   }
-  const ok = documents ? configureDocuments(rootContextId, data, size) : configureIdentity(rootContextId, data, size);
-  addDebt(DEBT_LIMIT); // configuring is rare: collect now
-  leave();
-  return ok;
-}
-
-function configureIdentity(rootContextId: u32, data: usize, size: usize): bool {
   const config = size == 0 ? defaultConfig() : parseConfig(data, size);
   if (data != 0) heap.free(data);
+  addDebt(DEBT_LIMIT); // configuring is rare: collect now
   if (config === null) {
     logString(LOG_WARN, "mvproxy identity filter: configuration refused: " + configError);
+    leave();
     return false;
   }
   roots.set(rootContextId, config);
   fallbackConfig = config;
+  leave();
   return true;
-}
-
-/** Replaces the root's documents (empty configuration: none held); a stream in flight keeps its own reference. */
-function configureDocuments(rootContextId: u32, data: usize, size: usize): bool {
-  defineAnswerMetrics(); // once per VM
-  let set: usize = 0;
-  if (size != 0) {
-    set = parseDocumentSet(data, size);
-    if (set == 0) {
-      heap.free(data);
-      logString(LOG_WARN, "mvproxy discovery filter: configuration refused: " + documentsError);
-      // Known as a document plugin from now on (its streams never get the identity filter); documents kept.
-      if (!documentRoots.has(rootContextId)) documentRoots.set(rootContextId, 0);
-      return false;
-    }
-  } else if (data != 0) {
-    heap.free(data);
-  }
-  if (documentRoots.has(rootContextId)) {
-    const old = <usize>documentRoots.get(rootContextId);
-    if (old != 0) release(old);
-  }
-  documentRoots.set(rootContextId, <u32>set);
-  return true;
-}
-
-const PLUGIN_ROOT_ID = String.UTF8.encode("plugin_root_id");
-const DOCUMENT_ROOT_ID = String.UTF8.encode("mvproxy.discovery");
-
-/** Whether the plugin being configured has the document filter's root_id. */
-function isDocumentPlugin(): bool {
-  const ret = memory.data(8, 8);
-  store<u32>(ret, 0);
-  store<u32>(ret, 0, 4);
-  const path = changetype<usize>(PLUGIN_ROOT_ID);
-  if (proxy_get_property(path, PLUGIN_ROOT_ID.byteLength, ret, ret + 4) != STATUS_OK) return false;
-  const p = <usize>load<u32>(ret);
-  const n = <usize>load<u32>(ret, 4);
-  const found = n == <usize>DOCUMENT_ROOT_ID.byteLength && memory.compare(p, changetype<usize>(DOCUMENT_ROOT_ID), n) == 0;
-  if (p != 0) heap.free(p);
-  return found;
 }
 
 export function proxy_on_done(_contextId: u32): bool {
@@ -186,17 +132,9 @@ export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();
-  documentStreamDone(contextId);
-  if (!streamDelete(contextId)) {
-    if (roots.has(contextId)) {
-      roots.delete(contextId);
-      addDebt(64);
-    } else if (documentRoots.has(contextId)) {
-      const set = <usize>documentRoots.get(contextId);
-      if (set != 0) release(set);
-      documentRoots.delete(contextId);
-      addDebt(64);
-    }
+  if (!streamDelete(contextId) && roots.has(contextId)) {
+    roots.delete(contextId);
+    addDebt(64);
   }
   leave();
 }
@@ -215,23 +153,14 @@ const NOW: usize = memory.data(8, 8);
 
 export function proxy_on_request_headers(contextId: u32, _numHeaders: u32, _endOfStream: bool): i32 {
   enter();
-  const root = streamGet(contextId);
-  const action =
-    root != 0 && documentRoots.has(root) ? documentRequestHeaders(contextId, <usize>documentRoots.get(root)) : onRequestHeaders(configOf(contextId));
+  const action = onRequestHeaders(configOf(contextId));
   leave();
   return action;
 }
 
-export function proxy_on_response_headers(contextId: u32, _numHeaders: u32, _endOfStream: bool): i32 {
-  enter();
-  const action = documentResponseHeaders(contextId); // Continue unless a document filter stream holds documents
-  leave();
-  return action;
-}
-
-// No proxy_on_response_body (the ABI does not require it): without the export
-// Envoy continues every body chunk without calling into the VM, which matters
-// for the identity filter's long lists and watches.
+// No proxy_on_response_headers and no proxy_on_response_body (the ABI
+// requires neither): Envoy then never calls into this VM for a response, so
+// watches and long lists never touch it.
 
 function onRequestHeaders(config: Config): i32 {
   // 1. Strip identity headers; find x-forwarded-client-cert.
