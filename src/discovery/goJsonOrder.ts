@@ -1,6 +1,7 @@
 // JSON field order: aggregated discovery's fields in the order Go's structs
 // declare them (kube-apiserver's encoding/json writes them so), for
-// byte-identical JSON bodies and so the same ETag on every sidecar.
+// byte-identical JSON bodies (the peer part's fragments are spliced into
+// kube-apiserver's own JSON: xds/documentSet.ts).
 import type {
   APIGroupDiscovery,
   APIGroupDiscoveryList,

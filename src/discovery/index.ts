@@ -9,7 +9,6 @@ export { negotiateDiscovery } from './negotiate.js';
 export {
   discoveryResponse,
   isMergedDocument,
-  provisionalPeerDigest,
   type DiscoveryRequest,
   type DiscoveryReply,
   type LocalAnswer,

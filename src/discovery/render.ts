@@ -1,7 +1,7 @@
 // Serialize aggregated discovery as kube-apiserver writes it: JSON in Go's
 // field order and escaping, or protobuf (magic + runtime.Unknown envelope),
 // with an ETag that is a hash of the JSON document: the same content gives
-// the same ETag on every sidecar, and any change gives a new one.
+// the same ETag, and any change gives a new one.
 import { createHash } from 'node:crypto';
 import {
   AGGREGATED_DISCOVERY_JSON as AGGREGATED_JSON_CONTENT_TYPE,

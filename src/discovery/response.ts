@@ -154,12 +154,3 @@ function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
     return tag === '*' || tag === etag || (tag.startsWith('W/') && tag.slice(2) === etag);
   });
 }
-
-/**
- * The peer digest of a part, standing for xds/documentSet.ts documentSetDigest
- * (the filter branch) until that lands on main: then the control plane passes
- * documentSetDigest(part) instead and this goes.
- */
-export function provisionalPeerDigest(part: PeerPart): string {
-  return createHash('sha256').update(JSON.stringify(part), 'utf8').digest('hex');
-}

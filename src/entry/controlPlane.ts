@@ -38,8 +38,8 @@ export async function loadReplicaModules(): Promise<void> {
 }
 
 /**
- * The size (bytes) of one merged document's encoded set (every variant of
- * `/api`, `/apis` or the OpenAPI index) above which that document is answered
+ * The size (bytes) of one document's encoded set (the peer part of `/api`,
+ * `/apis` or the OpenAPI index, xds/documentSet.ts) above which that document is answered
  * over ext_proc instead of pushed into its document filter: a limit the
  * fan-out bench reports.
  */

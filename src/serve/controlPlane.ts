@@ -34,7 +34,8 @@ import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
 import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, WarmStartKeeper } from './warmStart.js';
-import { discoveryResponse, provisionalPeerDigest } from '../discovery/index.js';
+import { discoveryResponse } from '../discovery/index.js';
+import { documentSetDigest } from '../xds/documentSet.js';
 import { peerParts } from '../discovery/peerPart.js';
 import { reconcile, reconcileSettings, type Reconciled, type ReconcileSettings } from './reconcile.js';
 import { CertificateFiles } from '../sources/certificateFiles.js';
@@ -274,7 +275,7 @@ export class ControlPlane implements AdminBackend {
     const merged = this.reconciled?.sidecars.get(node)?.discovery();
     if (!merged) return undefined;
     const part = peerParts(merged).find((p) => p.document === request.document);
-    const answer = discoveryResponse(request, local, part, part ? provisionalPeerDigest(part) : '');
+    const answer = discoveryResponse(request, local, part, part ? documentSetDigest(part) : '');
     if ('passThrough' in answer) return undefined;
     // Upstream's cache counters are about aggregated discovery only; every ext_proc answer is merged afresh.
     if (answer.document !== 'openapi-index') this.deps.metrics.peerAggregatedCacheMisses.inc();

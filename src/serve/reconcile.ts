@@ -69,8 +69,9 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
   const sidecars = new Map<string, ReconciledSidecar>();
   // Every sidecar has a cluster per peer: translated (and so hashed and encoded) once for all of them.
   const cache = translationCache(previous?.translations);
-  // A sidecar whose apiserver's discovery is unknown (down, starting) merges its
-  // peers' documents only, the same whichever sidecar it is: merged once for all of them.
+  // A sidecar whose apiserver's discovery is unknown (down, starting) has no
+  // merged documents and no peer part (it keeps what it holds), the same
+  // whichever sidecar it is: computed once for all of them.
   let unknownLocal: (() => MergedDiscovery) | undefined;
   const known = new Set(model.apiservers.filter((a) => a.discovery !== undefined).map((a) => a.endpoint.name));
   const merges = new Map<string, MergedDiscovery>();
