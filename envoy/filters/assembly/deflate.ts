@@ -1,18 +1,21 @@
-// gzip (RFC 1952) around one deflate block (RFC 1951) with the fixed
-// Huffman codes, for the document filter's merged documents: kube-apiserver
-// gzips an answer over 128 KiB at level 1, so the filter does too, once per
-// cached merged document. The LZ77 is greedy with one hash-table probe per
-// position (a 3-byte match at most 32 KiB back, extended to 258 bytes), as a
-// fast level does; discovery JSON repeats itself enough for that to shrink
-// it several times. Everything works in unmanaged memory: the output is
-// allocated once at its bound, the hash table once per call; nothing is
-// allocated per byte.
+// gzip (RFC 1952) of deflate (RFC 1951), for the document filter's merged
+// documents: kube-apiserver gzips an answer over 128 KiB at level 1, so the
+// filter does too, once per cached merged document. The LZ77 is greedy with
+// one hash-table probe per position (a 3-byte match at most 32 KiB back,
+// extended to 258 bytes), as a fast level does. Its symbols are collected
+// per block (up to BLOCK_SYMBOLS) and each block goes out with the codes
+// that make it smaller: its own Huffman codes (huffman.ts, a dynamic block)
+// or the fixed ones. Everything works in unmanaged memory: the output is
+// allocated once at its bound, the hash table and the block's symbols once
+// per call; nothing is allocated per byte.
+import { canonicalCodes, codeLengths, reverseBits } from "./huffman";
 
 const WINDOW: usize = 32768;
 const MIN_MATCH: usize = 3;
 const MAX_MATCH: usize = 258;
 const HASH_BITS: u32 = 15;
 const HASH_SIZE: usize = 1 << HASH_BITS;
+const BLOCK_SYMBOLS: usize = 1 << 16;
 
 /** The length of the last gzip result. */
 export let gzipLen: usize = 0;
@@ -40,41 +43,37 @@ export function crc32(p: usize, n: usize): u32 {
   return c ^ 0xffffffff;
 }
 
-// The fixed literal/length codes (RFC 1951 3.2.6), bit-reversed (deflate
-// sends Huffman codes from their most significant bit, the bit writer from
-// the least): a u16 code and a u8 length per symbol.
-const LIT_CODE: usize = memory.data(288 * 2, 2);
-const LIT_BITS: usize = memory.data(288, 1);
+// Codes, a u16 (bit-reversed) and a u8 length per symbol: the fixed ones
+// (RFC 1951 3.2.6), built once, and a block's own.
+const FIXED_LIT_CODE: usize = memory.data(288 * 2, 2);
+const FIXED_LIT_BITS: usize = memory.data(288, 1);
+const FIXED_DIST_CODE: usize = memory.data(30 * 2, 2);
+const FIXED_DIST_BITS: usize = memory.data(30, 1);
+const LIT_CODE: usize = memory.data(286 * 2, 2);
+const LIT_BITS: usize = memory.data(286, 1);
+const DIST_CODE: usize = memory.data(30 * 2, 2);
+const DIST_BITS: usize = memory.data(30, 1);
+const CL_CODE: usize = memory.data(19 * 2, 2);
+const CL_BITS: usize = memory.data(19, 1);
+// A block's frequencies (u32 per symbol) and its code lengths run-length coded (symbol, extra value).
+const LIT_FREQ: usize = memory.data(286 * 4, 4);
+const DIST_FREQ: usize = memory.data(30 * 4, 4);
+const CL_FREQ: usize = memory.data(19 * 4, 4);
+const RLE: usize = memory.data(316 * 2, 1);
+/** The order the code-length code lengths go out in. */
+const CL_ORDER: StaticArray<u8> = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
 let codesReady = false;
-
-function reverse(code: u32, bits: u32): u32 {
-  let r: u32 = 0;
-  for (let i: u32 = 0; i < bits; i++) {
-    r = (r << 1) | (code & 1);
-    code >>>= 1;
-  }
-  return r;
-}
 
 function codesInit(): void {
   for (let s: u32 = 0; s < 288; s++) {
-    let code: u32;
-    let bits: u32;
-    if (s < 144) {
-      code = 0x30 + s;
-      bits = 8;
-    } else if (s < 256) {
-      code = 0x190 + (s - 144);
-      bits = 9;
-    } else if (s < 280) {
-      code = s - 256;
-      bits = 7;
-    } else {
-      code = 0xc0 + (s - 280);
-      bits = 8;
-    }
-    store<u16>(LIT_CODE + (<usize>s << 1), <u16>reverse(code, bits));
-    store<u8>(LIT_BITS + <usize>s, <u8>bits);
+    const bits: u32 = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
+    const code: u32 = s < 144 ? 0x30 + s : s < 256 ? 0x190 + s - 144 : s < 280 ? s - 256 : 0xc0 + s - 280;
+    store<u16>(FIXED_LIT_CODE + (<usize>s << 1), <u16>reverseBits(code, bits));
+    store<u8>(FIXED_LIT_BITS + <usize>s, <u8>bits);
+  }
+  for (let s: u32 = 0; s < 30; s++) {
+    store<u16>(FIXED_DIST_CODE + (<usize>s << 1), <u16>reverseBits(s, 5));
+    store<u8>(FIXED_DIST_BITS + <usize>s, 5);
   }
   codesReady = true;
 }
@@ -105,35 +104,166 @@ function flushBits(): void {
   bitBuf = 0;
 }
 
-function putSymbol(s: u32): void {
-  putBits(<u32>load<u16>(LIT_CODE + (<usize>s << 1)), <u32>load<u8>(LIT_BITS + <usize>s));
+function putCode(codes: usize, bits: usize, s: u32): void {
+  putBits(<u32>load<u16>(codes + (<usize>s << 1)), <u32>load<u8>(bits + <usize>s));
 }
 
-/** A match: its length code (and extra bits), then its distance code (and extra bits). */
-function putMatch(len: u32, dist: u32): void {
-  if (len == 258) {
-    putSymbol(285);
-  } else if (len <= 10) {
-    putSymbol(254 + len);
-  } else {
-    const x = len - 3;
-    const b = 31 - clz<u32>(x); // x >= 8: b >= 3
-    putSymbol(257 + 4 * (b - 1) + ((x >>> (b - 2)) & 3));
-    putBits(x & ((1 << (b - 2)) - 1), b - 2);
-  }
-  if (dist <= 4) {
-    putBits(reverse(dist - 1, 5), 5);
-  } else {
-    const x = dist - 1;
-    const b = 31 - clz<u32>(x); // x >= 4: b >= 2
-    putBits(reverse(2 * b + ((x >>> (b - 1)) & 1), 5), 5);
-    putBits(x & ((1 << (b - 1)) - 1), b - 1);
-  }
+// A match's length symbol (257..285) and extra bits; its distance symbol (0..29) and extra bits.
+function lengthSymbol(len: u32): u32 {
+  if (len == 258) return 285;
+  if (len <= 10) return 254 + len;
+  const x = len - 3;
+  const b = 31 - clz<u32>(x); // x >= 8: b >= 3
+  return 257 + 4 * (b - 1) + ((x >>> (b - 2)) & 3);
 }
 
-/** The most bytes gzip writes for n input bytes (a literal costs at most 9 bits, a match less per byte). */
+function lengthExtraBits(len: u32): u32 {
+  return len <= 10 || len == 258 ? 0 : 29 - clz<u32>(len - 3);
+}
+
+function distanceSymbol(dist: u32): u32 {
+  if (dist <= 4) return dist - 1;
+  const x = dist - 1;
+  const b = 31 - clz<u32>(x); // x >= 4: b >= 2
+  return 2 * b + ((x >>> (b - 1)) & 1);
+}
+
+function distanceExtraBits(dist: u32): u32 {
+  return dist <= 4 ? 0 : 30 - clz<u32>(dist - 1);
+}
+
+// A block's symbols: a literal byte, or (distance << 9 | length) for a match.
+let symbols: usize = 0;
+let symbolCount: usize = 0;
+
+/** The n code lengths as the bits of the block header codes them (run lengths: 16 repeats, 17 and 18 zeros); returns the RLE count. */
+function runLengths(hlit: u32, hdist: u32): u32 {
+  const total = hlit + hdist;
+  let count: u32 = 0;
+  let i: u32 = 0;
+  while (i < total) {
+    const v = i < hlit ? load<u8>(LIT_BITS + <usize>i) : load<u8>(DIST_BITS + <usize>(i - hlit));
+    let run: u32 = 1;
+    while (i + run < total && (i + run < hlit ? load<u8>(LIT_BITS + <usize>(i + run)) : load<u8>(DIST_BITS + <usize>(i + run - hlit))) == v) run++;
+    i += run;
+    if (v != 0) {
+      store<u8>(RLE + <usize>(count++ << 1), v);
+      run--;
+    }
+    while (run >= 3) {
+      const r: u32 = v != 0 ? min<u32>(run, 6) : min<u32>(run, 138);
+      const s: u8 = v != 0 ? 16 : r >= 11 ? 18 : 17;
+      store<u8>(RLE + <usize>(count << 1), s);
+      store<u8>(RLE + <usize>(count++ << 1) + 1, <u8>(r - (s == 18 ? 11 : 3)));
+      run -= r;
+    }
+    for (; run > 0; run--) store<u8>(RLE + <usize>(count++ << 1), v);
+  }
+  return count;
+}
+
+/** Sends the block's symbols (and its end) with the codes its header chose; the last block when `final`. */
+function flushBlock(final: bool): void {
+  memory.fill(LIT_FREQ, 0, 286 * 4);
+  memory.fill(DIST_FREQ, 0, 30 * 4);
+  memory.fill(CL_FREQ, 0, 19 * 4);
+  for (let k: usize = 0; k < symbolCount; k++) {
+    const v = load<u32>(symbols + (k << 2));
+    const lit = v < 256 ? v : lengthSymbol(v & 0x1ff);
+    store<u32>(LIT_FREQ + (<usize>lit << 2), load<u32>(LIT_FREQ + (<usize>lit << 2)) + 1);
+    if (v >= 256) {
+      const d = <usize>distanceSymbol(v >>> 9) << 2;
+      store<u32>(DIST_FREQ + d, load<u32>(DIST_FREQ + d) + 1);
+    }
+  }
+  store<u32>(LIT_FREQ + (256 << 2), 1); // the end of the block
+  codeLengths(LIT_FREQ, 286, 15, LIT_BITS);
+  codeLengths(DIST_FREQ, 30, 15, DIST_BITS);
+  let hlit: u32 = 286;
+  while (hlit > 257 && load<u8>(LIT_BITS + <usize>(hlit - 1)) == 0) hlit--;
+  let hdist: u32 = 30;
+  while (hdist > 1 && load<u8>(DIST_BITS + <usize>(hdist - 1)) == 0) hdist--;
+  const rle = runLengths(hlit, hdist);
+  for (let k: u32 = 0; k < rle; k++) {
+    const s = <usize>load<u8>(RLE + <usize>(k << 1)) << 2;
+    store<u32>(CL_FREQ + s, load<u32>(CL_FREQ + s) + 1);
+  }
+  codeLengths(CL_FREQ, 19, 7, CL_BITS);
+  let clUsed: u32 = 0;
+  for (let s: usize = 0; s < 19; s++) if (load<u8>(CL_BITS + s) != 0) clUsed++;
+  let hclen: u32 = 19;
+  while (hclen > 4 && load<u8>(CL_BITS + <usize>unchecked(CL_ORDER[hclen - 1])) == 0) hclen--;
+  // Both costs leave out the extra bits, the same either way.
+  let dynamicBits: u64 = 14 + 3 * <u64>hclen;
+  for (let k: u32 = 0; k < rle; k++) {
+    const s = load<u8>(RLE + <usize>(k << 1));
+    dynamicBits += <u64>load<u8>(CL_BITS + <usize>s) + (s == 16 ? 2 : s == 17 ? 3 : s == 18 ? 7 : 0);
+  }
+  let fixedBits: u64 = 0;
+  for (let s: usize = 0; s < 286; s++) {
+    const f = <u64>load<u32>(LIT_FREQ + (s << 2));
+    dynamicBits += f * <u64>load<u8>(LIT_BITS + s);
+    fixedBits += f * <u64>load<u8>(FIXED_LIT_BITS + s);
+  }
+  for (let s: usize = 0; s < 30; s++) {
+    const f = <u64>load<u32>(DIST_FREQ + (s << 2));
+    dynamicBits += f * <u64>load<u8>(DIST_BITS + s);
+    fixedBits += f * 5;
+  }
+  putBits(final ? 1 : 0, 1);
+  let litCode = FIXED_LIT_CODE;
+  let litBits = FIXED_LIT_BITS;
+  let distCode = FIXED_DIST_CODE;
+  let distBits = FIXED_DIST_BITS;
+  // A code-length code of one symbol would be incomplete, which inflaters refuse.
+  if (dynamicBits < fixedBits && clUsed >= 2) {
+    putBits(2, 2); // BTYPE 10: dynamic codes
+    canonicalCodes(LIT_BITS, 286, LIT_CODE);
+    canonicalCodes(DIST_BITS, 30, DIST_CODE);
+    canonicalCodes(CL_BITS, 19, CL_CODE);
+    putBits(hlit - 257, 5);
+    putBits(hdist - 1, 5);
+    putBits(hclen - 4, 4);
+    for (let k: u32 = 0; k < hclen; k++) putBits(<u32>load<u8>(CL_BITS + <usize>unchecked(CL_ORDER[k])), 3);
+    for (let k: u32 = 0; k < rle; k++) {
+      const s = <u32>load<u8>(RLE + <usize>(k << 1));
+      putCode(CL_CODE, CL_BITS, s);
+      if (s >= 16) putBits(<u32>load<u8>(RLE + <usize>(k << 1) + 1), s == 16 ? 2 : s == 17 ? 3 : 7);
+    }
+    litCode = LIT_CODE;
+    litBits = LIT_BITS;
+    distCode = DIST_CODE;
+    distBits = DIST_BITS;
+  } else {
+    putBits(1, 2); // BTYPE 01: fixed codes
+  }
+  for (let k: usize = 0; k < symbolCount; k++) {
+    const v = load<u32>(symbols + (k << 2));
+    if (v < 256) {
+      putCode(litCode, litBits, v);
+      continue;
+    }
+    const len = v & 0x1ff;
+    const dist = v >>> 9;
+    putCode(litCode, litBits, lengthSymbol(len));
+    const lenExtra = lengthExtraBits(len);
+    if (lenExtra != 0) putBits((len - 3) & ((1 << lenExtra) - 1), lenExtra);
+    putCode(distCode, distBits, distanceSymbol(dist));
+    const distExtra = distanceExtraBits(dist);
+    if (distExtra != 0) putBits((dist - 1) & ((1 << distExtra) - 1), distExtra);
+  }
+  putCode(litCode, litBits, 256);
+  symbolCount = 0;
+}
+
+function addSymbol(v: u32): void {
+  store<u32>(symbols + (symbolCount << 2), v);
+  if (++symbolCount == BLOCK_SYMBOLS) flushBlock(false);
+}
+
+/** The most bytes gzip writes for n input bytes (a block costs at most its fixed-code size: 9 bits a literal, less per matched byte). */
 export function gzipBound(n: usize): usize {
-  return 18 + ((n * 9 + 7) >> 3) + 16;
+  return 18 + ((n * 9 + 7) >> 3) + (n >> 14) + 16;
 }
 
 function hashAt(p: usize): usize {
@@ -165,8 +295,8 @@ export function gzip(src: usize, n: usize): usize {
   outAt = out + 10;
   bitBuf = 0;
   bitCount = 0;
-  putBits(1, 1); // BFINAL
-  putBits(1, 2); // BTYPE 01: fixed codes
+  symbols = heap.alloc(BLOCK_SYMBOLS << 2);
+  symbolCount = 0;
   const table = heap.alloc(HASH_SIZE << 2); // position + 1 per hash, 0: none
   memory.fill(table, 0, HASH_SIZE << 2);
   let i: usize = 0;
@@ -181,7 +311,7 @@ export function gzip(src: usize, n: usize): usize {
       if (dist <= WINDOW && (load<u32>(src + c) & 0xffffff) == (load<u32>(src + i) & 0xffffff)) {
         const room = n - i;
         const len = MIN_MATCH + matchLength(src + c + MIN_MATCH, src + i + MIN_MATCH, (room < MAX_MATCH ? room : MAX_MATCH) - MIN_MATCH);
-        putMatch(<u32>len, <u32>dist);
+        addSymbol((<u32>dist << 9) | <u32>len);
         // Every position the match covers enters the table (those that can still be hashed).
         const end = i + len;
         for (let j = i + 1; j < end && j + 4 <= n; j++) store<u32>(table + (hashAt(src + j) << 2), <u32>(j + 1));
@@ -189,16 +319,14 @@ export function gzip(src: usize, n: usize): usize {
         continue;
       }
     }
-    putSymbol(<u32>load<u8>(src + i));
+    addSymbol(<u32>load<u8>(src + i));
     i++;
   }
-  while (i < n) {
-    putSymbol(<u32>load<u8>(src + i));
-    i++;
-  }
-  putSymbol(256); // end of block
+  for (; i < n; i++) addSymbol(<u32>load<u8>(src + i));
+  flushBlock(true);
   flushBits();
   heap.free(table);
+  heap.free(symbols);
   store<u32>(outAt, crc32(src, n));
   store<u32>(outAt + 4, <u32>n);
   outAt += 8;

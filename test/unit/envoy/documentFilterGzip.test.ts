@@ -133,6 +133,24 @@ describe('gzip on the 200 path (in place)', () => {
       assert.ok(answer.body.length < local.length / 3, `${answer.body.length} bytes`);
     }
   });
+  test('skewed byte frequencies (a Huffman tree deeper than 15 bits, limited) gunzip whole', () => {
+    // Bytes A..Z drawn with Fibonacci weights: an unlimited code would run to 18 bits.
+    const weights = [1, 1];
+    while (weights.length < 26) weights.push((weights.at(-1) ?? 0) + (weights.at(-2) ?? 0));
+    const total = weights.reduce((a, b) => a + b, 0);
+    const draws = pseudoRandom(1_200_000, 3);
+    const padding = Buffer.alloc(400_000);
+    for (let i = 0; i < padding.length; i++) {
+      let r = draws.readUIntBE(3 * i, 3) % total;
+      let k = 0;
+      while (r >= (weights[k] ?? 0)) r -= weights[k++] ?? 0;
+      padding[i] = 0x41 + k;
+    }
+    const local = localWithPadding(padding);
+    const answer = exchange(documentHost(PART), GZIP_REQUEST, ok(local), local);
+    assert.deepEqual(gunzipSync(answer.body), identityAnswer(local));
+    assert.ok(answer.body.length < local.length / 2, `${answer.body.length} bytes`);
+  });
 });
 
 describe('when the filter does not gzip', () => {
