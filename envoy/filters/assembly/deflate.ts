@@ -1,13 +1,13 @@
 // gzip (RFC 1952) of deflate (RFC 1951), for the document filter's merged
 // documents: kube-apiserver gzips an answer over 128 KiB at level 1, so the
-// filter does too, once per cached merged document. The LZ77 is greedy with
-// one hash-table probe per position (a 3-byte match at most 32 KiB back,
-// extended to 258 bytes), as a fast level does. Its symbols are collected
+// filter does too, once per cached merged document. The LZ77 is greedy and
+// follows at most MAX_PROBES earlier positions of the same hash (a 3-byte
+// match at most 32 KiB back, extended to 258 bytes), as a fast level does. Its symbols are collected
 // per block (up to BLOCK_SYMBOLS) and each block goes out with the codes
 // that make it smaller: its own Huffman codes (huffman.ts, a dynamic block)
 // or the fixed ones. Everything works in unmanaged memory: the output is
-// allocated once at its bound, the hash table and the block's symbols once
-// per call; nothing is allocated per byte.
+// allocated once at its bound, the hash table, its chains and the block's
+// symbols once per call; nothing is allocated per byte.
 import { canonicalCodes, codeLengths, reverseBits } from "./huffman";
 
 const WINDOW: usize = 32768;
@@ -16,6 +16,7 @@ const MAX_MATCH: usize = 258;
 const HASH_BITS: u32 = 15;
 const HASH_SIZE: usize = 1 << HASH_BITS;
 const BLOCK_SYMBOLS: usize = 1 << 16;
+const MAX_PROBES: i32 = 4;
 
 /** The length of the last gzip result. */
 export let gzipLen: usize = 0;
@@ -297,35 +298,55 @@ export function gzip(src: usize, n: usize): usize {
   bitCount = 0;
   symbols = heap.alloc(BLOCK_SYMBOLS << 2);
   symbolCount = 0;
-  const table = heap.alloc(HASH_SIZE << 2); // position + 1 per hash, 0: none
+  // Per hash, the newest position + 1 (0: none); per position (mod WINDOW), the previous one of its hash.
+  const table = heap.alloc(HASH_SIZE << 2);
   memory.fill(table, 0, HASH_SIZE << 2);
+  const chain = heap.alloc(WINDOW << 2);
   let i: usize = 0;
   // Hashing reads 4 bytes: the last 3 go as literals.
   while (i + 4 <= n) {
     const h = table + (hashAt(src + i) << 2);
-    const candidate = <usize>load<u32>(h);
-    store<u32>(h, <u32>(i + 1));
-    if (candidate != 0) {
+    const head = src + i;
+    const room = n - i;
+    const max = room < MAX_MATCH ? room : MAX_MATCH;
+    let best: usize = 0;
+    let bestDist: usize = 0;
+    let candidate = <usize>load<u32>(h);
+    for (let probes = MAX_PROBES; candidate != 0 && probes > 0; probes--) {
       const c = candidate - 1;
-      const dist = i - c;
-      if (dist <= WINDOW && (load<u32>(src + c) & 0xffffff) == (load<u32>(src + i) & 0xffffff)) {
-        const room = n - i;
-        const len = MIN_MATCH + matchLength(src + c + MIN_MATCH, src + i + MIN_MATCH, (room < MAX_MATCH ? room : MAX_MATCH) - MIN_MATCH);
-        addSymbol((<u32>dist << 9) | <u32>len);
-        // Every position the match covers enters the table (those that can still be hashed).
-        const end = i + len;
-        for (let j = i + 1; j < end && j + 4 <= n; j++) store<u32>(table + (hashAt(src + j) << 2), <u32>(j + 1));
-        i = end;
-        continue;
+      if (i - c > WINDOW) break;
+      if ((load<u32>(src + c) & 0xffffff) == (load<u32>(head) & 0xffffff)) {
+        const len = MIN_MATCH + matchLength(src + c + MIN_MATCH, head + MIN_MATCH, max - MIN_MATCH);
+        if (len > best) {
+          best = len;
+          bestDist = i - c;
+          if (len == max) break;
+        }
       }
+      candidate = <usize>load<u32>(chain + ((c & (WINDOW - 1)) << 2));
     }
-    addSymbol(<u32>load<u8>(src + i));
-    i++;
+    store<u32>(chain + ((i & (WINDOW - 1)) << 2), load<u32>(h));
+    store<u32>(h, <u32>(i + 1));
+    if (best == 0) {
+      addSymbol(<u32>load<u8>(head));
+      i++;
+      continue;
+    }
+    addSymbol((<u32>bestDist << 9) | <u32>best);
+    // Every position the match covers enters the table (those that can still be hashed).
+    const end = i + best;
+    for (let j = i + 1; j < end && j + 4 <= n; j++) {
+      const hj = table + (hashAt(src + j) << 2);
+      store<u32>(chain + ((j & (WINDOW - 1)) << 2), load<u32>(hj));
+      store<u32>(hj, <u32>(j + 1));
+    }
+    i = end;
   }
   for (; i < n; i++) addSymbol(<u32>load<u8>(src + i));
   flushBlock(true);
   flushBits();
   heap.free(table);
+  heap.free(chain);
   heap.free(symbols);
   store<u32>(outAt, crc32(src, n));
   store<u32>(outAt + 4, <u32>n);
