@@ -13,13 +13,13 @@
 //     when the local ETag is the cache's, dropped. At its end the headers are
 //     rewritten (Content-Length, ETag; :status 304 when the client's
 //     If-None-Match names the merged ETag) and the body replaced by the
-//     merged document, which the cache then holds for that format. Gzipped
-//     as kube-apiserver would (a client whose Accept-Encoding lists gzip, a
-//     discovery document over 128 KiB; not the OpenAPI index, which it never
-//     gzips): Content-Encoding gzip and a second Vary; the cache keeps the
-//     gzip form once made. A body
+//     merged document, which the cache then holds for that format. A body
 //     over MAX_COLLECTED_BYTES or one the splicer refuses: the local headers
 //     and body go out exactly as received (failed open).
+//   gzip, where kube-apiserver would (the client's first Accept-Encoding
+//     lists gzip, a discovery document over 128 KiB; never the OpenAPI
+//     index): the body gzipped, Content-Encoding gzip and a second Vary, in
+//     place and in the local reply alike; the cache keeps the gzip form.
 import {
   ACTION_CONTINUE,
   ACTION_PAUSE,
