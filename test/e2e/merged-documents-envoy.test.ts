@@ -3,7 +3,7 @@
 // the control plane pushed over ECDS into the local apiserver's document at
 // every request, only after the apiserver authorized the client, without any
 // call out of Envoy: the local document's changes at once, ETags, 304s, the
-// apiserver's headers, bodies over 1 MiB, and no new upstream connection per
+// apiserver's headers, bodies over 1 MiB, gzip, and no new upstream connection per
 // request; peer-only group documents answered by the peer; profile=nopeer; a
 // document filter that traps; the last pushed parts while the control plane
 // is gone; a document over the push budget answered over ext_proc.
@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { Agent as HttpsAgent } from 'node:https';
 import { describe, test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
 
 import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { decodeAggregatedProtobuf } from '../../src/discovery/protobufDecode.js';
@@ -172,6 +173,33 @@ describe('merged documents through a real Envoy', () => {
         assert.equal(reply.headers['etag'], expectedEtag(localEtag('core'), CORE_PART));
       }
       assert.equal(lastDiscoveryHeaders?.['x-remote-user'], 'alice');
+    });
+  });
+
+  test('a client with Accept-Encoding: gzip gets the merged document over 128 KiB gzipped, which gunzips to the identity answer', async () => {
+    await withoutExtProc(async () => {
+      const identity = await send('/api', { cert: alice, headers: { Accept: AGGREGATED } });
+      assert.ok(identity.body.length > 128 * 1024);
+      // One connection (one Envoy worker, one cache): spliced, then the revalidation's local reply, then a doubtful Accept (in place, cached).
+      const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+      try {
+        for (const accept of [AGGREGATED, AGGREGATED, `${AGGREGATED_DISCOVERY_JSON};q=0.9,application/json`]) {
+          const reply = await send('/api', { cert: alice, headers: { Accept: accept, 'Accept-Encoding': 'gzip' }, agent });
+          assert.equal(reply.status, 200, accept);
+          assert.equal(reply.headers['content-encoding'], 'gzip', accept);
+          // Envoy may join the two Vary headers into one list: the same to HTTP.
+          assert.deepEqual(
+            reply.headers['vary']?.split(',').map((v) => v.trim()),
+            ['Accept', 'Accept-Encoding'],
+            accept,
+          );
+          assert.equal(reply.headers['etag'], identity.headers['etag'], accept);
+          assert.ok(reply.body.length < identity.body.length / 4, `${reply.body.length} bytes`);
+          assert.deepEqual(gunzipSync(reply.body), identity.body, accept);
+        }
+      } finally {
+        agent.destroy();
+      }
     });
   });
 

@@ -6,8 +6,8 @@
 // Envoy. The request side (this file):
 //   nothing held, `profile=nopeer` in an Accept, unreadable headers:
 //     untouched. Otherwise remember the client's If-None-Match, remove it and
-//     Accept-Encoding (the apiserver answers uncompressed; the filter answers
-//     identity), and, when the plugin holds a merged answer for the format
+//     Accept-Encoding (the apiserver answers uncompressed; the filter gzips
+//     where kube-apiserver would, documentResponse.ts), and, when the plugin holds a merged answer for the format
 //     the Accept certainly negotiates (revalidationFormat) built from the
 //     apiserver's own ETag, send that ETag as If-None-Match: an unchanged
 //     document then costs the apiserver a 304.
@@ -23,11 +23,11 @@ import {
   proxy_remove_header_map_value,
 } from "./abi";
 import { C_LOCAL_ETAG, C_LOCAL_ETAG_LEN, C_REVALIDATE, acquire, cacheEntry, release } from "./documents";
-import { equalsNameCI, hasNoPeer, revalidationFormat } from "./mediaRanges";
+import { equalsNameCI, hasNoPeer, revalidationFormat, takesGzip } from "./mediaRanges";
 import { ANSWER_LOCAL, countAnswer } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { streamState } from "./streams";
-import { FLAG_REVALIDATED, R_FLAGS, R_INM, R_INM_LEN, R_SENT_ETAG, R_SENT_ETAG_LEN, recordFree, recordNew } from "./streamRecord";
+import { FLAG_GZIP, FLAG_REVALIDATED, R_FLAGS, R_INM, R_INM_LEN, R_SENT_ETAG, R_SENT_ETAG_LEN, recordFree, recordNew } from "./streamRecord";
 
 const ACCEPT = String.UTF8.encode("accept");
 const IF_NONE_MATCH = String.UTF8.encode("if-none-match");
@@ -75,6 +75,7 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
   let inmLen: usize = 0;
   let ifNoneMatch = false;
   let acceptEncoding = false;
+  let gzip = false;
   // An absent or empty map counts as unreadable here.
   let malformed = pairs == 0 || pairsSize < 4 || !pairsBegin(pairs, pairsSize);
   if (!malformed) {
@@ -93,6 +94,8 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
         inm = appendValue(inm, inmLen, value, valueLen);
         inmLen = appendedLen;
       } else if (equalsNameCI(key, keyLen, ACCEPT_ENCODING)) {
+        // kube-apiserver reads the first Accept-Encoding header only.
+        if (!acceptEncoding) gzip = takesGzip(value, valueLen);
         acceptEncoding = true;
       }
     }
@@ -109,6 +112,7 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
   const record = recordNew();
   store<u32>(record + R_INM, <u32>inm);
   store<u32>(record + R_INM_LEN, <u32>inmLen);
+  if (gzip) store<u32>(record + R_FLAGS, FLAG_GZIP);
   if (accepts == 1 && format >= 0) {
     const entry = cacheEntry(set, <u32>format);
     const etag = <usize>load<u32>(entry + C_LOCAL_ETAG);
@@ -119,7 +123,7 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
       memory.copy(sent, etag, etagLen);
       const added = proxy_add_header_map_value(MAP_HTTP_REQUEST_HEADERS, changetype<usize>(IF_NONE_MATCH), IF_NONE_MATCH.byteLength, sent, etagLen);
       if (added == STATUS_OK) {
-        store<u32>(record + R_FLAGS, FLAG_REVALIDATED | <u32>format);
+        store<u32>(record + R_FLAGS, load<u32>(record + R_FLAGS) | FLAG_REVALIDATED | <u32>format);
         store<u32>(record + R_SENT_ETAG, <u32>sent);
         store<u32>(record + R_SENT_ETAG_LEN, <u32>etagLen);
       } else {

@@ -16,6 +16,10 @@
 //     merged document, which the cache then holds for that format. A body
 //     over MAX_COLLECTED_BYTES or one the splicer refuses: the local headers
 //     and body go out exactly as received (failed open).
+//   gzip, where kube-apiserver would (the client's first Accept-Encoding
+//     lists gzip, a discovery document over 128 KiB; never the OpenAPI
+//     index): the body gzipped, Content-Encoding gzip and a second Vary, in
+//     place and in the local reply alike; the cache keeps the gzip form.
 import {
   ACTION_CONTINUE,
   ACTION_PAUSE,
@@ -23,6 +27,7 @@ import {
   BUFFER_HTTP_RESPONSE_BODY,
   MAP_HTTP_RESPONSE_HEADERS,
   STATUS_OK,
+  proxy_add_header_map_value,
   proxy_get_buffer_bytes,
   proxy_get_header_map_pairs,
   proxy_remove_header_map_value,
@@ -33,6 +38,7 @@ import {
 import {
   C_BODY,
   C_BODY_LEN,
+  C_GZIP_LEN,
   C_LOCAL_ETAG,
   C_LOCAL_ETAG_LEN,
   C_MERGED_ETAG,
@@ -46,6 +52,7 @@ import {
   cacheEntry,
   clearCacheEntry,
   clearSeen,
+  entryGzip,
   setGroupCount,
   setGroups,
   setKind,
@@ -72,6 +79,7 @@ import { sha256 } from "./sha256";
 import { mergedEtag, namesEtag, quotedHex } from "./etags";
 import { streamState } from "./streams";
 import {
+  FLAG_GZIP,
   FLAG_REVALIDATED,
   MODE_CACHED,
   MODE_COLLECT,
@@ -91,6 +99,9 @@ import {
   recordFreeBody,
 } from "./streamRecord";
 
+/** kube-apiserver gzips a body over this many bytes for a client that takes gzip. */
+export const GZIP_THRESHOLD_BYTES: usize = 128 << 10;
+
 /** The most of a local body the filter collects; past it the local answer goes through untouched. */
 export const MAX_COLLECTED_BYTES: usize = 64 << 20;
 
@@ -105,6 +116,8 @@ const ACCEPT_VALUE = String.UTF8.encode("Accept");
 const PUBLIC = String.UTF8.encode("public");
 const NO_CACHE_PRIVATE = String.UTF8.encode("no-cache, private");
 const IDENTITY = String.UTF8.encode("identity");
+const GZIP = String.UTF8.encode("gzip");
+const ACCEPT_ENCODING_VALUE = String.UTF8.encode("Accept-Encoding");
 const STATUS_304 = String.UTF8.encode("304");
 const DETAILS = String.UTF8.encode("mvproxy_merged_document");
 // The apiserver's headers a local reply carries over.
@@ -194,6 +207,11 @@ function copyApiserverHeaders(): usize {
   return pairs; // freed by the caller once the reply is built
 }
 
+/** Whether kube-apiserver would gzip a body of bodyLen bytes of this set's kind to this stream's client. */
+function gzips(set: usize, record: usize, bodyLen: usize): bool {
+  return (load<u32>(record + R_FLAGS) & FLAG_GZIP) != 0 && bodyLen > GZIP_THRESHOLD_BYTES && setKind(set) != KIND_OPENAPI;
+}
+
 /** The local apiserver's 304 to the revalidation: the cached merged answer, as a local reply. */
 function answerRevalidated(set: usize, record: usize, format: u32): i32 {
   const entry = cacheEntry(set, format);
@@ -206,11 +224,17 @@ function answerRevalidated(set: usize, record: usize, format: u32): i32 {
   replyHeader(changetype<usize>(ETAG), ETAG.byteLength, merged, MERGED_ETAG_LEN);
   if (!openapi) replyHeaderConst(VARY, ACCEPT_VALUE);
   replyHeaderConst(CACHE_CONTROL, openapi ? NO_CACHE_PRIVATE : PUBLIC);
+  let body: usize = notModified ? 0 : <usize>load<u32>(entry + C_BODY);
+  let bodyLen: usize = notModified ? 0 : <usize>load<u32>(entry + C_BODY_LEN);
+  if (!notModified && gzips(set, record, bodyLen)) {
+    body = entryGzip(entry);
+    bodyLen = <usize>load<u32>(entry + C_GZIP_LEN);
+    replyHeaderConst(CONTENT_ENCODING, GZIP);
+    replyHeaderConst(VARY, ACCEPT_ENCODING_VALUE);
+  }
   const pairs = copyApiserverHeaders();
   replyHeadersBuild();
   if (pairs != 0) heap.free(pairs);
-  const body: usize = notModified ? 0 : <usize>load<u32>(entry + C_BODY);
-  const bodyLen: usize = notModified ? 0 : <usize>load<u32>(entry + C_BODY_LEN);
   const sent = proxy_send_local_response(notModified ? 304 : 200, changetype<usize>(DETAILS), DETAILS.byteLength, body, bodyLen, replyHeadersAt, replyHeadersLen, -1);
   // Were the reply refused, a 304 to the filter's own revalidation would reach a client that did not ask for it.
   if (sent != STATUS_OK) return passLocal();
@@ -285,9 +309,8 @@ export function documentResponseBody(contextId: u32, chunkSize: usize, endOfStre
     return ACTION_STOP_NO_BUFFER;
   }
   if (mode == MODE_COLLECT) return finishSpliced(set, record, chunkSize);
-  const entry = cacheEntry(set, load<u32>(record + R_FORMAT));
   countAnswer(MERGED_CACHED);
-  return finish(record, chunkSize, mode == MODE_NOT_MODIFIED, <usize>load<u32>(entry + C_MERGED_ETAG), <usize>load<u32>(entry + C_BODY), <usize>load<u32>(entry + C_BODY_LEN));
+  return finish(set, record, chunkSize, mode == MODE_NOT_MODIFIED, cacheEntry(set, load<u32>(record + R_FORMAT)));
 }
 
 /** Splices the collected body; on success the cache takes the result. */
@@ -332,14 +355,14 @@ function finishSpliced(set: usize, record: usize, chunkSize: usize): i32 {
   }
   recordFreeBody(record);
   countAnswer(MERGED_SPLICED);
-  return finish(record, chunkSize, clientHas(record, mergedEtagAt), mergedEtagAt, merged, mergedLen);
+  return finish(set, record, chunkSize, clientHas(record, mergedEtagAt), entry);
 }
 
 const DIGITS: usize = memory.data(16, 8);
 
-/** Rewrites the held headers and the last chunk: a 304 (no body) or the merged body, with its ETag. */
-function finish(record: usize, chunkSize: usize, notModified: bool, etag: usize, body: usize, bodyLen: usize): i32 {
-  replace(ETAG, etag, MERGED_ETAG_LEN);
+/** Rewrites the held headers and the last chunk: a 304 (no body) or the entry's merged body (gzipped if kube-apiserver would), with its ETag. */
+function finish(set: usize, record: usize, chunkSize: usize, notModified: bool, entry: usize): i32 {
+  replace(ETAG, <usize>load<u32>(entry + C_MERGED_ETAG), MERGED_ETAG_LEN);
   if (notModified) {
     replace(STATUS, changetype<usize>(STATUS_304), 3);
     remove(CONTENT_LENGTH);
@@ -347,17 +370,17 @@ function finish(record: usize, chunkSize: usize, notModified: bool, etag: usize,
     proxy_set_buffer_bytes(BUFFER_HTTP_RESPONSE_BODY, 0, chunkSize, 0, 0);
     countAnswer(ANSWER_NOT_MODIFIED);
   } else {
-    let n: usize = 0;
-    let v = bodyLen;
-    do {
-      n++;
-      v /= 10;
-    } while (v != 0);
-    v = bodyLen;
-    for (let i: usize = n; i > 0; i--) {
-      store<u8>(DIGITS + i - 1, <u8>(0x30 + (v % 10)));
-      v /= 10;
+    let body = <usize>load<u32>(entry + C_BODY);
+    let bodyLen = <usize>load<u32>(entry + C_BODY_LEN);
+    if (gzips(set, record, bodyLen)) {
+      body = entryGzip(entry);
+      bodyLen = <usize>load<u32>(entry + C_GZIP_LEN);
+      replace(CONTENT_ENCODING, changetype<usize>(GZIP), GZIP.byteLength);
+      proxy_add_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(VARY), VARY.byteLength, changetype<usize>(ACCEPT_ENCODING_VALUE), ACCEPT_ENCODING_VALUE.byteLength);
     }
+    let n: usize = 0;
+    for (let v = bodyLen; n == 0 || v != 0; v /= 10) n++;
+    for (let i: usize = n, v = bodyLen; i > 0; i--, v /= 10) store<u8>(DIGITS + i - 1, <u8>(0x30 + (v % 10)));
     replace(CONTENT_LENGTH, DIGITS, n);
     proxy_set_buffer_bytes(BUFFER_HTTP_RESPONSE_BODY, 0, chunkSize, body, bodyLen);
     countAnswer(ANSWER_MERGED);

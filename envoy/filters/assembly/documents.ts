@@ -19,6 +19,7 @@
 //     without quotes), u32 len + JSON value; keys strictly ascending
 // Nothing may follow. A set with no groups (or no paths) is still a set: the
 // filter then answers the local document with the merged ETag.
+import { gzip, gzipLen } from "./deflate";
 import { addDebt } from "./gc";
 import { sha256 } from "./sha256";
 
@@ -41,7 +42,7 @@ const SET_GROUPS: usize = 12;
 const SET_GROUP_COUNT: usize = 16;
 const SET_NODES: usize = 20; // every node, one array
 const SET_CACHE: usize = 24; // three cache entries, one per format
-export const CACHE_SIZE: usize = 32;
+export const CACHE_SIZE: usize = 40;
 const SET_SIZE: usize = SET_CACHE + 3 * CACHE_SIZE;
 
 // A node: a group, a version, a resource, or an OpenAPI path.
@@ -67,6 +68,8 @@ export const C_TYPE: usize = 20;
 export const C_TYPE_LEN: usize = 24;
 export const C_MERGED_ETAG: usize = 28; // MERGED_ETAG_LEN bytes, quoted
 export const MERGED_ETAG_LEN: usize = 66;
+export const C_GZIP: usize = 32; // the body gzipped, made when first asked for (0: not yet)
+export const C_GZIP_LEN: usize = 36;
 
 /** Why the last parseDocumentSet failed. */
 export let documentsError = "";
@@ -117,6 +120,20 @@ export function clearCacheEntry(entry: usize): void {
     }
   }
   memory.fill(entry, 0, C_MERGED_ETAG);
+  const gzipped = <usize>load<u32>(entry + C_GZIP);
+  if (gzipped != 0) heap.free(gzipped);
+  memory.fill(entry + C_GZIP, 0, 8);
+}
+
+/** The entry's merged body gzipped (C_GZIP_LEN bytes): made at the first call, kept with the entry. */
+export function entryGzip(entry: usize): usize {
+  let gzipped = <usize>load<u32>(entry + C_GZIP);
+  if (gzipped == 0) {
+    gzipped = gzip(<usize>load<u32>(entry + C_BODY), <usize>load<u32>(entry + C_BODY_LEN));
+    store<u32>(entry + C_GZIP, <u32>gzipped);
+    store<u32>(entry + C_GZIP_LEN, <u32>gzipLen);
+  }
+  return gzipped;
 }
 
 export function release(set: usize): void {

@@ -3,9 +3,11 @@
 // streams.ts): the client's If-None-Match, the revalidation the filter sent,
 // what the response side decided, and the local body collected so far.
 
-/** FLAG_REVALIDATED | the format (low bits): the filter sent the cache's local ETag as If-None-Match. */
+/** FLAG_GZIP, FLAG_REVALIDATED | the format (low bits): the filter sent the cache's local ETag as If-None-Match. */
 export const R_FLAGS: usize = 0;
 export const FLAG_REVALIDATED: u32 = 0x100;
+/** The client takes gzip (its first Accept-Encoding lists `gzip`, kube-apiserver's rule). */
+export const FLAG_GZIP: u32 = 0x200;
 export const R_MODE: usize = 4;
 /** The client's If-None-Match values, joined with commas (unmanaged copy; 0: none). */
 export const R_INM: usize = 8;
