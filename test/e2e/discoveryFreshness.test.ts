@@ -18,6 +18,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CRDS_PATH as CRDS, namespacedCrd } from '../../src/tools/bench/documentScale.js';
 import type { SandboxApiserverState, SandboxState } from '../../src/tools/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
 import { addedNames, type DiscoveryFormat, listPath, mergedNames, missingNames, readDiscovery } from '../support/discoveryNames.js';
@@ -27,7 +28,6 @@ import { eventually, startTestSandbox, type TestSandbox } from '../support/sandb
 const POLL_MS = 100;
 /** How long past its apiserver a sidecar may fail to show a change before the test gives up (the rule is one poll). */
 const GIVE_UP_MS = 20_000;
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 let tb: TestSandbox;
 let state: SandboxState;
@@ -65,19 +65,7 @@ function api(base: string, method: string, path: string, body?: unknown) {
 }
 
 /** A namespaced CRD `widgets.<group>` served at v1. */
-function crd(group: string): unknown {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-}
+const crd = (group: string): unknown => namespacedCrd(group, 'widgets', 'Widget');
 
 async function createCrd(on: SandboxApiserverState, group: string): Promise<void> {
   const res = await api(on.direct, 'POST', CRDS, crd(group));

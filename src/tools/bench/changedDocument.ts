@@ -24,6 +24,7 @@ import { type ConnectionCount, type CountedEnvoy, withConnectionCounts } from '.
 import { type H2Sessions, openH2Sessions, type TimedAnswer } from './h2Requests.js';
 import { percentile } from './load.js';
 import { round2 } from './sides.js';
+import { CRDS_PATH as CRDS, namespacedCrd } from './documentScale.js';
 
 export const CHANGE_GROUP_SUFFIX = 'bench-change.mvproxy.example';
 const CONNECTIONS = 8;
@@ -98,21 +99,7 @@ export interface Tally {
 
 const crdName = (i: number): string => `benchchanges.c${i}.${CHANGE_GROUP_SUFFIX}`;
 
-function crd(i: number): unknown {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: crdName(i) },
-    spec: {
-      group: `c${i}.${CHANGE_GROUP_SUFFIX}`,
-      scope: 'Namespaced',
-      names: { plural: 'benchchanges', singular: 'benchchange', kind: 'BenchChange', listKind: 'BenchChangeList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-}
-
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+const crd = (i: number): unknown => namespacedCrd(`c${i}.${CHANGE_GROUP_SUFFIX}`, 'benchchanges', 'BenchChange');
 
 export async function measureChangedDocument(opts: ChangedDocumentOptions): Promise<ChangedDocumentMeasurement> {
   const auth = { authorization: `Bearer ${opts.token}` };

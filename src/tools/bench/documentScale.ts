@@ -51,7 +51,7 @@ export async function createCrds(
   const worker = async (): Promise<void> => {
     while (next < count) {
       const i = next++;
-      const res = await call(state, a.direct, token, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', 'application/json', crd(i, groups));
+      const res = await call(state, a.direct, token, 'POST', CRDS_PATH, 'application/json', namespacedCrd(crdGroup(i, groups), `things${i}`, `Thing${i}`));
       if (res.status !== 201 && res.status !== 409) throw new Error(`creating CRD ${i}: ${res.status} ${res.body.slice(0, 300)}`);
       if ((i + 1) % 250 === 0) progress(`  ${i + 1} of ${count} CRDs created`);
     }
@@ -67,16 +67,19 @@ export async function createCrds(
   }
 }
 
-function crd(i: number, groups: number): unknown {
-  const group = crdGroup(i, groups);
+/** Where CRDs are created and deleted. */
+export const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** A namespaced CRD `<plural>.<group>` of kind `kind`, served and stored at v1, its objects schemaless. */
+export function namespacedCrd(group: string, plural: string, kind: string): unknown {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `things${i}.${group}` },
+    metadata: { name: `${plural}.${group}` },
     spec: {
       group,
       scope: 'Namespaced',
-      names: { plural: `things${i}`, singular: `thing${i}`, kind: `Thing${i}`, listKind: `Thing${i}List` },
+      names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
       versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
     },
   };

@@ -24,7 +24,7 @@ import { envoyAdminGet } from '../../util/envoyAdmin.js';
 import { ensureComponents } from '../install/index.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { SandboxState } from '../sandbox/state.js';
-import { createCrds, processMemory, type ProcessMemory } from './documentScale.js';
+import { CRDS_PATH, createCrds, namespacedCrd, processMemory, type ProcessMemory } from './documentScale.js';
 import { type ChangeFigures, changeFigures, type FreshnessSample, freshnessSummary, type PathTiming } from './freshnessProbes.js';
 
 export interface FreshnessOptions {
@@ -47,7 +47,6 @@ type Side = 'mvproxy' | 'upstream';
 const VERSIONS = { 'kas-a': 'v1.36.3', 'kas-b': 'v1.37.2' } as const;
 /** Between the answer to one poll of a source and the sending of the next. */
 export const FRESHNESS_POLL_MS = 10;
-const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 /** How long a side may take to list a CRD created before a sample (not timed). */
 const SETTLE_MS = 60_000;
 
@@ -205,19 +204,7 @@ function send(bed: Bed, url: string, method: string, accept: string, body?: unkn
   });
 }
 
-function crd(group: string): unknown {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-}
+const crd = (group: string): unknown => namespacedCrd(group, 'widgets', 'Widget');
 
 const lists = (body: string, group: string): boolean => body.includes(`"${group}"`);
 
