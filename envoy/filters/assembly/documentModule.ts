@@ -18,30 +18,20 @@ import { documentResponseBody, documentResponseHeaders } from "./documentRespons
 import { documentsError, parseDocumentSet, release } from "./documents";
 import { DEBT_LIMIT, addDebt, enter, leave } from "./gc";
 import { defineAnswerMetrics } from "./metrics";
-import { streamDelete, streamGet, streamSet } from "./streams";
+import { streamDelete, streamGet } from "./streams";
 
-export function proxy_abi_version_0_2_1(): void {}
-
-export function proxy_on_memory_allocate(size: usize): usize {
-  return heap.alloc(size);
-}
-
-export function malloc(size: usize): usize {
-  return heap.alloc(size);
-}
+export {
+  malloc,
+  proxy_abi_version_0_2_1,
+  proxy_on_context_create,
+  proxy_on_done,
+  proxy_on_log,
+  proxy_on_memory_allocate,
+  proxy_on_vm_start,
+} from "./moduleEntry";
 
 /** The set (documents.ts; 0: none held) per plugin context. */
 const roots = new Map<u32, u32>();
-
-export function proxy_on_vm_start(_rootContextId: u32, _vmConfigurationSize: usize): bool {
-  return true;
-}
-
-export function proxy_on_context_create(contextId: u32, parentContextId: u32): void {
-  enter();
-  if (parentContextId != 0) streamSet(contextId, parentContextId);
-  leave();
-}
 
 /** Replaces the plugin's set (empty configuration: none held); a stream in flight keeps its own reference. */
 export function proxy_on_configure(rootContextId: u32, configurationSize: usize): bool {
@@ -86,12 +76,6 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: usize)
   leave();
   return ok;
 }
-
-export function proxy_on_done(_contextId: u32): bool {
-  return true;
-}
-
-export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();

@@ -59,21 +59,21 @@ import { AUTHORIZATION_BYTES, XFCC_BYTES, equalsCI, isStripped } from "./headers
 import { MAX_XFCC, readCertificate, warnCertificate } from "./identity";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { refuse, reject, rejectUnreadable } from "./rejection";
-import { streamDelete, streamGet, streamSet } from "./streams";
+import { streamDelete, streamGet } from "./streams";
 import { XFCC_DIGEST, scanXfcc, xfccError } from "./xfcc";
 
 // ---------------------------------------------------------------------------
-// ABI marker and memory management
+// ABI entry points shared with the document module (moduleEntry.ts)
 
-export function proxy_abi_version_0_2_1(): void {}
-
-export function proxy_on_memory_allocate(size: usize): usize {
-  return heap.alloc(size);
-}
-
-export function malloc(size: usize): usize {
-  return heap.alloc(size);
-}
+export {
+  malloc,
+  proxy_abi_version_0_2_1,
+  proxy_on_context_create,
+  proxy_on_done,
+  proxy_on_log,
+  proxy_on_memory_allocate,
+  proxy_on_vm_start,
+} from "./moduleEntry";
 
 // ---------------------------------------------------------------------------
 // Contexts and configuration
@@ -82,16 +82,6 @@ export function malloc(size: usize): usize {
 const roots = new Map<u32, Config>();
 /** Used for a stream whose plugin context is unknown (never expected). */
 let fallbackConfig: Config = defaultConfig();
-
-export function proxy_on_vm_start(_rootContextId: u32, _vmConfigurationSize: usize): bool {
-  return true;
-}
-
-export function proxy_on_context_create(contextId: u32, parentContextId: u32): void {
-  enter();
-  if (parentContextId != 0) streamSet(contextId, parentContextId);
-  leave();
-}
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: usize): bool {
   enter();
@@ -123,12 +113,6 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: usize)
   leave();
   return true;
 }
-
-export function proxy_on_done(_contextId: u32): bool {
-  return true;
-}
-
-export function proxy_on_log(_contextId: u32): void {}
 
 export function proxy_on_delete(contextId: u32): void {
   enter();
