@@ -4,26 +4,47 @@
 // every request, as the bytes of a google.protobuf.BytesValue. Pure; the
 // decoder is envoy/filters/assembly/documents.ts.
 //
-// Layout (version 3), little-endian, every length a u32 byte count:
+// Layout (version 4), little-endian, every length a u32 byte count:
 //   offset 0  "MVPD"
-//          4  u8 version = 3
+//          4  u8 version = 4
 //          5  u8 kind: 0 core discovery (/api), 1 group discovery (/apis), 2 OpenAPI v3 index (/openapi/v3)
 //          6  64 bytes: the peer digest, lowercase hex SHA-256 of every byte from offset 70 on
 //         70  the peer sections:
 //   kinds 0 and 1: u32 group count, then per group a node; a node is
-//     u32 len + name (metadata.name, version, resource: as JSON and protobuf both carry it)
-//     u32 len + JSON fragment: the whole entry as Go's encoding/json writes it (goJsonOrder.ts)
-//     u32 len + protobuf fragment: the whole message as protobufEncode.ts encodes it (no tag, no length)
-//     groups and versions then: u32 child count + the children (a group's versions, a version's resources)
+//     u32 len + name (metadata.name, version, resource, subresource: as JSON and protobuf both carry it)
+//     u32 len + JSON fragment: the whole aggregated entry as Go's encoding/json writes it (goJsonOrder.ts)
+//     u32 len + protobuf fragment: the whole aggregated message as protobufEncode.ts encodes it (no tag, no length)
+//     u32 len + legacy JSON fragment, u32 len + legacy protobuf fragment (below)
+//     groups, versions and resources then: u32 child count + the children
+//     (a group's versions, a version's resources, a resource's subresources)
 //   kind 2: u32 path count, then per path, in ascending byte order:
 //     u32 len + key (as JSON writes it, without the quotes), u32 len + the JSON value
-// Nothing follows. The filter uses a group's fragment when the local
-// document lacks the group, a version's when the local group lacks the
-// version, a resource's when the local version lacks it. A part with no
-// groups (or paths) is still a set: the filter answers the local document
-// with the merged ETag. An empty configuration (zero bytes, not an empty
-// set) means "nothing held": the filter lets the local answer through
-// untouched.
+// Nothing follows. Aggregated: the filter uses a group's fragment when the
+// local document lacks the group, a version's when the local group lacks the
+// version, a resource's when the local version lacks it, and a
+// subresource's when the local resource lacks it (appended to the local
+// entry's "subresources", the field made when the entry has none).
+// Legacy fragments (meta/v1, as kube-apiserver writes them; the entries
+// client-go's SplitGroupsAndResources derives from the aggregated entries):
+//   group: APIGroup {name, versions (the node's), preferredVersion (its first)}
+//     (JSON object; protobuf message) for APIGroupList when the local lacks the group
+//   version: of a named group, GroupVersionForDiscovery {groupVersion "g/v", version}
+//     for APIGroupList and APIGroup when the local group lacks the version; of the
+//     core group, the version as a JSON string ("v2" with quotes) and, in
+//     protobuf, its bare UTF-8 bytes (an item of APIVersions.versions)
+//   resource: APIResource {name = resource, singularName, namespaced, group and
+//     version (of responseKind, when not empty), kind, verbs, shortNames, categories}
+//   subresource: APIResource {name = "resource/subresource", singularName and
+//     namespaced of its resource, group, version and kind of its responseKind, verbs}
+//   a resource or subresource without a responseKind (client-go drops it):
+//     both legacy fragments empty (zero bytes): the filter adds nothing for it.
+// APIResourceList (/api/{v}, /apis/{g}/{v}): after the local entries, the
+// version's resources and subresources whose legacy name the local list
+// lacks, each resource followed by its subresources. A part with no groups
+// (or paths) is still a set: the filter answers the local document with the
+// merged ETag (aggregated and OpenAPI; legacy answers carry no ETag). An
+// empty configuration (zero bytes, not an empty set) means "nothing held":
+// the filter lets the local answer through untouched.
 import { createHash } from 'node:crypto';
 import type { APIGroupDiscovery } from '../model/discovery.js';
 import type { MergedDocument } from '../model/requestInfo.js';
