@@ -125,3 +125,20 @@ export async function adminCli(tb: TestSandbox, ...args: string[]): Promise<stri
   if (!socket) throw new Error('sandbox has no control plane');
   return (await execFileAsync(process.execPath, [MVPROXY_CLI, 'admin', '--socket', socket, ...args], { timeout: 60_000 })).stdout;
 }
+
+/** Until the control plane's /status shows every named sidecar connected with every xDS type ACKed at the version sent. */
+export async function controlPlaneInSync(tb: TestSandbox, nodes: readonly string[], timeoutMs = 60_000): Promise<void> {
+  const adminUrl = tb.state().controlPlane?.admin ?? '';
+  await eventually(async () => {
+    const status = (await (await fetch(`${adminUrl}/status`)).json()) as {
+      xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
+    };
+    for (const node of nodes) {
+      const n = status.xds[node];
+      if (!n?.connected) throw new Error(`${node} is not connected to the control plane`);
+      for (const [type, t] of Object.entries(n.types)) {
+        if (t.versionAcked !== t.versionSent) throw new Error(`${node} has not ACKed ${type} ${t.versionSent ?? ''}`);
+      }
+    }
+  }, timeoutMs);
+}

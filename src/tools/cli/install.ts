@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEBIAN_PACKAGES, ensureDebianPackages } from '../install/debianPackages.js';
-import { ensureComponents, ensureEnvoyOnly, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
+import { ensureComponents, ensureEnvoyOnly, ensureLegacyDiscoveryClientOnly, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 
 /** What `--only` accepts: Envoy alone is what `npm run test:unit` needs (envoy --mode validate). */
 const ONLY = ['envoy'] as const;
@@ -26,6 +26,8 @@ export async function runInstall(args: string[]): Promise<number> {
       ? { envoy: await ensureEnvoyOnly({ log }) }
       : {
           ...(await ensureComponents({ kubernetesVersions: values.kubernetes ?? [...DEFAULT_KUBERNETES_VERSIONS], log })),
+          // client-go in legacy mode, which test/e2e/legacyDiscovery runs through every sidecar.
+          legacyDiscoveryClient: await ensureLegacyDiscoveryClientOnly({ log }),
           // System tools from Debian's archive: h2load (bench), prometheus (dashboard test), chromium (status page test).
           debian: await ensureDebianPackages(DEBIAN_PACKAGES, log),
         };

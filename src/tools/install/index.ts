@@ -1,10 +1,12 @@
 // The component installer: Envoy, etcd and kube-apiserver/kubectl per Kubernetes
-// release, built or fetched once into the cache and reused from there.
+// release (and the e2e tests' legacy discovery client), built or fetched once
+// into the cache and reused from there.
 
 import { resolveCacheRoot } from './cache.js';
 import type { InstallContext } from './context.js';
 import { envoyBinary, ensureEnvoy } from './envoy.js';
 import { assertEtcdReleaseExists, etcdBinary, etcdInstalled, ensureEtcd } from './etcd.js';
+import { ensureLegacyDiscoveryClient } from './legacyDiscoveryClient.js';
 import { assertKubernetesReleasesExist, ensureKubernetes, kubernetesBinaries, kubernetesInstalled, type KubernetesBinaries } from './kubernetes.js';
 import { stderrLog, type LogFn } from './progress.js';
 import { DEFAULT_ENVOY_VERSION, DEFAULT_ETCD_VERSION, parseEnvoyVersion, parseEtcdVersion, parseKubernetesVersion } from './versions.js';
@@ -90,6 +92,15 @@ export async function ensureComponents(opts: EnsureComponentsOptions): Promise<I
 export async function ensureEnvoyOnly(opts: EnsureEnvoyOptions = {}): Promise<string> {
   const version = parseEnvoyVersion(opts.envoyVersion ?? DEFAULT_ENVOY_VERSION);
   return ensureEnvoy(installContext(opts), version);
+}
+
+/**
+ * Makes sure the legacy discovery client (client-go in legacy mode, built from
+ * test/support/legacy-discovery) is in the cache; returns the binary's path.
+ * Only the e2e tests run it, so `install` builds it and ensureComponents does not.
+ */
+export async function ensureLegacyDiscoveryClientOnly(opts: Omit<EnsureEnvoyOptions, 'envoyVersion'> = {}): Promise<string> {
+  return ensureLegacyDiscoveryClient(installContext(opts));
 }
 
 function installContext(opts: EnsureEnvoyOptions): InstallContext {
