@@ -41,6 +41,10 @@ interface SidecarObservation {
   reports: Record<LegacyFormat, LegacyClientReport>;
   /** Entries the sidecar's apiserver listed in its legacy documents both before and after the clients ran. */
   own: string[];
+  /** Group versions the apiserver's own /apis lists but answers 404 for (a newer peer's APIService in the shared etcd). */
+  unserved: string[];
+  /** The same client (JSON) against the apiserver directly, for contrast: what a legacy client gets with no proxy. */
+  direct: LegacyClientReport;
   aggregated: AggregatedView;
   lists: Array<{ name: string; status: number; body: string }>;
 }
@@ -68,6 +72,7 @@ async function observe(a: SandboxApiserverState): Promise<SidecarObservation> {
   const aggregated = await aggregatedView(state.ca, sidecar, token);
   const reports = { json: await runLegacyClient(client, kubeconfig, 'json'), protobuf: await runLegacyClient(client, kubeconfig, 'protobuf') };
   const ownAfter = await legacyDocumentNames(state.ca, a.direct, token);
+  const direct = await runLegacyClient(client, a.kubeconfig.direct, 'json');
   const listable = [...new Set(FORMATS.flatMap((f) => listableResources(reports[f])))];
   const api = tokenClient(state, sidecar, token);
   const lists = await Promise.all(
@@ -76,7 +81,8 @@ async function observe(a: SandboxApiserverState): Promise<SidecarObservation> {
       return { name, status: res.status, body: res.body.slice(0, 160) };
     }),
   );
-  return { apiserver: a.name, reports, own: ownBefore.filter((n) => ownAfter.includes(n)), aggregated, lists };
+  const own = ownBefore.names.filter((n) => ownAfter.names.includes(n));
+  return { apiserver: a.name, reports, own, unserved: ownAfter.unserved, direct, aggregated, lists };
 }
 
 async function observeEverySidecar(): Promise<SidecarObservation[]> {
@@ -96,6 +102,8 @@ function failuresOf(observed: readonly SidecarObservation[], check: (o: SidecarO
 function specify(window: string, observed: () => SidecarObservation[]): void {
   test(`${window}: ServerGroupsAndResources returns no error through every sidecar, in JSON and protobuf`, (t) => {
     for (const o of observed()) {
+      const unserved = o.unserved.length === 0 ? '' : `; its /apis lists ${o.unserved.join(', ')}, which it answers 404`;
+      t.diagnostic(`${o.apiserver} directly, no sidecar: ${o.direct.error ?? 'no error'}${unserved}`);
       for (const f of FORMATS) {
         const r = o.reports[f];
         t.diagnostic(

@@ -69,16 +69,29 @@ async function getJson<T>(ca: string, base: string, token: string, path: string,
   return JSON.parse(res.body) as T;
 }
 
-/** Every entry of a server's legacy documents (/api, /apis, then each group version's APIResourceList), read as JSON. */
-export async function legacyDocumentNames(ca: string, base: string, token: string): Promise<string[]> {
+/**
+ * Every entry of a server's legacy documents (/api, /apis, then each group
+ * version's APIResourceList), read as JSON. A group version whose list answers
+ * 404 lists nothing: during skew an older kube-apiserver's /apis lists the
+ * groups of every APIService in etcd, a newer peer's included, and answers 404
+ * for those it does not serve (`unserved`).
+ */
+export async function legacyDocumentNames(ca: string, base: string, token: string): Promise<{ names: string[]; unserved: string[] }> {
   const core = await getJson<APIVersions>(ca, base, token, '/api');
   const groups = await getJson<APIGroupList>(ca, base, token, '/apis');
   const paths = [
     ...core.versions.map((v) => ({ group: '', version: v, path: `/api/${v}` })),
     ...groups.groups.flatMap((g) => g.versions.map((v) => ({ group: g.name, version: v.version, path: `/apis/${g.name}/${v.version}` }))),
   ];
-  const lists = await Promise.all(paths.map((p) => getJson<APIResourceList>(ca, base, token, p.path)));
-  return lists.flatMap((list, i) => list.resources.map((r) => `${paths[i]?.group}/${paths[i]?.version}/${r.name}`));
+  const names: string[] = [];
+  const unserved: string[] = [];
+  for (const p of paths) {
+    const res = await get(ca, base, token, p.path, 'application/json');
+    if (res.status === 404) unserved.push(p.path);
+    else if (res.status !== 200) throw new Error(`GET ${base}${p.path}: ${res.status} ${res.body.slice(0, 200)}`);
+    else for (const r of (JSON.parse(res.body) as APIResourceList).resources) names.push(`${p.group}/${p.version}/${r.name}`);
+  }
+  return { names, unserved };
 }
 
 export interface AggregatedView {
