@@ -100,13 +100,17 @@ const OPENAPI_INDEX: LocalCase = {
   etag: localEtag('index'),
 };
 const LOCAL_CASES = [GROUPS_JSON, GROUPS_PROTOBUF, OPENAPI_INDEX];
+/** The documents the fake apiserver authenticates (its OpenAPI index is open to anyone). */
+const AUTHENTICATED_CASES = [GROUPS_JSON, GROUPS_PROTOBUF];
 
 /** The reply is the local apiserver's own answer, byte for byte, with its headers. */
 function assertLocalAnswer(reply: Reply, expected: LocalCase): void {
   assert.equal(reply.status, 200, `${expected.name}: ${reply.body.toString('utf8').slice(0, 200)}`);
   assert.deepEqual(reply.body, expected.body, expected.name);
   assert.equal(reply.headers['content-type'], expected.contentType, expected.name);
-  assert.equal(reply.headers['content-length'], String(expected.body.length), expected.name);
+  // Envoy's ext_proc drops Content-Length from a response whose body it may process (the body then goes chunked): the same bytes.
+  const length = reply.headers['content-length'];
+  if (length !== undefined) assert.equal(length, String(expected.body.length), expected.name);
   assert.equal(reply.headers['etag'], expected.etag, expected.name);
   assert.equal(reply.headers['vary'], expected.vary, expected.name);
   assert.equal(reply.headers['audit-id'], APISERVER_HEADERS['audit-id'], expected.name);
@@ -198,7 +202,7 @@ describe('ext_proc fails open through a real Envoy', () => {
     });
 
     test("a made-up bearer token gets the apiserver's own 401 over the ext_proc route, never a merged document", async () => {
-      for (const { path, headers } of LOCAL_CASES) {
+      for (const { path, headers } of AUTHENTICATED_CASES) {
         discoveryCalls.length = 0;
         assertRefused(await send(path, { headers: { ...headers, ...MADE_UP_TOKEN } }));
         assert.deepEqual(discoveryCalls, [], path);
@@ -223,7 +227,7 @@ describe('ext_proc fails open through a real Envoy', () => {
     }
 
     test("a made-up bearer token gets the apiserver's own 401, never a merged document", async () => {
-      for (const { path, headers } of LOCAL_CASES) assertRefused(await send(path, { headers: { ...headers, ...MADE_UP_TOKEN } }));
+      for (const { path, headers } of AUTHENTICATED_CASES) assertRefused(await send(path, { headers: { ...headers, ...MADE_UP_TOKEN } }));
     });
 
     test('a local document over 1 MiB (the core group, a client certificate) goes through whole', async () => {
