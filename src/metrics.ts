@@ -158,9 +158,10 @@ export interface XdsMetricHooks {
 }
 
 /**
- * Counts pushes, ACKs and NACKs per sidecar and type. The first push of a type
- * to a sidecar also makes its ACK and NACK counters exist at 0, so a sidecar
- * that never rejected anything shows 0 NACKs instead of no series at all.
+ * Counts pushes, ACKs, NACKs and held-back updates per sidecar and type. The
+ * first push of a type to a sidecar also makes its ACK, NACK and held-back
+ * counters exist at 0, so a sidecar that never rejected anything shows 0
+ * NACKs instead of no series at all.
  */
 export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 'xdsNacks' | 'xdsHeldBack' | 'xdsStreams'>): XdsMetricHooks {
   return {
@@ -171,6 +172,7 @@ export function xdsMetricHooks(metrics: Pick<Metrics, 'xdsPushes' | 'xdsAcks' | 
       metrics.xdsPushes.inc(labels);
       metrics.xdsAcks.inc(labels, 0);
       metrics.xdsNacks.inc(labels, 0);
+      metrics.xdsHeldBack.inc(labels, 0);
     },
     ack: (node, typeUrl) => metrics.xdsAcks.inc({ node, type_url: typeUrl }),
     nack: (node, typeUrl) => metrics.xdsNacks.inc({ node, type_url: typeUrl }),

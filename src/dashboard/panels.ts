@@ -42,7 +42,14 @@ const APISERVER_CLUSTERS = 'envoy_cluster_name!="envoy_admin"';
 const wasmCounter = (name: (typeof DOCUMENT_FILTER_COUNTERS)[number]): string => `sum by (instance) (rate(${name}[${RATE_WINDOW}]))`;
 
 /** The document filters' counters (envoy/filters/assembly/metrics.ts): metrics of the sidecars, not of the control plane. */
-export const DOCUMENT_FILTER_COUNTERS = ['mvproxy_document_answers_merged', 'mvproxy_document_answers_not_modified', 'mvproxy_document_answers_local'] as const;
+export const DOCUMENT_FILTER_COUNTERS = [
+  'mvproxy_document_answers_merged',
+  'mvproxy_document_answers_not_modified',
+  'mvproxy_document_answers_local',
+  'mvproxy_document_merged_spliced',
+  'mvproxy_document_merged_cached',
+  'mvproxy_document_failed_open',
+] as const;
 
 /** Stats of the ext_proc filter (stat prefix `mvproxy`: documents over the push budget) on the client listener. */
 const extProc = (stat: string): string => `sum by (instance) (rate(envoy_http_ext_proc_mvproxy_${stat}{${CLIENT_HCM}}[${RATE_WINDOW}]))`;
@@ -128,6 +135,13 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         targets: [{ expr: increase('mvproxy_xds_nacks_total', 'node, type_url'), legend: '{{node}} {{type_url}}' }],
       },
       {
+        title: 'xDS updates held back per sidecar',
+        description:
+          'Updates the control plane held back past the ordering timeout because what they depend on (the clusters of new routes, say) was not ACKed by that sidecar (mvproxy_xds_held_back_total): the sidecar keeps its last good config meanwhile, and the control plane logs a warning naming what it waits for. 0 when none ever was.',
+        unit: 'short',
+        targets: [{ expr: `${increase('mvproxy_xds_held_back_total', 'node, type_url')} or vector(0)`, legend: '{{node}} {{type_url}}' }],
+      },
+      {
         title: 'Sidecars connected',
         description:
           "ADS streams open from each sidecar to this control plane (mvproxy_xds_streams), and each sidecar's own view of its control-plane connection (Envoy's control_plane.connected_state).",
@@ -162,6 +176,23 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
           { expr: wasmCounter('mvproxy_document_answers_not_modified'), legend: '{{instance}} 304' },
           { expr: wasmCounter('mvproxy_document_answers_local'), legend: '{{instance}} local' },
         ],
+      },
+      {
+        title: 'Merged documents: spliced or cached (sidecars)',
+        description:
+          "How each sidecar's document filters made the merged documents they answered (200s and 304s): spliced = the local apiserver's document of this request spliced with the peer part (the worker had no merge for this local ETag and peer part yet); cached = the worker's merge, reused because the local ETag and the peer part are unchanged. Mostly cached in steady state; spliced at every request means the local document comes without an ETag or changes all the time.",
+        unit: 'reqps',
+        targets: [
+          { expr: wasmCounter('mvproxy_document_merged_spliced'), legend: '{{instance}} spliced' },
+          { expr: wasmCounter('mvproxy_document_merged_cached'), legend: '{{instance}} cached' },
+        ],
+      },
+      {
+        title: 'Document filters failed open (sidecars)',
+        description:
+          "Requests for which a sidecar's document filter let the local apiserver's 200 through untouched instead of merging (mvproxy_document_failed_open): its body did not parse as the document it should be, was over the filter's size cap, or could not be read. The client got what its apiserver alone would give, without the peers' entries; above 0 needs a look.",
+        unit: 'reqps',
+        targets: [{ expr: wasmCounter('mvproxy_document_failed_open'), legend: '{{instance}} failed open' }],
       },
       {
         title: 'Merged documents answered over ext_proc',

@@ -2,7 +2,8 @@
 // the translator's listener and routes pushed over ADS, the compiled identity
 // module and the document module with each document's peer part
 // (peerPartDocuments) over ECDS, ext_proc served by mvproxy on the same gRPC
-// server (for a document pushed over the budget), and Node https
+// server (for a document pushed over the budget; a test can make it fail:
+// extProcFault), and Node https
 // "apiservers" (local and one peer) that believe X-Remote-* only from the
 // front-proxy client certificate and echo the headers they receive. The
 // local one serves real aggregated discovery documents (JSON or protobuf as
@@ -28,6 +29,7 @@ import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { SidecarPlan } from '../../src/planner/plan.js';
 import { planOf } from './sidecarPlans.js';
 import { ExtProcServer, type DiscoveryRequest } from '../../src/servers/extProc.js';
+import type { ProcessingRequest__Output } from '../../src/generated/envoy/service/ext_proc/v3/ProcessingRequest.js';
 import { testLeaf, type TestCert } from './clientCerts.js';
 import { closeServers, fakeApiserverTls, sidecarCerts, startSidecar, viaFrontProxy, type RunningSidecar } from './sidecarHarness.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_JSON_ACCEPT, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
@@ -179,6 +181,30 @@ export const discoveryCalls: Array<{ node: string; request: DiscoveryRequest }> 
 /** Ends the responses of requests the apiserver holds open. */
 export const hanging: Array<() => void> = [];
 
+/**
+ * A fault the ext_proc server shows while a test sets it: its stream ends
+ * with a gRPC error on that message (`error-on-*`: the handler threw), the
+ * merge throws (`merge-throws`), or the whole control plane process stalls
+ * (`stall`: its event loop blocked for EXT_PROC_STALL_MS on the response body,
+ * as in a long GC pause or an overloaded host).
+ */
+export type ExtProcFault = 'error-on-request-headers' | 'error-on-response-headers' | 'error-on-response-body' | 'merge-throws' | 'stall';
+export const extProcFault: { current?: ExtProcFault } = {};
+export const EXT_PROC_STALL_MS = 1000;
+
+/** The ext_proc server with extProcFault applied. */
+class FaultyExtProcServer extends ExtProcServer {
+  override process(...args: Parameters<ExtProcServer['process']>): ReturnType<ExtProcServer['process']> {
+    const message: ProcessingRequest__Output = args[2];
+    const fault = extProcFault.current;
+    const at = (stage: 'request_headers' | 'response_headers' | 'response_body'): boolean =>
+      fault === `error-on-${stage.replace('_', '-')}` && !!message[stage];
+    if (at('request_headers') || at('response_headers') || at('response_body')) throw new Error(`test fault: ${fault}`);
+    if (fault === 'stall' && message.response_body) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, EXT_PROC_STALL_MS);
+    return super.process(...args);
+  }
+}
+
 /** A GET through the sidecar's listener, with a client certificate if `cert`; `resumed` tells whether the TLS session was resumed. */
 export function send(
   path: string,
@@ -316,11 +342,12 @@ async function startEchoSidecar(): Promise<void> {
     plan,
     documents: peerPartDocuments(),
     register: (server) => {
-      new ExtProcServer({
+      new FaultyExtProcServer({
         logger: pino({ level: 'silent' }),
         metrics,
         discovery: (node, request) => {
           discoveryCalls.push({ node, request });
+          if (extProcFault.current === 'merge-throws') throw new Error('test fault: merge-throws');
           return {
             status: 200,
             headers: [

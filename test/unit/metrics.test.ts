@@ -10,13 +10,14 @@ async function sample(text: Promise<string>, series: string): Promise<number | u
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-test('the first push of a type to a sidecar makes its ACK and NACK counters exist at 0', async () => {
+test('the first push of a type to a sidecar makes its ACK, NACK and held-back counters exist at 0', async () => {
   const metrics = createMetrics();
   xdsMetricHooks(metrics).responseSent('kas-a', CDS);
   const series = `{node="kas-a",type_url="${CDS}"}`;
   assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_pushes_total${series}`), 1);
   assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_acks_total${series}`), 0);
   assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_nacks_total${series}`), 0);
+  assert.equal(await sample(metrics.registry.metrics(), `mvproxy_xds_held_back_total${series}`), 0);
 });
 
 test('ACKs and NACKs are counted per sidecar and type', async () => {

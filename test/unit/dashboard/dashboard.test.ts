@@ -53,6 +53,22 @@ test('every control-plane metric the dashboard queries is one mvproxy exports (s
   for (const name of controlPlane) assert.ok(exported.has(base(name)), `${name} is not exported by createMetrics()`);
 });
 
+test('every document filter counter the dashboard knows is one the filter defines, and a panel queries it', () => {
+  const filterSource = readFileSync(new URL('../../../../envoy/filters/assembly/metrics.ts', import.meta.url), 'utf8');
+  const defined = [...filterSource.matchAll(/String\.UTF8\.encode\("([a-z_]+)"\)/g)].map((m) => m[1]);
+  const queried = new Set(dashboardQueries(grafanaDashboard()).flatMap((q) => queriedMetrics(q.expr)));
+  for (const name of DOCUMENT_FILTER_COUNTERS) {
+    assert.ok(defined.includes(name), `${name} is not defined by the document filter`);
+    assert.ok(queried.has(name), `${name} has no panel`);
+  }
+});
+
+test('a query of a counter that may never have been incremented still returns a series (held-back xDS updates)', () => {
+  const heldBack = dashboardQueries(grafanaDashboard()).filter((q) => queriedMetrics(q.expr).includes('mvproxy_xds_held_back_total'));
+  assert.equal(heldBack.length, 1);
+  assert.match(heldBack[0]?.expr ?? '', / or vector\(0\)$/);
+});
+
 test('metric names are read from selectors, range vectors and bare function arguments, not from label values', () => {
   assert.deepEqual(queriedMetrics('sum by (type) (rate(a_total{type!="b_total"}[$__rate_interval])) + max by (x) (c_gauge)'), ['a_total', 'c_gauge']);
 });
