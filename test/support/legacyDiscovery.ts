@@ -94,28 +94,39 @@ export async function legacyDocumentNames(ca: string, base: string, token: strin
   return { names, unserved };
 }
 
+/** The group versions a server's legacy /api and /apis list, as `group/version` (core group ""). */
+export async function legacyGroupVersions(ca: string, base: string, token: string): Promise<string[]> {
+  const core = await getJson<APIVersions>(ca, base, token, '/api');
+  const groups = await getJson<APIGroupList>(ca, base, token, '/apis');
+  return [...core.versions.map((v) => `/${v}`), ...groups.groups.flatMap((g) => g.versions.map((v) => `${g.name}/${v.version}`))];
+}
+
 export interface AggregatedView {
   /** Every resource and subresource, as `group/version/resource[/subresource]`. */
   names: string[];
+  /** Every group version, as `group/version` (core group ""). */
+  groupVersions: string[];
   /** Each group's first version (the one client-go derives as preferred), core group "". */
   firstVersions: Map<string, string>;
 }
 
-/** A server's merged aggregated /api and /apis (JSON), as names and first versions. */
-export async function aggregatedView(ca: string, base: string, token: string): Promise<AggregatedView> {
-  const documents = await Promise.all(['/api', '/apis'].map((path) => getJson<APIGroupDiscoveryList>(ca, base, token, path, DISCOVERY_ACCEPT.json)));
+/** A server's aggregated /api and /apis (JSON; `nopeer`: an apiserver's own), as names and first versions. */
+export async function aggregatedView(ca: string, base: string, token: string, format: 'json' | 'nopeer' = 'json'): Promise<AggregatedView> {
+  const documents = await Promise.all(['/api', '/apis'].map((path) => getJson<APIGroupDiscoveryList>(ca, base, token, path, DISCOVERY_ACCEPT[format])));
   const names: string[] = [];
+  const groupVersions: string[] = [];
   const firstVersions = new Map<string, string>();
   for (const group of documents.flatMap((d) => d.items)) {
     const name = typeof group.metadata.name === 'string' ? group.metadata.name : '';
     const first = group.versions[0]?.version;
     if (first !== undefined) firstVersions.set(name, first);
     for (const v of group.versions) {
+      groupVersions.push(`${name}/${v.version}`);
       for (const r of v.resources) {
         names.push(`${name}/${v.version}/${r.resource}`);
         for (const s of r.subresources ?? []) names.push(`${name}/${v.version}/${r.resource}/${s.subresource}`);
       }
     }
   }
-  return { names, firstVersions };
+  return { names, groupVersions, firstVersions };
 }
