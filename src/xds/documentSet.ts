@@ -36,8 +36,11 @@
 //     version (of responseKind, when not empty), kind, verbs, shortNames, categories}
 //   subresource: APIResource {name = "resource/subresource", singularName and
 //     namespaced of its resource, group, version and kind of its responseKind, verbs}
-//   a resource or subresource without a responseKind (client-go drops it):
-//     both legacy fragments empty (zero bytes): the filter adds nothing for it.
+//   a resource or subresource without a responseKind (client-go drops it),
+//     a stale version and every node under it (client-go skips it), and the
+//     core group's node (APIVersions lists versions only): both legacy
+//     fragments empty (zero bytes): the filter adds nothing for it. A group's
+//     APIGroup lists its versions that are not stale (none: empty fragments).
 // APIResourceList (/api/{v}, /apis/{g}/{v}): after the local entries, the
 // version's resources and subresources whose legacy name the local list
 // lacks, each resource followed by its subresources. A part with no groups
