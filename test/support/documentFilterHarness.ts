@@ -14,7 +14,7 @@ import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../../src/di
 import { mergedEtag } from '../../src/discovery/peerPart.js';
 import { renderAggregated } from '../../src/discovery/render.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
-import { documentSetDigest, encodeDocumentSet } from '../../src/xds/documentSet.js';
+import { digestV4, encodeDocumentSetV4 } from './documentSetV4.js';
 import { documentModule } from './identityFilterHarness.js';
 import { ProxyWasmHost, type HeaderList, type HostOptions, type RequestResult } from './proxyWasmHost.js';
 
@@ -47,9 +47,17 @@ export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON
   ];
 }
 
+/**
+ * The set the filter reads for a part (layout version 4). The control plane's
+ * encoder (src/xds/documentSet.ts) still writes version 3: until it writes
+ * 4, the tests' own encoder (documentSetV4.ts) stands in.
+ */
+export const encodeSet = encodeDocumentSetV4;
+export const setDigest = digestV4;
+
 /** A VM of the document module with one document plugin holding `part` (or raw configuration bytes). */
 export function documentHost(part: PeerPart | Uint8Array, opts: HostOptions = {}): ProxyWasmHost {
-  const configuration = part instanceof Uint8Array ? part : encodeDocumentSet(part);
+  const configuration = part instanceof Uint8Array ? part : encodeSet(part);
   return ProxyWasmHost.load(documentModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration, ...opts });
 }
 
@@ -146,7 +154,7 @@ export function localBodies(list: APIGroupDiscoveryList): { json: Buffer; protob
 
 /** The ETag the filter gives an answer merged from a local ETag and this part. */
 export function expectedEtag(localEtag: string, part: PeerPart): string {
-  return mergedEtag(localEtag, documentSetDigest(part));
+  return mergedEtag(localEtag, setDigest(part));
 }
 
 /** The local ETag the filter uses for a 200 without one: the SHA-256 of the body, quoted. */
