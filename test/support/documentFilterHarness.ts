@@ -123,7 +123,7 @@ export function header(headers: HeaderList, name: string): string | undefined {
 // ---------------------------------------------------------------------------
 // The merge rule in objects (src/discovery/peerPart.ts), for the expectations
 
-/** The local list with the peer part's entries it lacks, at each level, after the local entries of that level. */
+/** The local list with the peer part's entries it lacks, at each level (subresources of a local resource included), after the local entries of that level. */
 export function mergedByRule(local: APIGroupDiscoveryList, part: AggregatedPeerPart): APIGroupDiscoveryList {
   const items: APIGroupDiscovery[] = local.items.map((group) => {
     const peer = part.groups.find((g) => (g.metadata.name ?? '') === (group.metadata.name ?? ''));
@@ -132,7 +132,13 @@ export function mergedByRule(local: APIGroupDiscoveryList, part: AggregatedPeerP
       const peerVersion = peer.versions.find((v) => v.version === version.version);
       if (!peerVersion) return version;
       const names = new Set(version.resources.map((r) => r.resource));
-      return { ...version, resources: [...version.resources, ...peerVersion.resources.filter((r) => !names.has(r.resource))] };
+      const resources = version.resources.map((local) => {
+        const peerResource = peerVersion.resources.find((r) => r.resource === local.resource);
+        const subNames = new Set((local.subresources ?? []).map((sub) => sub.subresource));
+        const added = (peerResource?.subresources ?? []).filter((sub) => !subNames.has(sub.subresource));
+        return added.length === 0 ? local : { ...local, subresources: [...(local.subresources ?? []), ...added] };
+      });
+      return { ...version, resources: [...resources, ...peerVersion.resources.filter((r) => !names.has(r.resource))] };
     });
     const names = new Set(group.versions.map((v) => v.version));
     return { ...group, versions: [...versions, ...peer.versions.filter((v) => !names.has(v.version))] };
