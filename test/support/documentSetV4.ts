@@ -6,11 +6,13 @@
 // under their resources. Legacy protobuf messages carry the fields the
 // filter and these tests read (APIGroup 1 name, 2 versions, 3
 // preferredVersion; GroupVersionForDiscovery 1 groupVersion, 2 version;
-// APIResource 1 name, 2 namespaced, 3 kind, 6 singularName).
+// APIResource 1 name, 2 namespaced, 3 kind, 6 singularName); the tests'
+// local legacy bodies use the same encoders (legacyBodies.ts).
 import { createHash } from 'node:crypto';
 
 import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery, APIVersionDiscovery } from '../../src/model/discovery.js';
 import type { AggregatedPeerPart, PeerPart } from '../../src/discovery/peerPart.js';
+import type { APIGroup, APIResource, GroupVersionForDiscovery } from '../../src/model/legacyDiscovery.js';
 import { goOrderedList } from '../../src/discovery/goJsonOrder.js';
 import { encodeAggregatedProtobuf, PROTOBUF_MAGIC } from '../../src/discovery/protobufEncode.js';
 
@@ -153,9 +155,20 @@ function pbBool(number: number, value: boolean): Buffer {
   return value ? Buffer.from([number * 8, 1]) : Buffer.alloc(0);
 }
 
-function groupVersion(group: string, version: string): { json: Buffer; protobuf: Buffer } {
-  const gv = `${group}/${version}`;
-  return { json: Buffer.from(JSON.stringify({ groupVersion: gv, version }), 'utf8'), protobuf: Buffer.concat([pbField(1, gv), pbField(2, version)]) };
+export function groupVersionProtobuf(gv: GroupVersionForDiscovery): Buffer {
+  return Buffer.concat([pbField(1, gv.groupVersion), pbField(2, gv.version)]);
+}
+
+export function apiGroupProtobuf(group: APIGroup): Buffer {
+  return Buffer.concat([
+    pbField(1, group.name),
+    ...group.versions.map((gv) => pbField(2, groupVersionProtobuf(gv))),
+    ...(group.preferredVersion ? [pbField(3, groupVersionProtobuf(group.preferredVersion))] : []),
+  ]);
+}
+
+export function apiResourceProtobuf(resource: APIResource): Buffer {
+  return Buffer.concat([pbField(1, resource.name), pbBool(2, resource.namespaced), pbField(3, resource.kind), pbField(6, resource.singularName)]);
 }
 
 function legacyGroup(group: APIGroupDiscovery): { json: Buffer; protobuf: Buffer } {
@@ -163,18 +176,14 @@ function legacyGroup(group: APIGroupDiscovery): { json: Buffer; protobuf: Buffer
   if (name === '') return { json: Buffer.alloc(0), protobuf: Buffer.alloc(0) };
   const versions = group.versions.map((v) => ({ groupVersion: `${name}/${v.version}`, version: v.version }));
   const preferred = versions[0];
-  const json = { name, versions, ...(preferred ? { preferredVersion: preferred } : {}) };
-  const protobuf = Buffer.concat([
-    pbField(1, name),
-    ...group.versions.map((v) => pbField(2, groupVersion(name, v.version).protobuf)),
-    ...(preferred ? [pbField(3, groupVersion(name, preferred.version).protobuf)] : []),
-  ]);
-  return { json: Buffer.from(JSON.stringify(json), 'utf8'), protobuf };
+  const legacy: APIGroup = { name, versions, ...(preferred ? { preferredVersion: preferred } : {}) };
+  return { json: Buffer.from(JSON.stringify(legacy), 'utf8'), protobuf: apiGroupProtobuf(legacy) };
 }
 
 function legacyVersion(group: string, version: string): { json: Buffer; protobuf: Buffer } {
   if (group === '') return { json: Buffer.from(JSON.stringify(version), 'utf8'), protobuf: Buffer.from(version, 'utf8') };
-  return groupVersion(group, version);
+  const gv = { groupVersion: `${group}/${version}`, version };
+  return { json: Buffer.from(JSON.stringify(gv), 'utf8'), protobuf: groupVersionProtobuf(gv) };
 }
 
 function legacyResource(
@@ -184,19 +193,16 @@ function legacyResource(
   verbs: string[],
 ): { json: Buffer; protobuf: Buffer } {
   if (!kind) return { json: Buffer.alloc(0), protobuf: Buffer.alloc(0) };
-  const namespaced = resource.scope === 'Namespaced';
-  const singularName = resource.singularResource ?? '';
-  const json = {
+  const legacy: APIResource = {
     name,
-    singularName,
-    namespaced,
+    singularName: resource.singularResource ?? '',
+    namespaced: resource.scope === 'Namespaced',
     ...(kind.group ? { group: kind.group } : {}),
     ...(kind.version ? { version: kind.version } : {}),
     kind: kind.kind,
     verbs,
   };
-  const protobuf = Buffer.concat([pbField(1, name), pbBool(2, namespaced), pbField(3, kind.kind), pbField(6, singularName)]);
-  return { json: Buffer.from(JSON.stringify(json), 'utf8'), protobuf };
+  return { json: Buffer.from(JSON.stringify(legacy), 'utf8'), protobuf: apiResourceProtobuf(legacy) };
 }
 
 // ---------------------------------------------------------------------------
