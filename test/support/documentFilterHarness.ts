@@ -14,7 +14,8 @@ import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../../src/di
 import { mergedEtag } from '../../src/discovery/peerPart.js';
 import { renderAggregated } from '../../src/discovery/render.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
-import { digestV4, encodeDocumentSetV4 } from './documentSetV4.js';
+import { aggregatedNodes, digestV4, encodeDocumentSetV4 } from './documentSetV4.js';
+import type { LegacyNode } from './legacyBodies.js';
 import { documentModule } from './identityFilterHarness.js';
 import { ProxyWasmHost, type HeaderList, type HostOptions, type RequestResult } from './proxyWasmHost.js';
 
@@ -54,6 +55,11 @@ export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON
  */
 export const encodeSet = encodeDocumentSetV4;
 export const setDigest = digestV4;
+
+/** The nodes of the set `encodeSet` writes for an aggregated part (their legacy fragments are what the filter adds). */
+export function setNodes(part: AggregatedPeerPart): LegacyNode[] {
+  return aggregatedNodes(part);
+}
 
 /** A VM of the document module with one document plugin holding `part` (or raw configuration bytes). */
 export function documentHost(part: PeerPart | Uint8Array, opts: HostOptions = {}): ProxyWasmHost {

@@ -2,10 +2,10 @@
 // local apiserver's JSON and protobuf ("k8s\0" envelope) of APIVersions,
 // APIGroupList, APIGroup and APIResourceList; protobuf read back into the
 // same objects (the fields documentSetV4.ts encodes); and the merge rule in
-// objects, from the set's nodes (what the filter adds is their legacy
-// fragments).
+// objects and in protobuf bytes, from the set's nodes (what the filter adds
+// is their legacy fragments, whichever encoder wrote them).
 import type { APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery } from '../../src/model/legacyDiscovery.js';
-import { apiGroupProtobuf, apiResourceProtobuf, pbField, type SetNode } from './documentSetV4.js';
+import { apiGroupProtobuf, apiResourceProtobuf, groupVersionProtobuf, pbField } from './documentSetV4.js';
 
 export const LEGACY_JSON = 'application/json';
 export const LEGACY_PROTOBUF = 'application/vnd.kubernetes.protobuf';
@@ -120,24 +120,41 @@ export function readResourceList(body: Buffer): APIResource[] {
 }
 
 // ---------------------------------------------------------------------------
-// The rule in objects, from the set's nodes
+// The rule, from the set's nodes
 
-function legacyOf<T>(node: SetNode): T[] {
-  return node.legacyJson.length === 0 ? [] : [JSON.parse(node.legacyJson.toString('utf8')) as T];
+/** A node of the set as the legacy merge reads it (the test encoder's or the control plane's decoded node). */
+export interface LegacyNode {
+  name: string;
+  legacyJson: string | Buffer;
+  legacyProtobuf: Buffer;
+  children: LegacyNode[];
 }
 
-export function versionsByRule(local: APIVersions, core: SetNode | undefined): APIVersions {
-  const added = (core?.children ?? []).filter((v) => !local.versions.includes(v.name)).flatMap((v) => legacyOf<string>(v));
+function legacyOf<T>(node: LegacyNode): T[] {
+  return node.legacyJson.length === 0 ? [] : [JSON.parse(node.legacyJson.toString()) as T];
+}
+
+function unseen(nodes: LegacyNode[], seen: (name: string) => boolean): LegacyNode[] {
+  return nodes.filter((n) => !seen(n.name) && n.legacyJson.length > 0);
+}
+
+/** The resources and subresources of a version node the local list lacks, each resource then its subresources. */
+function addedResources(version: LegacyNode, names: Set<string>): LegacyNode[] {
+  return version.children.flatMap((r) => [...unseen([r], (name) => names.has(name)), ...unseen(r.children, (name) => names.has(`${r.name}/${name}`))]);
+}
+
+export function versionsByRule(local: APIVersions, core: LegacyNode | undefined): APIVersions {
+  const added = unseen(core?.children ?? [], (name) => local.versions.includes(name)).flatMap((v) => legacyOf<string>(v));
   return { ...local, versions: [...local.versions, ...added] };
 }
 
-export function groupByRule(local: APIGroup, node: SetNode | undefined): APIGroup {
+export function groupByRule(local: APIGroup, node: LegacyNode | undefined): APIGroup {
   const names = new Set(local.versions.map((v) => v.version));
-  const added = (node?.children ?? []).filter((v) => !names.has(v.name)).flatMap((v) => legacyOf<GroupVersionForDiscovery>(v));
+  const added = unseen(node?.children ?? [], (name) => names.has(name)).flatMap((v) => legacyOf<GroupVersionForDiscovery>(v));
   return { ...local, versions: [...local.versions, ...added] };
 }
 
-export function groupListByRule(local: APIGroupList, groups: SetNode[]): APIGroupList {
+export function groupListByRule(local: APIGroupList, groups: LegacyNode[]): APIGroupList {
   const names = new Set(local.groups.map((g) => g.name));
   return {
     ...local,
@@ -148,16 +165,65 @@ export function groupListByRule(local: APIGroupList, groups: SetNode[]): APIGrou
           groups.find((n) => n.name === g.name),
         ),
       ),
-      ...groups.filter((n) => !names.has(n.name)).flatMap((n) => legacyOf<APIGroup>(n)),
+      ...unseen(groups, (name) => names.has(name)).flatMap((n) => legacyOf<APIGroup>(n)),
     ],
   };
 }
 
-export function resourceListByRule(local: APIResourceList, version: SetNode): APIResourceList {
+export function resourceListByRule(local: APIResourceList, version: LegacyNode): APIResourceList {
   const names = new Set(local.resources.map((r) => r.name));
-  const added = version.children.flatMap((r) => [
-    ...(names.has(r.name) ? [] : legacyOf<APIResource>(r)),
-    ...r.children.filter((s) => !names.has(`${r.name}/${s.name}`)).flatMap((s) => legacyOf<APIResource>(s)),
+  return { ...local, resources: [...local.resources, ...addedResources(version, names).flatMap((n) => legacyOf<APIResource>(n))] };
+}
+
+// In protobuf: the local messages as the test encoders write them, the added ones the nodes' fragments as they are.
+
+export function versionsProtobufByRule(local: APIVersions, core: LegacyNode | undefined): Buffer {
+  const added = unseen(core?.children ?? [], (name) => local.versions.includes(name));
+  return envelope('APIVersions', Buffer.concat([...local.versions.map((v) => pbField(1, v)), ...added.map((n) => pbField(1, n.legacyProtobuf))]));
+}
+
+function groupMessageByRule(local: APIGroup, node: LegacyNode | undefined): Buffer {
+  const names = new Set(local.versions.map((v) => v.version));
+  const added = unseen(node?.children ?? [], (name) => names.has(name));
+  return Buffer.concat([
+    pbField(1, local.name),
+    ...local.versions.map((gv) => pbField(2, groupVersionProtobuf(gv))),
+    ...added.map((n) => pbField(2, n.legacyProtobuf)),
+    ...(local.preferredVersion ? [pbField(3, groupVersionProtobuf(local.preferredVersion))] : []),
   ]);
-  return { ...local, resources: [...local.resources, ...added] };
+}
+
+export function groupProtobufByRule(local: APIGroup, node: LegacyNode | undefined): Buffer {
+  return envelope('APIGroup', groupMessageByRule(local, node));
+}
+
+export function groupListProtobufByRule(local: APIGroupList, groups: LegacyNode[]): Buffer {
+  const names = new Set(local.groups.map((g) => g.name));
+  return envelope(
+    'APIGroupList',
+    Buffer.concat([
+      ...local.groups.map((g) =>
+        pbField(
+          1,
+          groupMessageByRule(
+            g,
+            groups.find((n) => n.name === g.name),
+          ),
+        ),
+      ),
+      ...unseen(groups, (name) => names.has(name)).map((n) => pbField(1, n.legacyProtobuf)),
+    ]),
+  );
+}
+
+export function resourceListProtobufByRule(local: APIResourceList, version: LegacyNode): Buffer {
+  const names = new Set(local.resources.map((r) => r.name));
+  return envelope(
+    'APIResourceList',
+    Buffer.concat([
+      pbField(1, local.groupVersion),
+      ...local.resources.map((r) => pbField(2, apiResourceProtobuf(r))),
+      ...addedResources(version, names).map((n) => pbField(2, n.legacyProtobuf)),
+    ]),
+  );
 }

@@ -14,25 +14,29 @@ import { gunzipSync } from 'node:zlib';
 import type { AggregatedPeerPart } from '../../../src/discovery/peerPart.js';
 import type { APIGroup, APIGroupList, APIResourceList, APIVersions } from '../../../src/model/legacyDiscovery.js';
 import { BATCH, group, list, resource } from '../../support/discoveryFixtures.js';
-import { documentHost, exchange, header, ok } from '../../support/documentFilterHarness.js';
-import { aggregatedNodes, type SetNode } from '../../support/documentSetV4.js';
+import { documentHost, exchange, header, ok, setNodes } from '../../support/documentFilterHarness.js';
 import {
   LEGACY_JSON,
   LEGACY_PROTOBUF,
+  type LegacyNode,
+  groupByRule,
   groupListByRule,
   groupListProtobuf,
+  groupListProtobufByRule,
+  groupOf,
   groupProtobuf,
-  groupByRule,
+  groupProtobufByRule,
   jsonBody,
+  rawOf,
   readGroupList,
   readResourceList,
   readVersions,
   resourceListByRule,
   resourceListProtobuf,
+  resourceListProtobufByRule,
   versionsByRule,
   versionsProtobuf,
-  rawOf,
-  groupOf,
+  versionsProtobufByRule,
 } from '../../support/legacyBodies.js';
 import type { HeaderList } from '../../support/proxyWasmHost.js';
 
@@ -68,11 +72,11 @@ const CORE_PART: AggregatedPeerPart = {
     group('', [{ version: 'v2', resources: [resource('widgets', 'Widget', ['get'], { responseKind: { group: '', version: 'v2', kind: 'Widget' } })] }]),
   ]).items,
 };
-const GROUP_NODES = aggregatedNodes(GROUPS_PART);
-const CORE_NODES = aggregatedNodes(CORE_PART);
+const GROUP_NODES = setNodes(GROUPS_PART);
+const CORE_NODES = setNodes(CORE_PART);
 
-function nodeOf(nodes: SetNode[], ...names: string[]): SetNode {
-  let found: SetNode | undefined;
+function nodeOf(nodes: LegacyNode[], ...names: string[]): LegacyNode {
+  let found: LegacyNode | undefined;
   let level = nodes;
   for (const name of names) {
     found = level.find((n) => n.name === name);
@@ -225,6 +229,7 @@ describe('protobuf', () => {
   test('/api (APIVersions)', () => {
     const answer = merge(CORE_PART, '/api', versionsProtobuf(LOCAL_VERSIONS), LEGACY_PROTOBUF, 5);
     assert.deepEqual(readVersions(answer.body), versionsByRule(LOCAL_VERSIONS, CORE_NODES[0]).versions);
+    assert.deepEqual(answer.body, versionsProtobufByRule(LOCAL_VERSIONS, CORE_NODES[0]));
     assert.equal(header(answer.headers, 'content-length'), String(answer.body.length));
   });
 
@@ -232,14 +237,14 @@ describe('protobuf', () => {
     const answer = merge(GROUPS_PART, '/apis', groupListProtobuf(LOCAL_GROUP_LIST), LEGACY_PROTOBUF, 5);
     const expected = groupListByRule(LOCAL_GROUP_LIST, GROUP_NODES);
     assert.deepEqual(readGroupList(answer.body), expected.groups);
-    assert.deepEqual(answer.body, groupListProtobuf(expected));
+    assert.deepEqual(answer.body, groupListProtobufByRule(LOCAL_GROUP_LIST, GROUP_NODES));
   });
 
   test('/apis/{g} (APIGroup): the unseen version before preferredVersion', () => {
     const answer = merge(GROUPS_PART, '/apis/apps', groupProtobuf(LOCAL_APPS), LEGACY_PROTOBUF, 5);
     const expected = groupByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps'));
     assert.deepEqual(groupOf(rawOf(answer.body)), expected);
-    assert.deepEqual(answer.body, groupProtobuf(expected));
+    assert.deepEqual(answer.body, groupProtobufByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps')));
   });
 
   test('/apis/{g}/{v} (APIResourceList)', () => {
@@ -249,7 +254,7 @@ describe('protobuf', () => {
       readResourceList(answer.body).map((r) => r.name),
       expected.resources.map((r) => r.name),
     );
-    assert.deepEqual(answer.body, resourceListProtobuf(expected));
+    assert.deepEqual(answer.body, resourceListProtobufByRule(LOCAL_APPS_V1, nodeOf(GROUP_NODES, 'apps', 'v1')));
   });
 });
 
