@@ -184,6 +184,12 @@ describe('JSON', () => {
     );
   });
 
+  test('a local group with no versions listed gets the unseen ones, comma-correct', () => {
+    const local: APIGroupList = { ...LOCAL_GROUP_LIST, groups: [{ name: 'apps', versions: [] }] };
+    const answer = merge(GROUPS_PART, '/apis', jsonBody(local), LEGACY_JSON);
+    assert.deepEqual(parsed(answer.body), groupListByRule(local, GROUP_NODES));
+  });
+
   test('headers: Content-Length the merged body’s, no ETag, the local ones otherwise', () => {
     const body = jsonBody(LOCAL_GROUP_LIST);
     const answer = exchange(documentHost(GROUPS_PART), request('/apis', LEGACY_JSON), ok(body, LEGACY_JSON, '"local"'), body);
@@ -245,6 +251,15 @@ describe('protobuf', () => {
     const expected = groupByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps'));
     assert.deepEqual(groupOf(rawOf(answer.body)), expected);
     assert.deepEqual(answer.body, groupProtobufByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps')));
+  });
+
+  test('/api/{v} (APIResourceList of the core group)', () => {
+    const answer = merge(CORE_PART, '/api/v2', resourceListProtobuf(LOCAL_CORE_V2), LEGACY_PROTOBUF, 5);
+    assert.deepEqual(answer.body, resourceListProtobufByRule(LOCAL_CORE_V2, nodeOf(CORE_NODES, '', 'v2')));
+    assert.deepEqual(
+      readResourceList(answer.body).map((r) => r.name),
+      ['widgets'],
+    );
   });
 
   test('/apis/{g}/{v} (APIResourceList)', () => {
