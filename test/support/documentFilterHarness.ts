@@ -14,7 +14,7 @@ import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../../src/di
 import { mergedEtag } from '../../src/discovery/peerPart.js';
 import { renderAggregated } from '../../src/discovery/render.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
-import { aggregatedNodes, digestV4, encodeDocumentSetV4 } from './documentSetV4.js';
+import { decodeDocumentSet, documentSetDigest, encodeDocumentSet } from '../../src/xds/documentSet.js';
 import type { LegacyNode } from './legacyBodies.js';
 import { documentModule } from './identityFilterHarness.js';
 import { ProxyWasmHost, type HeaderList, type HostOptions, type RequestResult } from './proxyWasmHost.js';
@@ -48,17 +48,13 @@ export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON
   ];
 }
 
-/**
- * The set the filter reads for a part (layout version 4). The control plane's
- * encoder (src/xds/documentSet.ts) still writes version 3: until it writes
- * 4, the tests' own encoder (documentSetV4.ts) stands in.
- */
-export const encodeSet = encodeDocumentSetV4;
-export const setDigest = digestV4;
+/** The set the filter reads for a part: the control plane's encoder (src/xds/documentSet.ts). */
+export const encodeSet = encodeDocumentSet;
+export const setDigest = documentSetDigest;
 
 /** The nodes of the set `encodeSet` writes for an aggregated part (their legacy fragments are what the filter adds). */
 export function setNodes(part: AggregatedPeerPart): LegacyNode[] {
-  return aggregatedNodes(part);
+  return decodeDocumentSet(encodeDocumentSet(part))?.groups ?? [];
 }
 
 /** A VM of the document module with one document plugin holding `part` (or raw configuration bytes). */

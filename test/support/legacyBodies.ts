@@ -1,11 +1,28 @@
 // Legacy discovery (meta/v1) bodies for the document filter's tests: the
 // local apiserver's JSON and protobuf ("k8s\0" envelope) of APIVersions,
 // APIGroupList, APIGroup and APIResourceList; protobuf read back into the
-// same objects (the fields documentSetV4.ts encodes); and the merge rule in
+// same objects (src/discovery/legacyWire.ts); and the merge rule in
 // objects and in protobuf bytes, from the set's nodes (what the filter adds
 // is their legacy fragments, whichever encoder wrote them).
 import type { APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery } from '../../src/model/legacyDiscovery.js';
-import { apiGroupProtobuf, apiResourceProtobuf, groupVersionProtobuf, pbField } from './documentSetV4.js';
+import {
+  encodeGroupMessage as apiGroupProtobuf,
+  encodeGroupVersionMessage as groupVersionProtobuf,
+  encodeResourceMessage as apiResourceProtobuf,
+} from '../../src/discovery/legacyWire.js';
+
+/** One length-delimited protobuf field: tag, length, bytes. */
+function pbField(number: number, value: Buffer | string): Buffer {
+  const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value, 'utf8');
+  return Buffer.concat([varint(number * 8 + 2), varint(bytes.length), bytes]);
+}
+
+function varint(value: number): Buffer {
+  const bytes: number[] = [];
+  for (; value >= 0x80; value = Math.floor(value / 128)) bytes.push((value & 0x7f) | 0x80);
+  bytes.push(value);
+  return Buffer.from(bytes);
+}
 
 export const LEGACY_JSON = 'application/json';
 export const LEGACY_PROTOBUF = 'application/vnd.kubernetes.protobuf';
