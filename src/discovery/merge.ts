@@ -127,14 +127,18 @@ export function mergeInputs(localName: string, model: ClusterModel, now: number,
  * subresource in doubt). The routes keep such a resource on the local
  * apiserver, so the peer part must not list it.
  */
-function localDoubts(local: ApiserverObservation): (group: string, version: string, resource: string) => boolean {
+function localDoubts(local: ApiserverObservation): (group: string, version: string, resource: string, subresource?: string) => boolean {
   if (local.servedSet.length === 0) return () => true;
-  const dropped = (local.discovery?.dropped ?? []).filter(
-    (d) => d.group !== undefined && (d.document === '/api') === (d.group === '') && d.subresource === undefined,
-  );
+  const dropped = (local.discovery?.dropped ?? []).filter((d) => d.group !== undefined && (d.document === '/api') === (d.group === ''));
   if (dropped.length === 0) return () => false;
-  return (group, version, resource) =>
-    dropped.some((d) => d.group === group && (d.version === undefined || d.version === version) && (d.resource === undefined || d.resource === resource));
+  return (group, version, resource, subresource) =>
+    dropped.some(
+      (d) =>
+        d.group === group &&
+        (d.version === undefined || d.version === version) &&
+        (d.resource === undefined || d.resource === resource) &&
+        (d.subresource === undefined || d.subresource === subresource),
+    );
 }
 
 /** A peer's documents without the entries mvproxy does not route on. */

@@ -4,14 +4,15 @@
 // apiserver's current document (response.ts); the document filter applies
 // the same rule in bytes inside Envoy. Pure; what the local document lists
 // is never changed, only added to.
-import type { APIGroupDiscovery, APIGroupDiscoveryList, APIVersionDiscovery } from '../model/discovery.js';
+import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery } from '../model/discovery.js';
 import type { OpenApiV3Index } from '../model/openapi.js';
 import { compareStrings } from '../util/order.js';
 import type { AggregatedPeerPart, OpenApiPeerPart } from './peerPart.js';
 
 /**
  * The local list as it is, every entry untouched and in its order; then, at
- * each level (group; version of a group; resource of a version), the peer
+ * each level (group; version of a group; resource of a version; subresource
+ * of a resource), the peer
  * part's entries the local one lacks by name, in the part's order, after the
  * local entries of that level. What a local name appears under twice gets
  * the additions in its first entry. A local list the part adds nothing to
@@ -54,11 +55,33 @@ function withGroup(local: APIGroupDiscovery, peer: APIGroupDiscovery): APIGroupD
   return changed ? { ...local, versions } : local;
 }
 
-/** The local version with the peer version's resources it lacks. */
+/** The local version with the peer version's resources it lacks, and of those it lists, the subresources they lack. */
 function withVersion(local: APIVersionDiscovery, peer: APIVersionDiscovery): APIVersionDiscovery {
-  const listed = new Set(local.resources.map((r) => r.resource));
-  const more = peer.resources.filter((r) => !listed.has(r.resource));
-  return more.length === 0 ? local : { ...local, resources: [...local.resources, ...more] };
+  const added = new Map(peer.resources.map((r) => [r.resource, r]));
+  const seen = new Set<string>();
+  let changed = false;
+  const resources = local.resources.map((resource) => {
+    if (seen.has(resource.resource)) return resource;
+    seen.add(resource.resource);
+    const more = added.get(resource.resource);
+    if (more === undefined) return resource;
+    const merged = withResource(resource, more);
+    changed ||= merged !== resource;
+    return merged;
+  });
+  for (const resource of peer.resources) {
+    if (seen.has(resource.resource)) continue;
+    resources.push(resource);
+    changed = true;
+  }
+  return changed ? { ...local, resources } : local;
+}
+
+/** The local resource with the peer resource's subresources it lacks, after its own ("subresources" made when it has none). */
+function withResource(local: APIResourceDiscovery, peer: APIResourceDiscovery): APIResourceDiscovery {
+  const listed = new Set((local.subresources ?? []).map((s) => s.subresource));
+  const more = (peer.subresources ?? []).filter((s) => !listed.has(s.subresource));
+  return more.length === 0 ? local : { ...local, subresources: [...(local.subresources ?? []), ...more] };
 }
 
 /** The local index's paths plus the part's paths it lacks, keys sorted as Go writes a map. */

@@ -8,9 +8,10 @@
 // control plane, in objects, for what it shows and answers over ext_proc):
 // - the local document as the local apiserver serves it, every entry as it
 //   listed it, in its order;
-// - then, at each level (group, version of a group, resource of a version),
-//   the peer part's entries the local document lacks (by name), in the peer
-//   part's order, after the local entries of that level;
+// - then, at each level (group, version of a group, resource of a version,
+//   subresource of a resource), the peer part's entries the local document
+//   lacks (by name), in the peer part's order, after the local entries of
+//   that level (a local resource without "subresources" gets the field);
 // - the peer part holds exactly what the routes in force send to a peer or
 //   answer 503 for (never a resource the plan sends to the local apiserver),
 //   and never a CRD or APIService group-version (shared-state-local: from the
@@ -76,18 +77,22 @@ export function peerParts(merged: { peer: PeerParts }): PeerPart[] {
  * of a local-only group-version. A group or version entry is the first
  * peer's, holding only what it carries; a resource several peers list is the
  * first peer's entry with everyone's verbs and subresources (the routes send
- * it to each peer that serves it). Order: first appearance, peers in merge
- * order. A version with no resource to add is left out, and so is a group
- * with no version. `inDoubt`: what the local apiserver may serve though its
- * document does not say so in a form mvproxy routes on (the routes keep it
- * local: doubt-stays-local), never in the part.
+ * it to each peer that serves it). Of a resource the local list holds, the
+ * part holds the peers' entry with only the subresources the local entry
+ * lacks by name (the routes send those to the peers); none: not the
+ * resource. Order: first appearance, peers in merge order. A version with no
+ * resource to add is left out, and so is a group with no version.
+ * `inDoubt`: what the local apiserver may serve though its document does not
+ * say so in a form mvproxy routes on (the routes keep it local:
+ * doubt-stays-local), never in the part; asked about a resource, and about
+ * each subresource of one in the part.
  */
 export function aggregatedPeerPart(
   document: AggregatedPeerPart['document'],
   local: APIGroupDiscoveryList,
   peers: readonly APIGroupDiscoveryList[],
   localOnly: ReadonlySet<string>,
-  inDoubt: (group: string, version: string, resource: string) => boolean = () => false,
+  inDoubt: (group: string, version: string, resource: string, subresource?: string) => boolean = () => false,
 ): AggregatedPeerPart {
   const localNames = namesOf(local);
   const groups = new Map<string, PartGroup>();
@@ -98,21 +103,53 @@ export function aggregatedPeerPart(
         if (localOnly.has(groupVersionKey(name, version.version))) continue;
         const listed = localNames.get(name)?.get(version.version);
         for (const resource of version.resources) {
-          if (listed?.has(resource.resource) || inDoubt(name, version.version, resource.resource)) continue;
+          const localSubresources = listed?.get(resource.resource);
+          if (localSubresources === undefined && inDoubt(name, version.version, resource.resource)) continue;
+          if (localSubresources !== undefined && !(resource.subresources ?? []).some((s) => !localSubresources.has(s.subresource))) continue;
           const g = entryOf(groups, name, () => ({ entry: group, versions: new Map() }));
           const v = entryOf(g.versions, version.version, () => ({ entry: version, resources: new Map() }));
-          entryOf(v.resources, resource.resource, (): APIResourceDiscovery[] => []).push(resource);
+          entryOf(v.resources, resource.resource, (): PartResource => ({ local: localSubresources, entries: [] })).entries.push(resource);
         }
       }
     }
   }
   return {
     document,
-    groups: [...groups.values()].map(({ entry, versions }) => ({
-      ...entry,
-      versions: [...versions.values()].map((v) => ({ ...v.entry, resources: [...v.resources.values()].map(resourceOfPeers) })),
-    })),
+    groups: [...groups.values()]
+      .map(({ entry, versions }) => ({
+        ...entry,
+        versions: [...versions.values()]
+          .map((v) => ({
+            ...v.entry,
+            resources: [...v.resources.values()]
+              .map((r) => partResource(resourceOfPeers(r.entries), r.local, (sub) => inDoubt(name(entry), v.entry.version, r.entries[0]?.resource ?? '', sub)))
+              .filter((r): r is APIResourceDiscovery => r !== undefined),
+          }))
+          .filter((v) => v.resources.length > 0),
+      }))
+      .filter((g) => g.versions.length > 0),
   };
+}
+
+function name(group: APIGroupDiscovery): string {
+  return group.metadata.name;
+}
+
+/**
+ * A resource's entry in the part: the peers' entry without the subresources
+ * in doubt and, when the local lists the resource (`local`: its
+ * subresources), with only the subresources it lacks; undefined when a
+ * resource the local lists has nothing left to add.
+ */
+function partResource(
+  entry: APIResourceDiscovery,
+  local: ReadonlySet<string> | undefined,
+  inDoubt: (subresource: string) => boolean,
+): APIResourceDiscovery | undefined {
+  const subresources = entry.subresources?.filter((s) => !local?.has(s.subresource) && !inDoubt(s.subresource));
+  if (local !== undefined && (subresources === undefined || subresources.length === 0)) return undefined;
+  if (subresources === undefined || subresources.length === entry.subresources?.length) return entry;
+  return { ...entry, subresources };
 }
 
 /**
@@ -132,10 +169,15 @@ export function openApiPeerPart(local: OpenApiV3Index, peers: readonly OpenApiV3
   return { document: 'openapi-index', paths: Object.fromEntries([...paths].sort(([a], [b]) => compareStrings(a, b))) };
 }
 
-/** A group of the part being collected: its first peer entry, and what it carries by name. */
+/** A group of the part being collected: its first peer entry, and what it carries by name (each resource: the peers' entries, and the local entry's subresources when the local lists it). */
 interface PartGroup {
   entry: APIGroupDiscovery;
-  versions: Map<string, { entry: APIVersionDiscovery; resources: Map<string, APIResourceDiscovery[]> }>;
+  versions: Map<string, { entry: APIVersionDiscovery; resources: Map<string, PartResource> }>;
+}
+
+interface PartResource {
+  local: ReadonlySet<string> | undefined;
+  entries: APIResourceDiscovery[];
 }
 
 /** The map's value for a key, made and put there first if missing. */
@@ -148,16 +190,17 @@ function entryOf<V>(map: Map<string, V>, key: string, make: () => V): V {
   return value;
 }
 
-/** Every name a list holds: group -> version -> resources. */
-function namesOf(list: APIGroupDiscoveryList): Map<string, Map<string, Set<string>>> {
-  const names = new Map<string, Map<string, Set<string>>>();
+/** Every name a list holds: group -> version -> resource -> subresources. */
+function namesOf(list: APIGroupDiscoveryList): Map<string, Map<string, Map<string, Set<string>>>> {
+  const names = new Map<string, Map<string, Map<string, Set<string>>>>();
   for (const group of list.items) {
-    const versions = names.get(group.metadata.name) ?? new Map<string, Set<string>>();
-    names.set(group.metadata.name, versions);
+    const versions = entryOf(names, group.metadata.name, () => new Map<string, Map<string, Set<string>>>());
     for (const version of group.versions) {
-      const resources = versions.get(version.version) ?? new Set<string>();
-      versions.set(version.version, resources);
-      for (const resource of version.resources) resources.add(resource.resource);
+      const resources = entryOf(versions, version.version, () => new Map<string, Set<string>>());
+      for (const resource of version.resources) {
+        const subresources = entryOf(resources, resource.resource, () => new Set<string>());
+        for (const s of resource.subresources ?? []) subresources.add(s.subresource);
+      }
     }
   }
   return names;

@@ -9,7 +9,16 @@ const ENTRIES = ['k8s.io/api/apidiscovery/v2/generated.proto', 'k8s.io/apimachin
 export interface KubernetesProtoTypes {
   APIGroupDiscoveryList: protobuf.Type;
   Unknown: protobuf.Type;
+  /** Legacy discovery (meta/v1). */
+  APIVersions: protobuf.Type;
+  APIGroupList: protobuf.Type;
+  APIGroup: protobuf.Type;
+  APIResourceList: protobuf.Type;
+  APIResource: protobuf.Type;
+  GroupVersionForDiscovery: protobuf.Type;
 }
+
+const META_V1 = 'k8s.io.apimachinery.pkg.apis.meta.v1';
 
 let types: KubernetesProtoTypes | undefined;
 
@@ -20,6 +29,12 @@ export function kubernetesProtoTypes(): KubernetesProtoTypes {
     types = {
       APIGroupDiscoveryList: root.lookupType('k8s.io.api.apidiscovery.v2.APIGroupDiscoveryList'),
       Unknown: root.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown'),
+      APIVersions: root.lookupType(`${META_V1}.APIVersions`),
+      APIGroupList: root.lookupType(`${META_V1}.APIGroupList`),
+      APIGroup: root.lookupType(`${META_V1}.APIGroup`),
+      APIResourceList: root.lookupType(`${META_V1}.APIResourceList`),
+      APIResource: root.lookupType(`${META_V1}.APIResource`),
+      GroupVersionForDiscovery: root.lookupType(`${META_V1}.GroupVersionForDiscovery`),
     };
   }
   return types;

@@ -5,14 +5,16 @@
 // (mergeRule.ts), as the filter would; or the local answer untouched when
 // anything is not as expected. Which document a request is for was decided
 // by the route that sent it to ext_proc (src/translator/routes.ts); the
-// format is the one the local apiserver negotiated (its Content-Type). Pure.
+// format, aggregated or legacy (legacyResponse.ts), JSON or protobuf, is the
+// one the local apiserver negotiated (its Content-Type). Pure.
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import type { DroppedDiscoveryEntry } from '../model/discovery.js';
 import { parseAggregatedDiscovery } from '../model/discoveryDocument.js';
 import { parseOpenApiV3Index, type DroppedOpenApiIndexEntry } from '../model/openapi.js';
-import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo.js';
+import { MERGED_DOCUMENT_PATHS, mergedDocumentOf, type MergedDocument } from '../model/requestInfo.js';
 import { goOrderedList } from './goJsonOrder.js';
+import { mergedLegacyBody } from './legacyResponse.js';
 import { mergeAggregated, mergeOpenApi } from './mergeRule.js';
 import { negotiateDiscovery } from './negotiate.js';
 import { mergedEtag, type PeerPart } from './peerPart.js';
@@ -30,6 +32,8 @@ export function isMergedDocument(value: string): value is MergedDocument {
 /** What the client asked, as the request headers said it. */
 export interface DiscoveryRequest {
   document: MergedDocument;
+  /** The request's :path (legacy documents: which one; the query is ignored). */
+  path?: string;
   accept?: string;
   ifNoneMatch?: string;
   acceptEncoding?: string;
@@ -54,11 +58,11 @@ export interface DiscoveryPassThrough {
   passThrough: true;
   /**
    * Why the local answer goes through: the client asked for the apiserver's
-   * own document (`profile=nopeer`) or for unaggregated discovery, the
-   * sidecar holds no peer part, or the local answer is not one the merge
-   * reads (another format, encoded, malformed).
+   * own document (`profile=nopeer`), the sidecar holds no peer part, or the
+   * local answer is not one the merge reads (another format, encoded,
+   * malformed, not the document the path names).
    */
-  reason: 'nopeer' | 'legacy' | 'no-peer-part' | 'unexpected-local-answer';
+  reason: 'nopeer' | 'no-peer-part' | 'unexpected-local-answer';
 }
 
 /**
@@ -82,36 +86,49 @@ export function discoveryResponse(
   part: PeerPart | undefined,
   peerDigest: string,
 ): DiscoveryReply | DiscoveryPassThrough {
-  if (request.document !== 'openapi-index') {
-    const asked = negotiateDiscovery(request.accept);
-    if (asked.kind !== 'aggregated') return passThrough(asked.kind);
-  }
+  // Legacy or aggregated: what the apiserver answered says (its Content-Type); profile=nopeer asks for its own.
+  if (request.document !== 'openapi-index' && negotiateDiscovery(request.accept).kind === 'nopeer') return passThrough('nopeer');
   if (part === undefined || part.document !== request.document) return passThrough('no-peer-part');
   const contentType = only(local.headers, 'content-type');
   const encoding = only(local.headers, 'content-encoding');
   if (contentType === undefined || (encoding !== undefined && encoding !== 'identity')) return passThrough('unexpected-local-answer');
+  const legacy = part.document !== 'openapi-index' && negotiateDiscovery(contentType).kind !== 'aggregated';
   let body: Buffer | undefined;
   try {
-    body = mergedBody(contentType, local.body, part);
+    body = legacy ? mergedLegacyBody(pathOf(request.path), contentType, local.body, part) : mergedBody(contentType, local.body, part, request.path);
   } catch {
     body = undefined;
   }
   if (body === undefined) return passThrough('unexpected-local-answer');
+  const kept = [...local.headers].filter(([name]) => !REPLACED_HEADERS.has(name)).flatMap(([name, values]) => values.map((v): [string, string] => [name, v]));
+  // Legacy answers carry no ETag (kube-apiserver sends none with them) and are never 304.
+  if (legacy) return withGzip(request, { status: 200, headers: [...kept, ['content-type', contentType]], body, document: request.document });
   // Without the apiserver's ETag, the local body's digest stands for it (as in the document filter).
   const localEtag = only(local.headers, 'etag') ?? `"${createHash('sha256').update(local.body).digest('hex')}"`;
   const etag = mergedEtag(localEtag, peerDigest);
-  const kept = [...local.headers].filter(([name]) => !REPLACED_HEADERS.has(name)).flatMap(([name, values]) => values.map((v): [string, string] => [name, v]));
   if (etagMatches(request.ifNoneMatch, etag)) return { status: 304, headers: [...kept, ['etag', etag]], body: Buffer.alloc(0), document: request.document };
-  const headers: [string, string][] = [...kept, ['content-type', contentType], ['etag', etag]];
-  if (body.length > GZIP_THRESHOLD_BYTES && acceptsGzip(request.acceptEncoding)) {
-    body = gzipSync(body, { level: GZIP_LEVEL });
-    headers.push(['content-encoding', 'gzip'], ['vary', 'Accept-Encoding']);
-  }
-  return { status: 200, headers, body, document: request.document };
+  return withGzip(request, { status: 200, headers: [...kept, ['content-type', contentType], ['etag', etag]], body, document: request.document });
+}
+
+/** The answer gzipped as kube-apiserver would: over the threshold, for a client that accepts gzip. */
+function withGzip(request: DiscoveryRequest, reply: DiscoveryReply): DiscoveryReply {
+  if (reply.body.length <= GZIP_THRESHOLD_BYTES || !acceptsGzip(request.acceptEncoding)) return reply;
+  return {
+    ...reply,
+    body: gzipSync(reply.body, { level: GZIP_LEVEL }),
+    headers: [...reply.headers, ['content-encoding', 'gzip'], ['vary', 'Accept-Encoding']],
+  };
+}
+
+/** The path without its query. */
+function pathOf(path: string | undefined): string {
+  return (path ?? '').split('?', 1)[0] ?? '';
 }
 
 /** The local body merged with the part, in the local body's format; undefined for a body the merge does not read whole. */
-function mergedBody(contentType: string, body: Buffer, part: PeerPart): Buffer | undefined {
+function mergedBody(contentType: string, body: Buffer, part: PeerPart, path: string | undefined): Buffer | undefined {
+  // Aggregated discovery is only ever the answer to /api or /apis.
+  if (path !== undefined && mergedDocumentOf(path) !== part.document) return undefined;
   if (part.document === 'openapi-index') {
     if (!/^application\/json\s*(;|$)/i.test(contentType)) return undefined;
     const dropped: DroppedOpenApiIndexEntry[] = [];

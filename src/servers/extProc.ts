@@ -218,6 +218,8 @@ export class ExtProcServer {
   private rememberRequest(document: DiscoveryRequest['document'], request: HttpHeaders__Output, state: StreamState): ProcessingResponse {
     const headers = headerMap(request);
     const discovery: DiscoveryRequest = { document };
+    const path = headers.get(':path')?.[0];
+    if (path !== undefined) discovery.path = path;
     const accept = headers.get('accept');
     if (accept !== undefined) discovery.accept = accept.join(', ');
     const ifNoneMatch = headers.get(IF_NONE_MATCH);

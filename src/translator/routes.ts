@@ -2,8 +2,8 @@
 // plan's order, each made into Envoy routes named after its request rule
 // (docs/request-rules.md), so an access log entry or a config dump names the
 // rule that answered. This file decides nothing: what goes where, and in
-// which order, is the plan's. Merged documents (aggregated discovery, the
-// OpenAPI v3 index) go to the local apiserver (or the fallback peers) with
+// which order, is the plan's. Merged documents (discovery, aggregated and
+// legacy, the OpenAPI v3 index) go to the local apiserver (or the fallback peers) with
 // the document filter that answers them inside Envoy switched on, or ext_proc
 // for a document over the push budget (documentFilters.ts decides which).
 //
@@ -15,7 +15,6 @@
 // the front-proxy certificate. Both go to the same apiservers.
 import type { HeaderMatcher } from '../generated/envoy/config/route/v3/HeaderMatcher.js';
 import type { Route } from '../generated/envoy/config/route/v3/Route.js';
-import type { RouteAction } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { RouteConfiguration } from '../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
 import { HEALTH_PATH_PREFIXES, LOCAL_RULES, type PlanEntry, type RequestDestination, type ResourceMatch, type Unavailable } from '../planner/plan.js';
@@ -26,9 +25,9 @@ import { MERGED_DOCUMENT_PATHS, type MergedDocument } from '../model/requestInfo
 import { flavouredClusterName, LOCAL_CLUSTER, peerClusterName, ROUTE_CONFIG_NAME, type UpstreamFlavour } from './names.js';
 import { escapeRegex, resourcePathMatch } from './pathRegex.js';
 import { sidecarLimits, type TranslatorSettings } from './settings.js';
-import { emptyTypedConfig, seconds } from './typed.js';
+import { forwardAction, NO_TIMEOUT } from './forwardAction.js';
 import { serviceUnavailableJson } from '../model/status.js';
-import { AGGREGATED_DISCOVERY_AS, NOPEER_PROFILE } from '../model/discovery.js';
+import { NOPEER_PROFILE } from '../model/discovery.js';
 
 /** The header upstream kube-apiserver sets on (and checks for) proxied requests. */
 export const PEER_PROXIED_HEADER = 'x-kubernetes-peer-proxied';
@@ -125,10 +124,48 @@ export function routeConfiguration(
 ): RouteConfiguration {
   // Every request that is not long-running: the apiserver's own timeout, and a little more.
   const timeout = sidecarLimits(settings).requestTimeoutSeconds + REQUEST_TIMEOUT_MARGIN_SECONDS;
-  return {
-    name: ROUTE_CONFIG_NAME,
-    virtual_hosts: [{ name: ROUTE_CONFIG_NAME, domains: ['*'], routes: entries.flatMap((entry) => entryRoutes(entry, timeout, overExtProc)) }],
-  };
+  const routes: Route[] = [];
+  const coreGroupRoute = entries.some((entry) => entry.match.kind === 'core-group');
+  for (const entry of entries) {
+    // Legacy documents after the peer-only ones (the plan's group documents) and before what would take them:
+    // `/api/{v}` before the core group's prefix (which comes only when no core document is a peer's), the rest before the catch-all.
+    if (entry.match.kind === 'core-group') routes.push(...legacyDocumentRoutes(entries, 'core-discovery', timeout, overExtProc));
+    if (entry.match.kind === 'anything') {
+      if (!coreGroupRoute) routes.push(...legacyDocumentRoutes(entries, 'core-discovery', timeout, overExtProc));
+      routes.push(...legacyDocumentRoutes(entries, 'group-discovery', timeout, overExtProc));
+    }
+    routes.push(...entryRoutes(entry, timeout, overExtProc));
+  }
+  return { name: ROUTE_CONFIG_NAME, virtual_hosts: [{ name: ROUTE_CONFIG_NAME, domains: ['*'], routes }] };
+}
+
+/**
+ * The legacy documents of group-versions and groups the local apiserver
+ * serves at least partly (those only peers serve have their own routes, the
+ * plan's group documents, before these): `/api/{v}` with the core document's
+ * filter, `/apis/{g}` and `/apis/{g}/{v}` with the groups'; to where the
+ * aggregated document goes. The filter merges the part's legacy entries
+ * into the apiserver's 200 when it has any for the path, and lets anything
+ * else through (docs/never-worse.md, "Merged documents").
+ */
+function legacyDocumentRoutes(
+  entries: readonly PlanEntry[],
+  document: 'core-discovery' | 'group-discovery',
+  timeout: number,
+  overExtProc: ReadonlySet<MergedDocument>,
+): Route[] {
+  const aggregated = entries.find((entry) => entry.match.kind === 'merged-document' && entry.match.document === document);
+  if (aggregated === undefined) return [];
+  const regex = document === 'core-discovery' ? '/api/[^/]+/?' : '/apis/[^/]+(?:/[^/]+)?/?';
+  const label = document === 'core-discovery' ? '/api/{v}' : '/apis/{g}, /apis/{g}/{v}';
+  return documentAnswerRoutes(
+    `${aggregated.rule} ${document} legacy ${label}`,
+    document,
+    { safe_regex: { regex }, headers: [READ_ONLY, NOT_UPGRADE_REQUEST] },
+    aggregated.destination,
+    timeout,
+    overExtProc,
+  );
 }
 
 /** The Envoy routes of one plan entry, in order, named after its rule. */
@@ -224,10 +261,10 @@ function groupDocumentRoutes(rule: string, document: { group: string; version?: 
 
 /**
  * Documents answered merged, after the local apiserver has authenticated and
- * authorized the client: aggregated discovery (`/api` and `/apis`, GET or
- * HEAD, with the aggregated Accept and without profile=nopeer) and the
- * OpenAPI v3 index (`/openapi/v3`). The route decides which document a
- * request is for and switches on the filter that holds it
+ * authorized the client: discovery (`/api` and `/apis`, GET or HEAD, without
+ * profile=nopeer: aggregated or legacy, as the apiserver's Content-Type
+ * says) and the OpenAPI v3 index (`/openapi/v3`). The route decides which
+ * document a request is for and switches on the filter that holds it
  * (documentFilters.ts), or ext_proc for a document too large to push
  * (`overExtProc`); either replaces the apiserver's 200 with the merged
  * document (the format the apiserver negotiated) and lets every other answer,
@@ -241,22 +278,30 @@ function mergedDocumentRoutes(
   timeout: number,
   overExtProc: ReadonlySet<MergedDocument>,
 ): Route[] {
-  if (destination.kind === 'unavailable') throw new Error(`merged document ${document}: answered by an apiserver, never a 503`);
-  const set = destination.kind === 'local' ? LOCAL_CLUSTER : peerClusterName(destination.peers);
-  const readOnly: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
   const path = `${escapeRegex(MERGED_DOCUMENT_PATHS[document])}/?`;
   const match: RouteMatch =
     document === 'openapi-index'
-      ? { safe_regex: { regex: path }, headers: [readOnly, NOT_UPGRADE_REQUEST] }
+      ? { safe_regex: { regex: path }, headers: [READ_ONLY, NOT_UPGRADE_REQUEST] }
       : {
           safe_regex: { regex: path },
-          headers: [
-            readOnly,
-            { name: 'accept', string_match: { contains: AGGREGATED_DISCOVERY_AS, ignore_case: true } },
-            { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true },
-            NOT_UPGRADE_REQUEST,
-          ],
+          headers: [READ_ONLY, { name: 'accept', string_match: { contains: NOPEER_PROFILE, ignore_case: true }, invert_match: true }, NOT_UPGRADE_REQUEST],
         };
+  return documentAnswerRoutes(name, document, match, destination, timeout, overExtProc);
+}
+
+const READ_ONLY: HeaderMatcher = { name: ':method', string_match: { safe_regex: { regex: 'GET|HEAD' } } };
+
+/** A merged document's routes (with and without a client certificate): to the apiserver, its answerer (filter or ext_proc) on. */
+function documentAnswerRoutes(
+  name: string,
+  document: MergedDocument,
+  match: RouteMatch,
+  destination: RequestDestination,
+  timeout: number,
+  overExtProc: ReadonlySet<MergedDocument>,
+): Route[] {
+  if (destination.kind === 'unavailable') throw new Error(`merged document ${document}: answered by an apiserver, never a 503`);
+  const set = destination.kind === 'local' ? LOCAL_CLUSTER : peerClusterName(destination.peers);
   return [true, false].map((certificate) => ({
     name: `${name}${certificate ? CLIENT_CERTIFICATE_ROUTE_SUFFIX : ''}`,
     match: certificate ? { ...match, tls_context: CLIENT_CERTIFICATE } : match,
@@ -313,36 +358,6 @@ function forwardRoutes(name: string, match: RouteMatch, set: string, timeout: nu
       typed_per_filter_config: identityFilterDisabled(),
     },
   ]);
-}
-
-/** Route and idle timeout of long-running requests: none (0 disables both). */
-const NO_TIMEOUT = 0;
-
-/**
- * `timeout` bounds both the wait for the whole answer (from the end of the
- * request) and any silence in between; a hung apiserver's request fails with
- * the 504 Status of localReplies.ts. Long-running requests (NO_TIMEOUT) last
- * as long as the client and the apiserver want.
- */
-function forwardAction(cluster: string, timeout: number): RouteAction {
-  return {
-    cluster,
-    timeout: seconds(timeout),
-    idle_timeout: seconds(timeout),
-    retry_policy: {
-      // Only failures where nothing reached an apiserver (retry-connect-only).
-      retry_on: 'connect-failure,refused-stream,reset-before-request',
-      num_retries: { value: 3 },
-      // Each retry picks another apiserver of the set when there is one.
-      retry_host_predicate: [
-        {
-          name: 'envoy.retry_host_predicates.previous_hosts',
-          typed_config: emptyTypedConfig('envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate'),
-        },
-      ],
-      host_selection_retry_max_attempts: 5,
-    },
-  };
 }
 
 /** unavailable-503: a 503 the client retries, never a 404 that garbage collection would act on. */

@@ -36,8 +36,11 @@
 //     version (of responseKind, when not empty), kind, verbs, shortNames, categories}
 //   subresource: APIResource {name = "resource/subresource", singularName and
 //     namespaced of its resource, group, version and kind of its responseKind, verbs}
-//   a resource or subresource without a responseKind (client-go drops it):
-//     both legacy fragments empty (zero bytes): the filter adds nothing for it.
+//   a resource or subresource without a responseKind (client-go drops it),
+//     a stale version and every node under it (client-go skips it), and the
+//     core group's node (APIVersions lists versions only): both legacy
+//     fragments empty (zero bytes): the filter adds nothing for it. A group's
+//     APIGroup lists its versions that are not stale (none: empty fragments).
 // APIResourceList (/api/{v}, /apis/{g}/{v}): after the local entries, the
 // version's resources and subresources whose legacy name the local list
 // lacks, each resource followed by its subresources. A part with no groups
@@ -46,10 +49,20 @@
 // empty configuration (zero bytes, not an empty set) means "nothing held":
 // the filter lets the local answer through untouched.
 import { createHash } from 'node:crypto';
-import type { APIGroupDiscovery } from '../model/discovery.js';
+import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery, APIVersionDiscovery } from '../model/discovery.js';
 import type { MergedDocument } from '../model/requestInfo.js';
 import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../discovery/peerPart.js';
 import { goOrderedList } from '../discovery/goJsonOrder.js';
+import { legacyGroupOf, legacyResourceOf, legacySubresourceOf, legacyVersionOf } from '../discovery/legacy.js';
+import {
+  encodeGroupMessage,
+  encodeGroupVersionMessage,
+  encodeResourceMessage,
+  goJsonText,
+  goOrderedGroup,
+  goOrderedGroupVersion,
+  goOrderedResource,
+} from '../discovery/legacyWire.js';
 import { encodeAggregatedProtobuf, PROTOBUF_MAGIC } from '../discovery/protobufEncode.js';
 import { compareStrings } from '../util/order.js';
 
@@ -57,7 +70,7 @@ import { compareStrings } from '../util/order.js';
 export type DocumentKind = MergedDocument;
 
 export const DOCUMENT_SET_MAGIC = 'MVPD';
-export const DOCUMENT_SET_VERSION = 3;
+export const DOCUMENT_SET_VERSION = 4;
 const HEADER_BYTES = 70;
 
 const KINDS: readonly DocumentKind[] = ['core-discovery', 'group-discovery', 'openapi-index'];
@@ -105,46 +118,84 @@ function field(out: Buffer[], bytes: Buffer): void {
 function aggregatedSections(part: AggregatedPeerPart, out: Buffer[]): void {
   out.push(u32(part.groups.length));
   for (const group of part.groups) {
-    node(out, String(group.metadata.name ?? ''), [group]);
+    const name = group.metadata.name;
+    node(out, name, { group }, name === '' ? EMPTY_LEGACY : legacyFragments(legacyGroupOf(group), goOrderedGroup, encodeGroupMessage));
     out.push(u32(group.versions.length));
     for (const version of group.versions) {
-      node(out, version.version, [{ ...group, versions: [version] }], 'version');
+      node(out, version.version, { group, version }, legacyVersionFragments(name, version));
+      const stale = version.freshness === 'Stale';
       out.push(u32(version.resources.length));
-      for (const resource of version.resources) node(out, resource.resource, [{ ...group, versions: [{ ...version, resources: [resource] }] }], 'resource');
+      for (const resource of version.resources) {
+        const legacy = stale ? undefined : legacyResourceOf(resource);
+        node(out, resource.resource, { group, version, resource }, legacyFragments(legacy, goOrderedResource, encodeResourceMessage));
+        const subresources = resource.subresources ?? [];
+        out.push(u32(subresources.length));
+        for (const subresource of subresources) {
+          const legacySub = stale ? undefined : legacySubresourceOf(resource, subresource);
+          node(out, subresource.subresource, { group, version, resource, subresource }, legacyFragments(legacySub, goOrderedResource, encodeResourceMessage));
+        }
+      }
     }
   }
 }
 
-/** A node's name and fragments: the group (or its one version, or that version's one resource) of `items`, encoded as kube-apiserver would. */
-function node(out: Buffer[], name: string, items: APIGroupDiscovery[], level: 'group' | 'version' | 'resource' = 'group'): void {
-  const list = { kind: 'APIGroupDiscoveryList' as const, apiVersion: 'apidiscovery.k8s.io/v2' as const, metadata: {}, items };
-  const ordered = goOrderedList(list) as { items: Array<{ versions?: Array<{ resources?: unknown[] }> }> };
-  const group = ordered.items[0];
-  const json = level === 'group' ? group : level === 'version' ? group?.versions?.[0] : group?.versions?.[0]?.resources?.[0];
-  field(out, Buffer.from(name, 'utf8'));
-  field(out, Buffer.from(goJsonFragment(json), 'utf8'));
-  field(out, protobufFragment(encodeAggregatedProtobuf(list), level));
+/** A node's legacy JSON and protobuf fragments (both empty: nothing to add in legacy documents). */
+type LegacyFragments = [json: Buffer, protobuf: Buffer];
+const EMPTY_LEGACY: LegacyFragments = [Buffer.alloc(0), Buffer.alloc(0)];
+
+function legacyFragments<T>(value: T | undefined, json: (value: T) => unknown, protobuf: (value: T) => Buffer): LegacyFragments {
+  return value === undefined ? EMPTY_LEGACY : [Buffer.from(goJsonText(json(value)), 'utf8'), protobuf(value)];
 }
 
-/** JSON text as Go's encoding/json writes it (HTML characters and line separators escaped), without the Encoder's newline. */
-function goJsonFragment(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+/** A version's legacy fragments: of the core group, the bare version (an item of APIVersions.versions); else its GroupVersionForDiscovery. */
+function legacyVersionFragments(group: string, version: APIVersionDiscovery): LegacyFragments {
+  const legacy = legacyVersionOf(group, version);
+  if (legacy === undefined) return EMPTY_LEGACY;
+  if (group === '') return [Buffer.from(goJsonText(legacy.version), 'utf8'), Buffer.from(legacy.version, 'utf8')];
+  return legacyFragments(legacy, goOrderedGroupVersion, encodeGroupVersionMessage);
+}
+
+/** Where a node is: its group, and down to its version, resource and subresource. */
+interface NodePath {
+  group: APIGroupDiscovery;
+  version?: APIVersionDiscovery;
+  resource?: APIResourceDiscovery;
+  subresource?: APISubresourceDiscovery;
 }
 
 /**
- * The message of the one group (or its one version, or that version's one
- * resource) in a protobuf body of a one-group list: each is the first
- * field 2 of its parent (envelope raw, list items, group versions, version
- * resources).
+ * A node's name and fragments: its aggregated entry (the group, or its one
+ * version, or that version's one resource, or that resource's one
+ * subresource), encoded as kube-apiserver would in a list holding only it,
+ * then its legacy fragments.
  */
-function protobufFragment(body: Buffer, level: 'group' | 'version' | 'resource'): Buffer {
-  let message = firstField2(body.subarray(PROTOBUF_MAGIC.length)); // the envelope's raw
-  const depth = level === 'group' ? 1 : level === 'version' ? 2 : 3;
-  for (let i = 0; i < depth; i++) message = firstField2(message);
+function node(out: Buffer[], name: string, at: NodePath, legacy: LegacyFragments): void {
+  const { group, version, resource, subresource } = at;
+  const oneResource = resource && (subresource ? { ...resource, subresources: [subresource] } : resource);
+  const oneVersion = version && (oneResource ? { ...version, resources: [oneResource] } : version);
+  const items = [oneVersion ? { ...group, versions: [oneVersion] } : group];
+  const list = { kind: 'APIGroupDiscoveryList' as const, apiVersion: 'apidiscovery.k8s.io/v2' as const, metadata: {}, items };
+  type Ordered = { versions?: Array<{ resources?: Array<{ subresources?: unknown[] }> }> };
+  const ordered = (goOrderedList(list) as { items: Ordered[] }).items[0];
+  const orderedResource = ordered?.versions?.[0]?.resources?.[0];
+  const json = subresource ? orderedResource?.subresources?.[0] : resource ? orderedResource : version ? ordered?.versions?.[0] : ordered;
+  // Field numbers down from the list: items 2, versions 2, resources 2, subresources 8.
+  const fieldPath = [2, ...(version ? [2] : []), ...(resource ? [2] : []), ...(subresource ? [8] : [])];
+  field(out, Buffer.from(name, 'utf8'));
+  field(out, Buffer.from(goJsonText(json), 'utf8'));
+  field(out, protobufFragment(encodeAggregatedProtobuf(list), fieldPath));
+  field(out, legacy[0]);
+  field(out, legacy[1]);
+}
+
+/** The message at `fieldPath` (each the first field of that number of its parent) below the body's envelope raw. */
+function protobufFragment(body: Buffer, fieldPath: readonly number[]): Buffer {
+  let message = firstField(body.subarray(PROTOBUF_MAGIC.length), 2); // the envelope's raw
+  for (const number of fieldPath) message = firstField(message, number);
   return Buffer.from(message);
 }
 
-function firstField2(message: Buffer): Buffer {
+function firstField(message: Buffer, number: number): Buffer {
   let at = 0;
   const varint = (): number => {
     let value = 0;
@@ -165,19 +216,19 @@ function firstField2(message: Buffer): Buffer {
     else if (wire === 5) at += 4;
     else if (wire === 2) {
       const len = varint();
-      if (Math.floor(tag / 8) === 2) return message.subarray(at, at + len);
+      if (Math.floor(tag / 8) === number) return message.subarray(at, at + len);
       at += len;
     } else throw new Error(`unexpected wire type ${wire}`);
   }
-  throw new Error('no field 2');
+  throw new Error(`no field ${number}`);
 }
 
 function openApiSections(part: OpenApiPeerPart, out: Buffer[]): void {
   const paths = Object.entries(part.paths).sort(([a], [b]) => compareStrings(a, b));
   out.push(u32(paths.length));
   for (const [path, value] of paths) {
-    field(out, Buffer.from(goJsonFragment(path).slice(1, -1), 'utf8'));
-    field(out, Buffer.from(goJsonFragment(value), 'utf8'));
+    field(out, Buffer.from(goJsonText(path).slice(1, -1), 'utf8'));
+    field(out, Buffer.from(goJsonText(value), 'utf8'));
   }
 }
 
@@ -186,6 +237,10 @@ export interface DecodedPeerNode {
   name: string;
   json: string;
   protobuf: Buffer;
+  /** Legacy fragments: empty when the node adds nothing to legacy documents. */
+  legacyJson: string;
+  legacyProtobuf: Buffer;
+  /** A group's versions, a version's resources, a resource's subresources; none for a subresource. */
   children: DecodedPeerNode[];
 }
 
@@ -223,9 +278,11 @@ export function decodeDocumentSet(bytes: Buffer): DecodedDocumentSet | undefined
     const name = take().toString('utf8');
     const json = take().toString('utf8');
     const protobuf = Buffer.from(take());
+    const legacyJson = take().toString('utf8');
+    const legacyProtobuf = Buffer.from(take());
     const children: DecodedPeerNode[] = [];
-    if (depth < 2) for (let n = count(); n > 0; n--) children.push(readNode(depth + 1));
-    return { name, json, protobuf, children };
+    if (depth < 3) for (let n = count(); n > 0; n--) children.push(readNode(depth + 1));
+    return { name, json, protobuf, legacyJson, legacyProtobuf, children };
   };
   const groups: DecodedPeerNode[] = [];
   const paths: Array<{ key: string; value: string }> = [];

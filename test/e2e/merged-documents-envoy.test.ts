@@ -4,7 +4,7 @@
 // every request, only after the apiserver authorized the client, without any
 // call out of Envoy: the local document's changes at once, ETags, 304s, the
 // apiserver's headers, bodies over 1 MiB, gzip, and no new upstream connection per
-// request; peer-only group documents answered by the peer; profile=nopeer; a
+// request; legacy /apis (APIGroupList) in JSON and protobuf; peer-only group documents answered by the peer; profile=nopeer; a
 // document filter that traps; the last pushed parts while the control plane
 // is gone; a document over the push budget answered over ext_proc.
 // Certificate identity through the same sidecar: identity-envoy.test.ts.
@@ -17,7 +17,9 @@ import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { decodeAggregatedProtobuf } from '../../src/discovery/protobufDecode.js';
 import { eventually } from '../support/envoy.js';
 import { APPS, BATCH, CRD_GROUP, list } from '../support/discoveryFixtures.js';
-import { expectedEtag, localBodies, mergedByRule, mergedIndexByRule } from '../support/documentFilterHarness.js';
+import { expectedEtag, localBodies, mergedByRule, mergedIndexByRule, setNodes } from '../support/documentFilterHarness.js';
+import { LEGACY_JSON, LEGACY_PROTOBUF, groupListByRule, readGroupList } from '../support/legacyBodies.js';
+import type { APIGroupList } from '../../src/model/legacyDiscovery.js';
 import {
   AGGREGATED,
   AGGREGATED_PROTOBUF,
@@ -27,6 +29,7 @@ import {
   GROUPS_PART,
   INDEX_PART,
   KNOWN_TOKEN,
+  legacyGroupsOf,
   LOCAL_CORE,
   LOCAL_GROUPS,
   LOCAL_INDEX,
@@ -101,6 +104,30 @@ describe('merged documents through a real Envoy', () => {
       assert.equal(reply.headers['x-kubernetes-pf-prioritylevel-uid'], APISERVER_HEADERS['x-kubernetes-pf-prioritylevel-uid']);
       assert.equal(reply.headers['warning'], APISERVER_HEADERS.warning.join(', '));
       assert.notEqual(lastDiscoveryHeaders?.['if-none-match'], '"stale"', "the client's If-None-Match never reaches the apiserver");
+    });
+  });
+
+  test('legacy /apis (APIGroupList) merged in JSON and protobuf by the same rule: no ETag, the apiserver’s headers', async () => {
+    await withoutExtProc(async () => {
+      const expected = groupListByRule(legacyGroupsOf(LOCAL_GROUPS), setNodes(GROUPS_PART));
+      const reply = await send('/apis', { headers: { Accept: LEGACY_JSON, ...TOKEN } });
+      assert.equal(reply.status, 200);
+      assert.deepEqual(json(reply.body), expected);
+      assert.deepEqual(
+        (json(reply.body) as APIGroupList).groups.map((g) => [g.name, g.versions.map((v) => v.version)]),
+        [
+          ['apps', ['v1', 'v1beta9']],
+          ['batch', ['v1']],
+          ['storagemigration.k8s.io', ['v1']],
+        ],
+      );
+      assert.equal(reply.headers['content-length'], String(reply.body.length));
+      assert.equal(reply.headers['etag'], undefined);
+      assert.equal(reply.headers['audit-id'], APISERVER_HEADERS['audit-id']);
+      const protobuf = await send('/apis', { headers: { Accept: LEGACY_PROTOBUF, ...TOKEN } });
+      assert.equal(protobuf.status, 200);
+      assert.equal(protobuf.headers['content-type'], LEGACY_PROTOBUF);
+      assert.deepEqual(readGroupList(protobuf.body), expected.groups);
     });
   });
 

@@ -14,7 +14,8 @@ import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../../src/di
 import { mergedEtag } from '../../src/discovery/peerPart.js';
 import { renderAggregated } from '../../src/discovery/render.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../src/translator/names.js';
-import { documentSetDigest, encodeDocumentSet } from '../../src/xds/documentSet.js';
+import { decodeDocumentSet, documentSetDigest, encodeDocumentSet } from '../../src/xds/documentSet.js';
+import type { LegacyNode } from './legacyBodies.js';
 import { documentModule } from './identityFilterHarness.js';
 import { ProxyWasmHost, type HeaderList, type HostOptions, type RequestResult } from './proxyWasmHost.js';
 
@@ -47,9 +48,18 @@ export function ok(body: Buffer, contentType: string = AGGREGATED_DISCOVERY_JSON
   ];
 }
 
+/** The set the filter reads for a part: the control plane's encoder (src/xds/documentSet.ts). */
+export const encodeSet = encodeDocumentSet;
+export const setDigest = documentSetDigest;
+
+/** The nodes of the set `encodeSet` writes for an aggregated part (their legacy fragments are what the filter adds). */
+export function setNodes(part: AggregatedPeerPart): LegacyNode[] {
+  return decodeDocumentSet(encodeDocumentSet(part))?.groups ?? [];
+}
+
 /** A VM of the document module with one document plugin holding `part` (or raw configuration bytes). */
 export function documentHost(part: PeerPart | Uint8Array, opts: HostOptions = {}): ProxyWasmHost {
-  const configuration = part instanceof Uint8Array ? part : encodeDocumentSet(part);
+  const configuration = part instanceof Uint8Array ? part : encodeSet(part);
   return ProxyWasmHost.load(documentModule(), { rootId: DOCUMENT_FILTER_ROOT_ID, configuration, ...opts });
 }
 
@@ -115,7 +125,7 @@ export function header(headers: HeaderList, name: string): string | undefined {
 // ---------------------------------------------------------------------------
 // The merge rule in objects (src/discovery/peerPart.ts), for the expectations
 
-/** The local list with the peer part's entries it lacks, at each level, after the local entries of that level. */
+/** The local list with the peer part's entries it lacks, at each level (subresources of a local resource included), after the local entries of that level. */
 export function mergedByRule(local: APIGroupDiscoveryList, part: AggregatedPeerPart): APIGroupDiscoveryList {
   const items: APIGroupDiscovery[] = local.items.map((group) => {
     const peer = part.groups.find((g) => (g.metadata.name ?? '') === (group.metadata.name ?? ''));
@@ -124,7 +134,13 @@ export function mergedByRule(local: APIGroupDiscoveryList, part: AggregatedPeerP
       const peerVersion = peer.versions.find((v) => v.version === version.version);
       if (!peerVersion) return version;
       const names = new Set(version.resources.map((r) => r.resource));
-      return { ...version, resources: [...version.resources, ...peerVersion.resources.filter((r) => !names.has(r.resource))] };
+      const resources = version.resources.map((local) => {
+        const peerResource = peerVersion.resources.find((r) => r.resource === local.resource);
+        const subNames = new Set((local.subresources ?? []).map((sub) => sub.subresource));
+        const added = (peerResource?.subresources ?? []).filter((sub) => !subNames.has(sub.subresource));
+        return added.length === 0 ? local : { ...local, subresources: [...(local.subresources ?? []), ...added] };
+      });
+      return { ...version, resources: [...resources, ...peerVersion.resources.filter((r) => !names.has(r.resource))] };
     });
     const names = new Set(group.versions.map((v) => v.version));
     return { ...group, versions: [...versions, ...peer.versions.filter((v) => !names.has(v.version))] };
@@ -146,7 +162,7 @@ export function localBodies(list: APIGroupDiscoveryList): { json: Buffer; protob
 
 /** The ETag the filter gives an answer merged from a local ETag and this part. */
 export function expectedEtag(localEtag: string, part: PeerPart): string {
-  return mergedEtag(localEtag, documentSetDigest(part));
+  return mergedEtag(localEtag, setDigest(part));
 }
 
 /** The local ETag the filter uses for a 200 without one: the SHA-256 of the body, quoted. */

@@ -7,7 +7,8 @@
 // "apiservers" (local and one peer) that believe X-Remote-* only from the
 // front-proxy client certificate and echo the headers they receive. The
 // local one serves real aggregated discovery documents (JSON or protobuf as
-// Accept asks) and an OpenAPI v3 index, with ETags, 304s to If-None-Match,
+// Accept asks; `/apis` also legacy, meta/v1, for a plain JSON or protobuf
+// Accept) and an OpenAPI v3 index, with ETags, 304s to If-None-Match,
 // and kube-apiserver's Audit-Id, priority-and-fairness and Warning headers;
 // it authenticates discovery like kube-apiserver (401 for unknown tokens).
 //
@@ -39,6 +40,8 @@ import type { AggregatedPeerPart, OpenApiPeerPart } from '../../src/discovery/pe
 import { renderAggregated } from '../../src/discovery/render.js';
 import type { APIGroupDiscoveryList } from '../../src/model/discovery.js';
 import { APPS, BATCH, group, list, resource } from './discoveryFixtures.js';
+import { LEGACY_JSON, LEGACY_PROTOBUF, groupListProtobuf, jsonBody } from './legacyBodies.js';
+import type { APIGroupList } from '../../src/model/legacyDiscovery.js';
 import type { MergedDocument } from '../../src/model/requestInfo.js';
 
 export const NODE = 'a';
@@ -106,11 +109,29 @@ interface Served {
   json: Buffer;
   protobuf: Buffer;
   etag: string;
+  /** The legacy APIGroupList of `/apis` (meta/v1, no ETag, as kube-apiserver), JSON and protobuf. */
+  legacy: { json: Buffer; protobuf: Buffer };
+}
+
+/** The legacy group list of an aggregated one (preferred: the first version). */
+export function legacyGroupsOf(l: APIGroupDiscoveryList): APIGroupList {
+  const groups = l.items.map((g) => {
+    const name = g.metadata.name ?? '';
+    const versions = g.versions.map((v) => ({ groupVersion: `${name}/${v.version}`, version: v.version }));
+    return { name, versions, ...(versions[0] ? { preferredVersion: versions[0] } : {}) };
+  });
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 
 function served(l: APIGroupDiscoveryList): Served {
   const json = renderAggregated(l, 'json').body;
-  return { json, protobuf: renderAggregated(l, 'protobuf').body, etag: etagOfBody(json) };
+  const legacy = legacyGroupsOf(l);
+  return {
+    json,
+    protobuf: renderAggregated(l, 'protobuf').body,
+    etag: etagOfBody(json),
+    legacy: { json: jsonBody(legacy), protobuf: groupListProtobuf(legacy) },
+  };
 }
 
 let localGroups = served(LOCAL_GROUPS);
@@ -285,6 +306,13 @@ async function startEchoSidecar(): Promise<void> {
         return;
       }
       const document = path === '/apis' ? localGroups : localCore;
+      const accept = req.headers['accept'];
+      if (path === '/apis' && (accept === LEGACY_JSON || accept === LEGACY_PROTOBUF)) {
+        const body = accept === LEGACY_JSON ? document.legacy.json : document.legacy.protobuf;
+        res.writeHead(200, withApiserverHeaders({ 'content-type': accept, 'content-length': body.length }));
+        res.end(body);
+        return;
+      }
       discoveryAnswer(req, res, document, (req.headers['accept'] ?? '').startsWith('application/vnd.kubernetes.protobuf'));
       return;
     }

@@ -140,10 +140,24 @@ export const SHARED_PARTS: readonly SharedPart[] = [
   },
   {
     name: 'merged-document-routes',
-    what: 'aggregated discovery and the OpenAPI v3 index: the local apiserver, its answer replaced by the merged document in its document filter (merged-document)',
+    what: 'discovery (/api, /apis) and the OpenAPI v3 index: the local apiserver, its answer replaced by the merged document in its document filter (merged-document)',
     type: 'routes',
     kind: 'items',
-    pick: (b) => routesNamed(b, /^merged-document /),
+    pick: (b) => routesNamed(b, /^merged-document [a-z-]+( \(client certificate\))?$/),
+  },
+  {
+    name: 'legacy-core-document-routes',
+    what: 'legacy /api/{v}: the local apiserver, the core document filter merging what peers add (merged-document)',
+    type: 'routes',
+    kind: 'items',
+    pick: (b) => routesNamed(b, /^merged-document core-discovery legacy /),
+  },
+  {
+    name: 'legacy-group-document-routes',
+    what: 'legacy /apis/{g} and /apis/{g}/{v}: the local apiserver, the groups document filter merging what peers add (merged-document)',
+    type: 'routes',
+    kind: 'items',
+    pick: (b) => routesNamed(b, /^merged-document group-discovery legacy /),
   },
   {
     name: 'core-group-routes',

@@ -23,15 +23,17 @@ import {
   proxy_remove_header_map_value,
 } from "./abi";
 import { C_LOCAL_ETAG, C_LOCAL_ETAG_LEN, C_REVALIDATE, acquire, cacheEntry, release } from "./documents";
+import { DOC_NONE, DOC_TOP, docNode, documentOfPath } from "./legacyPath";
 import { equalsNameCI, hasNoPeer, revalidationFormat, takesGzip } from "./mediaRanges";
 import { ANSWER_LOCAL, countAnswer } from "./metrics";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { streamState } from "./streams";
-import { FLAG_GZIP, FLAG_REVALIDATED, R_FLAGS, R_INM, R_INM_LEN, R_SENT_ETAG, R_SENT_ETAG_LEN, recordFree, recordNew } from "./streamRecord";
+import { FLAG_GZIP, FLAG_REVALIDATED, R_DOC, R_DOC_NODE, R_FLAGS, R_INM, R_INM_LEN, R_SENT_ETAG, R_SENT_ETAG_LEN, recordFree, recordNew } from "./streamRecord";
 
 const ACCEPT = String.UTF8.encode("accept");
 const IF_NONE_MATCH = String.UTF8.encode("if-none-match");
 const ACCEPT_ENCODING = String.UTF8.encode("accept-encoding");
+const PATH = String.UTF8.encode(":path");
 
 const RET: usize = memory.data(8, 8);
 
@@ -76,6 +78,8 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
   let ifNoneMatch = false;
   let acceptEncoding = false;
   let gzip = false;
+  let doc = DOC_TOP;
+  let node: usize = 0;
   // An absent or empty map counts as unreadable here.
   let malformed = pairs == 0 || pairsSize < 4 || !pairsBegin(pairs, pairsSize);
   if (!malformed) {
@@ -97,13 +101,17 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
         // kube-apiserver reads the first Accept-Encoding header only.
         if (!acceptEncoding) gzip = takesGzip(value, valueLen);
         acceptEncoding = true;
+      } else if (equalsNameCI(key, keyLen, PATH)) {
+        doc = documentOfPath(set, value, valueLen);
+        node = docNode;
       }
     }
     if (r < 0) malformed = true;
   }
   if (pairs != 0) heap.free(pairs);
-  // Unreadable headers or the apiserver's own document asked for: the local answer goes through.
-  if (malformed || nopeer) {
+  // Unreadable headers, the apiserver's own document asked for, or a legacy
+  // document the part adds nothing to: the local answer goes through.
+  if (malformed || nopeer || doc == DOC_NONE) {
     if (inm != 0) heap.free(inm);
     return passLocal();
   }
@@ -113,7 +121,10 @@ export function documentRequestHeaders(contextId: u32, set: usize): i32 {
   store<u32>(record + R_INM, <u32>inm);
   store<u32>(record + R_INM_LEN, <u32>inmLen);
   if (gzip) store<u32>(record + R_FLAGS, FLAG_GZIP);
-  if (accepts == 1 && format >= 0) {
+  store<u32>(record + R_DOC, doc);
+  store<u32>(record + R_DOC_NODE, <u32>node);
+  // Only /api and /apis are ever aggregated (and cached): never revalidate another document.
+  if (accepts == 1 && format >= 0 && doc == DOC_TOP) {
     const entry = cacheEntry(set, <u32>format);
     const etag = <usize>load<u32>(entry + C_LOCAL_ETAG);
     const etagLen = <usize>load<u32>(entry + C_LOCAL_ETAG_LEN);

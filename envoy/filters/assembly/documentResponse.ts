@@ -30,8 +30,6 @@ import {
   proxy_add_header_map_value,
   proxy_get_buffer_bytes,
   proxy_get_header_map_pairs,
-  proxy_remove_header_map_value,
-  proxy_replace_header_map_value,
   proxy_send_local_response,
   proxy_set_buffer_bytes,
 } from "./abi";
@@ -47,6 +45,7 @@ import {
   C_TYPE_LEN,
   FORMAT_AGGREGATED_PROTOBUF,
   FORMAT_JSON,
+  FORMAT_LEGACY_JSON,
   KIND_OPENAPI,
   MERGED_ETAG_LEN,
   cacheEntry,
@@ -59,7 +58,9 @@ import {
 } from "./documents";
 import { passLocal } from "./documentFilter";
 import { spliceJson } from "./jsonSplice";
-import { aggregatedFormat, equalsNameCI } from "./mediaRanges";
+import { finishLegacy } from "./legacyResponse";
+import { DOC_TOP } from "./legacyPath";
+import { aggregatedFormat, equalsNameCI, legacyFormat } from "./mediaRanges";
 import {
   ANSWER_LOCAL,
   ANSWER_MERGED,
@@ -74,7 +75,7 @@ import { outLen, outTake } from "./out";
 import { pairKey, pairKeyLen, pairValue, pairValueLen, pairsBegin, pairsNext } from "./pairs";
 import { spliceProtobuf } from "./protobufSplice";
 import { replyHeader, replyHeaderConst, replyHeadersAt, replyHeadersBuild, replyHeadersLen, replyHeadersStart } from "./replyHeaders";
-import { RET, freeReturned, headerValue, responseHeader, statusCode } from "./responseHeaders";
+import { RET, freeReturned, headerValue, removeHeader, replaceContentLength, replaceHeader, responseHeader, statusCode } from "./responseHeaders";
 import { sha256 } from "./sha256";
 import { mergedEtag, namesEtag, quotedHex } from "./etags";
 import { streamState } from "./streams";
@@ -95,7 +96,9 @@ import {
   R_INM_LEN,
   R_LOCAL_ETAG,
   R_LOCAL_ETAG_LEN,
+  R_DOC,
   R_MODE,
+  recordCollect,
   recordFreeBody,
 } from "./streamRecord";
 
@@ -131,12 +134,13 @@ const SCRATCH: usize = memory.data(32, 8);
 // ---------------------------------------------------------------------------
 // Response headers
 
-/** The format the local answer's Content-Type is in, for a set of `kind`, or -1. */
-function formatOf(p: usize, n: usize, kind: u32): i32 {
+/** The format the local answer's Content-Type is in, for a set of `kind` and document `doc` (legacyPath.ts), or -1. */
+function formatOf(p: usize, n: usize, kind: u32, doc: u32): i32 {
   // kube-apiserver serves the OpenAPI v3 index with http.ServeContent, which
   // sniffs its JSON as text/plain: the route chose the index, any type will do.
   if (kind == KIND_OPENAPI) return <i32>FORMAT_JSON;
-  return aggregatedFormat(p, n, false);
+  const aggregated = doc == DOC_TOP ? aggregatedFormat(p, n, false) : -1;
+  return aggregated >= 0 ? aggregated : legacyFormat(p, n);
 }
 
 export function documentResponseHeaders(contextId: u32, endOfStream: bool): i32 {
@@ -153,7 +157,7 @@ export function documentResponseHeaders(contextId: u32, endOfStream: bool): i32 
   if (status == 304 && (flags & FLAG_REVALIDATED) != 0) return answerRevalidated(set, record, flags & 0xff);
   if (status != 200 || endOfStream) return passLocal();
   if (!responseHeader(CONTENT_TYPE)) return passLocal();
-  const format = formatOf(<usize>load<u32>(RET), <usize>load<u32>(RET, 4), setKind(set));
+  const format = formatOf(<usize>load<u32>(RET), <usize>load<u32>(RET, 4), setKind(set), load<u32>(record + R_DOC));
   freeReturned();
   if (format < 0) return passLocal();
   if (responseHeader(CONTENT_ENCODING)) {
@@ -162,6 +166,11 @@ export function documentResponseHeaders(contextId: u32, endOfStream: bool): i32 
     if (!identity) return passLocal();
   }
   store<u32>(record + R_FORMAT, <u32>format);
+  if (<u32>format >= FORMAT_LEGACY_JSON) {
+    // Legacy discovery: no ETag, no cache; the body is spliced at its end.
+    store<u32>(record + R_MODE, MODE_COLLECT);
+    return ACTION_PAUSE;
+  }
   const entry = cacheEntry(set, <u32>format);
   let mode = MODE_COLLECT;
   if (responseHeader(ETAG)) {
@@ -208,7 +217,7 @@ function copyApiserverHeaders(): usize {
 }
 
 /** Whether kube-apiserver would gzip a body of bodyLen bytes of this set's kind to this stream's client. */
-function gzips(set: usize, record: usize, bodyLen: usize): bool {
+export function gzips(set: usize, record: usize, bodyLen: usize): bool {
   return (load<u32>(record + R_FLAGS) & FLAG_GZIP) != 0 && bodyLen > GZIP_THRESHOLD_BYTES && setKind(set) != KIND_OPENAPI;
 }
 
@@ -247,26 +256,8 @@ function answerRevalidated(set: usize, record: usize, format: u32): i32 {
 // ---------------------------------------------------------------------------
 // Response body
 
-/** Appends [p, p + n) to the record's body; false past MAX_COLLECTED_BYTES. */
-function collect(record: usize, p: usize, n: usize): bool {
-  const len = <usize>load<u32>(record + R_BODY_LEN);
-  if (<u64>len + <u64>n > <u64>MAX_COLLECTED_BYTES) return false;
-  let cap = <usize>load<u32>(record + R_BODY_CAP);
-  let body = <usize>load<u32>(record + R_BODY);
-  if (len + n > cap) {
-    cap = cap == 0 ? 64 << 10 : cap;
-    while (cap < len + n) cap <<= 1;
-    body = body == 0 ? heap.alloc(cap) : heap.realloc(body, cap);
-    store<u32>(record + R_BODY, <u32>body);
-    store<u32>(record + R_BODY_CAP, <u32>cap);
-  }
-  memory.copy(body + len, p, n);
-  store<u32>(record + R_BODY_LEN, <u32>(len + n));
-  return true;
-}
-
 /** Fails open: the chunk becomes everything collected (this chunk included), the held headers go as received. */
-function failOpen(record: usize, chunkSize: usize): i32 {
+export function failOpen(record: usize, chunkSize: usize): i32 {
   proxy_set_buffer_bytes(BUFFER_HTTP_RESPONSE_BODY, 0, chunkSize, <usize>load<u32>(record + R_BODY), <usize>load<u32>(record + R_BODY_LEN));
   recordFreeBody(record);
   store<u32>(record + R_MODE, MODE_PASS);
@@ -292,7 +283,7 @@ export function documentResponseBody(contextId: u32, chunkSize: usize, endOfStre
     }
     const p = <usize>load<u32>(RET);
     const n = <usize>load<u32>(RET, 4);
-    const kept = collect(record, p, n);
+    const kept = recordCollect(record, p, n, MAX_COLLECTED_BYTES);
     if (p != 0) heap.free(p);
     if (!kept) {
       // Over the cap: this chunk is not collected; what was collected goes before it.
@@ -318,6 +309,7 @@ function finishSpliced(set: usize, record: usize, chunkSize: usize): i32 {
   const body = <usize>load<u32>(record + R_BODY);
   const len = <usize>load<u32>(record + R_BODY_LEN);
   const format = load<u32>(record + R_FORMAT);
+  if (format >= FORMAT_LEGACY_JSON) return finishLegacy(set, record, chunkSize);
   clearSeen(set);
   const kind = setKind(set);
   const spliced =
@@ -358,15 +350,13 @@ function finishSpliced(set: usize, record: usize, chunkSize: usize): i32 {
   return finish(set, record, chunkSize, clientHas(record, mergedEtagAt), entry);
 }
 
-const DIGITS: usize = memory.data(16, 8);
-
 /** Rewrites the held headers and the last chunk: a 304 (no body) or the entry's merged body (gzipped if kube-apiserver would), with its ETag. */
 function finish(set: usize, record: usize, chunkSize: usize, notModified: bool, entry: usize): i32 {
-  replace(ETAG, <usize>load<u32>(entry + C_MERGED_ETAG), MERGED_ETAG_LEN);
+  replaceHeader(ETAG, <usize>load<u32>(entry + C_MERGED_ETAG), MERGED_ETAG_LEN);
   if (notModified) {
-    replace(STATUS, changetype<usize>(STATUS_304), 3);
-    remove(CONTENT_LENGTH);
-    remove(CONTENT_TYPE);
+    replaceHeader(STATUS, changetype<usize>(STATUS_304), 3);
+    removeHeader(CONTENT_LENGTH);
+    removeHeader(CONTENT_TYPE);
     proxy_set_buffer_bytes(BUFFER_HTTP_RESPONSE_BODY, 0, chunkSize, 0, 0);
     countAnswer(ANSWER_NOT_MODIFIED);
   } else {
@@ -375,24 +365,13 @@ function finish(set: usize, record: usize, chunkSize: usize, notModified: bool, 
     if (gzips(set, record, bodyLen)) {
       body = entryGzip(entry);
       bodyLen = <usize>load<u32>(entry + C_GZIP_LEN);
-      replace(CONTENT_ENCODING, changetype<usize>(GZIP), GZIP.byteLength);
+      replaceHeader(CONTENT_ENCODING, changetype<usize>(GZIP), GZIP.byteLength);
       proxy_add_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(VARY), VARY.byteLength, changetype<usize>(ACCEPT_ENCODING_VALUE), ACCEPT_ENCODING_VALUE.byteLength);
     }
-    let n: usize = 0;
-    for (let v = bodyLen; n == 0 || v != 0; v /= 10) n++;
-    for (let i: usize = n, v = bodyLen; i > 0; i--, v /= 10) store<u8>(DIGITS + i - 1, <u8>(0x30 + (v % 10)));
-    replace(CONTENT_LENGTH, DIGITS, n);
+    replaceContentLength(bodyLen);
     proxy_set_buffer_bytes(BUFFER_HTTP_RESPONSE_BODY, 0, chunkSize, body, bodyLen);
     countAnswer(ANSWER_MERGED);
   }
   store<u32>(record + R_MODE, MODE_PASS);
   return ACTION_CONTINUE;
-}
-
-function replace(name: ArrayBuffer, value: usize, valueLen: usize): void {
-  proxy_replace_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(name), name.byteLength, value, valueLen);
-}
-
-function remove(name: ArrayBuffer): void {
-  proxy_remove_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(name), name.byteLength);
 }

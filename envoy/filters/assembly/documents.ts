@@ -1,24 +1,27 @@
 // The peer part one document plugin holds (the set), read from the plugin
-// configuration (format below; the encoder is src/xds/documentSet.ts), and
-// the plugin's cache of merged answers, one per format, keyed by the local
-// apiserver's ETag. Everything lives in unmanaged memory: the host's
-// configuration buffer itself (fragments are spliced from it, never copied)
-// and a small index of nodes. Reference counted: the plugin context holds one
-// reference and every stream that merges with the set one more, so a
-// reconfigure never frees a part a stream in flight still splices.
+// configuration (layout version 4, specified in the header of
+// src/xds/documentSet.ts, its encoder), and the plugin's cache of merged
+// answers, one per aggregated format, keyed by the local apiserver's ETag.
+// Everything lives in unmanaged memory: the host's configuration buffer itself
+// (fragments are spliced from it, never copied) and a small index of nodes.
+// Reference counted: the plugin context holds one reference and every stream
+// that merges with the set one more, so a reconfigure never frees a part a
+// stream in flight still splices.
 //
-// Configuration (version 3; little-endian; every length a u32 byte count):
-//   "MVPD"  u8 version (3)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
+// In short (little-endian, every length a u32 byte count):
+//   "MVPD"  u8 version (4)  u8 kind (0 core /api, 1 groups /apis, 2 OpenAPI v3 index)
 //   64 bytes: the peer digest, lowercase hex SHA-256 of everything after it
 //   kinds 0 and 1: u32 group count, then per group a node:
-//     u32 len + name, u32 len + JSON fragment (the whole entry, Go's encoding),
-//     u32 len + protobuf fragment (the whole message, without tag and length),
-//     then (groups and versions only) u32 child count and the children:
-//     a group's versions, a version's resources
+//     name, aggregated JSON fragment, aggregated protobuf fragment,
+//     legacy JSON fragment, legacy protobuf fragment (each u32 len + bytes),
+//     then (groups, versions, resources) u32 child count and the children:
+//     a group's versions, a version's resources, a resource's subresources
 //   kind 2: u32 path count, then per path: u32 len + key (as JSON writes it,
 //     without quotes), u32 len + JSON value; keys strictly ascending
 // Nothing may follow. A set with no groups (or no paths) is still a set: the
-// filter then answers the local document with the merged ETag.
+// filter then answers the local document with the merged ETag. Version 3 (no
+// legacy fragments, no subresources) is refused: the control plane and this
+// module ship together.
 import { gzip, gzipLen } from "./deflate";
 import { addDebt } from "./gc";
 import { sha256 } from "./sha256";
@@ -30,6 +33,17 @@ export const KIND_OPENAPI: u32 = 2;
 export const FORMAT_AGGREGATED_JSON: u32 = 0;
 export const FORMAT_AGGREGATED_PROTOBUF: u32 = 1;
 export const FORMAT_JSON: u32 = 2;
+/** Legacy discovery (meta/v1), never cached: not a cache entry's index. */
+export const FORMAT_LEGACY_JSON: u32 = 3;
+export const FORMAT_LEGACY_PROTOBUF: u32 = 4;
+
+/** The set layout this module reads. */
+export const SET_VERSION: u8 = 4;
+
+// Node depths: the aggregated levels, then an OpenAPI path.
+const DEPTH_GROUP: i32 = 0;
+const DEPTH_SUBRESOURCE: i32 = 3;
+const DEPTH_PATH: i32 = 4;
 
 const HEADER: usize = 70; // magic, version, kind, digest
 export const DIGEST_HEX: usize = 64;
@@ -45,7 +59,7 @@ const SET_CACHE: usize = 24; // three cache entries, one per format
 export const CACHE_SIZE: usize = 40;
 const SET_SIZE: usize = SET_CACHE + 3 * CACHE_SIZE;
 
-// A node: a group, a version, a resource, or an OpenAPI path.
+// A node: a group, a version, a resource, a subresource, or an OpenAPI path.
 export const N_NAME: usize = 0;
 export const N_NAME_LEN: usize = 4;
 export const N_JSON: usize = 8;
@@ -56,7 +70,12 @@ export const N_CHILDREN: usize = 24;
 export const N_CHILD_COUNT: usize = 28;
 /** Set while splicing when the local document lists the node's name. */
 export const N_SEEN: usize = 32;
-export const NODE_SIZE: usize = 36;
+/** The legacy (meta/v1) fragments; zero length: nothing to add for this node. */
+export const N_LEGACY_JSON: usize = 36;
+export const N_LEGACY_JSON_LEN: usize = 40;
+export const N_LEGACY_PROTO: usize = 44;
+export const N_LEGACY_PROTO_LEN: usize = 48;
+export const NODE_SIZE: usize = 52;
 
 // A cache entry: the merged answer for one format.
 export const C_LOCAL_ETAG: usize = 0; // unmanaged copy, 0: empty entry
@@ -201,33 +220,38 @@ function count(what: string): u32 {
   return n;
 }
 
-/** Validates a node and its children (depth: 0 group, 1 version, 2 resource, 3 OpenAPI path); counts them. */
+/** Validates a node and its children (DEPTH_GROUP to DEPTH_SUBRESOURCE, or DEPTH_PATH); counts them. */
 function walkNode(depth: i32): void {
   nodes++;
   span("name");
-  span(depth == 3 ? "value" : "JSON fragment");
-  if (depth == 3) return;
+  span(depth == DEPTH_PATH ? "value" : "JSON fragment");
+  if (depth == DEPTH_PATH) return;
   span("protobuf fragment");
-  if (depth == 2) return;
-  const n = count(depth == 0 ? "version" : "resource");
+  span("legacy JSON fragment");
+  span("legacy protobuf fragment");
+  if (depth == DEPTH_SUBRESOURCE) return;
+  const n = count(depth == DEPTH_GROUP ? "version" : depth == 1 ? "resource" : "subresource");
   for (let i: u32 = 0; i < n && !failed; i++) walkNode(depth + 1);
 }
 
 /** Fills node records from the configuration, children contiguous per parent (one array per level, laid out one after the other). */
-let levelNext = new StaticArray<usize>(4);
+let levelNext = new StaticArray<usize>(5);
+
+/** Stores the span at the cursor (a u32 length, then the bytes) in the node's fields at `off` and `off + 4`, and moves past it. */
+function fillSpan(node: usize, off: usize): void {
+  const where = span("");
+  store<u32>(node + off, <u32>(data + where + 4));
+  store<u32>(node + off + 4, load<u32>(data + where));
+}
 
 function fillNode(node: usize, depth: i32): void {
-  const name = span("");
-  store<u32>(node + N_NAME, <u32>(data + name + 4));
-  store<u32>(node + N_NAME_LEN, load<u32>(data + name));
-  const json = span("");
-  store<u32>(node + N_JSON, <u32>(data + json + 4));
-  store<u32>(node + N_JSON_LEN, load<u32>(data + json));
-  if (depth == 3) return;
-  const proto = span("");
-  store<u32>(node + N_PROTO, <u32>(data + proto + 4));
-  store<u32>(node + N_PROTO_LEN, load<u32>(data + proto));
-  if (depth == 2) return;
+  fillSpan(node, N_NAME);
+  fillSpan(node, N_JSON);
+  if (depth == DEPTH_PATH) return;
+  fillSpan(node, N_PROTO);
+  fillSpan(node, N_LEGACY_JSON);
+  fillSpan(node, N_LEGACY_PROTO);
+  if (depth == DEPTH_SUBRESOURCE) return;
   const n = load<u32>(data + at);
   at += 4;
   const first = unchecked(levelNext[depth + 1]);
@@ -286,7 +310,9 @@ export function parseDocumentSet(config: usize, configSize: usize): usize {
   if (configSize < HEADER + 4) return fail("truncated header: " + configSize.toString() + " bytes, " + (HEADER + 4).toString() + " needed", 0);
   if (load<u32>(config) != 0x4450564d) return fail('bad magic: not "MVPD"', 0);
   const version = load<u8>(config + 4);
-  if (version != 3) return fail("unsupported version " + version.toString(), 4);
+  if (version != SET_VERSION) {
+    return fail("unsupported version " + version.toString() + " (this module reads version " + SET_VERSION.toString() + ": the control plane and the module ship together)", 4);
+  }
   const kind = <u32>load<u8>(config + 5);
   if (kind > KIND_OPENAPI) return fail("unknown document kind " + kind.toString(), 5);
   if (!isLowerHex(config + 6, DIGEST_HEX)) return fail("the peer digest is not 64 lowercase hex digits", 6);
@@ -297,7 +323,8 @@ export function parseDocumentSet(config: usize, configSize: usize): usize {
   nodes = 0;
   failed = false;
   const top = count(kind == KIND_OPENAPI ? "path" : "group");
-  for (let i: u32 = 0; i < top && !failed; i++) walkNode(kind == KIND_OPENAPI ? 3 : 0);
+  const topDepth = kind == KIND_OPENAPI ? DEPTH_PATH : DEPTH_GROUP;
+  for (let i: u32 = 0; i < top && !failed; i++) walkNode(topDepth);
   if (failed) return 0;
   if (at != size) return fail((size - at).toString() + " bytes after the peer part", at);
 
@@ -306,15 +333,15 @@ export function parseDocumentSet(config: usize, configSize: usize): usize {
   store<u32>(block, nodes);
   const first = block + 4;
   memory.fill(first, 0, <usize>nodes * NODE_SIZE);
-  // Levels one after the other: groups, versions, resources (sizes from a count pass).
-  const perLevel = new StaticArray<u32>(4);
+  // Levels one after the other: groups, versions, resources, subresources (sizes from a count pass).
+  const perLevel = new StaticArray<u32>(5);
   at = HEADER + 4;
-  countLevels(kind, top, perLevel);
-  unchecked((levelNext[0] = first + <usize>top * NODE_SIZE));
-  unchecked((levelNext[1] = unchecked(levelNext[0])));
+  countLevels(topDepth, top, perLevel);
+  unchecked((levelNext[1] = first + <usize>top * NODE_SIZE));
   unchecked((levelNext[2] = unchecked(levelNext[1]) + <usize>unchecked(perLevel[1]) * NODE_SIZE));
+  unchecked((levelNext[3] = unchecked(levelNext[2]) + <usize>unchecked(perLevel[2]) * NODE_SIZE));
   at = HEADER + 4;
-  for (let i: u32 = 0; i < top; i++) fillNode(nodeAt(first, i), kind == KIND_OPENAPI ? 3 : 0);
+  for (let i: u32 = 0; i < top; i++) fillNode(nodeAt(first, i), topDepth);
   if (kind == KIND_OPENAPI && !keysAscend(first, top)) {
     heap.free(block);
     return fail("the paths are not in strictly ascending order", HEADER);
@@ -333,17 +360,23 @@ export function parseDocumentSet(config: usize, configSize: usize): usize {
 }
 
 /** Counts the nodes per level (validated already) from `at`. */
-function countLevels(kind: u32, top: u32, perLevel: StaticArray<u32>): void {
+function countLevels(topDepth: i32, top: u32, perLevel: StaticArray<u32>): void {
   unchecked((perLevel[0] = top));
-  for (let i: u32 = 0; i < top; i++) countNode(kind == KIND_OPENAPI ? 3 : 0, perLevel);
+  for (let i: u32 = 0; i < top; i++) countNode(topDepth, perLevel);
+}
+
+function skipSpan(): void {
+  at += 4 + <usize>load<u32>(data + at);
 }
 
 function countNode(depth: i32, perLevel: StaticArray<u32>): void {
-  at += 4 + <usize>load<u32>(data + at); // name
-  at += 4 + <usize>load<u32>(data + at); // JSON
-  if (depth == 3) return;
-  at += 4 + <usize>load<u32>(data + at); // protobuf
-  if (depth == 2) return;
+  skipSpan(); // name
+  skipSpan(); // JSON
+  if (depth == DEPTH_PATH) return;
+  skipSpan(); // protobuf
+  skipSpan(); // legacy JSON
+  skipSpan(); // legacy protobuf
+  if (depth == DEPTH_SUBRESOURCE) return;
   const n = load<u32>(data + at);
   at += 4;
   unchecked((perLevel[depth + 1] += n));

@@ -3,7 +3,7 @@
 // ranges as kube-apiserver reads them, Accept-Encoding. Nothing here
 // allocates.
 import { equalsCI } from "./headers";
-import { FORMAT_AGGREGATED_JSON, FORMAT_AGGREGATED_PROTOBUF } from "./documents";
+import { FORMAT_AGGREGATED_JSON, FORMAT_AGGREGATED_PROTOBUF, FORMAT_LEGACY_JSON, FORMAT_LEGACY_PROTOBUF } from "./documents";
 
 const MEDIA_JSON = String.UTF8.encode("application/json");
 const MEDIA_PROTOBUF = String.UTF8.encode("application/vnd.kubernetes.protobuf");
@@ -148,6 +148,25 @@ export function aggregatedFormat(p: usize, n: usize, exact: bool): i32 {
   }
   if (seen != 7) return -1;
   return json ? <i32>FORMAT_AGGREGATED_JSON : <i32>FORMAT_AGGREGATED_PROTOBUF;
+}
+
+/**
+ * The legacy discovery format (meta/v1) a Content-Type the apiserver wrote
+ * names, or -1: JSON or protobuf (case-insensitive) with no g, v or as
+ * parameter (those name another kind of document).
+ */
+export function legacyFormat(p: usize, n: usize): i32 {
+  let end = nextSeparator(p, n, 0, 0x3b, 0x3b);
+  const typeLen = trim(p, end);
+  const json = equalsNameCI(trimAt, typeLen, MEDIA_JSON);
+  if (!json && !equalsNameCI(trimAt, typeLen, MEDIA_PROTOBUF)) return -1;
+  while (end < n) {
+    const start = end + 1;
+    end = nextSeparator(p, n, start, 0x3b, 0x3b);
+    const len = end - start;
+    if (readParam(p + start, len, PARAM_G) || readParam(p + start, len, PARAM_V) || readParam(p + start, len, PARAM_AS)) return -1;
+  }
+  return json ? <i32>FORMAT_LEGACY_JSON : <i32>FORMAT_LEGACY_PROTOBUF;
 }
 
 /** Whether the parameter at [p, p + n) is `name=value` (the value exact, the name exact or case-insensitive). */

@@ -1,7 +1,8 @@
 // Reading the response headers the local apiserver sent, for the document
 // filter (documentResponse.ts): one header's value into RET, the status code,
-// whether a value is one Envoy accepts as a header value.
-import { MAP_HTTP_RESPONSE_HEADERS, STATUS_OK, proxy_get_header_map_value } from "./abi";
+// whether a value is one Envoy accepts as a header value; and the edits the
+// filter makes to the held headers.
+import { MAP_HTTP_RESPONSE_HEADERS, STATUS_OK, proxy_get_header_map_value, proxy_remove_header_map_value, proxy_replace_header_map_value } from "./abi";
 
 /** Where the last responseHeader put the value: its address (u32), then its length (u32). */
 export const RET: usize = memory.data(8, 8);
@@ -38,4 +39,23 @@ export function headerValue(p: usize, n: usize): bool {
     if ((c < 0x20 && c != 0x09) || c == 0x7f) return false;
   }
   return true;
+}
+
+export function replaceHeader(name: ArrayBuffer, value: usize, valueLen: usize): void {
+  proxy_replace_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(name), name.byteLength, value, valueLen);
+}
+
+export function removeHeader(name: ArrayBuffer): void {
+  proxy_remove_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(name), name.byteLength);
+}
+
+const CONTENT_LENGTH = String.UTF8.encode("content-length");
+const DIGITS: usize = memory.data(16, 8);
+
+/** Sets Content-Length to `n` (decimal). */
+export function replaceContentLength(n: usize): void {
+  let digits: usize = 0;
+  for (let v = n; digits == 0 || v != 0; v /= 10) digits++;
+  for (let i: usize = digits, v = n; i > 0; i--, v /= 10) store<u8>(DIGITS + i - 1, <u8>(0x30 + (v % 10)));
+  proxy_replace_header_map_value(MAP_HTTP_RESPONSE_HEADERS, changetype<usize>(CONTENT_LENGTH), CONTENT_LENGTH.byteLength, DIGITS, digits);
 }

@@ -1,7 +1,8 @@
 // What a document filter stream remembers between its callbacks, in one
 // block of unmanaged memory (its address is the stream's second state word,
 // streams.ts): the client's If-None-Match, the revalidation the filter sent,
-// what the response side decided, and the local body collected so far.
+// what the response side decided, which document the request asks for, and
+// the local body collected so far.
 
 /** FLAG_GZIP, FLAG_REVALIDATED | the format (low bits): the filter sent the cache's local ETag as If-None-Match. */
 export const R_FLAGS: usize = 0;
@@ -23,7 +24,10 @@ export const R_LOCAL_ETAG_LEN: usize = 36;
 /** The ETag sent to revalidate (a copy). */
 export const R_SENT_ETAG: usize = 40;
 export const R_SENT_ETAG_LEN: usize = 44;
-const RECORD_SIZE: usize = 48;
+/** Which document the request asks for (legacyPath.ts DOC_*), and the peer node its legacy merge reads. */
+export const R_DOC: usize = 48;
+export const R_DOC_NODE: usize = 52;
+const RECORD_SIZE: usize = 56;
 
 /** Waiting for the response. */
 export const MODE_WAIT: u32 = 0;
@@ -61,4 +65,22 @@ export function recordFree(record: usize): void {
   freeField(record, R_LOCAL_ETAG);
   freeField(record, R_SENT_ETAG);
   heap.free(record);
+}
+
+/** Appends [p, p + n) to the record's body; false past `max` bytes. */
+export function recordCollect(record: usize, p: usize, n: usize, max: usize): bool {
+  const len = <usize>load<u32>(record + R_BODY_LEN);
+  if (<u64>len + <u64>n > <u64>max) return false;
+  let cap = <usize>load<u32>(record + R_BODY_CAP);
+  let body = <usize>load<u32>(record + R_BODY);
+  if (len + n > cap) {
+    cap = cap == 0 ? 64 << 10 : cap;
+    while (cap < len + n) cap <<= 1;
+    body = body == 0 ? heap.alloc(cap) : heap.realloc(body, cap);
+    store<u32>(record + R_BODY, <u32>body);
+    store<u32>(record + R_BODY_CAP, <u32>cap);
+  }
+  memory.copy(body + len, p, n);
+  store<u32>(record + R_BODY_LEN, <u32>(len + n));
+  return true;
 }

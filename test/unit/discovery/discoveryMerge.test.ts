@@ -46,7 +46,7 @@ describe('mergeDiscovery', () => {
     );
   });
 
-  test('an entry the local lists is its own, untouched: no verbs or subresources of peers are added', () => {
+  test('an entry the local lists keeps its own fields: no verbs, short names or subresource of peers replace its own', () => {
     const newer = group('apps', [
       {
         version: 'v1',
@@ -54,7 +54,7 @@ describe('mergeDiscovery', () => {
           resource('deployments', 'Deployment', ['get', 'list', 'watch'], {
             responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
             shortNames: ['dep'],
-            subresources: [{ subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'update'] }],
+            subresources: [{ subresource: 'status', responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' }, verbs: ['get', 'patch'] }],
           }),
         ],
       },
@@ -63,6 +63,55 @@ describe('mergeDiscovery', () => {
     const merged = mergeDiscovery('a', model([apiserver('a', own), apiserver('b', discovery([newer]))]), NOW);
     assert.equal(merged.groups, own.groups, 'nothing to add: the local list itself');
     assert.deepEqual(findResource(merged.groups, 'apps', 'v1', 'deployments').verbs, ['get', 'list']);
+  });
+
+  test('a resource the local lists gets the subresources only peers serve, after its own', () => {
+    const newer = group('apps', [
+      {
+        version: 'v1',
+        resources: [
+          resource('deployments', 'Deployment', ['get', 'list', 'watch'], {
+            responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+            subresources: [
+              { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'update'] },
+              { subresource: 'status', responseKind: { group: 'apps', version: 'v1', kind: 'Deployment' }, verbs: ['get', 'patch'] },
+            ],
+          }),
+        ],
+      },
+    ]);
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([newer]))]), NOW);
+    const deployments = findResource(merged.groups, 'apps', 'v1', 'deployments');
+    assert.deepEqual(
+      deployments.subresources?.map((s) => [s.subresource, s.verbs]),
+      [
+        ['status', ['get']],
+        ['scale', ['get', 'update']],
+      ],
+    );
+    assert.deepEqual(deployments.verbs, ['get', 'list'], 'the local verbs');
+  });
+
+  test('a resource the local lists without subresources gets the field for those only peers serve', () => {
+    const localCore = [group('', [{ version: 'v1', resources: [resource('namespaces', 'Namespace', ['get', 'list'], { scope: 'Cluster' })] }])];
+    const peerCore = [
+      group('', [
+        {
+          version: 'v1',
+          resources: [
+            resource('namespaces', 'Namespace', ['get', 'list'], {
+              scope: 'Cluster',
+              subresources: [{ subresource: 'finalize', responseKind: { group: '', version: 'v1', kind: 'Namespace' }, verbs: ['update'] }],
+            }),
+          ],
+        },
+      ]),
+    ];
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([], localCore)), apiserver('b', discovery([], peerCore))]), NOW);
+    assert.deepEqual(
+      findResource(merged.core, '', 'v1', 'namespaces').subresources?.map((s) => s.subresource),
+      ['finalize'],
+    );
   });
 
   test('each sidecar answers its own apiserver document plus what only its peers add', () => {

@@ -135,15 +135,11 @@ describe('discoveryResponse', () => {
     assert.notEqual(header(answer, 'etag')[0], mergedEtag(LOCAL_ETAG, DIGEST));
   });
 
-  test('nopeer and legacy requests, and a sidecar without a peer part, let the local answer through', () => {
+  test('nopeer requests, and a sidecar without a peer part, let the local answer through', () => {
     const local = localAnswer(list([APPS]), 'json');
     assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: `${AGG_NOPEER},${AGG_JSON}` }, local, batchPart(), DIGEST), {
       passThrough: true,
       reason: 'nopeer',
-    });
-    assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: 'application/json' }, local, batchPart(), DIGEST), {
-      passThrough: true,
-      reason: 'legacy',
     });
     assert.deepEqual(discoveryResponse({ document: 'group-discovery', accept: AGG_JSON }, local, undefined, DIGEST), {
       passThrough: true,

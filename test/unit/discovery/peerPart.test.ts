@@ -66,13 +66,55 @@ describe('the aggregated peer part', () => {
   });
 
   test('holds, of a version the local lists, only the resources it lacks', () => {
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([batchWith(jobs(['get']))])), apiserver('b', discovery([BATCH]))]), NOW);
+    const localJobs = jobs(['get'], { subresources: [{ subresource: 'status', verbs: ['get'] }] });
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([batchWith(localJobs)])), apiserver('b', discovery([BATCH]))]), NOW);
     assert.deepEqual(listed(merged.peer.groups), ['batch/v1/cronjobs']);
   });
 
-  test('never changes an entry the local lists: its verbs and subresources stay the local ones', () => {
+  test('holds nothing for a resource the local lists with every subresource peers serve', () => {
     const peerJobs = batchWith(jobs(['create', 'delete', 'get'], { subresources: [{ subresource: 'status', verbs: ['get'] }] }));
-    const merged = mergeDiscovery('a', model([apiserver('a', discovery([batchWith(jobs(['get']))])), apiserver('b', discovery([peerJobs]))]), NOW);
+    const localJobs = batchWith(jobs(['get'], { subresources: [{ subresource: 'status', verbs: ['get', 'patch'] }] }));
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([localJobs])), apiserver('b', discovery([peerJobs]))]), NOW);
+    assert.deepEqual(listed(merged.peer.groups), []);
+  });
+
+  test("holds, of a resource the local lists, the peers' entry with only the subresources the local lacks", () => {
+    const peerJobs = batchWith(
+      jobs(['create', 'get'], {
+        subresources: [
+          { subresource: 'status', verbs: ['get'] },
+          { subresource: 'scale', verbs: ['get', 'update'] },
+        ],
+      }),
+    );
+    const localJobs = batchWith(jobs(['get'], { subresources: [{ subresource: 'status', verbs: ['get'] }] }));
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([localJobs])), apiserver('b', discovery([peerJobs]))]), NOW);
+    const entry = merged.peer.groups?.groups[0]?.versions[0]?.resources[0];
+    assert.equal(entry?.resource, 'jobs');
+    assert.deepEqual(
+      entry?.subresources?.map((s) => s.subresource),
+      ['scale'],
+    );
+  });
+
+  test('never holds a subresource the local apiserver may serve though its discovery entry was dropped', () => {
+    const peerJobs = batchWith(jobs(['get'], { subresources: [{ subresource: 'scale', verbs: ['get'] }] }));
+    const local = {
+      ...discovery([batchWith(jobs(['get']))]),
+      dropped: [
+        {
+          document: '/apis' as const,
+          group: 'batch',
+          version: 'v1',
+          resource: 'jobs',
+          subresource: 'scale',
+          path: '$.x',
+          reason: 'x',
+          kind: 'malformed' as const,
+        },
+      ],
+    };
+    const merged = mergeDiscovery('a', model([apiserver('a', local), apiserver('b', discovery([peerJobs]))]), NOW);
     assert.deepEqual(listed(merged.peer.groups), []);
   });
 

@@ -94,6 +94,19 @@ function resourcesOf(list: APIGroupDiscoveryList): Set<string> {
   return new Set(list.items.flatMap((g) => g.versions.flatMap((v) => v.resources.map((r) => `${g.metadata.name}/${v.version}/${r.resource}`))));
 }
 
+/** group/version/resource/subresource of every subresource the lists hold. */
+function subresourcesOf(...lists: APIGroupDiscoveryList[]): Set<string> {
+  return new Set(
+    lists.flatMap((list) =>
+      list.items.flatMap((g) =>
+        g.versions.flatMap((v) =>
+          v.resources.flatMap((r) => (r.subresources ?? []).map((s) => `${g.metadata.name}/${v.version}/${r.resource}/${s.subresource}`)),
+        ),
+      ),
+    ),
+  );
+}
+
 function pathOf(group: string, version: string, resource: string): string {
   return group === '' ? `/api/${version}/${resource}` : `/apis/${group}/${version}/${resource}`;
 }
@@ -110,13 +123,18 @@ describe('the peer part and the plan agree', () => {
         for (const part of [merged.peer.core, merged.peer.groups]) {
           for (const group of part?.groups ?? []) {
             for (const version of group.versions) {
-              for (const { resource } of version.resources) {
-                const where = destinationForRequest(plan, parseRequestPath(pathOf(group.metadata.name, version.version, resource)));
-                assert.notEqual(
-                  where.kind,
-                  'local',
-                  `${plan.node}: the peer part lists ${group.metadata.name}/${version.version}/${resource}, routed to the local apiserver`,
-                );
+              const localResources = resourcesOf(merged.local[part?.document === 'core-discovery' ? 'core' : 'groups']);
+              for (const { resource, subresources } of version.resources) {
+                const gvr = `${group.metadata.name}/${version.version}/${resource}`;
+                // A resource the local lists is in the part only for the subresources it lacks.
+                if (!localResources.has(gvr)) {
+                  const where = destinationForRequest(plan, parseRequestPath(pathOf(group.metadata.name, version.version, resource)));
+                  assert.notEqual(where.kind, 'local', `${plan.node}: the peer part lists ${gvr}, routed to the local apiserver`);
+                }
+                for (const { subresource } of subresources ?? []) {
+                  const where = destinationForRequest(plan, parseRequestPath(`${pathOf(group.metadata.name, version.version, resource)}/x/${subresource}`));
+                  assert.notEqual(where.kind, 'local', `${plan.node}: the peer part lists ${gvr}/${subresource}, routed to the local apiserver`);
+                }
               }
             }
           }
@@ -128,6 +146,11 @@ describe('the peer part and the plan agree', () => {
           if (match.kind === 'resource') {
             const gvr = `${match.group}/${match.version}/${match.resource}`;
             assert.ok(listed.has(gvr), `${plan.node}: routes ${gvr}${match.subresource ? `/${match.subresource}` : ''} away, but discovery does not list it`);
+            if (match.subresource !== undefined)
+              assert.ok(
+                subresourcesOf(merged.core, merged.groups).has(`${gvr}/${match.subresource}`),
+                `${plan.node}: routes ${gvr}/${match.subresource} away, but discovery does not list the subresource`,
+              );
           }
           if (match.kind === 'group-document' && match.version !== undefined) {
             const gv = `${match.group}/${match.version}`;

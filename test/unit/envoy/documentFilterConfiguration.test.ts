@@ -1,5 +1,5 @@
 // The document filter's configuration: a peer part encoded by
-// src/xds/documentSet.ts (version 3); what it refuses (Envoy then NACKs) and
+// src/xds/documentSet.ts (version 4); what it refuses (Envoy then NACKs) and
 // that a refused configuration keeps the part held before.
 // helpers: test/support/documentFilterHarness.ts (the filter in a proxy-wasm host shim).
 import assert from 'node:assert/strict';
@@ -7,10 +7,19 @@ import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 
 import type { AggregatedPeerPart, OpenApiPeerPart } from '../../../src/discovery/peerPart.js';
-import { encodeDocumentSet } from '../../../src/xds/documentSet.js';
 import { DOCUMENT_FILTER_ROOT_ID } from '../../../src/translator/names.js';
 import { APPS, BATCH, list } from '../../support/discoveryFixtures.js';
-import { LOCAL_ETAG, REQUEST, documentHost, exchange, expectedEtag, header, localBodies, ok } from '../../support/documentFilterHarness.js';
+import {
+  LOCAL_ETAG,
+  REQUEST,
+  documentHost,
+  encodeSet as encodeDocumentSet,
+  exchange,
+  expectedEtag,
+  header,
+  localBodies,
+  ok,
+} from '../../support/documentFilterHarness.js';
 
 const PART: AggregatedPeerPart = { document: 'group-discovery', groups: list([BATCH]).items };
 const BODY = localBodies(list([APPS])).json;
@@ -35,6 +44,11 @@ describe('refused, with a warning naming the field and offset', () => {
   const cases: Array<[string, Buffer, RegExp]> = [
     ['bad magic', Buffer.concat([Buffer.from('XXXX'), set.subarray(4)]), /bad magic/],
     ['an older version', Buffer.concat([set.subarray(0, 4), Buffer.from([2]), set.subarray(5)]), /unsupported version 2/],
+    [
+      'version 3 (no legacy fragments): the control plane and the module ship together',
+      Buffer.concat([set.subarray(0, 4), Buffer.from([3]), set.subarray(5)]),
+      /unsupported version 3 \(this module reads version 4/,
+    ],
     ['an unknown kind', Buffer.concat([set.subarray(0, 5), Buffer.from([7]), set.subarray(6)]), /unknown document kind 7/],
     ['a digest that is not the sections’', withSections(set.subarray(70, set.length - 1), true), /not the SHA-256/],
     ['a truncated header', set.subarray(0, 20), /truncated header/],

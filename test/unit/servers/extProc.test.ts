@@ -178,7 +178,7 @@ describe('ExtProcServer', () => {
     );
     assert.deepEqual(
       discoveryCalls.map((c) => [c.node, c.request]),
-      [[NODE, { document: 'group-discovery', accept: AGGREGATED_DISCOVERY_JSON, ifNoneMatch: '"old"' }]],
+      [[NODE, { document: 'group-discovery', path: '/apis?timeout=32s', accept: AGGREGATED_DISCOVERY_JSON, ifNoneMatch: '"old"' }]],
     );
     const immediate = response.immediate_response;
     assert.equal(immediate?.status?.code, 'OK');

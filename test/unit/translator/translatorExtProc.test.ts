@@ -219,13 +219,37 @@ describe('translateSidecar', () => {
       assert.equal(extProcOn(route), false);
     });
 
-    test('discovery with profile=nopeer, unaggregated discovery and group documents served locally get the local answer', () => {
+    test('discovery with profile=nopeer gets the local answer, untouched', () => {
       const resources = translateSidecar(REROUTES, settings);
       const nopeer = selectRoute(resources, { path: '/apis', headers: { accept: `${AGGREGATED.split(',')[0]};profile=nopeer` } });
       assert.equal(nopeer.name, LOCAL_ROUTE);
-      assert.equal(selectRoute(resources, { path: '/apis', headers: { accept: 'application/json' } }).name, LOCAL_ROUTE);
-      assert.equal(selectRoute(resources, { path: '/apis/batch', headers: { accept: AGGREGATED } }).name, LOCAL_ROUTE);
-      assert.equal(selectRoute(resources, { path: '/apis/batch/v2', headers: { accept: AGGREGATED } }).name, LOCAL_ROUTE);
+      assert.equal(anyDocumentFilterOn(nopeer) || extProcOn(nopeer), false);
+    });
+
+    test('legacy discovery of what the local apiserver serves goes to it with the filter of its document on', () => {
+      const resources = translateSidecar(REROUTES, settings);
+      const cases: Array<[string, string, MergedDocument]> = [
+        ['/apis', 'merged-document group-discovery', 'group-discovery'],
+        ['/api', 'merged-document core-discovery', 'core-discovery'],
+        ['/apis/batch', 'merged-document group-discovery legacy /apis/{g}, /apis/{g}/{v}', 'group-discovery'],
+        ['/apis/batch/v2/', 'merged-document group-discovery legacy /apis/{g}, /apis/{g}/{v}', 'group-discovery'],
+        ['/api/v1', 'merged-document core-discovery legacy /api/{v}', 'core-discovery'],
+      ];
+      for (const [path, name, document] of cases) {
+        const route = selectRoute(resources, { path, headers: { accept: 'application/json' } });
+        assert.equal(route.name, name, path);
+        assert.equal(route.route?.cluster, 'local-h1', path);
+        assert.equal(documentFilterOn(route, document), true, path);
+      }
+      const write = selectRoute(resources, { path: '/apis/batch', headers: { ':method': 'POST' } });
+      assert.equal(anyDocumentFilterOn(write), false, 'only GET and HEAD');
+    });
+
+    test('legacy discovery switches to ext_proc with its document', () => {
+      const oversize = new Uint8Array(DOCUMENT_PUSH_BUDGET_BYTES + 1);
+      const resources = translateSidecar(REROUTES, settings, undefined, new Map([['group-discovery', oversize]]));
+      assert.equal(extProcOn(selectRoute(resources, { path: '/apis/batch/v2' })), true);
+      assert.equal(extProcOn(selectRoute(resources, { path: '/api/v1' })), false, 'the core document stays pushed');
     });
 
     test('group and group-version documents served only by peers go to those peers, marked proxied, identity only for certificates', () => {
@@ -250,7 +274,10 @@ describe('translateSidecar', () => {
           );
         }
       }
-      assert.equal(selectRoute(resources, { path: '/apis/storagemigrationxk8s.io/v1' }).name, LOCAL_ROUTE);
+      assert.equal(
+        selectRoute(resources, { path: '/apis/storagemigrationxk8s.io/v1' }).name,
+        'merged-document group-discovery legacy /apis/{g}, /apis/{g}/{v}',
+      );
       assert.equal(selectRoute(resources, { path: '/apis/batch/v1/jobs' }).name, 'reroute-to-peers batch/v1, Resource=jobs');
     });
 

@@ -1,0 +1,94 @@
+// Which document a request of a document filter asks for, by its `:path`
+// (query string stripped, one trailing "/" allowed), and the peer node the
+// legacy (meta/v1) merge of that document reads:
+//   /api, /apis (and any path of the OpenAPI set): the set's own document,
+//     aggregated or legacy (APIVersions, APIGroupList): the response's
+//     Content-Type decides;
+//   /apis/{g}: APIGroup, the set's group g;
+//   /api/{v}, /apis/{g}/{v}: APIResourceList, version v of group "" or g.
+// A group or group-version the part holds nothing for: DOC_NONE, the local
+// answer goes through untouched, its body never collected.
+import { KIND_CORE, KIND_GROUPS, N_CHILDREN, N_CHILD_COUNT, N_LEGACY_JSON_LEN, N_NAME, N_NAME_LEN, nodeAt, setGroupCount, setGroups, setKind } from "./documents";
+
+export const DOC_NONE: u32 = 0;
+/** /api, /apis, the OpenAPI index. */
+export const DOC_TOP: u32 = 1;
+export const DOC_GROUP: u32 = 2;
+export const DOC_RESOURCE_LIST: u32 = 3;
+
+/** The peer node the last documentOfPath found (DOC_GROUP: the group; DOC_RESOURCE_LIST: the version). */
+export let docNode: usize = 0;
+
+const API = String.UTF8.encode("/api");
+const APIS = String.UTF8.encode("/apis");
+
+/** The node among `count` at `first` named [p, p + n), or 0 (nothing marked). */
+export function nodeNamed(first: usize, count: u32, p: usize, n: usize): usize {
+  for (let i: u32 = 0; i < count; i++) {
+    const node = nodeAt(first, i);
+    if (<usize>load<u32>(node + N_NAME_LEN) == n && memory.compare(<usize>load<u32>(node + N_NAME), p, n) == 0) return node;
+  }
+  return 0;
+}
+
+function hasPrefix(p: usize, n: usize, prefix: ArrayBuffer): bool {
+  const len = <usize>prefix.byteLength;
+  return n >= len && memory.compare(p, changetype<usize>(prefix), len) == 0 && (n == len || load<u8>(p + len) == 0x2f);
+}
+
+function indexOfSlash(p: usize, n: usize): usize {
+  for (let i: usize = 0; i < n; i++) if (load<u8>(p + i) == 0x2f) return i;
+  return n;
+}
+
+/** Whether some resource of the version node, or a subresource of one, has a legacy fragment. */
+function versionAddsAny(version: usize): bool {
+  const first = <usize>load<u32>(version + N_CHILDREN);
+  const count = load<u32>(version + N_CHILD_COUNT);
+  for (let i: u32 = 0; i < count; i++) {
+    const resource = nodeAt(first, i);
+    if (load<u32>(resource + N_LEGACY_JSON_LEN) != 0) return true;
+    const subs = <usize>load<u32>(resource + N_CHILDREN);
+    for (let j: u32 = 0; j < load<u32>(resource + N_CHILD_COUNT); j++) if (load<u32>(nodeAt(subs, j) + N_LEGACY_JSON_LEN) != 0) return true;
+  }
+  return false;
+}
+
+/** The resource list of version [v, v + vn) of `group` (0: none), or DOC_NONE when the part adds nothing to it. */
+function resourceList(group: usize, v: usize, vn: usize): u32 {
+  if (group == 0 || vn == 0 || indexOfSlash(v, vn) != vn) return DOC_NONE;
+  docNode = nodeNamed(<usize>load<u32>(group + N_CHILDREN), load<u32>(group + N_CHILD_COUNT), v, vn);
+  return docNode != 0 && versionAddsAny(docNode) ? DOC_RESOURCE_LIST : DOC_NONE;
+}
+
+/** The document the path [p, p + n) names for `set` (no path: its own document). */
+export function documentOfPath(set: usize, p: usize, n: usize): u32 {
+  docNode = 0;
+  const kind = setKind(set);
+  if (kind != KIND_CORE && kind != KIND_GROUPS) return DOC_TOP;
+  for (let i: usize = 0; i < n; i++) {
+    const c = load<u8>(p + i);
+    if (c == 0x3f || c == 0x23) {
+      n = i;
+      break;
+    }
+  }
+  if (n > 1 && load<u8>(p + n - 1) == 0x2f) n--;
+  const top = kind == KIND_CORE ? API : APIS;
+  if (!hasPrefix(p, n, top)) return DOC_TOP; // the route chose this filter: its own document
+  const at = <usize>top.byteLength;
+  if (n == at) return DOC_TOP;
+  const rest = p + at + 1;
+  const restLen = n - at - 1;
+  const groups = setGroups(set);
+  const count = setGroupCount(set);
+  if (kind == KIND_CORE) return resourceList(nodeNamed(groups, count, 0, 0), rest, restLen);
+  const slash = indexOfSlash(rest, restLen);
+  if (slash == 0) return DOC_NONE;
+  const group = nodeNamed(groups, count, rest, slash);
+  if (slash == restLen) {
+    docNode = group;
+    return group != 0 ? DOC_GROUP : DOC_NONE;
+  }
+  return resourceList(group, rest + slash + 1, restLen - slash - 1);
+}
