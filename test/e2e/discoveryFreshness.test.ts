@@ -22,7 +22,7 @@ import { CRDS_PATH as CRDS, namespacedCrd } from '../../src/tools/bench/document
 import type { SandboxApiserverState, SandboxState } from '../../src/tools/sandbox/state.js';
 import { httpsRequest } from '../../src/util/https.js';
 import { addedNames, type DiscoveryFormat, listPath, mergedNames, missingNames, readDiscovery } from '../support/discoveryNames.js';
-import { eventually, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
+import { controlPlaneInSync as inSync, eventually, startTestSandbox, type TestSandbox } from '../support/sandbox.js';
 
 /** Between two polls of the apiservers' and the sidecars' documents. */
 const POLL_MS = 100;
@@ -77,20 +77,8 @@ async function deleteCrd(on: SandboxApiserverState, group: string): Promise<void
   assert.equal(res.status, 200, res.body.slice(0, 300));
 }
 
-/** Until the control plane's /status shows both sidecars connected with every type ACKed. */
-async function controlPlaneInSync(): Promise<void> {
-  const adminUrl = tb.state().controlPlane?.admin ?? '';
-  await eventually(async () => {
-    const status = (await (await fetch(`${adminUrl}/status`)).json()) as {
-      xds: Record<string, { connected: boolean; types: Record<string, { versionSent?: string; versionAcked?: string }> }>;
-    };
-    for (const node of ['kas-a', 'kas-b']) {
-      const n = status.xds[node];
-      assert.ok(n?.connected, `${node} connected`);
-      for (const t of Object.values(n.types)) assert.equal(t.versionAcked, t.versionSent);
-    }
-  }, 60_000);
-}
+/** Until both sidecars are connected with every type ACKed. */
+const controlPlaneInSync = (): Promise<void> => inSync(tb, ['kas-a', 'kas-b']);
 
 /**
  * One sidecar in one window: its merged /api and /apis, JSON and protobuf,
