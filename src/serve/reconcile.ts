@@ -88,7 +88,7 @@ export function reconcile(model: ClusterModel, draining: ReadonlySet<string>, se
       unknownLocal ??= discovery;
       discovery = unknownLocal;
     }
-    // Documents go to the sidecars only when its own apiserver's part is known; until then each keeps what it holds.
+    // Peer parts only where the sidecar's own apiserver's document is known; without it the document filters hold nothing (translator/documentFilters.ts).
     const documents = known.has(plan.node) ? encodedDocuments(discovery(), documentSets, previous?.documentSets) : undefined;
     sidecars.set(plan.node, { plan, snapshot: makeSnapshot(translateSidecar(plan, translatorSettings, cache, documents)), discovery });
   }

@@ -85,8 +85,14 @@ export function readWarmStart(path: string, now: number = Date.now()): WarmStart
   const kept = parseClusterModel(parsed['model']);
   if ('problem' in kept) return { unusable: kept.problem };
   if (Math.abs(now - savedAt) > MAX_WARM_START_AGE_MS)
-    return { unusable: `written at ${new Date(savedAt).toISOString()}, more than ${MAX_WARM_START_AGE_MS / 60_000} minutes from now` };
+    return { unusable: `written at ${timeText(savedAt)}, more than ${MAX_WARM_START_AGE_MS / 60_000} minutes from now` };
   return { model: kept.model, draining, savedAt };
+}
+
+/** A time in ms since the epoch as ISO text; a number past what a Date holds (±8.64e15) as itself. */
+function timeText(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} ms since the epoch` : date.toISOString();
 }
 
 /** Replaces the file atomically (a crash leaves the previous state or this one). */

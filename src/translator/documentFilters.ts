@@ -58,32 +58,41 @@ export const DOCUMENT_FILTERS: Readonly<Record<MergedDocument, string>> = {
   'openapi-index': 'mvproxy.discovery.openapi',
 };
 
-/** Encoded document sets of a sidecar, by document; a document absent is left as the sidecar last had it. */
+/** Encoded document sets of a sidecar, by document; a document absent has none (documentDelivery). */
 export type SidecarDocuments = ReadonlyMap<MergedDocument, Uint8Array>;
+
+/** A document filter's configuration when it holds nothing: the local answer goes through untouched (xds/documentSet.ts). */
+const NOTHING_HELD = new Uint8Array(0);
 
 /**
  * How a sidecar's merged documents reach it, decided here and only here:
  * pushed to their filters (the ECDS configurations), or, over the push
  * budget, answered over ext_proc (the routes of those documents switch it
- * on: mergedDocumentAnswerer). A document absent keeps what its filter last
- * received, so it stays with the filter.
+ * on: mergedDocumentAnswerer).
  */
 export interface DocumentDelivery {
-  /** The ECDS resources: the identity filter's configuration and each pushed document's. */
+  /** The ECDS resources: the identity filter's configuration and one per document filter. */
   extensionConfigs: TypedExtensionConfig[];
   /** The documents whose routes go over ext_proc. */
   overExtProc: ReadonlySet<MergedDocument>;
 }
 
+/**
+ * Every document filter gets a configuration in every response, never left
+ * out (a left-out configuration is kept by Envoy's default xDS mux but NACKs
+ * the whole response under its unified mux, and a kept set may name what the
+ * routes no longer send to a peer): its set, or the empty configuration when
+ * there is none (the local apiserver's document is unknown, and the routes
+ * keep to the local apiserver) or the set goes over ext_proc.
+ */
 export function documentDelivery(settings: TranslatorSettings, documents: SidecarDocuments | undefined): DocumentDelivery {
   const configs: TypedExtensionConfig[] = [identityConfiguration(settings)];
   const overExtProc = new Set<MergedDocument>();
   for (const [document, name] of Object.entries(DOCUMENT_FILTERS) as Array<[MergedDocument, string]>) {
     const set = documents?.get(document);
-    if (set === undefined) continue;
-    // Over the budget: left out, so Envoy keeps what it had (SotW ECDS drops nothing left out), and ext_proc answers.
-    if (set.byteLength > DOCUMENT_PUSH_BUDGET_BYTES) overExtProc.add(document);
-    else configs.push(documentConfiguration(settings, name, set));
+    const overBudget = set !== undefined && set.byteLength > DOCUMENT_PUSH_BUDGET_BYTES;
+    if (overBudget) overExtProc.add(document);
+    configs.push(documentConfiguration(settings, name, set === undefined || overBudget ? NOTHING_HELD : set));
   }
   return { extensionConfigs: configs.sort((a, b) => ((a.name ?? '') < (b.name ?? '') ? -1 : 1)), overExtProc };
 }

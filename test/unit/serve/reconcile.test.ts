@@ -17,8 +17,17 @@ import { PUSH_ORDER, TYPE_URL, snapshotVersions, type ResourceTypeUrl } from '..
 import { BATCH, config, CORE, MIGRATION, model, NOW } from '../../support/reconcileFixtures.js';
 import { GRACE_MS } from '../../support/clusterModel.js';
 import { resourceRoutesOf } from '../../../src/planner/plan.js';
+import type { TypedExtensionConfig } from '../../../src/generated/envoy/config/core/v3/TypedExtensionConfig.js';
+import type { Wasm } from '../../../src/generated/envoy/extensions/filters/http/wasm/v3/Wasm.js';
+import { unpack } from '../../support/translatorFixtures.js';
 
 const WASM = { identity: Buffer.from('\0asm-not-really'), documents: Buffer.from('\0asm-documents') };
+
+/** The bytes a document filter's configuration holds (0: nothing). */
+function configuredBytes(config: TypedExtensionConfig): number {
+  const wasm = unpack<Wasm>(config.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+  return unpack<{ value?: Uint8Array }>(wasm.config?.configuration, 'google.protobuf.BytesValue').value?.length ?? 0;
+}
 
 function run(m: ClusterModel, opts: { declare?: readonly string[]; draining?: readonly string[] } = {}): Reconciled {
   const names = opts.declare ?? m.apiservers.map((a) => a.endpoint.name);
@@ -140,13 +149,23 @@ describe('reconcile', () => {
     assert.deepEqual(changedTypes(before, after), { 'kas-a': ['RDS', 'ECDS'], 'kas-b': [], 'kas-c': ['RDS', 'ECDS'] });
   });
 
-  it('pushes the merged documents of every sidecar whose own apiserver is known, and leaves the others as they are', () => {
+  it('gives peer parts to the document filters of every sidecar whose own apiserver is known, and empty configurations to the others', () => {
     const m = model({ 'kas-a': CORE, 'kas-b': [...CORE, ...BATCH] });
     const { discovery: _, ...blindB } = m.apiservers[1] as ApiserverObservation;
     const result = run({ ...m, apiservers: [m.apiservers[0] as ApiserverObservation, blindB] });
-    const filters = (node: string): string[] => [...sidecar(result, node).snapshot.types[TYPE_URL.extensionConfig].resources.keys()];
-    assert.deepEqual(filters('kas-a'), ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.identity']);
-    assert.deepEqual(filters('kas-b'), ['mvproxy.identity']);
+    /** Each document filter's configuration size in bytes (0: it holds nothing). */
+    const held = (node: string): Record<string, number> => {
+      const configs = [...sidecar(result, node).snapshot.types[TYPE_URL.extensionConfig].resources] as Array<[string, TypedExtensionConfig]>;
+      return Object.fromEntries(
+        configs
+          .filter(([name]) => name.startsWith('mvproxy.discovery.'))
+          .map(([name, config]) => [name, configuredBytes(config)]),
+      );
+    };
+    const a = held('kas-a');
+    assert.deepEqual(Object.keys(a), ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.discovery.openapi']);
+    assert.ok((a['mvproxy.discovery.core'] ?? 0) > 0 && (a['mvproxy.discovery.groups'] ?? 0) > 0, 'kas-a holds its parts');
+    assert.deepEqual(held('kas-b'), { 'mvproxy.discovery.core': 0, 'mvproxy.discovery.groups': 0, 'mvproxy.discovery.openapi': 0 });
   });
 
   it("gives each sidecar's document filters the peer part of its documents: kas-a, which lacks batch, gets batch's group", () => {

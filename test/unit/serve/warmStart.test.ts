@@ -57,6 +57,12 @@ describe('the warm-start file', () => {
     assert.ok('unusable' in readWarmStart(path));
   });
 
+  it('is unusable, with a reason, when its savedAt is a number past any date', () => {
+    const path = file();
+    writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT, savedAt: -8_640_000_000_000_001, model: kept, draining: [] }));
+    assert.match((readWarmStart(path, 1234) as { unusable: string }).unusable, /^written at -8640000000000001 ms since the epoch, more than/);
+  });
+
   it('is unusable when written in another format', () => {
     const path = file();
     writeFileSync(path, JSON.stringify({ format: WARM_START_FORMAT + 1, savedAt: 1, model: kept, draining: [] }));

@@ -28,6 +28,14 @@ import { throwawaySettingsForTestFile, unpack } from '../../support/translatorFi
 
 const settings = throwawaySettingsForTestFile('mvproxy-translator-');
 
+/** The bytes a document filter's configuration holds (its set; none: it holds nothing). */
+function documentSetOf(resources: ReturnType<typeof translateSidecar>, document: MergedDocument): number[] {
+  const config = resources.extensionConfigs.find((c) => c.name === DOCUMENT_FILTERS[document]);
+  assert.ok(config, `${document} has a configuration`);
+  const wasm = unpack<Wasm>(config.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+  return [...(unpack<{ value?: Uint8Array }>(wasm.config?.configuration, 'google.protobuf.BytesValue').value ?? [])];
+}
+
 function assertRetryableStatus(mapper: ResponseMapper | undefined, message: RegExp): void {
   assert.deepEqual(mapper?.status_code, { value: 503 });
   const status = JSON.parse(mapper?.body?.inline_string ?? '') as { code: number; reason: string; message: string };
@@ -112,10 +120,10 @@ describe('translateSidecar', () => {
       }
       assert.deepEqual(
         resources.extensionConfigs.map((c) => c.name),
-        ['mvproxy.discovery.groups', 'mvproxy.identity'],
-        'a document not given is left out: the sidecar keeps what it holds',
+        ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.discovery.openapi', 'mvproxy.identity'],
+        'every document filter has a configuration',
       );
-      const wasm = unpack<Wasm>(resources.extensionConfigs[0]?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
+      const wasm = unpack<Wasm>(resources.extensionConfigs[1]?.typed_config, 'envoy.extensions.filters.http.wasm.v3.Wasm');
       assert.equal(wasm.config?.root_id, 'mvproxy.discovery');
       assert.equal(wasm.config?.vm_config?.vm_id, 'mvproxy.documents', 'one VM for every document filter, not the identity filter’s');
       assert.deepEqual(wasm.config?.vm_config?.code?.local?.inline_bytes, settings.documentModule);
@@ -194,7 +202,14 @@ describe('translateSidecar', () => {
         true,
         'the others stay pushed',
       );
-      assert.ok(!resources.extensionConfigs.some((c) => c.name === DOCUMENT_FILTERS['group-discovery']), 'not pushed');
+      assert.deepEqual(documentSetOf(resources, 'group-discovery'), [], 'its filter holds nothing');
+    });
+
+    test('a document the control plane holds no set for gets the empty configuration: its filter holds nothing, never left out of the response', () => {
+      const resources = translateSidecar(NO_PEERS, settings, undefined, new Map([['group-discovery', Uint8Array.from([1, 2, 3])]]));
+      assert.deepEqual(documentSetOf(resources, 'core-discovery'), []);
+      assert.deepEqual(documentSetOf(resources, 'openapi-index'), []);
+      assert.deepEqual(documentSetOf(resources, 'group-discovery'), [1, 2, 3]);
     });
 
     test('only GET and HEAD of /apis get the merged document', () => {
