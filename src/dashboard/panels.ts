@@ -35,11 +35,13 @@ const CLIENT_HCM = 'envoy_http_conn_manager_prefix="apiserver"';
 /** Envoy's clusters without the one the stats listener itself uses. */
 const APISERVER_CLUSTERS = 'envoy_cluster_name!="envoy_admin"';
 /**
- * A counter the document filters (WASM) define, per sidecar: `wasmcustom.NAME`
- * in Envoy's stats, exported to Prometheus as NAME (a custom stat namespace
- * loses its prefix, and gets no `envoy_`).
+ * Counters the document filters (WASM) define, one line per sidecar and
+ * counter, legend "<instance> <label>": `wasmcustom.NAME` in Envoy's stats,
+ * exported to Prometheus as NAME (a custom stat namespace loses its prefix,
+ * and gets no `envoy_`).
  */
-const wasmCounter = (name: (typeof DOCUMENT_FILTER_COUNTERS)[number]): string => `sum by (instance) (rate(${name}[${RATE_WINDOW}]))`;
+const wasmCounters = (labels: Partial<Record<(typeof DOCUMENT_FILTER_COUNTERS)[number], string>>): PanelTarget[] =>
+  Object.entries(labels).map(([name, label]) => ({ expr: `sum by (instance) (rate(${name}[${RATE_WINDOW}]))`, legend: `{{instance}} ${label}` }));
 
 /** The document filters' counters (envoy/filters/assembly/metrics.ts): metrics of the sidecars, not of the control plane. */
 export const DOCUMENT_FILTER_COUNTERS = [
@@ -171,28 +173,25 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         description:
           "What each sidecar's document filters answered, from inside Envoy: merged = the merged document it holds replaced the local apiserver's 200; 304 = the client's If-None-Match named its ETag; local = the local apiserver's own answer went through (profile=nopeer, a refusal, no document held yet).",
         unit: 'reqps',
-        targets: [
-          { expr: wasmCounter('mvproxy_document_answers_merged'), legend: '{{instance}} merged' },
-          { expr: wasmCounter('mvproxy_document_answers_not_modified'), legend: '{{instance}} 304' },
-          { expr: wasmCounter('mvproxy_document_answers_local'), legend: '{{instance}} local' },
-        ],
+        targets: wasmCounters({
+          mvproxy_document_answers_merged: 'merged',
+          mvproxy_document_answers_not_modified: '304',
+          mvproxy_document_answers_local: 'local',
+        }),
       },
       {
         title: 'Merged documents: spliced or cached (sidecars)',
         description:
           "How each sidecar's document filters made the merged documents they answered (200s and 304s): spliced = the local apiserver's document of this request spliced with the peer part (the worker had no merge for this local ETag and peer part yet); cached = the worker's merge, reused because the local ETag and the peer part are unchanged. Mostly cached in steady state; spliced at every request means the local document comes without an ETag or changes all the time.",
         unit: 'reqps',
-        targets: [
-          { expr: wasmCounter('mvproxy_document_merged_spliced'), legend: '{{instance}} spliced' },
-          { expr: wasmCounter('mvproxy_document_merged_cached'), legend: '{{instance}} cached' },
-        ],
+        targets: wasmCounters({ mvproxy_document_merged_spliced: 'spliced', mvproxy_document_merged_cached: 'cached' }),
       },
       {
         title: 'Document filters failed open (sidecars)',
         description:
           "Requests for which a sidecar's document filter let the local apiserver's 200 through untouched instead of merging (mvproxy_document_failed_open): its body did not parse as the document it should be, was over the filter's size cap, or could not be read. The client got what its apiserver alone would give, without the peers' entries; above 0 needs a look.",
         unit: 'reqps',
-        targets: [{ expr: wasmCounter('mvproxy_document_failed_open'), legend: '{{instance}} failed open' }],
+        targets: wasmCounters({ mvproxy_document_failed_open: 'failed open' }),
       },
       {
         title: 'Merged documents answered over ext_proc',

@@ -20,61 +20,47 @@ import type { AggregatedPeerPart, OpenApiPeerPart } from './peerPart.js';
  */
 export function mergeAggregated(local: APIGroupDiscoveryList, part: Pick<AggregatedPeerPart, 'groups'>): APIGroupDiscoveryList {
   if (part.groups.length === 0) return local;
-  const added = new Map(part.groups.map((g) => [g.metadata.name, g]));
+  return { ...local, items: mergeLevel(local.items, part.groups, (g) => g.metadata.name, withGroup) };
+}
+
+/**
+ * One level of the rule: the local entries in their order, the first of each
+ * name merged with the peer entry of that name (`withPeer`), then the peer
+ * entries whose name the local lacks, in the part's order. The local array
+ * itself when nothing changed.
+ */
+function mergeLevel<T>(local: T[], peer: readonly T[], nameOf: (entry: T) => string, withPeer: (local: T, peer: T) => T): T[] {
+  const added = new Map(peer.map((entry) => [nameOf(entry), entry]));
   const seen = new Set<string>();
-  const items = local.items.map((group) => {
-    const name = group.metadata.name;
-    if (seen.has(name)) return group;
+  let changed = false;
+  const merged = local.map((entry) => {
+    const name = nameOf(entry);
+    if (seen.has(name)) return entry;
     seen.add(name);
-    const peer = added.get(name);
-    return peer === undefined ? group : withGroup(group, peer);
+    const more = added.get(name);
+    if (more === undefined) return entry;
+    const result = withPeer(entry, more);
+    changed ||= result !== entry;
+    return result;
   });
-  for (const group of part.groups) if (!seen.has(group.metadata.name)) items.push(group);
-  return { ...local, items };
+  for (const entry of peer) {
+    if (seen.has(nameOf(entry))) continue;
+    merged.push(entry);
+    changed = true;
+  }
+  return changed ? merged : local;
 }
 
 /** The local group with the peer group's versions and resources it lacks. */
 function withGroup(local: APIGroupDiscovery, peer: APIGroupDiscovery): APIGroupDiscovery {
-  const added = new Map(peer.versions.map((v) => [v.version, v]));
-  const seen = new Set<string>();
-  let changed = false;
-  const versions = local.versions.map((version) => {
-    if (seen.has(version.version)) return version;
-    seen.add(version.version);
-    const more = added.get(version.version);
-    if (more === undefined) return version;
-    const merged = withVersion(version, more);
-    changed ||= merged !== version;
-    return merged;
-  });
-  for (const version of peer.versions) {
-    if (seen.has(version.version)) continue;
-    versions.push(version);
-    changed = true;
-  }
-  return changed ? { ...local, versions } : local;
+  const versions = mergeLevel(local.versions, peer.versions, (v) => v.version, withVersion);
+  return versions === local.versions ? local : { ...local, versions };
 }
 
 /** The local version with the peer version's resources it lacks, and of those it lists, the subresources they lack. */
 function withVersion(local: APIVersionDiscovery, peer: APIVersionDiscovery): APIVersionDiscovery {
-  const added = new Map(peer.resources.map((r) => [r.resource, r]));
-  const seen = new Set<string>();
-  let changed = false;
-  const resources = local.resources.map((resource) => {
-    if (seen.has(resource.resource)) return resource;
-    seen.add(resource.resource);
-    const more = added.get(resource.resource);
-    if (more === undefined) return resource;
-    const merged = withResource(resource, more);
-    changed ||= merged !== resource;
-    return merged;
-  });
-  for (const resource of peer.resources) {
-    if (seen.has(resource.resource)) continue;
-    resources.push(resource);
-    changed = true;
-  }
-  return changed ? { ...local, resources } : local;
+  const resources = mergeLevel(local.resources, peer.resources, (r) => r.resource, withResource);
+  return resources === local.resources ? local : { ...local, resources };
 }
 
 /** The local resource with the peer resource's subresources it lacks, after its own ("subresources" made when it has none). */

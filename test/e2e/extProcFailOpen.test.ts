@@ -22,6 +22,7 @@ import { shutdownGrpcServer } from '../../src/servers/grpcListen.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../src/model/discovery.js';
 import type { MergedDocument } from '../../src/model/requestInfo.js';
 import { DOCUMENT_PUSH_BUDGET_BYTES } from '../../src/translator/translator.js';
+import { UNAUTHORIZED_STATUS } from '../support/apiserverStatus.js';
 import { eventually } from '../support/envoy.js';
 import { localBodies } from '../support/documentFilterHarness.js';
 import {
@@ -73,24 +74,21 @@ interface LocalCase {
   vary?: string;
 }
 
-const GROUPS_JSON: LocalCase = {
-  name: 'aggregated discovery in JSON',
-  path: '/apis',
-  headers: { Accept: AGGREGATED, ...TOKEN },
-  body: localBodies(LOCAL_GROUPS).json,
-  contentType: AGGREGATED_DISCOVERY_JSON,
-  etag: localEtag('groups'),
-  vary: 'Accept',
-};
-const GROUPS_PROTOBUF: LocalCase = {
-  name: 'aggregated discovery in protobuf',
-  path: '/apis',
-  headers: { Accept: AGGREGATED_PROTOBUF, ...TOKEN },
-  body: localBodies(LOCAL_GROUPS).protobuf,
-  contentType: AGGREGATED_DISCOVERY_PROTOBUF,
-  etag: localEtag('groups'),
-  vary: 'Accept',
-};
+/** `/apis` in the aggregated format `accept` asks for. */
+function groupsCase(format: string, accept: string, body: Buffer, contentType: string): LocalCase {
+  return {
+    name: `aggregated discovery in ${format}`,
+    path: '/apis',
+    headers: { Accept: accept, ...TOKEN },
+    body,
+    contentType,
+    etag: localEtag('groups'),
+    vary: 'Accept',
+  };
+}
+
+const GROUPS_JSON = groupsCase('JSON', AGGREGATED, localBodies(LOCAL_GROUPS).json, AGGREGATED_DISCOVERY_JSON);
+const GROUPS_PROTOBUF = groupsCase('protobuf', AGGREGATED_PROTOBUF, localBodies(LOCAL_GROUPS).protobuf, AGGREGATED_DISCOVERY_PROTOBUF);
 const OPENAPI_INDEX: LocalCase = {
   name: 'the OpenAPI v3 index',
   path: '/openapi/v3',
@@ -113,9 +111,9 @@ function assertLocalAnswer(reply: Reply, expected: LocalCase): void {
   if (length !== undefined) assert.equal(length, String(expected.body.length), expected.name);
   assert.equal(reply.headers['etag'], expected.etag, expected.name);
   assert.equal(reply.headers['vary'], expected.vary, expected.name);
-  assert.equal(reply.headers['audit-id'], APISERVER_HEADERS['audit-id'], expected.name);
-  assert.equal(reply.headers['x-kubernetes-pf-flowschema-uid'], APISERVER_HEADERS['x-kubernetes-pf-flowschema-uid'], expected.name);
-  assert.equal(reply.headers['x-kubernetes-pf-prioritylevel-uid'], APISERVER_HEADERS['x-kubernetes-pf-prioritylevel-uid'], expected.name);
+  for (const name of ['audit-id', 'x-kubernetes-pf-flowschema-uid', 'x-kubernetes-pf-prioritylevel-uid'] as const) {
+    assert.equal(reply.headers[name], APISERVER_HEADERS[name], `${expected.name}: ${name}`);
+  }
   assert.equal(reply.headers['warning'], APISERVER_HEADERS.warning.join(', '), expected.name);
 }
 
@@ -123,15 +121,7 @@ function assertLocalAnswer(reply: Reply, expected: LocalCase): void {
 function assertRefused(reply: Reply): void {
   assert.equal(reply.status, 401, reply.body.toString('utf8'));
   assert.equal(reply.headers['etag'], undefined);
-  assert.deepEqual(JSON.parse(reply.body.toString('utf8')), {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: 'Unauthorized',
-    reason: 'Unauthorized',
-    code: 401,
-  });
+  assert.deepEqual(JSON.parse(reply.body.toString('utf8')), UNAUTHORIZED_STATUS);
 }
 
 /** Runs `body` with the ext_proc server showing `fault`. */

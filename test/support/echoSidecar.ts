@@ -39,6 +39,7 @@ import { encodeDocumentSet } from '../../src/xds/documentSet.js';
 import type { AggregatedPeerPart, OpenApiPeerPart } from '../../src/discovery/peerPart.js';
 import { renderAggregated } from '../../src/discovery/render.js';
 import type { APIGroupDiscoveryList } from '../../src/model/discovery.js';
+import { UNAUTHORIZED_STATUS } from './apiserverStatus.js';
 import { APPS, BATCH, group, list, resource } from './discoveryFixtures.js';
 import { LEGACY_JSON, LEGACY_PROTOBUF, groupListProtobuf, jsonBody } from './legacyBodies.js';
 import type { APIGroupList } from '../../src/model/legacyDiscovery.js';
@@ -300,9 +301,7 @@ async function startEchoSidecar(): Promise<void> {
       lastDiscoveryHeaders = req.headers;
       if (req.headers['authorization'] !== KNOWN_TOKEN && !(viaFrontProxy(req) && req.headers['x-remote-user'] !== undefined)) {
         res.writeHead(401, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }),
-        );
+        res.end(JSON.stringify(UNAUTHORIZED_STATUS));
         return;
       }
       const document = path === '/apis' ? localGroups : localCore;

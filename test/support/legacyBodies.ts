@@ -1,11 +1,14 @@
 // Legacy discovery (meta/v1) bodies for the document filter's tests: the
 // local apiserver's JSON and protobuf ("k8s\0" envelope) of APIVersions,
 // APIGroupList, APIGroup and APIResourceList; protobuf read back into the
-// same objects (src/discovery/legacyWire.ts); and the merge rule in
-// objects and in protobuf bytes, from the set's nodes (what the filter adds
-// is their legacy fragments, whichever encoder wrote them).
+// same objects by the control plane's decoder (src/discovery/legacyWire.ts);
+// and the merge rule in objects and in protobuf bytes, from the set's nodes
+// (what the filter adds is their legacy fragments, whichever encoder wrote
+// them).
 import type { APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery } from '../../src/model/legacyDiscovery.js';
 import {
+  type LegacyBody,
+  decodeLegacyProtobuf,
   encodeGroupMessage as apiGroupProtobuf,
   encodeGroupVersionMessage as groupVersionProtobuf,
   encodeResourceMessage as apiResourceProtobuf,
@@ -26,6 +29,12 @@ function varint(value: number): Buffer {
 
 export const LEGACY_JSON = 'application/json';
 export const LEGACY_PROTOBUF = 'application/vnd.kubernetes.protobuf';
+
+/** An APIGroup as kube-apiserver lists it: its versions, the first one preferred. */
+export function legacyGroup(name: string, ...versions: [string, ...string[]]): APIGroup {
+  const listed = versions.map((version) => ({ groupVersion: name === '' ? version : `${name}/${version}`, version }));
+  return { name, versions: listed, preferredVersion: listed[0] };
+}
 
 export function jsonBody(document: object): Buffer {
   return Buffer.from(`${JSON.stringify(document)}\n`, 'utf8');
@@ -54,86 +63,32 @@ export function resourceListProtobuf(document: APIResourceList): Buffer {
 }
 
 // ---------------------------------------------------------------------------
-// Reading protobuf back
+// Reading protobuf back: the control plane's decoder (it checks the magic, the envelope's v1 kind and the raw message)
 
-type Field = { number: number; bytes: Buffer; varint: number };
+type LegacyDocuments = { [B in LegacyBody as B['kind']]: B['document'] };
 
-function fields(message: Buffer): Field[] {
-  const out: Field[] = [];
-  let at = 0;
-  const varint = (): number => {
-    let value = 0;
-    for (let shift = 0; ; shift += 7) {
-      const byte = message[at++];
-      if (byte === undefined) throw new Error('truncated protobuf');
-      value += (byte & 0x7f) * 2 ** shift;
-      if ((byte & 0x80) === 0) return value;
-    }
-  };
-  while (at < message.length) {
-    const tag = varint();
-    const number = Math.floor(tag / 8);
-    if (tag % 8 === 0) out.push({ number, bytes: Buffer.alloc(0), varint: varint() });
-    else if (tag % 8 === 2) {
-      const len = varint();
-      if (at + len > message.length) throw new Error('length past the message');
-      out.push({ number, bytes: message.subarray(at, at + len), varint: 0 });
-      at += len;
-    } else throw new Error(`wire type ${tag % 8}`);
-  }
-  return out;
-}
-
-const text = (f: Field): string => f.bytes.toString('utf8');
-
-/** The envelope's raw message (and it must be one). */
-export function rawOf(body: Buffer): Buffer {
-  if (body.subarray(0, 4).toString('latin1') !== 'k8s\0') throw new Error('no k8s magic');
-  const raw = fields(body.subarray(4)).filter((f) => f.number === 2);
-  if (raw.length !== 1 || !raw[0]) throw new Error('not one raw field');
-  return raw[0].bytes;
-}
-
-function gvOf(message: Buffer): GroupVersionForDiscovery {
-  const fs = fields(message);
-  return {
-    groupVersion: text(fs.find((f) => f.number === 1) ?? ({ bytes: Buffer.alloc(0) } as Field)),
-    version: text(fs.find((f) => f.number === 2) ?? ({ bytes: Buffer.alloc(0) } as Field)),
-  };
-}
-
-export function groupOf(message: Buffer): APIGroup {
-  const fs = fields(message);
-  const preferred = fs.find((f) => f.number === 3);
-  return {
-    name: fs.filter((f) => f.number === 1).map(text)[0] ?? '',
-    versions: fs.filter((f) => f.number === 2).map((f) => gvOf(f.bytes)),
-    ...(preferred ? { preferredVersion: gvOf(preferred.bytes) } : {}),
-  };
-}
-
-function resourceOf(message: Buffer): APIResource {
-  const fs = fields(message);
-  const str = (n: number): string => fs.filter((f) => f.number === n).map(text)[0] ?? '';
-  return { name: str(1), singularName: str(6), namespaced: fs.some((f) => f.number === 2 && f.varint === 1), kind: str(3), verbs: null };
+function decoded<K extends keyof LegacyDocuments>(body: Buffer, kind: K): LegacyDocuments[K] {
+  const read = decodeLegacyProtobuf(body);
+  if (read.kind !== kind) throw new Error(`a ${read.kind} body, not ${kind}`);
+  return read.document as LegacyDocuments[K];
 }
 
 export function readVersions(body: Buffer): string[] {
-  return fields(rawOf(body))
-    .filter((f) => f.number === 1)
-    .map(text);
+  return decoded(body, 'APIVersions').versions;
 }
 
 export function readGroupList(body: Buffer): APIGroup[] {
-  return fields(rawOf(body))
-    .filter((f) => f.number === 1)
-    .map((f) => groupOf(f.bytes));
+  return decoded(body, 'APIGroupList').groups;
+}
+
+/** An APIGroup body's group, without its TypeMeta. */
+export function readGroup(body: Buffer): APIGroup {
+  const { kind: _kind, apiVersion: _apiVersion, ...group } = decoded(body, 'APIGroup');
+  return group;
 }
 
 export function readResourceList(body: Buffer): APIResource[] {
-  return fields(rawOf(body))
-    .filter((f) => f.number === 2)
-    .map((f) => resourceOf(f.bytes));
+  return decoded(body, 'APIResourceList').resources;
 }
 
 // ---------------------------------------------------------------------------

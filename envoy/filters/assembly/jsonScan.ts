@@ -1,10 +1,12 @@
 // A strict JSON scanner over bytes in linear memory, shared by the splicers
 // (jsonSplice.ts aggregated discovery and the OpenAPI index, legacyJson.ts
 // legacy discovery): a cursor, whether what it read was malformed, the last
-// string's bytes, and the walk over an object's members. Single-threaded:
-// one splice at a time.
-import { N_NAME, N_NAME_LEN, N_SEEN, nodeAt } from "./documents";
-import { outByte, outBytes } from "./out";
+// string's bytes, the walks over an object's members and an array's
+// elements, the insertions a scan records and the copy that makes them.
+// Single-threaded: one splice at a time.
+import { N_SEEN, nodeAt } from "./documents";
+import { childCount, children, markNamed } from "./nodes";
+import { outByte, outBytes, outConst, outLen } from "./out";
 
 export let pos: usize = 0;
 export let end: usize = 0;
@@ -115,19 +117,7 @@ export function strIs(key: ArrayBuffer): bool {
 
 /** The node among `count` at `first` named by the last string, marked seen; 0 if none. */
 export function findNamed(first: usize, count: u32): usize {
-  return findNamedAs(first, count, strAt, strLen);
-}
-
-/** The node among `count` at `first` named [p, p + n), marked seen; 0 if none. */
-export function findNamedAs(first: usize, count: u32, p: usize, n: usize): usize {
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (<usize>load<u32>(node + N_NAME_LEN) == n && memory.compare(<usize>load<u32>(node + N_NAME), p, n) == 0) {
-      store<u32>(node + N_SEEN, 1);
-      return node;
-    }
-  }
-  return 0;
+  return markNamed(first, count, strAt, strLen);
 }
 
 /**
@@ -160,6 +150,28 @@ export function members(level: i32, node: usize, member: (level: i32, node: usiz
   depth--;
 }
 
+/**
+ * Walks the elements of the array at pos, calling `element(level, node)` at
+ * each, which must consume it. Returns how many there were (bad set when
+ * malformed).
+ */
+export function elements(level: i32, node: usize, element: (level: i32, node: usize) => void): i32 {
+  if (!eat(0x5b)) {
+    bad = true;
+    return 0;
+  }
+  let n = 0;
+  if (!eat(0x5d)) {
+    while (!bad) {
+      n++;
+      element(level, node);
+      if (eat(0x2c)) continue;
+      if (!eat(0x5d)) bad = true;
+      break;
+    }
+  }
+  return n;
+}
 
 // ---------------------------------------------------------------------------
 // Insertions, in document order: position, what (the splicer's code), a peer
@@ -219,10 +231,36 @@ export function emitUnseen(first: usize, count: u32, comma: bool, fragment: usiz
 }
 
 /** Whether some unseen node among `count` at `first` has a non-empty fragment at `fragment`. */
-export function hasUnseen(first: usize, count: u32, fragment: usize): bool {
+function hasUnseen(first: usize, count: u32, fragment: usize): bool {
   for (let i: u32 = 0; i < count; i++) {
     const n = nodeAt(first, i);
     if (load<u32>(n + N_SEEN) == 0 && load<u32>(n + fragment + 4) != 0) return true;
   }
   return false;
+}
+
+/** For an entry that lacks the field: `prefix` (`,"name":[`), the fragments of the node's unseen children, `]`; nothing when it has none. */
+export function emitChildrenField(prefix: ArrayBuffer, node: usize, fragment: usize): void {
+  if (!hasUnseen(children(node), childCount(node), fragment)) return;
+  outConst(prefix);
+  emitUnseen(children(node), childCount(node), false, fragment);
+  outByte(0x5d);
+}
+
+/**
+ * Copies the scanned body (from `body` to the scan's end) into out.ts, and at
+ * each recorded insertion's position what `insert(what, node, nonEmpty,
+ * record)` writes. Returns whether anything was written (false: out of memory).
+ */
+export function copyWithInserts(body: usize, insert: (what: u32, node: usize, nonEmpty: bool, record: usize) => void): bool {
+  let copied = body;
+  for (let i: usize = 0; i < insertCount; i++) {
+    const r = insertAt(i);
+    const at = <usize>load<u32>(r + I_AT);
+    outBytes(copied, at - copied);
+    copied = at;
+    insert(load<u32>(r + I_WHAT), <usize>load<u32>(r + I_NODE), load<u32>(r + I_NON_EMPTY) != 0, r);
+  }
+  outBytes(copied, end - copied);
+  return outLen > 0;
 }

@@ -17,21 +17,18 @@
 // goes before the first local key above it (both sorted, as Go writes a map).
 // Anything else (no "items" array, a group named after its versions, bad
 // JSON, nesting over 64): the splice fails, the local body goes through.
-import { N_CHILDREN, N_CHILD_COUNT, N_JSON, N_JSON_LEN, N_NAME, N_NAME_LEN, N_SEEN, compareBytes, nodeAt } from "./documents";
+import { N_JSON, N_JSON_LEN, N_NAME, N_NAME_LEN, N_SEEN, compareBytes, nodeAt } from "./documents";
 import {
   I_AT,
   I_EXTRA,
-  I_NODE,
-  I_NON_EMPTY,
-  I_WHAT,
   bad,
-  eat,
+  copyWithInserts,
+  elements,
+  emitChildrenField,
   emitUnseen,
   end,
   fail,
   findNamed,
-  findNamedAs,
-  hasUnseen,
   insertAt,
   insertCount,
   insertsStart,
@@ -46,7 +43,8 @@ import {
   strLen,
   ws,
 } from "./jsonScan";
-import { outByte, outBytes, outConst, outLen, outStart } from "./out";
+import { childCount, children, markNamed } from "./nodes";
+import { outByte, outBytes, outStart } from "./out";
 
 // What an insertion adds.
 const INSERT_GROUPS: u32 = 0; // before the "]" of items: the unseen peer groups
@@ -96,7 +94,7 @@ let peerGroups: usize = 0;
 let peerGroupCount: u32 = 0;
 
 function childNamed(node: usize): usize {
-  return node == 0 ? 0 : findNamed(<usize>load<u32>(node + N_CHILDREN), load<u32>(node + N_CHILD_COUNT));
+  return node == 0 ? 0 : findNamed(children(node), childCount(node));
 }
 
 function member(level: i32, node: usize): void {
@@ -108,7 +106,7 @@ function member(level: i32, node: usize): void {
     groupMetaEnd = pos;
     groupName = true;
     // A group without a name (the core group's): named "".
-    if (!metaNamed && !bad) groupNode = findNamedAs(peerGroups, peerGroupCount, 0, 0);
+    if (!metaNamed && !bad) groupNode = markNamed(peerGroups, peerGroupCount, 0, 0);
   } else if (level == LEVEL_META && strIs(NAME)) {
     scanString();
     metaNamed = true;
@@ -150,44 +148,36 @@ function member(level: i32, node: usize): void {
 
 /** An array of `level` objects at pos, children of peer `node`; records the insertion before its "]". */
 function list(level: i32, node: usize): void {
-  if (!eat(0x5b)) {
-    fail();
-    return;
-  }
-  let n = 0;
-  if (!eat(0x5d)) {
-    while (!bad) {
-      n++;
-      if (level == LEVEL_GROUP) {
-        groupNode = 0;
-        groupName = false;
-        groupHasVersions = false;
-        metaNamed = false;
-        members(LEVEL_GROUP, 0, member);
-        if (!bad && !groupHasVersions && groupNode != 0) record(groupMetaEnd, INSERT_VERSIONS_FIELD, groupNode, false);
-      } else if (level == LEVEL_VERSION) {
-        versionNode = 0;
-        versionNamed = false;
-        versionHasResources = false;
-        members(LEVEL_VERSION, node, member);
-        if (!bad && !versionHasResources && versionNode != 0) record(versionNameEnd, INSERT_RESOURCES_FIELD, versionNode, false);
-      } else if (level == LEVEL_RESOURCE) {
-        resourceNode = 0;
-        resourceNamed = false;
-        resourceHasSubresources = false;
-        members(LEVEL_RESOURCE, node, member);
-        if (!bad && !resourceHasSubresources && resourceNode != 0) record(pos - 1, INSERT_SUBRESOURCES_FIELD, resourceNode, false);
-      } else {
-        members(level, node, member);
-      }
-      if (eat(0x2c)) continue;
-      if (!eat(0x5d)) fail();
-      break;
-    }
-  }
+  const n = elements(level, node, entry);
   if (bad) return;
   if (level == LEVEL_GROUP) record(pos - 1, INSERT_GROUPS, 0, n > 0);
   else if (node != 0) record(pos - 1, INSERT_CHILDREN, node, n > 0);
+}
+
+/** One object of a `level` list; records where a group's, version's or resource's missing field goes. */
+function entry(level: i32, node: usize): void {
+  if (level == LEVEL_GROUP) {
+    groupNode = 0;
+    groupName = false;
+    groupHasVersions = false;
+    metaNamed = false;
+    members(LEVEL_GROUP, 0, member);
+    if (!bad && !groupHasVersions && groupNode != 0) record(groupMetaEnd, INSERT_VERSIONS_FIELD, groupNode, false);
+  } else if (level == LEVEL_VERSION) {
+    versionNode = 0;
+    versionNamed = false;
+    versionHasResources = false;
+    members(LEVEL_VERSION, node, member);
+    if (!bad && !versionHasResources && versionNode != 0) record(versionNameEnd, INSERT_RESOURCES_FIELD, versionNode, false);
+  } else if (level == LEVEL_RESOURCE) {
+    resourceNode = 0;
+    resourceNamed = false;
+    resourceHasSubresources = false;
+    members(LEVEL_RESOURCE, node, member);
+    if (!bad && !resourceHasSubresources && resourceNode != 0) record(pos - 1, INSERT_SUBRESOURCES_FIELD, resourceNode, false);
+  } else {
+    members(level, node, member);
+  }
 }
 
 // The OpenAPI index: local keys in order; each records where to insert the peer keys below it.
@@ -248,34 +238,27 @@ export function spliceJson(body: usize, len: usize, first: usize, count: u32, in
   ws();
   if (bad || !foundList || pos != end) return false;
   outStart(len + len / 8 + 1024);
-  let copied = body;
-  let nextPath: u32 = 0;
-  for (let i: usize = 0; i < insertCount; i++) {
-    const r = insertAt(i);
-    const at = <usize>load<u32>(r + I_AT);
-    const what = load<u32>(r + I_WHAT);
-    const node = <usize>load<u32>(r + I_NODE);
-    const nonEmpty = load<u32>(r + I_NON_EMPTY) != 0;
-    outBytes(copied, at - copied);
-    copied = at;
-    if (what == INSERT_GROUPS) {
-      emitUnseen(first, count, nonEmpty, N_JSON);
-    } else if (what == INSERT_CHILDREN) {
-      emitUnseen(<usize>load<u32>(node + N_CHILDREN), load<u32>(node + N_CHILD_COUNT), nonEmpty, N_JSON);
-    } else if (what == INSERT_VERSIONS_FIELD || what == INSERT_RESOURCES_FIELD || what == INSERT_SUBRESOURCES_FIELD) {
-      const children = <usize>load<u32>(node + N_CHILDREN);
-      const n = load<u32>(node + N_CHILD_COUNT);
-      if (!hasUnseen(children, n, N_JSON)) continue;
-      outConst(what == INSERT_VERSIONS_FIELD ? COMMA_VERSIONS : what == INSERT_RESOURCES_FIELD ? COMMA_RESOURCES : COMMA_SUBRESOURCES);
-      emitUnseen(children, n, false, N_JSON);
-      outByte(0x5d);
-    } else if (what == INSERT_PATHS_BEFORE) {
-      // The key starts after its quote; its length is the extra word.
-      nextPath = pathsBefore(nextPath, at + 1, <usize>load<u32>(r + I_EXTRA), false, true);
-    } else {
-      nextPath = pathsBefore(nextPath, 0, 0, true, nonEmpty);
-    }
+  nextPath = 0;
+  return copyWithInserts(body, insert);
+}
+
+let nextPath: u32 = 0;
+
+function insert(what: u32, node: usize, nonEmpty: bool, r: usize): void {
+  if (what == INSERT_GROUPS) {
+    emitUnseen(peerGroups, peerGroupCount, nonEmpty, N_JSON);
+  } else if (what == INSERT_CHILDREN) {
+    emitUnseen(children(node), childCount(node), nonEmpty, N_JSON);
+  } else if (what == INSERT_VERSIONS_FIELD) {
+    emitChildrenField(COMMA_VERSIONS, node, N_JSON);
+  } else if (what == INSERT_RESOURCES_FIELD) {
+    emitChildrenField(COMMA_RESOURCES, node, N_JSON);
+  } else if (what == INSERT_SUBRESOURCES_FIELD) {
+    emitChildrenField(COMMA_SUBRESOURCES, node, N_JSON);
+  } else if (what == INSERT_PATHS_BEFORE) {
+    // The key starts after its quote; its length is the extra word.
+    nextPath = pathsBefore(nextPath, <usize>load<u32>(r + I_AT) + 1, <usize>load<u32>(r + I_EXTRA), false, true);
+  } else {
+    nextPath = pathsBefore(nextPath, 0, 0, true, nonEmpty);
   }
-  outBytes(copied, end - copied);
-  return outLen > 0;
 }

@@ -12,22 +12,16 @@
 // The preferred version stays the local one. Anything else (the list field
 // absent, a group named after its versions, bad JSON): the splice fails,
 // the local body goes through.
-import { N_CHILDREN, N_CHILD_COUNT, N_LEGACY_JSON, N_LEGACY_JSON_LEN, N_SEEN, nodeAt } from "./documents";
+import { N_LEGACY_JSON, N_LEGACY_JSON_LEN, N_SEEN, nodeAt } from "./documents";
 import {
-  I_AT,
-  I_NODE,
-  I_NON_EMPTY,
-  I_WHAT,
   bad,
-  eat,
+  copyWithInserts,
+  elements,
+  emitChildrenField,
   emitUnseen,
   end,
   fail,
   findNamed,
-  findNamedAs,
-  hasUnseen,
-  insertAt,
-  insertCount,
   insertsStart,
   members,
   pos,
@@ -40,8 +34,8 @@ import {
   strLen,
   ws,
 } from "./jsonScan";
-import { nodeNamed } from "./legacyPath";
-import { outByte, outBytes, outConst, outLen, outStart } from "./out";
+import { childCount, children, markLegacyName } from "./nodes";
+import { outByte, outBytes, outStart } from "./out";
 
 /** What the document is. */
 export const LEGACY_VERSIONS: u32 = 0;
@@ -75,26 +69,6 @@ let groupNamed = false;
 let groupNameEnd: usize = 0;
 let groupHasVersions = false;
 
-function children(node: usize): usize {
-  return <usize>load<u32>(node + N_CHILDREN);
-}
-
-function childCount(node: usize): u32 {
-  return load<u32>(node + N_CHILD_COUNT);
-}
-
-/** Marks the resource (or "resource/subresource") the last string names among the version node's children. */
-function markLegacyName(version: usize): void {
-  let slash: usize = 0;
-  while (slash < strLen && load<u8>(strAt + slash) != 0x2f) slash++;
-  if (slash == strLen) {
-    findNamed(children(version), childCount(version));
-    return;
-  }
-  const resource = nodeNamed(children(version), childCount(version), strAt, slash);
-  if (resource != 0) findNamedAs(children(resource), childCount(resource), strAt + slash + 1, strLen - slash - 1);
-}
-
 function member(level: i32, node: usize): void {
   if (level == LEVEL_TOP && document == LEGACY_GROUP_LIST && strIs(GROUPS)) {
     foundList = true;
@@ -118,7 +92,7 @@ function member(level: i32, node: usize): void {
     scanString();
     if (bad || node == 0) return;
     if (level == LEVEL_VERSION) findNamed(children(node), childCount(node));
-    else markLegacyName(node);
+    else markLegacyName(node, strAt, strLen);
   } else {
     skipValue();
   }
@@ -135,31 +109,22 @@ function groupObject(): void {
 
 /** An array at pos of `level` entries (objects; strings for APIVersions), children of peer `node`; records the insertion before its "]". */
 function list(level: i32, node: usize): void {
-  if (!eat(0x5b)) {
-    fail();
-    return;
-  }
-  let n = 0;
-  if (!eat(0x5d)) {
-    while (!bad) {
-      n++;
-      if (level == LEVEL_GROUP) {
-        groupObject();
-      } else if (level == LEVEL_VERSION && document == LEGACY_VERSIONS) {
-        scanString();
-        if (!bad && node != 0) findNamed(children(node), childCount(node));
-      } else {
-        members(level, node, member);
-      }
-      if (eat(0x2c)) continue;
-      if (!eat(0x5d)) fail();
-      break;
-    }
-  }
+  const n = elements(level, node, entry);
   if (bad) return;
   if (level == LEVEL_GROUP) record(pos - 1, INSERT_GROUPS, 0, n > 0);
   else if (level == LEVEL_RESOURCE) record(pos - 1, INSERT_RESOURCES, node, n > 0);
   else if (node != 0) record(pos - 1, INSERT_CHILDREN, node, n > 0);
+}
+
+function entry(level: i32, node: usize): void {
+  if (level == LEVEL_GROUP) {
+    groupObject();
+  } else if (level == LEVEL_VERSION && document == LEGACY_VERSIONS) {
+    scanString();
+    if (!bad && node != 0) findNamed(children(node), childCount(node));
+  } else {
+    members(level, node, member);
+  }
 }
 
 /** Writes the version node's unseen resources, each followed by its unseen subresources (empty fragments skipped). */
@@ -199,28 +164,12 @@ export function spliceLegacyJson(body: usize, len: usize, doc: u32, first: usize
   ws();
   if (bad || !foundList || pos != end) return false;
   outStart(len + 1024);
-  let copied = body;
-  for (let i: usize = 0; i < insertCount; i++) {
-    const r = insertAt(i);
-    const at = <usize>load<u32>(r + I_AT);
-    const what = load<u32>(r + I_WHAT);
-    const peer = <usize>load<u32>(r + I_NODE);
-    const nonEmpty = load<u32>(r + I_NON_EMPTY) != 0;
-    outBytes(copied, at - copied);
-    copied = at;
-    if (what == INSERT_GROUPS) {
-      emitUnseen(first, count, nonEmpty, N_LEGACY_JSON);
-    } else if (what == INSERT_CHILDREN) {
-      emitUnseen(children(peer), childCount(peer), nonEmpty, N_LEGACY_JSON);
-    } else if (what == INSERT_VERSIONS_FIELD) {
-      if (!hasUnseen(children(peer), childCount(peer), N_LEGACY_JSON)) continue;
-      outConst(COMMA_VERSIONS);
-      emitUnseen(children(peer), childCount(peer), false, N_LEGACY_JSON);
-      outByte(0x5d);
-    } else {
-      emitResources(peer, nonEmpty);
-    }
-  }
-  outBytes(copied, end - copied);
-  return outLen > 0;
+  return copyWithInserts(body, insert);
+}
+
+function insert(what: u32, node: usize, nonEmpty: bool, _record: usize): void {
+  if (what == INSERT_GROUPS) emitUnseen(peerGroups, peerGroupCount, nonEmpty, N_LEGACY_JSON);
+  else if (what == INSERT_CHILDREN) emitUnseen(children(node), childCount(node), nonEmpty, N_LEGACY_JSON);
+  else if (what == INSERT_VERSIONS_FIELD) emitChildrenField(COMMA_VERSIONS, node, N_LEGACY_JSON);
+  else emitResources(node, nonEmpty);
 }

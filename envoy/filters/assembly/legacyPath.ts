@@ -8,7 +8,8 @@
 //   /api/{v}, /apis/{g}/{v}: APIResourceList, version v of group "" or g.
 // A group or group-version the part holds nothing for: DOC_NONE, the local
 // answer goes through untouched, its body never collected.
-import { KIND_CORE, KIND_GROUPS, N_CHILDREN, N_CHILD_COUNT, N_LEGACY_JSON_LEN, N_NAME, N_NAME_LEN, nodeAt, setGroupCount, setGroups, setKind } from "./documents";
+import { KIND_CORE, KIND_GROUPS, N_LEGACY_JSON_LEN, nodeAt, setGroupCount, setGroups, setKind } from "./documents";
+import { childCount, children, nodeNamed } from "./nodes";
 
 export const DOC_NONE: u32 = 0;
 /** /api, /apis, the OpenAPI index. */
@@ -22,15 +23,6 @@ export let docNode: usize = 0;
 const API = String.UTF8.encode("/api");
 const APIS = String.UTF8.encode("/apis");
 
-/** The node among `count` at `first` named [p, p + n), or 0 (nothing marked). */
-export function nodeNamed(first: usize, count: u32, p: usize, n: usize): usize {
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (<usize>load<u32>(node + N_NAME_LEN) == n && memory.compare(<usize>load<u32>(node + N_NAME), p, n) == 0) return node;
-  }
-  return 0;
-}
-
 function hasPrefix(p: usize, n: usize, prefix: ArrayBuffer): bool {
   const len = <usize>prefix.byteLength;
   return n >= len && memory.compare(p, changetype<usize>(prefix), len) == 0 && (n == len || load<u8>(p + len) == 0x2f);
@@ -43,13 +35,10 @@ function indexOfSlash(p: usize, n: usize): usize {
 
 /** Whether some resource of the version node, or a subresource of one, has a legacy fragment. */
 function versionAddsAny(version: usize): bool {
-  const first = <usize>load<u32>(version + N_CHILDREN);
-  const count = load<u32>(version + N_CHILD_COUNT);
-  for (let i: u32 = 0; i < count; i++) {
-    const resource = nodeAt(first, i);
+  for (let i: u32 = 0; i < childCount(version); i++) {
+    const resource = nodeAt(children(version), i);
     if (load<u32>(resource + N_LEGACY_JSON_LEN) != 0) return true;
-    const subs = <usize>load<u32>(resource + N_CHILDREN);
-    for (let j: u32 = 0; j < load<u32>(resource + N_CHILD_COUNT); j++) if (load<u32>(nodeAt(subs, j) + N_LEGACY_JSON_LEN) != 0) return true;
+    for (let j: u32 = 0; j < childCount(resource); j++) if (load<u32>(nodeAt(children(resource), j) + N_LEGACY_JSON_LEN) != 0) return true;
   }
   return false;
 }
@@ -57,7 +46,7 @@ function versionAddsAny(version: usize): bool {
 /** The resource list of version [v, v + vn) of `group` (0: none), or DOC_NONE when the part adds nothing to it. */
 function resourceList(group: usize, v: usize, vn: usize): u32 {
   if (group == 0 || vn == 0 || indexOfSlash(v, vn) != vn) return DOC_NONE;
-  docNode = nodeNamed(<usize>load<u32>(group + N_CHILDREN), load<u32>(group + N_CHILD_COUNT), v, vn);
+  docNode = nodeNamed(children(group), childCount(group), v, vn);
   return docNode != 0 && versionAddsAny(docNode) ? DOC_RESOURCE_LIST : DOC_NONE;
 }
 

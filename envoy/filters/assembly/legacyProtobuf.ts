@@ -11,10 +11,26 @@
 // entries (tag, length, the node's legacy protobuf fragment; empty ones add
 // nothing) after the local entries of their level, before the first field
 // numbered above the level's. Anything unexpected: the splice fails.
-import { N_CHILDREN, N_CHILD_COUNT, N_LEGACY_PROTO, N_LEGACY_PROTO_LEN, N_SEEN, nodeAt } from "./documents";
+import { N_LEGACY_PROTO, nodeAt } from "./documents";
 import { LEGACY_GROUP, LEGACY_GROUP_LIST, LEGACY_RESOURCE_LIST, LEGACY_VERSIONS } from "./legacyJson";
-import { nodeNamed } from "./legacyPath";
-import { emitEnvelope, entrySize, fieldNumber, firstName, rawAt, rawLen, readEnvelope, readField, valueAt, valueLen, wireType } from "./protobufFields";
+import { childCount, children, markLegacyName, markNamed, nodeNamed } from "./nodes";
+import {
+  emitEnvelope,
+  emitUnseen,
+  emitUnseenEntry,
+  entrySize,
+  fieldNumber,
+  firstName,
+  rawAt,
+  rawLen,
+  readEnvelope,
+  readField,
+  unseenEntrySize,
+  unseenSize,
+  valueAt,
+  valueLen,
+  wireType,
+} from "./protobufFields";
 import { outByte, outBytes, outLen, outStart, outVarint } from "./out";
 
 let document: u32 = 0;
@@ -23,43 +39,22 @@ let peerGroupCount: u32 = 0;
 let docNode: usize = 0;
 let bad = false;
 
-function children(node: usize): usize {
-  return <usize>load<u32>(node + N_CHILDREN);
-}
-
-function childCount(node: usize): u32 {
-  return load<u32>(node + N_CHILD_COUNT);
-}
-
-function mark(node: usize): void {
-  if (node != 0) store<u32>(node + N_SEEN, 1);
-}
-
-function legacyLen(node: usize): usize {
-  return <usize>load<u32>(node + N_LEGACY_PROTO_LEN);
-}
-
-/** The entry size of the unseen nodes among `node`'s children (the set's groups when `node` is 0), empty fragments skipped; with subresources for a version of APIResourceList. */
-function unseenSize(first: usize, count: u32, withSubresources: bool): usize {
+/** The entry size the version node's unseen resources add, each with its unseen subresources (APIResourceList). */
+function resourcesSize(version: usize): usize {
   let size: usize = 0;
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (load<u32>(node + N_SEEN) == 0 && legacyLen(node) != 0) size += entrySize(legacyLen(node));
-    if (withSubresources) size += unseenSize(children(node), childCount(node), false);
+  for (let i: u32 = 0; i < childCount(version); i++) {
+    const resource = nodeAt(children(version), i);
+    size += unseenEntrySize(resource, N_LEGACY_PROTO) + unseenSize(children(resource), childCount(resource), N_LEGACY_PROTO);
   }
   return size;
 }
 
-function emitUnseen(first: usize, count: u32, tag: u8, withSubresources: bool): void {
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    const len = legacyLen(node);
-    if (load<u32>(node + N_SEEN) == 0 && len != 0) {
-      outByte(tag);
-      outVarint(<u32>len);
-      outBytes(<usize>load<u32>(node + N_LEGACY_PROTO), len);
-    }
-    if (withSubresources) emitUnseen(children(node), childCount(node), tag, false);
+/** Writes the version node's unseen resources, each followed by its unseen subresources. */
+function emitResources(version: usize, tag: u8): void {
+  for (let i: u32 = 0; i < childCount(version); i++) {
+    const resource = nodeAt(children(version), i);
+    emitUnseenEntry(resource, tag, N_LEGACY_PROTO);
+    emitUnseen(children(resource), childCount(resource), tag, N_LEGACY_PROTO);
   }
 }
 
@@ -81,8 +76,7 @@ function scanGroup(p: usize, n: usize): usize {
     bad = true;
     return 0;
   }
-  const group = nodeNamed(peerGroups, peerGroupCount, valueAt, valueLen);
-  mark(group);
+  const group = markNamed(peerGroups, peerGroupCount, valueAt, valueLen);
   const limit = p + n;
   while (p < limit) {
     const next = readField(p, limit);
@@ -92,7 +86,7 @@ function scanGroup(p: usize, n: usize): usize {
     }
     if (fieldNumber == 2 && wireType == 2 && group != 0) {
       const at = next;
-      if (fieldOf(valueAt, valueLen, 2)) mark(nodeNamed(children(group), childCount(group), valueAt, valueLen));
+      if (fieldOf(valueAt, valueLen, 2)) markNamed(children(group), childCount(group), valueAt, valueLen);
       p = at;
     } else {
       p = next;
@@ -102,19 +96,7 @@ function scanGroup(p: usize, n: usize): usize {
 }
 
 function groupGrowth(group: usize): usize {
-  return group == 0 ? 0 : unseenSize(children(group), childCount(group), false);
-}
-
-/** Marks the resource (or "resource/subresource") [p, p + n) names among the version's children. */
-function markLegacyName(p: usize, n: usize): void {
-  let slash: usize = 0;
-  while (slash < n && load<u8>(p + slash) != 0x2f) slash++;
-  const resource = nodeNamed(children(docNode), childCount(docNode), p, slash);
-  if (slash == n || resource == 0) {
-    if (slash == n) mark(resource);
-    return;
-  }
-  mark(nodeNamed(children(resource), childCount(resource), p + slash + 1, n - slash - 1));
+  return group == 0 ? 0 : unseenSize(children(group), childCount(group), N_LEGACY_PROTO);
 }
 
 /** Scans the raw message; returns its new length. */
@@ -130,13 +112,13 @@ function scanRaw(p: usize, n: usize): usize {
     }
     if (wireType == 2) {
       if (document == LEGACY_VERSIONS && fieldNumber == 1) {
-        if (docNode != 0) mark(nodeNamed(children(docNode), childCount(docNode), valueAt, valueLen));
+        if (docNode != 0) markNamed(children(docNode), childCount(docNode), valueAt, valueLen);
       } else if (document == LEGACY_GROUP_LIST && fieldNumber == 1) {
         const len = valueLen;
         size += entrySize(len + groupGrowth(scanGroup(valueAt, len))) - entrySize(len);
       } else if (document == LEGACY_RESOURCE_LIST && fieldNumber == 2) {
         const at = next;
-        if (firstName(valueAt, valueLen)) markLegacyName(valueAt, valueLen);
+        if (firstName(valueAt, valueLen)) markLegacyName(docNode, valueAt, valueLen);
         else bad = true;
         p = at;
         continue;
@@ -153,19 +135,19 @@ function topField(): u32 {
 }
 
 function topGrowth(): usize {
-  if (document == LEGACY_VERSIONS) return docNode == 0 ? 0 : unseenSize(children(docNode), childCount(docNode), false);
-  if (document == LEGACY_GROUP_LIST) return unseenSize(peerGroups, peerGroupCount, false);
-  return unseenSize(children(docNode), childCount(docNode), true);
+  if (document == LEGACY_VERSIONS) return docNode == 0 ? 0 : unseenSize(children(docNode), childCount(docNode), N_LEGACY_PROTO);
+  if (document == LEGACY_GROUP_LIST) return unseenSize(peerGroups, peerGroupCount, N_LEGACY_PROTO);
+  return resourcesSize(docNode);
 }
 
 function emitTop(): void {
   const tag = <u8>((topField() << 3) | 2);
   if (document == LEGACY_VERSIONS) {
-    if (docNode != 0) emitUnseen(children(docNode), childCount(docNode), tag, false);
+    if (docNode != 0) emitUnseen(children(docNode), childCount(docNode), tag, N_LEGACY_PROTO);
   } else if (document == LEGACY_GROUP_LIST) {
-    emitUnseen(peerGroups, peerGroupCount, tag, false);
+    emitUnseen(peerGroups, peerGroupCount, tag, N_LEGACY_PROTO);
   } else {
-    emitUnseen(children(docNode), childCount(docNode), tag, true);
+    emitResources(docNode, tag);
   }
 }
 
@@ -177,13 +159,13 @@ function emitGroup(p: usize, n: usize): void {
   while (p < limit) {
     const next = readField(p, limit);
     if (fieldNumber > 2 && !inserted) {
-      if (group != 0) emitUnseen(children(group), childCount(group), 0x12, false);
+      if (group != 0) emitUnseen(children(group), childCount(group), 0x12, N_LEGACY_PROTO);
       inserted = true;
     }
     outBytes(p, next - p);
     p = next;
   }
-  if (!inserted && group != 0) emitUnseen(children(group), childCount(group), 0x12, false);
+  if (!inserted && group != 0) emitUnseen(children(group), childCount(group), 0x12, N_LEGACY_PROTO);
 }
 
 function emitRaw(): void {

@@ -11,7 +11,8 @@ import { FORMAT_LEGACY_JSON, KIND_CORE, clearSeen, setGroupCount, setGroups, set
 import { failOpen, gzips } from "./documentResponse";
 import { gzip, gzipLen } from "./deflate";
 import { LEGACY_GROUP, LEGACY_GROUP_LIST, LEGACY_RESOURCE_LIST, LEGACY_VERSIONS, spliceLegacyJson } from "./legacyJson";
-import { DOC_GROUP, DOC_RESOURCE_LIST, nodeNamed } from "./legacyPath";
+import { DOC_GROUP, DOC_RESOURCE_LIST } from "./legacyPath";
+import { nodeNamed } from "./nodes";
 import { spliceLegacyProtobuf } from "./legacyProtobuf";
 import { ANSWER_MERGED, MERGED_SPLICED, countAnswer } from "./metrics";
 import { outLen, outTake } from "./out";

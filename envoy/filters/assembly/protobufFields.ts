@@ -1,8 +1,10 @@
 // Protobuf fields over bytes in linear memory, shared by the splicers
 // (protobufSplice.ts aggregated discovery, legacyProtobuf.ts legacy
-// discovery): the field reader, entry sizes, and kube-apiserver's envelope
-// ("k8s\0" + runtime.Unknown { 1 typeMeta, 2 raw, 3 contentEncoding,
-// 4 contentType }) read and re-emitted around a raw message that changed.
+// discovery): the field reader, entry sizes, the unseen peer nodes as
+// entries, and kube-apiserver's envelope ("k8s\0" + runtime.Unknown
+// { 1 typeMeta, 2 raw, 3 contentEncoding, 4 contentType }) read and
+// re-emitted around a raw message that changed.
+import { N_SEEN, nodeAt } from "./documents";
 import { outByte, outBytes, outVarint, varintSize } from "./out";
 
 /** The last field read: number, wire type, and for length-delimited fields where its bytes are. */
@@ -55,6 +57,37 @@ export function readField(p: usize, limit: usize): usize {
 /** The entry size of a length-delimited field numbered 1..15 with `len` bytes. */
 export function entrySize(len: usize): usize {
   return 1 + varintSize(<u32>len) + len;
+}
+
+// A peer node as an entry: its fragment at `fragment` (N_PROTO or
+// N_LEGACY_PROTO, a message without tag and length) when the local document
+// lacks it (unseen); an empty fragment adds nothing.
+
+/** The entry size the node adds (0: seen, or an empty fragment). */
+export function unseenEntrySize(node: usize, fragment: usize): usize {
+  const len = <usize>load<u32>(node + fragment + 4);
+  return load<u32>(node + N_SEEN) == 0 && len != 0 ? entrySize(len) : 0;
+}
+
+/** Writes the entry the node adds: `tag`, length, fragment (nothing: seen, or an empty fragment). */
+export function emitUnseenEntry(node: usize, tag: u8, fragment: usize): void {
+  const len = <usize>load<u32>(node + fragment + 4);
+  if (load<u32>(node + N_SEEN) != 0 || len == 0) return;
+  outByte(tag);
+  outVarint(<u32>len);
+  outBytes(<usize>load<u32>(node + fragment), len);
+}
+
+/** The total entry size the nodes among `count` at `first` add. */
+export function unseenSize(first: usize, count: u32, fragment: usize): usize {
+  let size: usize = 0;
+  for (let i: u32 = 0; i < count; i++) size += unseenEntrySize(nodeAt(first, i), fragment);
+  return size;
+}
+
+/** Writes the entries the nodes among `count` at `first` add, in order. */
+export function emitUnseen(first: usize, count: u32, tag: u8, fragment: usize): void {
+  for (let i: u32 = 0; i < count; i++) emitUnseenEntry(nodeAt(first, i), tag, fragment);
 }
 
 /** The first length-delimited field 1 of the message [p, p + n) (its name), in valueAt/valueLen; false if malformed. Absent: the empty name. */

@@ -15,8 +15,23 @@
 // 3 or 4, a length past its message, a varint over 32 bits, a group's
 // versions before its metadata, no raw field): the splice fails, the local
 // body passes.
-import { N_CHILDREN, N_CHILD_COUNT, N_NAME, N_NAME_LEN, N_PROTO, N_PROTO_LEN, N_SEEN, nodeAt } from "./documents";
-import { emitEnvelope, entrySize, fieldNumber, firstName, rawAt, rawLen, readEnvelope, readField, valueAt, valueLen, wireType } from "./protobufFields";
+import { N_PROTO } from "./documents";
+import { childCount, children, markNamed } from "./nodes";
+import {
+  emitEnvelope,
+  emitUnseen,
+  entrySize,
+  fieldNumber,
+  firstName,
+  rawAt,
+  rawLen,
+  readEnvelope,
+  readField,
+  unseenSize,
+  valueAt,
+  valueLen,
+  wireType,
+} from "./protobufFields";
 import { outByte, outBytes, outLen, outStart, outVarint } from "./out";
 
 let bad = false;
@@ -38,36 +53,6 @@ function reserveLength(): usize {
   return lengthCount++;
 }
 
-/** The node among `count` at `first` named [p, p + n), marked seen; 0 if none. */
-function findNamed(first: usize, count: u32, p: usize, n: usize): usize {
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (<usize>load<u32>(node + N_NAME_LEN) == n && memory.compare(<usize>load<u32>(node + N_NAME), p, n) == 0) {
-      store<u32>(node + N_SEEN, 1);
-      return node;
-    }
-  }
-  return 0;
-}
-
-function children(node: usize): usize {
-  return <usize>load<u32>(node + N_CHILDREN);
-}
-
-function childCount(node: usize): u32 {
-  return load<u32>(node + N_CHILD_COUNT);
-}
-
-/** The total entry size of the unseen nodes among `count` at `first`. */
-function unseenSize(first: usize, count: u32): usize {
-  let size: usize = 0;
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (load<u32>(node + N_SEEN) == 0) size += entrySize(<usize>load<u32>(node + N_PROTO_LEN));
-  }
-  return size;
-}
-
 // ---------------------------------------------------------------------------
 // Scan: the new length of each group, version and resource message.
 
@@ -85,15 +70,15 @@ function scanResource(p: usize, n: usize, version: usize): usize {
     }
     if (fieldNumber == 1 && wireType == 2) {
       named = true;
-      if (version != 0) resource = findNamed(children(version), childCount(version), valueAt, valueLen);
+      if (version != 0) resource = markNamed(children(version), childCount(version), valueAt, valueLen);
     } else if (fieldNumber == 8 && wireType == 2) {
       if (!named) bad = true;
-      if (resource != 0 && firstName(valueAt, valueLen)) findNamed(children(resource), childCount(resource), valueAt, valueLen);
+      if (resource != 0 && firstName(valueAt, valueLen)) markNamed(children(resource), childCount(resource), valueAt, valueLen);
     }
     p = next;
   }
   let size = n;
-  if (resource != 0) size += unseenSize(children(resource), childCount(resource));
+  if (resource != 0) size += unseenSize(children(resource), childCount(resource), N_PROTO);
   store<u32>(lengths + slot * 4, <u32>size);
   return size;
 }
@@ -113,7 +98,7 @@ function scanVersion(p: usize, n: usize, group: usize): usize {
     }
     if (fieldNumber == 1 && wireType == 2) {
       named = true;
-      if (group != 0) version = findNamed(children(group), childCount(group), valueAt, valueLen);
+      if (group != 0) version = markNamed(children(group), childCount(group), valueAt, valueLen);
     } else if (fieldNumber == 2 && wireType == 2) {
       if (!named) bad = true;
       const len = valueLen;
@@ -121,7 +106,7 @@ function scanVersion(p: usize, n: usize, group: usize): usize {
     }
     p = next;
   }
-  if (version != 0) size += unseenSize(children(version), childCount(version));
+  if (version != 0) size += unseenSize(children(version), childCount(version), N_PROTO);
   store<u32>(lengths + slot * 4, <u32>size);
   return size;
 }
@@ -145,7 +130,7 @@ function scanGroup(p: usize, n: usize): usize {
         bad = true;
         break;
       }
-      group = findNamed(peerGroups, peerGroupCount, valueAt, valueLen);
+      group = markNamed(peerGroups, peerGroupCount, valueAt, valueLen);
     } else if (fieldNumber == 2 && wireType == 2) {
       if (!named) {
         bad = true;
@@ -156,7 +141,7 @@ function scanGroup(p: usize, n: usize): usize {
     }
     p = next;
   }
-  if (group != 0) size += unseenSize(children(group), childCount(group));
+  if (group != 0) size += unseenSize(children(group), childCount(group), N_PROTO);
   store<u32>(lengths + slot * 4, <u32>size);
   return size;
 }
@@ -177,22 +162,11 @@ function scanList(p: usize, n: usize): usize {
     }
     p = next;
   }
-  return size + unseenSize(peerGroups, peerGroupCount);
+  return size + unseenSize(peerGroups, peerGroupCount, N_PROTO);
 }
 
 // ---------------------------------------------------------------------------
 // Copy
-
-function emitUnseen(first: usize, count: u32, tag: u8): void {
-  for (let i: u32 = 0; i < count; i++) {
-    const node = nodeAt(first, i);
-    if (load<u32>(node + N_SEEN) != 0) continue;
-    const len = <usize>load<u32>(node + N_PROTO_LEN);
-    outByte(tag);
-    outVarint(<u32>len);
-    outBytes(<usize>load<u32>(node + N_PROTO), len);
-  }
-}
 
 // The message being copied: its children are re-emitted with new lengths (but a resource's), and what it inserts.
 const MESSAGE_LIST: i32 = 0;
@@ -240,15 +214,15 @@ function emitMessage(p: usize, n: usize, kind: i32, peer: usize): void {
 }
 
 function insert(kind: i32, peer: usize): void {
-  if (kind == MESSAGE_LIST) emitUnseen(peerGroups, peerGroupCount, 0x12);
-  else if (peer != 0) emitUnseen(children(peer), childCount(peer), kind == MESSAGE_RESOURCE ? 0x42 : 0x12);
+  if (kind == MESSAGE_LIST) emitUnseen(peerGroups, peerGroupCount, 0x12, N_PROTO);
+  else if (peer != 0) emitUnseen(children(peer), childCount(peer), kind == MESSAGE_RESOURCE ? 0x42 : 0x12, N_PROTO);
 }
 
 /** The peer node for the group (`group`: its name in its metadata), version or resource message [p, p + n), or 0. */
 function childNamed(first: usize, count: u32, p: usize, n: usize, group: bool): usize {
   if (!firstName(p, n)) return 0;
   if (group && !firstName(valueAt, valueLen)) return 0;
-  return findNamed(first, count, valueAt, valueLen);
+  return markNamed(first, count, valueAt, valueLen);
 }
 
 function emitRaw(): void {

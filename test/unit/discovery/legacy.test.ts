@@ -18,17 +18,14 @@ import {
 import type { APIGroupDiscovery, APIResourceDiscovery } from '../../../src/model/discovery.js';
 import type { APIGroup, APIResourceList } from '../../../src/model/legacyDiscovery.js';
 import { APPS, BATCH, group, list, resource } from '../../support/discoveryFixtures.js';
+import { legacyGroup } from '../../support/legacyBodies.js';
 
 const [apps, batch] = list([APPS, BATCH]).items as [APIGroupDiscovery, APIGroupDiscovery];
 const jobs = batch.versions[0]?.resources[0] as APIResourceDiscovery;
 const coreV2 = list([
   group('', [{ version: 'v2', resources: [resource('pods', 'Pod', ['get'], { responseKind: { group: '', version: 'v2', kind: 'Pod' } })] }]),
 ]).items[0] as APIGroupDiscovery;
-const LOCAL_BATCH: APIGroup = {
-  name: 'batch',
-  versions: [{ groupVersion: 'batch/v1beta1', version: 'v1beta1' }],
-  preferredVersion: { groupVersion: 'batch/v1beta1', version: 'v1beta1' },
-};
+const LOCAL_BATCH: APIGroup = legacyGroup('batch', 'v1beta1');
 
 describe('legacy entries of aggregated ones (as client-go derives them)', () => {
   test('a resource: its names, scope as namespaced, its response kind, verbs, short names and categories', () => {

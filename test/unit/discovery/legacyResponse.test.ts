@@ -13,6 +13,7 @@ import { goJson } from '../../../src/discovery/render.js';
 import { discoveryResponse, type DiscoveryReply, type LocalAnswer } from '../../../src/discovery/response.js';
 import type { APIGroup } from '../../../src/model/legacyDiscovery.js';
 import { APPS, BATCH, NOW, apiserver, discovery, model } from '../../support/discoveryFixtures.js';
+import { legacyGroup } from '../../support/legacyBodies.js';
 
 const DIGEST = 'd'.repeat(64);
 const PART = (): AggregatedPeerPart => {
@@ -20,11 +21,7 @@ const PART = (): AggregatedPeerPart => {
   assert.ok(part);
   return part;
 };
-const APPS_GROUP: APIGroup = {
-  name: 'apps',
-  versions: [{ groupVersion: 'apps/v1', version: 'v1' }],
-  preferredVersion: { groupVersion: 'apps/v1', version: 'v1' },
-};
+const APPS_GROUP: APIGroup = legacyGroup('apps', 'v1');
 const GROUP_LIST: LegacyBody = { kind: 'APIGroupList', document: { kind: 'APIGroupList', apiVersion: 'v1', groups: [APPS_GROUP] } };
 
 function jsonAnswer(body: LegacyBody, text = goJson(goOrderedLegacy(body))): LocalAnswer {

@@ -19,6 +19,7 @@ import {
   type LegacyBody,
 } from '../../../src/discovery/legacyWire.js';
 import type { APIGroup, APIResource } from '../../../src/model/legacyDiscovery.js';
+import { legacyGroup } from '../../support/legacyBodies.js';
 
 const CSINODE_STATUS: APIResource = {
   name: 'csinodes/status',
@@ -40,11 +41,7 @@ const JOBS: APIResource = {
   shortNames: ['j'],
   categories: ['all'],
 };
-const BATCH: APIGroup = {
-  name: 'batch',
-  versions: [{ groupVersion: 'batch/v1', version: 'v1' }],
-  preferredVersion: { groupVersion: 'batch/v1', version: 'v1' },
-};
+const BATCH: APIGroup = legacyGroup('batch', 'v1');
 
 describe('legacy JSON as Go writes it', () => {
   test('an APIResource: name, singularName, namespaced, group, version, kind, verbs, shortNames, categories', () => {

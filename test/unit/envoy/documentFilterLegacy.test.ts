@@ -23,11 +23,11 @@ import {
   groupListByRule,
   groupListProtobuf,
   groupListProtobufByRule,
-  groupOf,
   groupProtobuf,
   groupProtobufByRule,
   jsonBody,
-  rawOf,
+  legacyGroup,
+  readGroup,
   readGroupList,
   readResourceList,
   readVersions,
@@ -109,23 +109,8 @@ const LOCAL_VERSIONS: APIVersions = {
   versions: ['v1'],
   serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '10.0.0.1:6443' }],
 };
-const LOCAL_APPS: APIGroup = {
-  name: 'apps',
-  versions: [{ groupVersion: 'apps/v1', version: 'v1' }],
-  preferredVersion: { groupVersion: 'apps/v1', version: 'v1' },
-};
-const LOCAL_GROUP_LIST: APIGroupList = {
-  kind: 'APIGroupList',
-  apiVersion: 'v1',
-  groups: [
-    LOCAL_APPS,
-    {
-      name: 'storage.k8s.io',
-      versions: [{ groupVersion: 'storage.k8s.io/v1', version: 'v1' }],
-      preferredVersion: { groupVersion: 'storage.k8s.io/v1', version: 'v1' },
-    },
-  ],
-};
+const LOCAL_APPS: APIGroup = legacyGroup('apps', 'v1');
+const LOCAL_GROUP_LIST: APIGroupList = { kind: 'APIGroupList', apiVersion: 'v1', groups: [LOCAL_APPS, legacyGroup('storage.k8s.io', 'v1')] };
 const LOCAL_APPS_V1: APIResourceList = {
   kind: 'APIResourceList',
   apiVersion: 'v1',
@@ -249,7 +234,7 @@ describe('protobuf', () => {
   test('/apis/{g} (APIGroup): the unseen version before preferredVersion', () => {
     const answer = merge(GROUPS_PART, '/apis/apps', groupProtobuf(LOCAL_APPS), LEGACY_PROTOBUF, 5);
     const expected = groupByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps'));
-    assert.deepEqual(groupOf(rawOf(answer.body)), expected);
+    assert.deepEqual(readGroup(answer.body), expected);
     assert.deepEqual(answer.body, groupProtobufByRule(LOCAL_APPS, nodeOf(GROUP_NODES, 'apps')));
   });
 
