@@ -1,10 +1,12 @@
 // What a real Envoy (the installed 1.40, the sidecar bootstrap as the product
 // writes it) does when a document filter's configuration is left out of an
-// ECDS response and then comes back: the delivery relies on it
-// (translator/documentFilters.ts leaves a set over the push budget out;
-// docs/never-worse.md, "Merged documents"). Each response here also carries a
-// module upgrade (the identity filter's configuration changes), as a change of
-// the filter module does in the product.
+// ECDS response and then comes back (the product never leaves one out:
+// translator/documentFilters.ts `documentDelivery`; these pin why a
+// left-out configuration would be kept, and docs/never-worse.md, "Merged
+// documents", cites them), and what it does with the empty configuration the
+// product sends instead. Each response here also carries a module upgrade (the
+// identity filter's configuration changes), as a change of the filter module
+// does in the product.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -48,9 +50,10 @@ function etagOf(mark: string): string {
 /** The ETag of the answer merged with the part the sidecar started with. */
 const MERGED_ETAG = expectedEtag(localEtag('groups'), GROUPS_PART);
 
-/** Pushes the sidecar's plan with these documents and filter module. */
-function push(documents: SidecarDocuments, module: Uint8Array): string {
-  const snapshot = makeSnapshot(translateSidecar(sidecar.plan, { ...sidecar.settings, filterModule: Buffer.from(module) }, undefined, documents));
+/** Pushes the sidecar's plan with these documents and filter module; `leftOut`: a filter configuration taken out of the response. */
+function push(documents: SidecarDocuments, module: Uint8Array, leftOut?: string): string {
+  const resources = translateSidecar(sidecar.plan, { ...sidecar.settings, filterModule: Buffer.from(module) }, undefined, documents);
+  const snapshot = makeSnapshot({ ...resources, extensionConfigs: resources.extensionConfigs.filter((c) => c.name !== leftOut) });
   sidecar.ads.setSnapshot(NODE, snapshot);
   return snapshot.types[TYPE_URL.extensionConfig].version;
 }
@@ -106,9 +109,7 @@ describe('a document filter configuration left out of an ECDS response, then bac
     const keptVersion = groupsVersion(await ecdsDump());
 
     // Without the `/apis` configuration, with a module upgrade in the same response.
-    const withoutGroups = new Map(groupsWith('"set-2"'));
-    withoutGroups.delete('group-discovery');
-    const v3 = push(withoutGroups, upgradedModule(module, 'upgrade-1'));
+    const v3 = push(groupsWith('"set-2"'), upgradedModule(module, 'upgrade-1'), 'mvproxy.discovery.groups');
     await ecdsAcked(v3, acks, nacks);
     await eventually('the identity filter reloaded', 10_000, async () => ((await envoyStat(`${IDENTITY}.config_reload`)) >= 2 ? true : undefined));
     const during: string[] = [];
@@ -148,11 +149,9 @@ describe('a document filter configuration left out of an ECDS response, then bac
     const held = await servedEtag();
     const reloadsBefore = await envoyStat(`${GROUPS}.config_reload`);
     const successesBefore = await envoyStat(`${GROUPS}.update_success`);
-    const withoutGroups = new Map(groupsWith('"unused"'));
-    withoutGroups.delete('group-discovery');
     // Envoy reconnects (a new stream, as to a restarted control plane) and is answered without the `/apis` configuration.
     sidecar.ads.closeStreams();
-    const version = push(withoutGroups, upgradedModule(sidecar.settings.filterModule, 'upgrade-3'));
+    const version = push(groupsWith('"unused"'), upgradedModule(sidecar.settings.filterModule, 'upgrade-3'), 'mvproxy.discovery.groups');
     await ecdsAcked(version, acks, nacks);
     for (let i = 0; i < 10; i++) assert.equal(await servedEtag(), held);
     // (Its update_attempt counts the request Envoy sent on the new stream; no update reached it.)
@@ -160,5 +159,22 @@ describe('a document filter configuration left out of an ECDS response, then bac
     assert.equal(await envoyStat(`${GROUPS}.update_success`), successesBefore, 'the left-out subscription saw no update');
     assert.equal(await envoyStat(`${GROUPS}.update_rejected`), 0);
     assert.deepEqual(nacks, []);
+  });
+
+  test('a document the control plane holds no set for gets the empty configuration: ACKed, and the local answer goes through untouched', async () => {
+    const acks: AckEvent[] = [];
+    const nacks: NackEvent[] = [];
+    sidecar.ads.on('ack', (a) => acks.push(a));
+    sidecar.ads.on('nack', (n) => nacks.push(n));
+    const reloadsBefore = await envoyStat(`${GROUPS}.config_reload`);
+    const withoutGroups = new Map(groupsWith('"unused"'));
+    withoutGroups.delete('group-discovery');
+    const version = push(withoutGroups, sidecar.settings.filterModule);
+    await ecdsAcked(version, acks, nacks);
+    await eventually('the empty configuration applied', 10_000, async () => ((await envoyStat(`${GROUPS}.config_reload`)) > reloadsBefore ? true : undefined));
+    assert.equal(await servedEtag(), localEtag('groups'), "the local apiserver's own answer, its ETag");
+    assert.equal(await envoyStat(`${GROUPS}.config_fail`), 0);
+    assert.deepEqual(nacks, []);
+    sidecar.push(peerPartDocuments());
   });
 });
