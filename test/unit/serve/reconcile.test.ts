@@ -156,11 +156,7 @@ describe('reconcile', () => {
     /** Each document filter's configuration size in bytes (0: it holds nothing). */
     const held = (node: string): Record<string, number> => {
       const configs = [...sidecar(result, node).snapshot.types[TYPE_URL.extensionConfig].resources] as Array<[string, TypedExtensionConfig]>;
-      return Object.fromEntries(
-        configs
-          .filter(([name]) => name.startsWith('mvproxy.discovery.'))
-          .map(([name, config]) => [name, configuredBytes(config)]),
-      );
+      return Object.fromEntries(configs.filter(([name]) => name.startsWith('mvproxy.discovery.')).map(([name, config]) => [name, configuredBytes(config)]));
     };
     const a = held('kas-a');
     assert.deepEqual(Object.keys(a), ['mvproxy.discovery.core', 'mvproxy.discovery.groups', 'mvproxy.discovery.openapi']);
