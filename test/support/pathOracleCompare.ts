@@ -2,7 +2,8 @@
 // against what the sidecar, the apiservers and the backend did (the kinds of
 // finding: pathOracle.ts).
 import { parseRequestPath, type RequestInfo, sidecarPath } from '../../src/model/requestInfo.js';
-import type { RequestDestination, SidecarPlan } from '../../src/planner/plan.js';
+import { groupDocumentsOf, type RequestDestination, type SidecarPlan } from '../../src/planner/plan.js';
+import { NOPEER_PROFILE } from '../../src/model/discovery.js';
 import { destinationForRequest } from '../../src/planner/destination.js';
 import type { OracleCase } from './pathOracleCases.js';
 import type { AuditEvent, CaseResult, Reading } from './pathOracleEvidence.js';
@@ -103,12 +104,31 @@ function requestInfoOf(reading: Reading): RequestInfo {
   };
 }
 
-/** The watch spellings the routes send over HTTP/2 (src/translator/routes.ts): the first `watch` value, as strconv.ParseBool reads true. */
-function expectsHttp2(c: OracleCase): boolean {
+/**
+ * The watch spellings the routes send over HTTP/2 (src/translator/routes.ts):
+ * the first `watch` value, as strconv.ParseBool reads true; never for a
+ * discovery document the document routes take (a GET or HEAD of `/api`,
+ * `/apis` without profile=nopeer, `/api/{v}`, `/apis/{g}`, `/apis/{g}/{v}`,
+ * unless a peer-only group document's route takes it first), which no
+ * apiserver answers as a watch.
+ */
+function expectsHttp2(c: OracleCase, plan: SidecarPlan): boolean {
   if (c.headers?.['upgrade']) return false;
   const at = c.path.indexOf('?');
   const watch = at === -1 ? null : new URLSearchParams(c.path.slice(at + 1)).get('watch');
-  return watch !== null && /^(1|t|T|true|True|TRUE)$/.test(watch);
+  return watch !== null && /^(1|t|T|true|True|TRUE)$/.test(watch) && !takenByDocumentRoute(c, at === -1 ? c.path : c.path.slice(0, at), plan);
+}
+
+function takenByDocumentRoute(c: OracleCase, path: string, plan: SidecarPlan): boolean {
+  if (!['GET', 'HEAD'].includes(c.method ?? 'GET')) return false;
+  const accept = Object.entries(c.headers ?? {}).find(([name]) => name.toLowerCase() === 'accept')?.[1] ?? '';
+  if (/^\/apis?\/?$/.test(path)) return !String(accept).toLowerCase().includes(NOPEER_PROFILE);
+  const document = /^\/api\/[^/]+\/?$/.test(path) || /^\/apis\/[^/]+(?:\/[^/]+)?\/?$/.test(path);
+  const peerOnly = groupDocumentsOf(plan).some((d) => {
+    const base = d.group === '' ? '/api' : `/apis/${d.group}`;
+    return path.replace(/\/$/, '') === (d.version === undefined ? base : `${base}/${d.version}`);
+  });
+  return document && !peerOnly;
 }
 
 /** The findings of one case: each is a difference between what was expected and what happened. */
@@ -127,7 +147,7 @@ export function compare(r: CaseResult, plan: SidecarPlan): Finding[] {
   const loggedBy = r.readings.map((x) => (x.apiserver === LOCAL ? 'local' : `peers ${x.apiserver}`)).join(' + ');
   if (r.readings.length > 0 && r.clusters.length > 0) add('evidence', actual, loggedBy);
   if (r.clusters.length > 0) {
-    const wanted = expectsHttp2(r.case) ? 'http2' : 'http1';
+    const wanted = expectsHttp2(r.case, plan) ? 'http2' : 'http1';
     for (const cluster of r.clusters)
       add('flavour', `${wanted}, front-proxy`, `${cluster.includes('-h1') ? 'http1' : 'http2'}${cluster.endsWith('-front-proxy') ? ', front-proxy' : ''}`);
   }
