@@ -9,7 +9,7 @@ import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery, 
 import type { APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery, LegacyDocument } from '../model/legacyDiscovery.js';
 import type { AggregatedPeerPart } from './peerPart.js';
 
-type Part = Pick<AggregatedPeerPart, 'groups'>;
+type Part = Pick<AggregatedPeerPart, 'groups' | 'localBuiltIn'>;
 
 /** "v1" for the core group, else "group/version". */
 export function groupVersionString(group: string, version: string): string {
@@ -72,35 +72,83 @@ export function mergeVersions(local: APIVersions, part: Part): APIVersions {
   return more.length === 0 ? local : { ...local, versions: [...local.versions, ...more] };
 }
 
-/** `/apis`: the local groups as listed (each with the part's versions it lacks), then the part's groups the local lacks. */
+/**
+ * A named group legacy `/apis` and `/apis/{g}` can gain: the peer part's
+ * group and the local built-in versions it lacks, in the set's node order
+ * (xds/documentSet.ts): the peer part's groups first, each its versions then
+ * the local built-in ones it lacks, then the built-in groups it lacks.
+ */
+export interface LegacyGroupAddition {
+  name: string;
+  /** The peer part's group of that name (its nodes carry aggregated fragments too). */
+  peer?: APIGroupDiscovery;
+  /** Local built-in versions the peer group lacks: nodes with legacy fragments only, after the peer's. */
+  builtInOnly: string[];
+  /** The versions it adds, in node order: the peer's (not stale, unless built in), then builtInOnly. */
+  versions: GroupVersionForDiscovery[];
+  /** Its APIGroup: those versions, preferring the first built-in one (the routes send the group there), else the first; none without versions. */
+  group?: APIGroup;
+}
+
+export function legacyGroupAdditions(part: Part): LegacyGroupAddition[] {
+  const builtIn = new Map((part.localBuiltIn ?? []).map((g) => [g.group, g.versions]));
+  const additions: LegacyGroupAddition[] = [];
+  for (const peer of part.groups) {
+    const name = peer.metadata.name;
+    if (name === '') continue;
+    const local = builtIn.get(name) ?? [];
+    builtIn.delete(name);
+    const peerVersions = peer.versions.flatMap((v) => (v.freshness === 'Stale' && !local.includes(v.version) ? [] : [v.version]));
+    const builtInOnly = local.filter((v) => !peer.versions.some((p) => p.version === v));
+    additions.push(addition(name, [...peerVersions, ...builtInOnly], local, peer, builtInOnly));
+  }
+  for (const [name, versions] of builtIn) additions.push(addition(name, versions, versions, undefined, versions));
+  return additions;
+}
+
+function addition(name: string, order: string[], builtIn: string[], peer: APIGroupDiscovery | undefined, builtInOnly: string[]): LegacyGroupAddition {
+  const versions = order.map((version) => ({ groupVersion: groupVersionString(name, version), version }));
+  const preferred = versions.find((v) => builtIn.includes(v.version)) ?? versions[0];
+  return {
+    name,
+    ...(peer === undefined ? {} : { peer }),
+    builtInOnly,
+    versions,
+    ...(preferred === undefined ? {} : { group: { name, versions, preferredVersion: preferred } }),
+  };
+}
+
+/** `/apis`: the local groups as listed (each with the versions it lacks), then the groups it lacks (legacyGroupAdditions). */
 export function mergeGroupList(local: APIGroupList, part: Part): APIGroupList {
-  const named = part.groups.filter((g) => g.metadata.name !== '');
-  if (named.length === 0) return local;
+  const additions = legacyGroupAdditions(part);
+  if (additions.length === 0) return local;
   const seen = new Set<string>();
   let changed = false;
   const groups = local.groups.map((group) => {
     if (seen.has(group.name)) return group;
     seen.add(group.name);
-    const merged = mergeGroup(group, part);
+    const merged = mergeGroupWith(group, additions);
     changed ||= merged !== group;
     return merged;
   });
-  for (const group of named) {
-    if (seen.has(group.metadata.name)) continue;
-    const legacy = legacyGroupOf(group);
-    if (legacy === undefined) continue;
-    groups.push(legacy);
+  for (const addition of additions) {
+    if (seen.has(addition.name) || addition.group === undefined) continue;
+    groups.push(addition.group);
     changed = true;
   }
   return changed ? { ...local, groups } : local;
 }
 
-/** `/apis/{g}`: the local group as listed, its preferred version untouched, then the part's versions it lacks. */
+/** `/apis/{g}`: the local group as listed, its preferred version untouched, then the versions it lacks (legacyGroupAdditions). */
 export function mergeGroup(local: APIGroup, part: Part): APIGroup {
-  const peer = part.groups.find((g) => g.metadata.name === local.name && local.name !== '');
-  if (peer === undefined) return local;
+  return mergeGroupWith(local, legacyGroupAdditions(part));
+}
+
+function mergeGroupWith(local: APIGroup, additions: readonly LegacyGroupAddition[]): APIGroup {
+  const addition = local.name === '' ? undefined : additions.find((a) => a.name === local.name);
+  if (addition === undefined) return local;
   const listed = new Set(local.versions.map((v) => v.version));
-  const more = peer.versions.flatMap((v) => (listed.has(v.version) ? [] : (legacyVersionOf(local.name, v) ?? [])));
+  const more = addition.versions.filter((v) => !listed.has(v.version));
   return more.length === 0 ? local : { ...local, versions: [...local.versions, ...more] };
 }
 

@@ -24,7 +24,12 @@ const KIND_OF: Record<LegacyDocument['kind'], LegacyBody['kind']> = {
  * the local body is not the legacy document the path names, in JSON or
  * protobuf, written as kube-apiserver writes it.
  */
-export function mergedLegacyBody(path: string, contentType: string, body: Buffer, part: Pick<AggregatedPeerPart, 'groups'>): Buffer | undefined {
+export function mergedLegacyBody(
+  path: string,
+  contentType: string,
+  body: Buffer,
+  part: Pick<AggregatedPeerPart, 'groups' | 'localBuiltIn'>,
+): Buffer | undefined {
   const which = legacyDocumentOfPath(path);
   if (which === undefined) return undefined;
   const protobuf = /^application\/vnd\.kubernetes\.protobuf\s*(;|$)/i.test(contentType);
@@ -39,7 +44,7 @@ function encode(body: LegacyBody, protobuf: boolean): Buffer {
   return protobuf ? encodeLegacyProtobuf(body) : Buffer.from(goJson(goOrderedLegacy(body)), 'utf8');
 }
 
-function mergeLegacy(local: LegacyBody, part: Pick<AggregatedPeerPart, 'groups'>): LegacyBody {
+function mergeLegacy(local: LegacyBody, part: Pick<AggregatedPeerPart, 'groups' | 'localBuiltIn'>): LegacyBody {
   const merged = ((): LegacyBody => {
     switch (local.kind) {
       case 'APIVersions':

@@ -26,7 +26,7 @@ import { groupVersionOfIndexPath, routableOpenApiIndex, type OpenApiV3Index } fr
 import { routableDiscovery } from '../model/routableDiscovery.js';
 import { compareStrings } from '../util/order.js';
 import { mergeAggregated, mergeOpenApi } from './mergeRule.js';
-import { aggregatedPeerPart, openApiPeerPart, type PeerParts } from './peerPart.js';
+import { aggregatedPeerPart, localBuiltInGroups, openApiPeerPart, type PeerParts } from './peerPart.js';
 
 export interface MergedDiscovery {
   /** `/api`: the local core group plus the peer part. Empty while the local apiserver's discovery is unknown. */
@@ -91,6 +91,8 @@ export function mergeDiscovery(localName: string, model: ClusterModel, now: numb
     localOnly,
     inDoubt,
   );
+  const builtIn = localBuiltInGroups(own.groups, localOnly);
+  if (builtIn.length > 0) groups.localBuiltIn = builtIn;
   merged.local = own;
   merged.peer = { core, groups };
   merged.core = mergeAggregated(own.core, core);

@@ -29,6 +29,23 @@ import { resourceOfPeers } from './peerEntries.js';
 export interface AggregatedPeerPart {
   document: Exclude<MergedDocument, 'openapi-index'>;
   groups: APIGroupDiscovery[];
+  /**
+   * Legacy `/apis` and `/apis/{g}` only: the local apiserver's built-in
+   * group-versions (neither CRD nor APIService ones, none stale), in its
+   * order. kube-apiserver lists a group-version there only while its
+   * APIService object exists in the shared storage, and an apiserver that
+   * does not serve it deletes it when it starts (kube-aggregator's
+   * autoregister, once per start): the apiserver alone can stop listing what
+   * it serves, for good. The legacy merge adds what its answer lacks
+   * (discovery/legacy.ts legacyGroupAdditions).
+   */
+  localBuiltIn?: LocalBuiltInGroup[];
+}
+
+/** A group the local apiserver serves built in, and its versions. */
+export interface LocalBuiltInGroup {
+  group: string;
+  versions: string[];
 }
 
 /** The peer part of the OpenAPI v3 index: the entries of group-versions only peers serve. */
@@ -129,6 +146,21 @@ export function aggregatedPeerPart(
       }))
       .filter((g) => g.versions.length > 0),
   };
+}
+
+/**
+ * The local apiserver's built-in group-versions (AggregatedPeerPart
+ * localBuiltIn): its named groups' versions that are neither stale nor
+ * local-only (CRD and APIService group-versions, whose APIService no other
+ * apiserver deletes); groups left with none are left out.
+ */
+export function localBuiltInGroups(local: APIGroupDiscoveryList, localOnly: ReadonlySet<string>): LocalBuiltInGroup[] {
+  return local.items.flatMap((group) => {
+    const versions = group.versions
+      .filter((v) => v.freshness !== 'Stale' && !localOnly.has(groupVersionKey(group.metadata.name, v.version)))
+      .map((v) => v.version);
+    return group.metadata.name === '' || versions.length === 0 ? [] : [{ group: group.metadata.name, versions }];
+  });
 }
 
 function name(group: APIGroupDiscovery): string {

@@ -26,8 +26,9 @@
 // entry's "subresources", the field made when the entry has none).
 // Legacy fragments (meta/v1, as kube-apiserver writes them; the entries
 // client-go's SplitGroupsAndResources derives from the aggregated entries):
-//   group: APIGroup {name, versions (the node's), preferredVersion (its first)}
-//     (JSON object; protobuf message) for APIGroupList when the local lacks the group
+//   group: APIGroup {name, versions (the node's), preferredVersion (its first
+//     built-in one, else its first)} (JSON object; protobuf message) for
+//     APIGroupList when the local lacks the group
 //   version: of a named group, GroupVersionForDiscovery {groupVersion "g/v", version}
 //     for APIGroupList and APIGroup when the local group lacks the version; of the
 //     core group, the version as a JSON string ("v2" with quotes) and, in
@@ -41,6 +42,12 @@
 //     core group's node (APIVersions lists versions only): both legacy
 //     fragments empty (zero bytes): the filter adds nothing for it. A group's
 //     APIGroup lists its versions that are not stale (none: empty fragments).
+//   legacy-only nodes: after a group's versions, the local built-in versions
+//     it lacks; after the groups, the local built-in groups the part lacks,
+//     each with its versions (discovery/legacy.ts legacyGroupAdditions, of
+//     AggregatedPeerPart localBuiltIn): both aggregated fragments empty, so
+//     only legacy /apis and /apis/{g} gain them, where the local apiserver's
+//     answer lacks them (its APIService was deleted by another apiserver).
 // APIResourceList (/api/{v}, /apis/{g}/{v}): after the local entries, the
 // version's resources and subresources whose legacy name the local list
 // lacks, each resource followed by its subresources. A part with no groups
@@ -53,7 +60,7 @@ import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery, 
 import type { MergedDocument } from '../model/requestInfo.js';
 import type { AggregatedPeerPart, OpenApiPeerPart, PeerPart } from '../discovery/peerPart.js';
 import { goOrderedList } from '../discovery/goJsonOrder.js';
-import { legacyGroupOf, legacyResourceOf, legacySubresourceOf, legacyVersionOf } from '../discovery/legacy.js';
+import { groupVersionString, legacyGroupAdditions, legacyResourceOf, legacySubresourceOf } from '../discovery/legacy.js';
 import {
   encodeGroupMessage,
   encodeGroupVersionMessage,
@@ -116,13 +123,19 @@ function field(out: Buffer[], bytes: Buffer): void {
 }
 
 function aggregatedSections(part: AggregatedPeerPart, out: Buffer[]): void {
-  out.push(u32(part.groups.length));
+  const additions = new Map(legacyGroupAdditions(part).map((a) => [a.name, a]));
+  const builtInGroups = [...additions.values()].filter((a) => a.peer === undefined);
+  out.push(u32(part.groups.length + builtInGroups.length));
   for (const group of part.groups) {
     const name = group.metadata.name;
-    node(out, name, { group }, name === '' ? EMPTY_LEGACY : legacyFragments(legacyGroupOf(group), goOrderedGroup, encodeGroupMessage));
-    out.push(u32(group.versions.length));
+    const addition = additions.get(name);
+    node(out, name, { group }, name === '' ? EMPTY_LEGACY : legacyFragments(addition?.group, goOrderedGroup, encodeGroupMessage));
+    const builtInOnly = addition?.builtInOnly ?? [];
+    out.push(u32(group.versions.length + builtInOnly.length));
     for (const version of group.versions) {
-      node(out, version.version, { group, version }, legacyVersionFragments(name, version));
+      // Legacy documents list a version unless it is stale (client-go skips it) and not built in (legacyGroupAdditions).
+      const listed = name === '' ? version.freshness !== 'Stale' : (addition?.versions.some((v) => v.version === version.version) ?? false);
+      node(out, version.version, { group, version }, listed ? legacyVersionFragments(name, version.version) : EMPTY_LEGACY);
       const stale = version.freshness === 'Stale';
       out.push(u32(version.resources.length));
       for (const resource of version.resources) {
@@ -136,7 +149,22 @@ function aggregatedSections(part: AggregatedPeerPart, out: Buffer[]): void {
         }
       }
     }
+    for (const version of builtInOnly) legacyOnlyNode(out, version, legacyVersionFragments(name, version), 0);
   }
+  for (const addition of builtInGroups) {
+    legacyOnlyNode(out, addition.name, legacyFragments(addition.group, goOrderedGroup, encodeGroupMessage), addition.versions.length);
+    for (const version of addition.versions) legacyOnlyNode(out, version.version, legacyVersionFragments(addition.name, version.version), 0);
+  }
+}
+
+/** A node of legacy discovery only (a local built-in group or version): no aggregated fragments, so the aggregated merge adds nothing for it; then `children` child nodes. */
+function legacyOnlyNode(out: Buffer[], name: string, legacy: LegacyFragments, children: number): void {
+  field(out, Buffer.from(name, 'utf8'));
+  field(out, Buffer.alloc(0));
+  field(out, Buffer.alloc(0));
+  field(out, legacy[0]);
+  field(out, legacy[1]);
+  out.push(u32(children));
 }
 
 /** A node's legacy JSON and protobuf fragments (both empty: nothing to add in legacy documents). */
@@ -148,11 +176,9 @@ function legacyFragments<T>(value: T | undefined, json: (value: T) => unknown, p
 }
 
 /** A version's legacy fragments: of the core group, the bare version (an item of APIVersions.versions); else its GroupVersionForDiscovery. */
-function legacyVersionFragments(group: string, version: APIVersionDiscovery): LegacyFragments {
-  const legacy = legacyVersionOf(group, version);
-  if (legacy === undefined) return EMPTY_LEGACY;
-  if (group === '') return [Buffer.from(goJsonText(legacy.version), 'utf8'), Buffer.from(legacy.version, 'utf8')];
-  return legacyFragments(legacy, goOrderedGroupVersion, encodeGroupVersionMessage);
+function legacyVersionFragments(group: string, version: string): LegacyFragments {
+  if (group === '') return [Buffer.from(goJsonText(version), 'utf8'), Buffer.from(version, 'utf8')];
+  return legacyFragments({ groupVersion: groupVersionString(group, version), version }, goOrderedGroupVersion, encodeGroupVersionMessage);
 }
 
 /** Where a node is: its group, and down to its version, resource and subresource. */

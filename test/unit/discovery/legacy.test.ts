@@ -121,6 +121,49 @@ describe('the legacy merge rule', () => {
     assert.equal(mergeGroup(LOCAL_BATCH, { groups: [apps] }), LOCAL_BATCH);
   });
 
+  test('/apis: a built-in group the local apiserver serves but does not list (its APIService deleted by another apiserver) is added', () => {
+    const merged = mergeGroupList(
+      { kind: 'APIGroupList', apiVersion: 'v1', groups: [LOCAL_BATCH] },
+      { groups: [], localBuiltIn: [{ group: 'apps', versions: ['v1'] }] },
+    );
+    assert.deepEqual(
+      merged.groups.map((g) => [g.name, g.versions.map((v) => v.version), g.preferredVersion?.version]),
+      [
+        ['batch', ['v1beta1'], 'v1beta1'],
+        ['apps', ['v1'], 'v1'],
+      ],
+    );
+  });
+
+  test("/apis: a built-in version missing from a listed group is appended after the peers' versions", () => {
+    const merged = mergeGroupList(
+      { kind: 'APIGroupList', apiVersion: 'v1', groups: [legacyGroup('batch', 'v2')] },
+      { groups: [batch], localBuiltIn: [{ group: 'batch', versions: ['v2', 'v1beta1'] }] },
+    );
+    assert.deepEqual(
+      merged.groups.map((g) => g.versions.map((v) => v.version)),
+      [['v2', 'v1', 'v1beta1']],
+    );
+  });
+
+  test("/apis: a group both built in and peer-served, listed by nobody, prefers the local apiserver's version", () => {
+    const merged = mergeGroupList(
+      { kind: 'APIGroupList', apiVersion: 'v1', groups: [] },
+      { groups: [batch], localBuiltIn: [{ group: 'batch', versions: ['v1beta1'] }] },
+    );
+    assert.deepEqual(
+      merged.groups.map((g) => [g.name, g.versions.map((v) => v.version), g.preferredVersion?.version]),
+      [['batch', ['v1', 'v1beta1'], 'v1beta1']],
+    );
+  });
+
+  test('/apis/{g}: the built-in versions the local group lacks are appended', () => {
+    assert.deepEqual(
+      mergeGroup(LOCAL_BATCH, { groups: [], localBuiltIn: [{ group: 'batch', versions: ['v1beta1', 'v1'] }] }).versions.map((v) => v.version),
+      ['v1beta1', 'v1'],
+    );
+  });
+
   test('/apis/{g}/{v}: the local entries, then the resources and subresources the part adds whose names the local lacks', () => {
     const local: APIResourceList = {
       kind: 'APIResourceList',

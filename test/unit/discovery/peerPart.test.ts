@@ -124,6 +124,13 @@ describe('the aggregated peer part', () => {
     assert.deepEqual(listed(merged.peer.groups), []);
   });
 
+  test("carries the local apiserver's built-in group-versions for legacy /apis, never a CRD or APIService one, none of the core group", () => {
+    const localOnly: LocalOnlyGroupVersion[] = [{ group: 'stable.example.com', version: 'v1', source: 'CustomResourceDefinition' }];
+    const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS, CRD_GROUP])), apiserver('b', discovery([APPS]))], localOnly), NOW);
+    assert.deepEqual(merged.peer.groups?.localBuiltIn, [{ group: 'apps', versions: ['v1'] }]);
+    assert.equal(merged.peer.core?.localBuiltIn, undefined);
+  });
+
   test('never holds a peer entry mvproxy does not route on', () => {
     const peer = batchWith(jobs(['get']), resource('Bad_Name', 'Bad', ['get']));
     const merged = mergeDiscovery('a', model([apiserver('a', discovery([APPS])), apiserver('b', discovery([peer]))]), NOW);

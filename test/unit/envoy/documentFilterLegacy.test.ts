@@ -73,6 +73,15 @@ const CORE_PART: AggregatedPeerPart = {
   ]).items,
 };
 const GROUP_NODES = setNodes(GROUPS_PART);
+/** The same, with the local apiserver's built-in groups: storage.k8s.io v1 and v2, and policy/v1, which its answer may lack. */
+const BUILT_IN_PART: AggregatedPeerPart = {
+  ...GROUPS_PART,
+  localBuiltIn: [
+    { group: 'storage.k8s.io', versions: ['v1', 'v2'] },
+    { group: 'policy', versions: ['v1'] },
+  ],
+};
+const BUILT_IN_NODES = setNodes(BUILT_IN_PART);
 const CORE_NODES = setNodes(CORE_PART);
 
 function nodeOf(nodes: LegacyNode[], ...names: string[]): LegacyNode {
@@ -142,6 +151,30 @@ describe('JSON', () => {
       ],
     );
     assert.deepEqual(merged, groupListByRule(LOCAL_GROUP_LIST, GROUP_NODES));
+  });
+
+  test('/apis: the built-in groups and versions the local answer lacks (their APIServices deleted by another apiserver) are added', () => {
+    const answer = merge(BUILT_IN_PART, '/apis', jsonBody(LOCAL_GROUP_LIST), LEGACY_JSON);
+    const merged = parsed<APIGroupList>(answer.body);
+    assert.deepEqual(
+      merged.groups.map((g) => [g.name, g.versions.map((v) => v.version), g.preferredVersion?.version]),
+      [
+        ['apps', ['v1', 'v1beta1'], 'v1'],
+        ['storage.k8s.io', ['v1', 'v2'], 'v1'],
+        ['batch', ['v1'], 'v1'],
+        ['policy', ['v1'], 'v1'],
+      ],
+    );
+    assert.deepEqual(merged, groupListByRule(LOCAL_GROUP_LIST, BUILT_IN_NODES));
+  });
+
+  test('/apis/{g}: the built-in versions the local group lacks are added', () => {
+    const local: APIGroup = { kind: 'APIGroup', apiVersion: 'v1', ...legacyGroup('storage.k8s.io', 'v1') };
+    const answer = merge(BUILT_IN_PART, '/apis/storage.k8s.io', jsonBody(local), LEGACY_JSON);
+    assert.deepEqual(
+      parsed<APIGroup>(answer.body).versions.map((v) => v.version),
+      ['v1', 'v2'],
+    );
   });
 
   test('/apis/{g} (APIGroup): the versions the local group lacks', () => {
@@ -222,6 +255,11 @@ describe('protobuf', () => {
     assert.deepEqual(readVersions(answer.body), versionsByRule(LOCAL_VERSIONS, CORE_NODES[0]).versions);
     assert.deepEqual(answer.body, versionsProtobufByRule(LOCAL_VERSIONS, CORE_NODES[0]));
     assert.equal(header(answer.headers, 'content-length'), String(answer.body.length));
+  });
+
+  test('/apis: the built-in groups the local answer lacks are added, as in JSON', () => {
+    const answer = merge(BUILT_IN_PART, '/apis', groupListProtobuf(LOCAL_GROUP_LIST), LEGACY_PROTOBUF, 5);
+    assert.deepEqual(answer.body, groupListProtobufByRule(LOCAL_GROUP_LIST, BUILT_IN_NODES));
   });
 
   test('/apis (APIGroupList): bytes as the encoder writes the merged list', () => {

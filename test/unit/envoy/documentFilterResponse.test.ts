@@ -86,6 +86,26 @@ describe('left alone', () => {
   }
 });
 
+describe('legacy-only nodes (the local built-in groups)', () => {
+  test('add nothing to aggregated discovery, in JSON or protobuf: it lists them from the local apiserver itself', () => {
+    const builtIn: AggregatedPeerPart = {
+      ...PART,
+      localBuiltIn: [
+        { group: 'policy', versions: ['v1'] },
+        { group: 'batch', versions: ['v2'] },
+      ],
+    };
+    const bodies = localBodies(LOCAL);
+    const expected = localBodies(mergedByRule(LOCAL, PART));
+    const json = exchange(documentHost(builtIn), REQUEST, ok(bodies.json), bodies.json);
+    assert.deepEqual(json.body, expected.json);
+    assert.equal(header(json.headers, 'etag'), expectedEtag(LOCAL_ETAG, builtIn));
+    const protobufRequest: HeaderList = [...REQUEST.slice(0, 3), ['accept', AGG_PROTOBUF]];
+    const protobuf = exchange(documentHost(builtIn), protobufRequest, ok(bodies.protobuf, AGG_PROTOBUF), bodies.protobuf);
+    assert.deepEqual(protobuf.body, expected.protobuf);
+  });
+});
+
 describe('what the local apiserver receives', () => {
   test('If-None-Match (every value) and Accept-Encoding are removed; nothing else changes', () => {
     const request = withHeaders([

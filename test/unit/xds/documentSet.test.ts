@@ -11,6 +11,7 @@ import { encodeGroupMessage, encodeResourceMessage } from '../../../src/discover
 import { APPS, BATCH, group, list, resource } from '../../support/discoveryFixtures.js';
 
 const PART: AggregatedPeerPart = { document: 'group-discovery', groups: list([APPS, BATCH]).items };
+const PART_JSON = (i: number): string => decodeDocumentSet(encodeDocumentSet(PART))?.groups[i]?.json ?? '';
 
 describe('encodeDocumentSet', () => {
   test('header: MVPD, version 4, the kind, the digest of the sections', () => {
@@ -103,6 +104,39 @@ describe('encodeDocumentSet', () => {
     const stale = list([BATCH]).items.map((g) => ({ ...g, versions: g.versions.map((v) => ({ ...v, freshness: 'Stale' as const })) }));
     const batch = decodeDocumentSet(encodeDocumentSet({ document: 'group-discovery', groups: stale }))?.groups[0];
     assert.deepEqual([batch?.legacyJson, batch?.children[0]?.legacyJson, batch?.children[0]?.children[0]?.legacyJson], ['', '', '']);
+  });
+
+  test("local built-in versions and groups are legacy-only nodes: no aggregated fragments, after the peer part's", () => {
+    const part: AggregatedPeerPart = {
+      ...PART,
+      localBuiltIn: [
+        { group: 'batch', versions: ['v2'] },
+        { group: 'policy', versions: ['v1'] },
+      ],
+    };
+    const decoded = decodeDocumentSet(encodeDocumentSet(part));
+    assert.deepEqual(
+      decoded?.groups.map((g) => [g.name, g.json, g.children.map((v) => [v.name, v.json === '' ? 'legacy only' : 'aggregated', v.legacyJson])]),
+      [
+        ['apps', PART_JSON(0), [['v1', 'aggregated', '{"groupVersion":"apps/v1","version":"v1"}']]],
+        [
+          'batch',
+          PART_JSON(1),
+          [
+            ['v1', 'aggregated', '{"groupVersion":"batch/v1","version":"v1"}'],
+            ['v2', 'legacy only', '{"groupVersion":"batch/v2","version":"v2"}'],
+          ],
+        ],
+        ['policy', '', [['v1', 'legacy only', '{"groupVersion":"policy/v1","version":"v1"}']]],
+      ],
+    );
+    assert.equal(decoded?.groups[2]?.protobuf.length, 0);
+    assert.equal(
+      decoded?.groups[1]?.legacyJson,
+      '{"name":"batch","versions":[{"groupVersion":"batch/v1","version":"v1"},{"groupVersion":"batch/v2","version":"v2"}],"preferredVersion":{"groupVersion":"batch/v2","version":"v2"}}',
+      'the group prefers its built-in version',
+    );
+    assert.notEqual(documentSetDigest(part), documentSetDigest(PART));
   });
 
   test('the OpenAPI index part: paths in ascending order, keys as JSON writes them', () => {
