@@ -18,6 +18,13 @@ export interface ApiserverSpec {
    * long with /readyz failing, as production apiservers behind load balancers do.
    */
   shutdownDelaySeconds?: number;
+  /**
+   * --endpoint-reconciler-type: `none` (default: mvproxy publishes the
+   * `kubernetes` Service, or nothing does), or `lease`, as kubeadm leaves an
+   * apiserver: it writes its own advertised address into the Service's
+   * endpoints every 10 s.
+   */
+  endpointReconciler?: 'lease' | 'none';
 }
 
 /** An apiserver of a sandbox: what it runs, where it and its sidecar listen, its process while it runs. */
@@ -175,7 +182,7 @@ export function kubeApiserverProcess(o: {
     `--secure-port=${listen.port}`,
     `--bind-address=${listen.host}`,
     ...advertiseFlags(listen, pki, o.upstreamPeerProxy ?? false),
-    '--endpoint-reconciler-type=none',
+    `--endpoint-reconciler-type=${spec.endpointReconciler ?? 'none'}`,
     `--tls-cert-file=${serving.cert}`,
     `--tls-private-key-file=${serving.key}`,
     `--client-ca-file=${pki.ca.cert}`,
