@@ -1,4 +1,5 @@
-// kube-apiserver and kubectl, built from the k8s.io/kubernetes module at a release.
+// kube-apiserver, kubectl, kube-controller-manager and kubeadm, built from the
+// k8s.io/kubernetes module at a release.
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -15,10 +16,12 @@ export interface KubernetesBinaries {
   kubeApiserver: string;
   kubectl: string;
   kubeControllerManager: string;
+  /** Renders the sandbox's control-plane command lines (src/tools/sandbox/kubeadmRender.ts). */
+  kubeadm: string;
 }
 
 interface BinarySpec {
-  name: 'kube-apiserver' | 'kubectl' | 'kube-controller-manager';
+  name: 'kube-apiserver' | 'kubectl' | 'kube-controller-manager' | 'kubeadm';
   pkg: string;
   /** Rough cold build time on 2 cores, for the start line. */
   firstTime: string;
@@ -50,16 +53,34 @@ const BINARIES: readonly BinarySpec[] = [
     versionArgs: ['--version'],
     expected: (v) => `Kubernetes ${v.version}`,
   },
+  {
+    // Last: a cache installed before kubeadm was added builds only this one (the others are re-verified).
+    name: 'kubeadm',
+    pkg: 'k8s.io/kubernetes/cmd/kubeadm',
+    firstTime: '~4 min',
+    versionArgs: ['version', '-o', 'short'],
+    expected: (v) => v.version,
+  },
 ];
 
+/** Every binary of a release, by where it is (or would be) installed. */
+function binariesOf(cacheRoot: string, v: KubernetesVersion): KubernetesBinaries {
+  const paths = kubernetesPaths(cacheRoot, v.version);
+  return {
+    kubeApiserver: paths.kubeApiserver,
+    kubectl: paths.kubectl,
+    kubeControllerManager: paths.kubeControllerManager,
+    kubeadm: path.join(paths.dir, 'kubeadm'),
+  };
+}
+
 export function kubernetesBinaries(cacheRoot: string, version: string): KubernetesBinaries {
-  const paths = kubernetesPaths(cacheRoot, parseKubernetesVersion(version).version);
-  return { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl, kubeControllerManager: paths.kubeControllerManager };
+  return binariesOf(cacheRoot, parseKubernetesVersion(version));
 }
 
 export async function kubernetesInstalled(cacheRoot: string, version: string): Promise<boolean> {
-  const paths = kubernetesPaths(cacheRoot, parseKubernetesVersion(version).version);
-  return isInstalled(paths.marker, [paths.kubeApiserver, paths.kubectl, paths.kubeControllerManager]);
+  const v = parseKubernetesVersion(version);
+  return isInstalled(kubernetesPaths(cacheRoot, v.version).marker, Object.values(binariesOf(cacheRoot, v)));
 }
 
 /** Fails fast, before any long build, if a release is not on the module proxy. */
@@ -82,7 +103,7 @@ async function prepareWorkspace(ctx: InstallContext, env: NodeJS.ProcessEnv, v: 
 export async function ensureKubernetes(ctx: InstallContext, version: string): Promise<KubernetesBinaries> {
   const v = parseKubernetesVersion(version);
   const paths = kubernetesPaths(ctx.cacheRoot, v.version);
-  const result = { kubeApiserver: paths.kubeApiserver, kubectl: paths.kubectl, kubeControllerManager: paths.kubeControllerManager };
+  const result = binariesOf(ctx.cacheRoot, v);
   if (await isInstalled(paths.marker, Object.values(result))) return result;
 
   const env = await goEnv();
@@ -113,7 +134,12 @@ export async function ensureKubernetes(ctx: InstallContext, version: string): Pr
   await writeMarker(paths.marker, {
     component: 'kubernetes',
     version: v.version,
-    binaries: { 'kube-apiserver': paths.kubeApiserver, kubectl: paths.kubectl, 'kube-controller-manager': paths.kubeControllerManager },
+    binaries: {
+      'kube-apiserver': result.kubeApiserver,
+      kubectl: result.kubectl,
+      'kube-controller-manager': result.kubeControllerManager,
+      kubeadm: result.kubeadm,
+    },
     reportedVersion: reported.join('; '),
     installedAt: new Date().toISOString(),
   });

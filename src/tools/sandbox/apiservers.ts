@@ -4,9 +4,10 @@
 // apiserver read each request.
 import { join } from 'node:path';
 import { parseKubernetesVersion, type InstalledComponents } from '../install/index.js';
-import { SANDBOX_SERVICE_CLUSTER_IP_RANGE, type SandboxPki } from './pki.js';
+import type { SandboxPki } from './pki.js';
 import type { ManagedProcess, ProcessSpec } from './processes.js';
 import { NODE_APISERVER_PORT, NODE_SIDECAR_PORT } from './netns.js';
+import { APISERVER_SUBSTITUTED_FLAGS, parseKubeadmCommand, substituteFlags, type ApiserverSubstitutedFlag } from './kubeadmCommands.js';
 
 export interface ApiserverSpec {
   name: string;
@@ -144,25 +145,35 @@ export function etcdProcess(o: {
  * would work too) and `--peer-ca-file` (the CA of the peers' serving
  * certificates); peers authenticate with the front-proxy client certificate.
  */
-function advertiseFlags(listen: { host: string; port: number }, pki: SandboxPki, upstreamPeerProxy: boolean): string[] {
-  if (!upstreamPeerProxy) return [`--advertise-address=${listen.host === '127.0.0.1' ? '192.0.2.1' : listen.host}`];
-  return [
-    `--advertise-address=${listen.host}`,
-    `--peer-advertise-ip=${listen.host}`,
-    `--peer-advertise-port=${listen.port}`,
-    `--peer-ca-file=${pki.ca.cert}`,
-    '--feature-gates=UnknownVersionInteroperabilityProxy=true',
-  ];
+function advertiseFlags(
+  listen: { host: string; port: number },
+  pki: SandboxPki,
+  upstreamPeerProxy: boolean,
+): Partial<Record<ApiserverSubstitutedFlag, string>> {
+  if (!upstreamPeerProxy) return { 'advertise-address': listen.host === '127.0.0.1' ? '192.0.2.1' : listen.host };
+  return {
+    'advertise-address': listen.host,
+    'peer-advertise-ip': listen.host,
+    'peer-advertise-port': String(listen.port),
+    'peer-ca-file': pki.ca.cert,
+    'feature-gates': 'UnknownVersionInteroperabilityProxy=true',
+  };
 }
 
-/** One kube-apiserver, in its own UTS namespace with its name as hostname (so it holds its own identity lease). */
+/**
+ * One kube-apiserver, in its own UTS namespace with its name as hostname (so
+ * it holds its own identity lease): kubeadm's command for its version
+ * (`kubeadm`, kubeadmRender.ts) with the flags of APISERVER_SUBSTITUTED_FLAGS
+ * set by the sandbox.
+ */
 export function kubeApiserverProcess(o: {
   spec: ApiserverSpec;
   command: string;
+  /** kubeadm's rendered container command for this version and endpoint reconciler. */
+  kubeadm: readonly string[];
   port: number;
   etcdPort: number;
   pki: SandboxPki;
-  dir: string;
   logsDir: string;
   /** Off by default. */
   audit?: ApiserverAuditLog;
@@ -177,38 +188,29 @@ export function kubeApiserverProcess(o: {
   const serving = pki.serving[spec.name];
   if (!serving) throw new Error(`internal: no serving certificate for ${spec.name}`);
   const listen = o.listen ?? { host: '127.0.0.1', port: o.port };
-  const args = [
-    `--etcd-servers=http://127.0.0.1:${o.etcdPort}`,
-    `--secure-port=${listen.port}`,
-    `--bind-address=${listen.host}`,
+  const args = substituteFlags(parseKubeadmCommand(o.kubeadm).flags, APISERVER_SUBSTITUTED_FLAGS, {
+    'etcd-servers': `http://127.0.0.1:${o.etcdPort}`,
+    'secure-port': String(listen.port),
+    'bind-address': listen.host,
     ...advertiseFlags(listen, pki, o.upstreamPeerProxy ?? false),
-    `--endpoint-reconciler-type=${spec.endpointReconciler ?? 'none'}`,
-    `--tls-cert-file=${serving.cert}`,
-    `--tls-private-key-file=${serving.key}`,
-    `--client-ca-file=${pki.ca.cert}`,
-    `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
-    `--requestheader-allowed-names=${pki.frontProxyClientName}`,
-    '--requestheader-username-headers=X-Remote-User',
-    '--requestheader-uid-headers=X-Remote-Uid',
-    '--requestheader-group-headers=X-Remote-Group',
-    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-    `--proxy-client-cert-file=${pki.frontProxyClient.cert}`,
-    `--proxy-client-key-file=${pki.frontProxyClient.key}`,
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${pki.serviceAccount.publicKey}`,
-    `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
-    '--authorization-mode=RBAC',
-    `--service-cluster-ip-range=${SANDBOX_SERVICE_CLUSTER_IP_RANGE}`,
-    `--cert-dir=${join(o.dir, 'certs', spec.name)}`,
-    '--profiling=false',
-  ];
-  if (spec.runtimeConfig) args.push(`--runtime-config=${spec.runtimeConfig}`);
-  if (spec.shutdownDelaySeconds) args.push(`--shutdown-delay-duration=${spec.shutdownDelaySeconds}s`);
-  if (o.audit) {
+    'tls-cert-file': serving.cert,
+    'tls-private-key-file': serving.key,
+    'client-ca-file': pki.ca.cert,
+    'requestheader-client-ca-file': pki.frontProxyCa.cert,
+    'proxy-client-cert-file': pki.frontProxyClient.cert,
+    'proxy-client-key-file': pki.frontProxyClient.key,
+    'service-account-key-file': pki.serviceAccount.publicKey,
+    'service-account-signing-key-file': pki.serviceAccount.privateKey,
+    'kubelet-client-certificate': undefined,
+    'kubelet-client-key': undefined,
+    ...(spec.runtimeConfig ? { 'runtime-config': spec.runtimeConfig } : {}),
+    ...(spec.shutdownDelaySeconds ? { 'shutdown-delay-duration': `${spec.shutdownDelaySeconds}s` } : {}),
     // Blocking: each event is written before the request returns, so a test
     // reads it as soon as its answer arrives (batching would hold it for seconds).
-    args.push(`--audit-policy-file=${o.audit.policyFile}`, `--audit-log-path=${o.audit.logPath}`, '--audit-log-mode=blocking', '--audit-log-format=json');
-  }
+    ...(o.audit
+      ? { 'audit-policy-file': o.audit.policyFile, 'audit-log-path': o.audit.logPath, 'audit-log-mode': 'blocking', 'audit-log-format': 'json' }
+      : {}),
+  });
   return {
     name: spec.name,
     command: o.command,

@@ -1,8 +1,8 @@
 // The sandbox's kube-controller-manager: the real namespace controller and
 // garbage collector KEP-4020 exists for, run the way kubeadm runs it (its
-// flags are kubeadm's getControllerManagerCommand for v1.36, nothing left out
-// but the pod-network flags a cluster without --pod-network-cidr does not get)
-// and connected the way kubeadm connects it: controller-manager.conf points at
+// command is kubeadm's own render for its version, kubeadmRender.ts, with the
+// files and port of CONTROLLER_MANAGER_SUBSTITUTED_FLAGS the sandbox's) and
+// connected the way kubeadm connects it: controller-manager.conf points at
 // the node-local endpoint, which in mode mvproxy is the node's sidecar.
 //
 // It exits when it loses leader election (it does when its apiserver goes
@@ -10,6 +10,8 @@
 // container then, and so does this supervisor, with kubelet's back-off.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CONTROLLER_MANAGER_SUBSTITUTED_FLAGS, parseKubeadmCommand, substituteFlags } from './kubeadmCommands.js';
+import { kubeadmCommands } from './kubeadmRender.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess, type ProcessSpec } from './processes.js';
@@ -17,6 +19,8 @@ import type { ControllerManagerState } from './state.js';
 
 export interface ControllerManagerSpec {
   command: string;
+  /** The kubeadm binary of `version`, which renders its command. */
+  kubeadm: string;
   version: string;
   /** The node-local endpoint it talks to (URL, as seen from where it runs): a sidecar in mode mvproxy, else the apiserver itself. */
   server: string;
@@ -31,27 +35,21 @@ export interface ControllerManagerSpec {
   enter?: readonly string[];
 }
 
-/** kubeadm's arguments for kube-controller-manager, with the sandbox's files in place of /etc/kubernetes. */
-export function kubeControllerManagerArgs(o: { kubeconfig: string; port: number; pki: SandboxPki }): string[] {
+/** kubeadm's arguments for kube-controller-manager (`kubeadm`, its rendered command), with the sandbox's files and port in place. */
+export function kubeControllerManagerArgs(o: { kubeadm: readonly string[]; kubeconfig: string; port: number; pki: SandboxPki }): string[] {
   const { pki } = o;
-  return [
-    '--bind-address=127.0.0.1',
-    // kubeadm leaves the default 10257; two sandboxes side by side need a port each.
-    `--secure-port=${o.port}`,
-    '--leader-elect=true',
-    `--kubeconfig=${o.kubeconfig}`,
-    `--authentication-kubeconfig=${o.kubeconfig}`,
-    `--authorization-kubeconfig=${o.kubeconfig}`,
-    `--client-ca-file=${pki.ca.cert}`,
-    `--requestheader-client-ca-file=${pki.frontProxyCa.cert}`,
-    `--root-ca-file=${pki.ca.cert}`,
-    `--service-account-private-key-file=${pki.serviceAccount.privateKey}`,
-    `--cluster-signing-cert-file=${pki.ca.cert}`,
-    `--cluster-signing-key-file=${pki.ca.key}`,
-    '--use-service-account-credentials=true',
-    '--controllers=*,bootstrapsigner,tokencleaner',
-    '--cluster-name=kubernetes',
-  ];
+  return substituteFlags(parseKubeadmCommand(o.kubeadm).flags, CONTROLLER_MANAGER_SUBSTITUTED_FLAGS, {
+    'secure-port': String(o.port),
+    kubeconfig: o.kubeconfig,
+    'authentication-kubeconfig': o.kubeconfig,
+    'authorization-kubeconfig': o.kubeconfig,
+    'client-ca-file': pki.ca.cert,
+    'requestheader-client-ca-file': pki.frontProxyCa.cert,
+    'root-ca-file': pki.ca.cert,
+    'service-account-private-key-file': pki.serviceAccount.privateKey,
+    'cluster-signing-cert-file': pki.ca.cert,
+    'cluster-signing-key-file': pki.ca.key,
+  });
 }
 
 /** kubelet's container restart back-off: at once the first time, then 10 s doubling to 5 min; forgotten after 10 min of running. */
@@ -64,6 +62,8 @@ const BACKOFF_RESET_MS = 600_000;
 /** Runs kube-controller-manager and restarts it whenever it exits, until stopped. */
 export class SandboxControllerManager {
   private process?: ManagedProcess;
+  /** kubeadm's rendered command, once start() has it. */
+  private rendered: readonly string[] = [];
   private stopped = false;
   private readonly stopping = new AbortController();
   private restartCount = 0;
@@ -83,6 +83,7 @@ export class SandboxControllerManager {
       user: { certFile: this.spec.pki.controllerManagerClient.cert, keyFile: this.spec.pki.controllerManagerClient.key },
       name: 'kube-controller-manager',
     });
+    this.rendered = (await kubeadmCommands(this.spec.kubeadm, { version: this.spec.version, endpointReconciler: 'none' })).controllerManager;
     progress(`starting kube-controller-manager ${this.spec.version} beside ${this.spec.node}, through ${this.spec.server}`);
     this.loop = this.supervise();
   }
@@ -91,7 +92,7 @@ export class SandboxControllerManager {
     return {
       name: 'kube-controller-manager',
       command: this.spec.command,
-      args: kubeControllerManagerArgs({ kubeconfig: this.kubeconfig, port: this.spec.port, pki: this.spec.pki }),
+      args: kubeControllerManagerArgs({ kubeadm: this.rendered, kubeconfig: this.kubeconfig, port: this.spec.port, pki: this.spec.pki }),
       logFile: this.logFile,
       ...(this.spec.enter ? { enter: this.spec.enter } : {}),
     };

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { InstalledComponents } from '../install/index.js';
 import { httpsGet } from '../../util/https.js';
 import { apiserverListen, auditLogPath, etcdProcess, kubeApiserverProcess, type ApiserverAuditLog, type RunningApiserver } from './apiservers.js';
+import { kubeadmCommands } from './kubeadmRender.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess } from './processes.js';
 
@@ -60,14 +61,15 @@ export async function launchApiserver(run: RunningApiserver, launch: ApiserverLa
   const audit: ApiserverAuditLog | undefined = launch.auditPolicyPath
     ? { policyFile: launch.auditPolicyPath, logPath: auditLogPath(launch.logsDir, name) }
     : undefined;
+  const kubeadm = await kubeadmCommands(binaries.kubeadm, { version: run.spec.version, endpointReconciler: run.spec.endpointReconciler ?? 'none' });
   run.process = new ManagedProcess(
     kubeApiserverProcess({
       spec: run.spec,
       command: binaries.kubeApiserver,
+      kubeadm: kubeadm.apiserver,
       port: run.port,
       etcdPort: launch.etcdPort,
       pki,
-      dir: launch.dir,
       logsDir: launch.logsDir,
       ...(audit ? { audit } : {}),
       upstreamPeerProxy: launch.upstreamPeerProxy,

@@ -153,13 +153,15 @@ export class Sandbox {
   /** kube-controller-manager at the oldest version, on the first node of that version (or the one asked for), through that node's endpoint. */
   private async startControllerManager(port: number): Promise<void> {
     const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
-    const command = oldest && this.opts.components.kubernetes[oldest.spec.version]?.kubeControllerManager;
-    if (!oldest || !command) throw new Error('internal: no kube-controller-manager installed');
+    const binaries = oldest && this.opts.components.kubernetes[oldest.spec.version];
+    const command = binaries?.kubeControllerManager;
+    if (!oldest || !binaries || !command) throw new Error('internal: no kube-controller-manager installed');
     const node = this.opts.controllerManagerNode === undefined ? oldest : this.requireApiserver(this.opts.controllerManagerNode);
     const endpoint = this.withSidecars ? sidecarListen(node) : apiserverListen(node);
     const enter = this.network.enter;
     this.controllerManager = new SandboxControllerManager({
       command,
+      kubeadm: binaries.kubeadm,
       version: oldest.spec.version,
       server: `https://${endpoint.host}:${endpoint.port}`,
       ...(enter ? { enter } : {}),

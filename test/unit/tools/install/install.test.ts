@@ -259,6 +259,7 @@ describe('cache paths', () => {
           kubeApiserver: '/c/kubernetes/v1.36.3/kube-apiserver',
           kubectl: '/c/kubernetes/v1.36.3/kubectl',
           kubeControllerManager: '/c/kubernetes/v1.36.3/kube-controller-manager',
+          kubeadm: '/c/kubernetes/v1.36.3/kubeadm',
         },
       },
     });
@@ -328,7 +329,7 @@ describe('warm run', () => {
     const cacheRoot = await tempDir();
     const expected = componentPaths({ kubernetesVersions: ['v1.37.2'], cacheRoot });
     const kube = kubernetesPaths(cacheRoot, 'v1.37.2');
-    const binaries = [expected.envoy, expected.etcd, kube.kubeApiserver, kube.kubectl, kube.kubeControllerManager];
+    const binaries = [expected.envoy, expected.etcd, ...Object.values(expected.kubernetes['v1.37.2'] ?? {})];
     for (const b of binaries) {
       await fs.mkdir(path.dirname(b), { recursive: true });
       await fs.writeFile(b, '', { mode: 0o755 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { kubeControllerManagerArgs, kubeletRestartDelayMs } from '../../../../src/tools/sandbox/controllerManager.js';
 import type { SandboxPki } from '../../../../src/tools/sandbox/pki.js';
+import { KUBEADM_CONTROLLER_MANAGER_COMMAND } from '../../../support/kubeadmRenderFixture.js';
 
 const pair = (name: string) => ({ cert: `/pki/${name}.crt`, key: `/pki/${name}.key` });
 const pki = {
@@ -9,30 +10,14 @@ const pki = {
   frontProxyCa: pair('front-proxy-ca'),
   serviceAccount: { publicKey: '/pki/sa.pub', privateKey: '/pki/sa.key' },
 } as unknown as SandboxPki;
-const args = kubeControllerManagerArgs({ kubeconfig: '/s/kubeconfig-kube-controller-manager', port: 41000, pki });
+const args = kubeControllerManagerArgs({ kubeadm: KUBEADM_CONTROLLER_MANAGER_COMMAND, kubeconfig: '/s/kubeconfig-kube-controller-manager', port: 41000, pki });
 const flag = (name: string): string | undefined => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
 describe('the sandbox runs kube-controller-manager as kubeadm does', () => {
-  it("passes every argument kubeadm v1.36's getControllerManagerCommand gives a cluster without a pod network, and only those plus its port", () => {
-    // cmd/kubeadm/app/phases/controlplane/manifests.go at v1.36.3, ClusterName "kubernetes", no PodSubnet.
-    const kubeadm = [
-      'bind-address',
-      'leader-elect',
-      'kubeconfig',
-      'authentication-kubeconfig',
-      'authorization-kubeconfig',
-      'client-ca-file',
-      'requestheader-client-ca-file',
-      'root-ca-file',
-      'service-account-private-key-file',
-      'cluster-signing-cert-file',
-      'cluster-signing-key-file',
-      'use-service-account-credentials',
-      'controllers',
-      'cluster-name',
-    ];
+  it("passes every flag of kubeadm's render, in kubeadm's order, plus its port", () => {
     const names = args.map((a) => a.slice(2, a.indexOf('=')));
-    assert.deepEqual(names.sort(), [...kubeadm, 'secure-port'].sort());
+    const rendered = KUBEADM_CONTROLLER_MANAGER_COMMAND.slice(1).map((a) => a.slice(2, a.indexOf('=')));
+    assert.deepEqual(names, [...rendered, 'secure-port']);
   });
 
   it('runs the controllers kubeadm enables: the defaults plus bootstrapsigner and tokencleaner', () => {

@@ -7,6 +7,7 @@ import { enterCommand, holderCommand, nodeAddress } from '../../../../src/tools/
 import { wrapCommand } from '../../../../src/tools/sandbox/processes.js';
 import { apiserverListen, kubeApiserverProcess, sidecarListen, type RunningApiserver } from '../../../../src/tools/sandbox/apiservers.js';
 import type { SandboxPki } from '../../../../src/tools/sandbox/pki.js';
+import { KUBEADM_APISERVER_COMMAND } from '../../../support/kubeadmRenderFixture.js';
 
 const pair = { cert: '/pki/x.crt', key: '/pki/x.key' };
 const pki = {
@@ -22,10 +23,10 @@ function flagsOf(run: RunningApiserver, upstreamPeerProxy: boolean): string[] {
   return kubeApiserverProcess({
     spec: run.spec,
     command: 'kube-apiserver',
+    kubeadm: KUBEADM_APISERVER_COMMAND,
     port: run.port,
     etcdPort: 2379,
     pki,
-    dir: '/d',
     logsDir: '/l',
     upstreamPeerProxy,
     listen: apiserverListen(run),
