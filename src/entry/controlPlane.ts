@@ -1,7 +1,8 @@
 // Entry module (docs/architecture.md, "The tools' way in"): the control plane
 // as the tools run it: the `mvproxy` command they start (`mvproxy serve`, the
 // command an operator runs), how a replica is configured and started
-// (deploy/replica.ts, as kubeadm's static pods do), what it loads, and its
+// (deploy/replica.ts, as kubeadm's static pods do), the kubeadm patches the
+// sandbox renders its apiservers with (deploy/kubeadm.ts), what it loads, and its
 // ext_proc service alone, for the bench.
 import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,7 @@ export {
   type NodeApiserver,
   type ReplicaTuning,
 } from '../deploy/replica.js';
+export { apiserverPatch, endpointReconcilerPatch, kubeadmLayout } from '../deploy/kubeadm.js';
 
 /** The built `mvproxy` command (dist/src/cli/main.js), run with node: `mvproxy serve --config FILE`. */
 export const MVPROXY_CLI: string = fileURLToPath(new URL('../cli/main.js', import.meta.url));

@@ -4,8 +4,7 @@
 // and the named flags the sandbox puts in place of kubeadm's values, each for
 // a reason said here. Pure: no I/O.
 import { stringify } from 'yaml';
-import { apiserverPatch, endpointReconcilerPatch, kubeadmLayout } from '../../deploy/kubeadm.js';
-import type { JsonValue } from '../../xds/bootstrap.js';
+import { apiserverPatch, endpointReconcilerPatch, kubeadmLayout } from '../../entry/controlPlane.js';
 import { SANDBOX_SERVICE_CLUSTER_IP_RANGE } from './pki.js';
 
 /** What a render depends on (the render cache's key, with the kubeadm binary). */
@@ -54,7 +53,7 @@ export function kubeadmRenderConfig(version: string, patchesDir: string): string
  * to 6444 with certificate UIDs from the front proxy, and with `none` the
  * endpoint reconciler off.
  */
-export function kubeadmRenderPatches(endpointReconciler: 'lease' | 'none'): Record<string, JsonValue> {
+export function kubeadmRenderPatches(endpointReconciler: 'lease' | 'none'): Record<string, ReturnType<typeof apiserverPatch>> {
   const layout = kubeadmLayout([{ name: RENDER_NODE.name, ip: RENDER_NODE.advertiseAddress }], { image: 'mvproxy' });
   return {
     'kube-apiserver+json.json': apiserverPatch(layout, RENDER_NODE.name),
