@@ -1,5 +1,5 @@
-// The component installer: Envoy, etcd and kube-apiserver/kubectl per Kubernetes
-// release (and the e2e tests' legacy discovery client), built or fetched once
+// The component installer: Envoy, etcd and kube-apiserver, kubectl,
+// kube-controller-manager and kubeadm per Kubernetes release (and the e2e tests' legacy discovery client), built or fetched once
 // into the cache and reused from there.
 
 import { resolveCacheRoot } from './cache.js';

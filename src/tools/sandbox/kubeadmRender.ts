@@ -3,8 +3,9 @@
 // kubeadmCommands.ts. With --dry-run kubeadm writes the manifests into the
 // folder KUBEADM_INIT_DRYRUN_DIR names (cmd/kubeadm/app/constants
 // GetDryRunDir) instead of /etc/kubernetes/manifests, needs no root and
-// starts nothing; this phase reads no certificate (the CA files are only
-// looked at to tell an external CA, and there are none). The commands are
+// starts nothing; this phase reads no certificate (kubeadm only looks for
+// certificatesDir's ca.crt without ca.key, an external CA: a machine without
+// /etc/kubernetes/pki has neither). The commands are
 // cached beside the kubeadm binary per (version, options), so a sandbox
 // starts without running kubeadm again.
 import { execFile } from 'node:child_process';
