@@ -13,6 +13,7 @@
 // version started at once (kubelet replacing the static pod).
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { InstalledComponents } from '../install/index.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { SandboxPki } from './pki.js';
 import { ManagedProcess, type ProcessSpec } from './processes.js';
@@ -138,6 +139,15 @@ export class SandboxControllerManager {
   /** Kills it with SIGKILL, as a crash would; it is restarted as kubelet would (back-off). */
   async kill(): Promise<void> {
     await this.process?.kill();
+  }
+
+  /** When apiserver `node` (just started) is its node and runs another release: replaced by that release's (upgrade). */
+  async followNode(node: string, version: string, components: InstalledComponents, progress: (line: string) => void): Promise<void> {
+    if (node !== this.spec.node || version === this.spec.version) return;
+    const command = components.kubernetes[version]?.kubeControllerManager;
+    if (!command) throw new Error(`kube-controller-manager ${version} is not installed`);
+    progress(`replacing kube-controller-manager ${this.spec.version} beside ${node} by ${version}`);
+    await this.upgrade(command, version);
   }
 
   /** Replaces it by release `version` (binary `command`): the running one killed, the new one started at once. */

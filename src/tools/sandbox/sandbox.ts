@@ -116,7 +116,8 @@ export class Sandbox {
     this.etcdPort = ports.etcdClient;
     const reconciler = endpointReconcilerFor(this.mode, this.network.mode);
     const specs = this.opts.apiservers.map((spec): ApiserverSpec => ({ endpointReconciler: reconciler, ...spec }));
-    const runs = await this.network.wire(specs, ports, { sidecars: this.withSidecars, controllerManager: this.opts.controllerManager ?? false });
+    const { controllerManager = false, peerEgressProxy } = this.opts;
+    const runs = await this.network.wire(specs, ports, { sidecars: this.withSidecars, controllerManager, ...(peerEgressProxy ? { peerEgressProxy } : {}) });
     for (const run of runs) this.apiservers.set(run.spec.name, run);
     const etcd = startEtcd(this.launchContext, ports.etcdClient, ports.etcdPeer);
     this.etcd = etcd.process;
@@ -255,6 +256,11 @@ export class Sandbox {
     return this.network.enter;
   }
 
+  /** The sandbox's network (network.ts): dial into it, or make a host port reachable from inside it. */
+  get net(): Pick<SandboxNetwork, 'dial' | 'reachHost'> {
+    return this.network;
+  }
+
   /**
    * Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms).
    * `envoyConcurrency`: its worker threads from this start on (default: the sandbox's).
@@ -324,18 +330,9 @@ export class Sandbox {
       this.auditPolicies.set(name, file);
     }
     await this.launchApiserver(name);
-    await this.upgradeControllerManagerWith(name, spec.version);
+    // kubeadm upgrades a node's kube-controller-manager right after its apiserver.
+    await this.controllerManager?.followNode(name, spec.version, this.opts.components, this.progress);
     await this.writeState();
-  }
-
-  /** kubeadm upgrades a node's kube-controller-manager right after its apiserver: so does the sandbox, once that apiserver is ready. */
-  private async upgradeControllerManagerWith(node: string, version: string): Promise<void> {
-    const cm = this.controllerManager;
-    if (!cm || cm.node !== node || cm.version === version) return;
-    const command = this.opts.components.kubernetes[version]?.kubeControllerManager;
-    if (!command) throw new Error(`kube-controller-manager ${version} is not installed`);
-    this.progress(`upgrading kube-controller-manager beside ${node} from ${cm.version} to ${version}`);
-    await cm.upgrade(command, version);
   }
 
   state(): SandboxState {
