@@ -78,7 +78,7 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     auditLogs,
     agent: { sidecar: new Agent({ keepAlive: true, maxSockets: 1, ...tls }), direct: new Agent({ keepAlive: true, maxSockets: 1, ...tls }) },
   };
-  const backend = await startBackend();
+  const backend = await startBackend(tb);
   const run = options.run ?? Date.now().toString(36);
   const prefix = `mvproxy-oracle/${run}/`;
   try {

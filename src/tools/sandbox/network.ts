@@ -49,9 +49,9 @@ export class SandboxNetwork {
     await this.relays?.expose(hostPort, target);
   }
 
-  /** Makes the host's 127.0.0.1:`port` reachable at the same address inside the namespace (nothing to do in mode `loopback`). */
-  async reachHost(port: number): Promise<void> {
-    await this.relays?.reachHost(port);
+  /** Makes the host's 127.0.0.1:`port` reachable inside the namespace at `at`:`port` (default 127.0.0.1; nothing to do in mode `loopback`). */
+  async reachHost(port: number, at?: string): Promise<void> {
+    await this.relays?.reachHost(port, at);
   }
 
   /** A connection from the host to `target` as seen inside the namespace (in mode `loopback`, the host's own network). */

@@ -41,7 +41,7 @@ export function relayConnection(client: Socket, socketPath: string, target: Rela
 export class HostRelays {
   private readonly servers: Server[] = [];
   private readonly inbound: ManagedProcess[] = [];
-  private readonly reachedHostPorts = new Set<number>();
+  private readonly reachedHostPorts = new Set<string>();
   private readonly exposed = new Map<number, RelayTarget>();
 
   private constructor(
@@ -86,14 +86,15 @@ export class HostRelays {
   }
 
   /**
-   * Makes the host's 127.0.0.1:`port` reachable at 127.0.0.1:`port` inside the
-   * namespace: the host serves a Unix socket that connects there, and an
-   * inbound relay (relayInbound.ts) in the namespace listens on the port.
-   * Resolves once that port accepts.
+   * Makes the host's 127.0.0.1:`port` reachable at `at`:`port` inside the
+   * namespace (default 127.0.0.1; or a node address): the host serves a Unix
+   * socket that connects there, and an inbound relay (relayInbound.ts) in the
+   * namespace listens on that address. Resolves once it listens.
    */
-  async reachHost(port: number): Promise<void> {
-    if (this.reachedHostPorts.has(port)) return;
-    const socketPath = join(this.dir, `host-${port}.sock`);
+  async reachHost(port: number, at = '127.0.0.1'): Promise<void> {
+    const key = `${at}:${port}`;
+    if (this.reachedHostPorts.has(key)) return;
+    const socketPath = join(this.dir, `host-${at}-${port}.sock`);
     rmSync(socketPath, { force: true });
     const server = createServer({ allowHalfOpen: true }, (inside) => pipeBoth(inside, connect({ port, host: '127.0.0.1', allowHalfOpen: true })));
     await new Promise<void>((resolve, reject) => {
@@ -102,18 +103,13 @@ export class HostRelays {
     });
     chmodSync(socketPath, 0o600);
     this.servers.push(server);
-    const logFile = join(this.logsDir, `relay-host-${port}.log`);
+    const logFile = join(this.logsDir, `relay-host-${at}-${port}.log`);
     rmSync(logFile, { force: true });
-    const relay = new ManagedProcess({
-      name: `relay-host-${port}`,
-      command: process.execPath,
-      args: [inboundMain, String(port), socketPath],
-      logFile,
-      enter: this.enter,
-    });
+    const args = [inboundMain, String(port), socketPath, at];
+    const relay = new ManagedProcess({ name: `relay-host-${key}`, command: process.execPath, args, logFile, enter: this.enter });
     this.inbound.push(relay);
-    await relay.waitReady(`the inbound relay of host port ${port}`, async () => readFileSync(logFile, 'utf8').includes('relaying'), 10_000, 50);
-    this.reachedHostPorts.add(port);
+    await relay.waitReady(`the inbound relay of host port ${port} at ${at}`, async () => readFileSync(logFile, 'utf8').includes('relaying'), 10_000, 50);
+    this.reachedHostPorts.add(key);
   }
 
   /** What each host port reaches (the state file's view). */
