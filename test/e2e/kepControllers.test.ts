@@ -48,7 +48,10 @@ describe("KEP-4020's clients: the real kube-controller-manager through the older
     const cm = tb.state().controllerManager;
     assert.ok(cm);
     assert.equal(cm.version, 'v1.36.3');
-    assert.equal(cm.server, apiserverNamed(tb.state(), 'kas-a').sidecar);
+    // Its node's endpoint as seen on that node: the sidecar at NODE:6443.
+    const kasA = apiserverNamed(tb.state(), 'kas-a');
+    assert.equal(cm.server, kasA.inNamespace?.sidecar);
+    assert.equal(cm.server, `https://${kasA.nodeAddress}:6443`);
   });
 
   it('deletes a namespace that holds Jobs only the peer serves, and leaves none of them behind', async () => {
