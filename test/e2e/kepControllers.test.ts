@@ -6,6 +6,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readFileSync } from 'node:fs';
+import { ensureComponents } from '../../src/tools/install/index.js';
 import { startTestSandbox, eventually, serviceAccountToken, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 
 const job = (name: string) => ({
@@ -46,7 +48,10 @@ describe("KEP-4020's clients: the real kube-controller-manager through the older
     const cm = tb.state().controllerManager;
     assert.ok(cm);
     assert.equal(cm.version, 'v1.36.3');
-    assert.equal(cm.server, apiserverNamed(tb.state(), 'kas-a').sidecar);
+    // Its node's endpoint as seen on that node: the sidecar at NODE:6443.
+    const kasA = apiserverNamed(tb.state(), 'kas-a');
+    assert.equal(cm.server, kasA.inNamespace?.sidecar);
+    assert.equal(cm.server, `https://${kasA.nodeAddress}:6443`);
   });
 
   it('deletes a namespace that holds Jobs only the peer serves, and leaves none of them behind', async () => {
@@ -93,5 +98,25 @@ describe("KEP-4020's clients: the real kube-controller-manager through the older
       120_000,
       1000,
     );
+  });
+
+  it('is upgraded with its node: once kas-a runs v1.37.2, a v1.37.2 controller-manager takes the leader lease', async () => {
+    const components = await ensureComponents({ kubernetesVersions: ['v1.37.2'], log: () => undefined });
+    const holder = async (): Promise<string> => {
+      const lease = await viaPeer()('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager');
+      assert.equal(lease.status, 200, lease.body);
+      return (JSON.parse(lease.body) as { spec: { holderIdentity: string } }).spec.holderIdentity;
+    };
+    const before = await holder();
+    await tb.sandbox.stopApiserver('kas-a');
+    await tb.sandbox.startApiserver('kas-a', { version: 'v1.37.2', runtimeConfig: 'batch/v1=false' });
+    await eventually(async () => {
+      const pid = tb.sandbox.controllerManagerPid();
+      assert.ok(pid !== undefined, 'the controller-manager does not run');
+      assert.equal(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0], components.kubernetes['v1.37.2']?.kubeControllerManager);
+    }, 10_000);
+    assert.equal(tb.state().controllerManager?.version, 'v1.37.2');
+    // A new process holds the lease once the old holder's has run out.
+    await eventually(async () => assert.notEqual(await holder(), before), 120_000, 1000);
   });
 });

@@ -7,12 +7,13 @@
 // every other resource is served through every sidecar, including the skew
 // reroute (StorageVersionMigrations through the v1.36.3 sidecar).
 //
-// The extension server is a tiny Node HTTPS server on loopback. The
-// aggregator reaches it through an ExternalName Service (`localhost`):
-// without --enable-aggregator-routing it resolves a service to its ClusterIP
-// (unroutable in the sandbox) or, for ExternalName, to that name and the
-// APIService's port; Endpoints would not do, their validation rejects
-// loopback addresses. No sandbox change is needed.
+// The extension server is a tiny Node HTTPS server on the host's loopback,
+// reached from inside the sandbox's network namespace at the same address
+// (Sandbox.net.reachHost). The aggregator reaches it through an ExternalName
+// Service (`localhost`): without --enable-aggregator-routing it resolves a
+// service to its ClusterIP (unroutable in the sandbox) or, for ExternalName,
+// to that name and the APIService's port; Endpoints would not do, their
+// validation rejects loopback addresses.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -138,6 +139,7 @@ describe('one APIService listing malformed discovery: v1.36.3 and v1.37.2 with s
     assert.ok(serving);
     extension = await startExtensionServer(serving.cert, serving.key);
     const port = (extension.address() as AddressInfo).port;
+    await tb.sandbox.net.reachHost(port);
     const direct = client('kas-b', 'direct');
     const service = await direct('POST', '/api/v1/namespaces/default/services', {
       apiVersion: 'v1',

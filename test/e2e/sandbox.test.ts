@@ -58,6 +58,28 @@ describe('sandbox with kube-apiserver v1.36.3 and v1.37.2 sharing one etcd', () 
     assert.ok(!(await groupVersions(old)).includes('storagemigration.k8s.io/v1'));
   });
 
+  it('lays the nodes out as kubeadm does: each apiserver on its node address at 6444, its sidecar at 6443', () => {
+    const s = tb.state();
+    assert.equal(s.network?.mode, 'namespace');
+    assert.deepEqual(
+      s.apiservers.map((a) => [a.nodeAddress, a.inNamespace?.direct, a.inNamespace?.sidecar]),
+      [
+        ['192.0.2.11', 'https://192.0.2.11:6444', 'https://192.0.2.11:6443'],
+        ['192.0.2.12', 'https://192.0.2.12:6444', 'https://192.0.2.12:6443'],
+      ],
+    );
+  });
+
+  it("the kubernetes Service lists every node's sidecar, published by mvproxy's control plane", async () => {
+    await eventually(async () => {
+      const res = await adminGet(old, '/api/v1/namespaces/default/endpoints/kubernetes');
+      assert.equal(res.status, 200, res.body);
+      const subsets = (JSON.parse(res.body) as { subsets?: { addresses?: { ip: string }[]; ports?: { port: number }[] }[] }).subsets ?? [];
+      const listed = subsets.flatMap((e) => (e.addresses ?? []).flatMap((a) => (e.ports ?? []).map((p) => `${a.ip}:${p.port}`)));
+      assert.deepEqual(listed.sort(), ['192.0.2.11:6443', '192.0.2.12:6443']);
+    }, 30_000);
+  });
+
   it('an object created through one apiserver is read through the other', async () => {
     const created = await tb.kubectl(old.kubeconfig.direct, ['create', 'configmap', 'shared-etcd-probe', '-n', 'default', '--from-literal=k=v']);
     assert.equal(created.code, 0, created.stderr);

@@ -27,10 +27,27 @@ function withSandbox(mode: 'upstream' | 'none'): { tb: () => TestSandbox; old: (
   return { tb: get, old: () => get().state().apiservers[0] as SandboxApiserverState };
 }
 
+/** What the `kubernetes` Service's Endpoints list: `address:port` of each, sorted. */
+async function kubernetesEndpoints(tb: TestSandbox, via: SandboxApiserverState): Promise<string[]> {
+  const res = await tokenClient(tb.state(), via.direct, tb.sandbox.adminBearerToken())('GET', '/api/v1/namespaces/default/endpoints/kubernetes');
+  assert.equal(res.status, 200, res.body);
+  const subsets = (JSON.parse(res.body) as { subsets?: { addresses?: { ip: string }[]; ports?: { port: number }[] }[] }).subsets ?? [];
+  return subsets.flatMap((s) => (s.addresses ?? []).flatMap((a) => (s.ports ?? []).map((p) => `${a.ip}:${p.port}`))).sort();
+}
+
+/** Every apiserver's lease reconciler (kubeadm's default) lists it, at its node address and port, in the `kubernetes` Service. */
+function itPublishesEveryApiserver(tb: () => TestSandbox, old: () => SandboxApiserverState): void {
+  it("every apiserver's own lease reconciler lists it in the kubernetes Service, at its node address", async () => {
+    await eventually(async () => assert.deepEqual(await kubernetesEndpoints(tb(), old()), ['192.0.2.11:6444', '192.0.2.12:6444']), 30_000);
+  });
+}
+
 const groups = (body: string): string[] => (JSON.parse(body) as { items: { metadata: { name: string } }[] }).items.map((g) => g.metadata.name);
 
 describe('sandbox mode upstream: kube-apiserver proxies to its peers itself', () => {
   const { tb, old } = withSandbox('upstream');
+
+  itPublishesEveryApiserver(tb, old);
 
   it('says so in the state file and runs no sidecars or control plane', () => {
     const state = tb().state();
@@ -62,6 +79,8 @@ describe('sandbox mode upstream: kube-apiserver proxies to its peers itself', ()
 
 describe('sandbox mode none: the skew as clients meet it without any proxy', () => {
   const { tb, old } = withSandbox('none');
+
+  itPublishesEveryApiserver(tb, old);
 
   it('the v1.36.3 apiserver answers 404 for a resource only v1.37.2 serves', async () => {
     const api = tokenClient(tb().state(), old().direct, tb().sandbox.adminBearerToken());

@@ -9,7 +9,8 @@ export interface ConnectProxy {
   close: () => Promise<void>;
 }
 
-export async function startConnectProxy(): Promise<ConnectProxy> {
+/** `dial`: how it connects to a target (default: from the host; a sandbox's `net.dial` reaches inside its network namespace). */
+export async function startConnectProxy(dial: (host: string, port: number) => Socket = (host, port) => connect(port, host)): Promise<ConnectProxy> {
   const targets: string[] = [];
   // Tunnels end half-open when the sidecars and apiservers are killed, and a
   // half-open socket neither keeps the event loop alive nor lets server.close()
@@ -25,12 +26,11 @@ export async function startConnectProxy(): Promise<ConnectProxy> {
     const target = req.url ?? '';
     targets.push(target);
     const [host, port] = target.split(/:(?=\d+$)/);
-    const upstream = connect(Number(port), host ?? '', () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
+    const upstream = dial(host ?? '', Number(port));
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
     track(upstream);
     const close = (): void => {
       upstream.destroy();

@@ -25,10 +25,10 @@ import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { resourceRoutesOf, type SidecarPlan } from '../../src/planner/plan.js';
 import type { OracleCase } from './pathOracleCases.js';
-import { type CaseResult, clusterRequests, type Reading, readAuditLog } from './pathOracleEvidence.js';
+import { type CaseResult, clusterRequests, type Reading, readAuditLog, sidecarRequestsReceived } from './pathOracleEvidence.js';
 import { createFixtures, LOCAL, PEER, startBackend, substitute } from './pathOracleFixtures.js';
 import { type OracleReport, report } from './pathOracleReport.js';
-import { send, strip } from './pathOracleSend.js';
+import { type Answer, send, strip } from './pathOracleSend.js';
 import { apiserverNamed, eventually, type TestSandbox } from './sandbox.js';
 
 interface Sandboxed {
@@ -78,26 +78,24 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     auditLogs,
     agent: { sidecar: new Agent({ keepAlive: true, maxSockets: 1, ...tls }), direct: new Agent({ keepAlive: true, maxSockets: 1, ...tls }) },
   };
-  const backend = await startBackend();
+  const backend = await startBackend(tb);
   const run = options.run ?? Date.now().toString(36);
   const prefix = `mvproxy-oracle/${run}/`;
   try {
     await createFixtures(tb, s.agent.direct, backend);
     const plan = await convergedPlan(s.controlPlaneAdmin);
     const results: CaseResult[] = [];
-    let before = await clusterRequests(s.sidecarAdminSocket);
+    /** The User-Agent each result's sidecar request was last sent with (a case is sent again when other traffic shared its window). */
+    const userAgents = new Map<CaseResult, string>();
     for (const [i, c] of cases.entries()) {
       const path = substitute(c.path, backend);
       const sent = { ...c, path };
-      const ua = `${prefix}${c.id}`;
-      const viaSidecar = await send(s.sidecar, s.agent.sidecar, sent, ua);
-      const after = await clusterRequests(s.sidecarAdminSocket);
-      const clusters = [...after].filter(([name, n]) => /^(local|peers?-)/.test(name) && n > (before.get(name) ?? 0)).map(([name]) => name);
-      before = after;
-      const direct = await send(s.direct, s.agent.direct, sent, `${ua}/direct`);
+      const { ua, answer: viaSidecar, clusters } = await sendAlone(s, sent, `${prefix}${c.id}`);
+      const direct = await send(s.direct, s.agent.direct, sent, `${prefix}${c.id}/direct`);
       const result: CaseResult = { case: c, path, viaSidecar: strip(viaSidecar), direct: strip(direct), clusters, readings: [] };
+      userAgents.set(result, ua);
       const viaBackend = backend.received.get(ua);
-      const directBackend = backend.received.get(`${ua}/direct`);
+      const directBackend = backend.received.get(`${prefix}${c.id}/direct`);
       if (viaBackend !== undefined) result.backendViaSidecar = viaBackend;
       if (directBackend !== undefined) result.backendDirect = directBackend;
       results.push(result);
@@ -108,9 +106,8 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     const readings = new Map<string, Reading[]>();
     for (const [name, path] of auditLogs) readAuditLog(path, name, prefix, readings);
     for (const r of results) {
-      const ua = `${prefix}${r.case.id}`;
-      r.readings = readings.get(ua) ?? [];
-      const direct = readings.get(`${ua}/direct`)?.[0];
+      r.readings = readings.get(userAgents.get(r) ?? '') ?? [];
+      const direct = readings.get(`${prefix}${r.case.id}/direct`)?.[0];
       if (direct) r.directReading = direct;
     }
     return report(results, plan);
@@ -118,5 +115,24 @@ export async function runPathOracle(tb: TestSandbox, cases: OracleCase[], option
     s.agent.sidecar.destroy();
     s.agent.direct.destroy();
     backend.server.close();
+  }
+}
+
+/** Tries before the clusters of a window shared with other traffic are taken as they are. */
+const SEND_ATTEMPTS = 5;
+
+/**
+ * Sends `sent` through the sidecar and counts which clusters it went to; when
+ * the sidecar received anything else meanwhile, sends it again (User-Agent
+ * `ua~N`), so the clusters are the case's own.
+ */
+async function sendAlone(s: Sandboxed, sent: OracleCase, base: string): Promise<{ ua: string; answer: Answer & { body: string }; clusters: string[] }> {
+  for (let attempt = 0; ; attempt++) {
+    const ua = attempt === 0 ? base : `${base}~${attempt}`;
+    const [before, receivedBefore] = [await clusterRequests(s.sidecarAdminSocket), await sidecarRequestsReceived(s.sidecarAdminSocket)];
+    const answer = await send(s.sidecar, s.agent.sidecar, sent, ua);
+    const [after, receivedAfter] = [await clusterRequests(s.sidecarAdminSocket), await sidecarRequestsReceived(s.sidecarAdminSocket)];
+    const clusters = [...after].filter(([name, n]) => /^(local|peers?-)/.test(name) && n > (before.get(name) ?? 0)).map(([name]) => name);
+    if (receivedAfter - receivedBefore <= 1 || attempt + 1 === SEND_ATTEMPTS) return { ua, answer, clusters };
   }
 }

@@ -47,6 +47,20 @@ export async function clusterRequests(adminSocket: string): Promise<Map<string, 
   return new Map(stats.map((s) => [s.name.replace(/^cluster\.|\.upstream_rq_total$/g, ''), s.value ?? 0]));
 }
 
+/**
+ * Every request the sidecar's listener received (`http.apiserver.downstream_rq_total`):
+ * more than one in a case's window means something else went through the
+ * sidecar meanwhile (the kubernetes Service publisher probes every sidecar's
+ * /readyz), so the clusters counted in that window are not the case's alone.
+ */
+export async function sidecarRequestsReceived(adminSocket: string): Promise<number> {
+  const { stats } = await envoyAdminJson<{ stats: Array<{ name: string; value?: number }> }>(
+    adminSocket,
+    `/stats?format=json&filter=${encodeURIComponent('^http\\.apiserver\\.downstream_rq_total$')}`,
+  );
+  return stats[0]?.value ?? 0;
+}
+
 /** Adds the readings of the requests whose User-Agent starts with `prefix` from one apiserver's audit log, by User-Agent. */
 export function readAuditLog(path: string, apiserver: string, prefix: string, into: Map<string, Reading[]>): void {
   for (const line of readFileSync(path, 'utf8').split('\n')) {

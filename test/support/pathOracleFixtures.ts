@@ -51,8 +51,12 @@ export interface Backend {
   received: Map<string, string>;
 }
 
-/** Starts the backend on every address of this machine. */
-export async function startBackend(): Promise<Backend> {
+/**
+ * Starts the backend on every address of this machine. In the sandbox's node
+ * layout the apiservers reach it at a node address (relayed into the
+ * sandbox's network namespace), as they would reach a pod on that node.
+ */
+export async function startBackend(tb?: TestSandbox): Promise<Backend> {
   const received = new Map<string, string>();
   const server = createServer((req, res) => {
     received.set(String(req.headers['user-agent'] ?? ''), req.url ?? '');
@@ -62,6 +66,11 @@ export async function startBackend(): Promise<Backend> {
   await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
+  const node = tb?.state().apiservers[0]?.nodeAddress;
+  if (tb && node) {
+    await tb.sandbox.net.reachHost(port, node);
+    return { server, port, received, ip: node };
+  }
   const ip = Object.values(networkInterfaces())
     .flat()
     .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;

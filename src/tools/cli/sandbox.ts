@@ -9,7 +9,7 @@ import { localSandboxDir } from '../../entry/adminClient.js';
 import { ensureComponents, DEFAULT_KUBERNETES_VERSIONS } from '../install/index.js';
 import { defaultApiserverName, type ApiserverSpec } from '../sandbox/apiservers.js';
 import { SANDBOX_MODES, type SandboxMode } from '../sandbox/options.js';
-import { SANDBOX_NETWORKS, type SandboxNetworkMode } from '../sandbox/netns.js';
+import { DEFAULT_SANDBOX_NETWORK, SANDBOX_NETWORKS, type SandboxNetworkMode } from '../sandbox/netns.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { ControlPlaneReplicas } from '../sandbox/controlPlanes.js';
 import { readState } from '../sandbox/state.js';
@@ -42,7 +42,7 @@ export async function runSandbox(args: string[]): Promise<number> {
       version: { type: 'string' },
       'runtime-config': { type: 'string' },
       'controller-manager': { type: 'string', default: 'on' },
-      network: { type: 'string', default: 'loopback' },
+      network: { type: 'string', default: DEFAULT_SANDBOX_NETWORK },
     },
     allowPositionals: true,
     strict: true,

@@ -36,10 +36,13 @@ verbs:
           one control-plane replica beside each apiserver, as the kubeadm static pods do.
           --controller-manager off leaves out the kube-controller-manager (by default one
           runs at the oldest version, through that node's endpoint, as kubeadm connects it).
-          --network namespace runs everything in a network namespace of its own, each node
-          at its own address (192.0.2.11, .12, ...: sidecar on 6443, apiserver on 6444), the
-          host reaching them through relays on its 127.0.0.1 ports, and the control plane
-          publishes the kubernetes Service's endpoints (default: loopback, all on 127.0.0.1).
+          --network namespace (the default) lays the nodes out as kubeadm does: everything in a
+          network namespace of its own, each node at its own address (192.0.2.11, .12, ...:
+          sidecar on 6443, apiserver on 6444), the host reaching them through relays on its
+          127.0.0.1 ports, and the kubernetes Service published (by the control plane in mode
+          mvproxy, by the apiservers' lease reconcilers otherwise). --network loopback puts
+          everything on the host's 127.0.0.1, for hosts without user namespaces.
+          --controller-manager on: it is upgraded with its node (sandbox start --version).
   down [--dir DIR]              stop a detached sandbox
   stop NAME [--dir DIR]         stop one apiserver of a running sandbox
   start NAME [--version vX.Y.Z] [--runtime-config CFG] [--dir DIR]

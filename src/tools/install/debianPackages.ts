@@ -33,6 +33,7 @@ export interface DebianPackage {
 export const DEBIAN_PACKAGES: readonly DebianPackage[] = [
   { binary: 'h2load', pkg: 'nghttp2-client', neededBy: 'the benchmark (throughput at 8 and 64 in flight)' },
   { binary: 'prometheus', pkg: 'prometheus', neededBy: 'the dashboard test (a real Prometheus scraping the sandbox)' },
+  { binary: 'ip', pkg: 'iproute2', neededBy: "the sandbox's node layout (node addresses in its network namespace)" },
   { binary: 'chromium', pkg: 'chromium', neededBy: 'the status page test (a real headless browser, driven by playwright-core)' },
 ];
 

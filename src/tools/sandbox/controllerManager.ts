@@ -7,9 +7,13 @@
 //
 // It exits when it loses leader election (it does when its apiserver goes
 // away for longer than the renew deadline); kubelet restarts a static pod's
-// container then, and so does this supervisor, with kubelet's back-off.
+// container then, and so does this supervisor, with kubelet's back-off. It is
+// upgraded with its node, as `kubeadm upgrade node` does: once the node's
+// apiserver runs another version, the old process is killed and one of that
+// version started at once (kubelet replacing the static pod).
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { InstalledComponents } from '../install/index.js';
 import { CONTROLLER_MANAGER_SUBSTITUTED_FLAGS, parseKubeadmCommand, substituteFlags } from './kubeadmCommands.js';
 import { kubeadmCommands } from './kubeadmRender.js';
 import { writeKubeconfig } from './kubeconfig.js';
@@ -67,11 +71,15 @@ export class SandboxControllerManager {
   private stopped = false;
   private readonly stopping = new AbortController();
   private restartCount = 0;
+  /** Set while it is being replaced by another version: its exit is no failure, the next one starts at once. */
+  private replacing = false;
+  /** Cut short by an upgrade: a new static pod does not wait out the old one's back-off. */
+  private backOff = new AbortController();
   private loop?: Promise<void>;
   readonly kubeconfig: string;
   readonly logFile: string;
 
-  constructor(private readonly spec: ControllerManagerSpec) {
+  constructor(private spec: ControllerManagerSpec) {
     this.kubeconfig = join(spec.dir, 'kubeconfig-kube-controller-manager');
     this.logFile = join(spec.logsDir, 'kube-controller-manager.log');
   }
@@ -106,9 +114,53 @@ export class SandboxControllerManager {
       this.process = child;
       await child.exited;
       if (this.stopped) return;
-      failuresInARow = Date.now() - startedAt > BACKOFF_RESET_MS ? 1 : failuresInARow + 1;
       this.restartCount += 1;
-      await sleep(kubeletRestartDelayMs(failuresInARow), undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      if (this.replacing) {
+        this.replacing = false;
+        failuresInARow = 0;
+        continue;
+      }
+      failuresInARow = Date.now() - startedAt > BACKOFF_RESET_MS ? 1 : failuresInARow + 1;
+      this.backOff = new AbortController();
+      const wake = AbortSignal.any([this.stopping.signal, this.backOff.signal]);
+      await sleep(kubeletRestartDelayMs(failuresInARow), undefined, { signal: wake }).catch(() => undefined);
+    }
+  }
+
+  /** The release it runs. */
+  get version(): string {
+    return this.spec.version;
+  }
+
+  /** The apiserver whose node it runs on. */
+  get node(): string {
+    return this.spec.node;
+  }
+
+  /** Kills it with SIGKILL, as a crash would; it is restarted as kubelet would (back-off). */
+  async kill(): Promise<void> {
+    await this.process?.kill();
+  }
+
+  /** When apiserver `node` (just started) is its node and runs another release: replaced by that release's (upgrade). */
+  async followNode(node: string, version: string, components: InstalledComponents, progress: (line: string) => void): Promise<void> {
+    if (node !== this.spec.node || version === this.spec.version) return;
+    const binaries = components.kubernetes[version];
+    if (!binaries?.kubeControllerManager) throw new Error(`kube-controller-manager ${version} is not installed`);
+    progress(`replacing kube-controller-manager ${this.spec.version} beside ${node} by ${version}`);
+    await this.upgrade(binaries.kubeControllerManager, binaries.kubeadm, version);
+  }
+
+  /** Replaces it by release `version` (binary `command`, its command line rendered by that release's `kubeadm`): the running one killed, the new one started at once. */
+  async upgrade(command: string, kubeadm: string, version: string): Promise<void> {
+    if (version === this.spec.version) return;
+    this.rendered = (await kubeadmCommands(kubeadm, { version, endpointReconciler: 'none' })).controllerManager;
+    this.spec = { ...this.spec, command, kubeadm, version };
+    if (this.process?.running) {
+      this.replacing = true;
+      await this.process.kill();
+    } else {
+      this.backOff.abort();
     }
   }
 

@@ -11,6 +11,8 @@ import { ManagedProcess } from './processes.js';
 export const SANDBOX_NETWORKS = ['loopback', 'namespace'] as const;
 /** `loopback`: every process on the host's 127.0.0.1; `namespace`: in the sandbox's own network namespace, each node at its own address. */
 export type SandboxNetworkMode = (typeof SANDBOX_NETWORKS)[number];
+/** The node layout, as kubeadm builds a cluster: what every sandbox runs unless told otherwise. */
+export const DEFAULT_SANDBOX_NETWORK: SandboxNetworkMode = 'namespace';
 
 /** kubeadm's layout: the sidecar takes the node's 6443, its apiserver moves to 6444. */
 export const NODE_SIDECAR_PORT = 6443;

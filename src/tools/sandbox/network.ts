@@ -5,7 +5,8 @@
 // host uses the same 127.0.0.1 ports: what the state file gives the host
 // (kubeconfigs, URLs) does not depend on the mode.
 import { NODE_APISERVER_PORT, NODE_SIDECAR_PORT, nodeAddress, SandboxNetworkNamespace, type SandboxNetworkMode } from './netns.js';
-import { HostRelays } from './relay.js';
+import { dialInside, HostRelays } from './relay.js';
+import { connect, type Socket } from 'node:net';
 import type { RelayTarget } from './relayHeader.js';
 import type { SandboxNetworkState } from './state.js';
 import type { ApiserverSpec, RunningApiserver } from './apiservers.js';
@@ -48,6 +49,17 @@ export class SandboxNetwork {
     await this.relays?.expose(hostPort, target);
   }
 
+  /** Makes the host's 127.0.0.1:`port` reachable inside the namespace at `at`:`port` (default 127.0.0.1; nothing to do in mode `loopback`). */
+  async reachHost(port: number, at?: string): Promise<void> {
+    await this.relays?.reachHost(port, at);
+  }
+
+  /** A connection from the host to `target` as seen inside the namespace (in mode `loopback`, the host's own network). */
+  dial(target: RelayTarget): Socket {
+    if (!this.relays) return connect({ ...target, allowHalfOpen: true });
+    return dialInside(this.relays.socketPath, target);
+  }
+
   /** The extra SANs of each apiserver's serving certificate: its node's address, in mode `namespace`. */
   servingSans(names: readonly string[]): Record<string, string[]> {
     const sans: Record<string, string[]> = {};
@@ -64,7 +76,11 @@ export class SandboxNetwork {
    * replicas' (controlPlanes.ts relays those), up before anything starts:
    * every readiness check goes through them.
    */
-  async wire(specs: readonly ApiserverSpec[], ports: PortLayout, uses: { sidecars: boolean; controllerManager: boolean }): Promise<RunningApiserver[]> {
+  async wire(
+    specs: readonly ApiserverSpec[],
+    ports: PortLayout,
+    uses: { sidecars: boolean; controllerManager: boolean; peerEgressProxy?: string },
+  ): Promise<RunningApiserver[]> {
     const runs = specs.map((spec, i): RunningApiserver => {
       const [port, sidecarPort, sidecarStatsPort] = [ports.apiservers[i], ports.sidecars[i], ports.sidecarStats[i]];
       if (port === undefined || sidecarPort === undefined || sidecarStatsPort === undefined) throw new Error('internal: port allocation mismatch');
@@ -75,6 +91,9 @@ export class SandboxNetwork {
     const local = (port: number): RelayTarget => ({ host: '127.0.0.1', port });
     await this.expose(ports.etcdClient, local(ports.etcdClient));
     if (uses.controllerManager) await this.expose(ports.controllerManager, local(ports.controllerManager));
+    // An egress proxy on the host's loopback is reached by the sidecars at the same address.
+    const egress = uses.sidecars && uses.peerEgressProxy ? /^127\.0\.0\.1:(\d+)$/.exec(uses.peerEgressProxy) : null;
+    if (egress?.[1]) await this.reachHost(Number(egress[1]));
     for (const run of runs) {
       if (run.nodeAddress === undefined) continue;
       await this.expose(run.port, { host: run.nodeAddress, port: NODE_APISERVER_PORT });

@@ -33,22 +33,36 @@ export interface SandboxOptions {
    */
   auditLogs?: boolean;
   /**
-   * Run a real kube-controller-manager (controllerManager.ts) at the oldest
-   * version in the sandbox, beside the first apiserver of that version and
-   * connected to that node's endpoint as kubeadm connects it. Off by default:
-   * it costs CPU on a small machine.
+   * Run a real kube-controller-manager (controllerManager.ts) beside the
+   * first apiserver of the oldest version (or `controllerManagerNode`), at
+   * that node's version and connected to that node's endpoint as kubeadm
+   * connects it; upgraded with that node (startApiserver at another version).
+   * Off by default: it costs CPU on a small machine.
    */
   controllerManager?: boolean;
   /**
-   * `loopback` (default): every process on the host's 127.0.0.1. `namespace`:
-   * every process in the sandbox's own network namespace, each node at its
-   * own address (192.0.2.11, .12, ...; apiserver on 6444, sidecar on 6443, as
-   * kubeadm lays a node out), the host reaching them through relays on the
-   * same 127.0.0.1 ports; and the control plane publishes the `kubernetes`
-   * Service's endpoints (the API refuses loopback addresses there).
+   * `namespace` (default), the node layout kubeadm builds: every process in
+   * the sandbox's own network namespace, each node at its own address
+   * (192.0.2.11, .12, ...; apiserver on 6444, sidecar on 6443), the host
+   * reaching them through relays on 127.0.0.1 ports; the `kubernetes` Service
+   * is published (by the control plane in mode mvproxy, by the apiservers'
+   * lease reconcilers otherwise). `loopback`: every process on the host's
+   * 127.0.0.1, for machines that refuse unprivileged user namespaces; nothing
+   * publishes the `kubernetes` Service there.
    */
   network?: SandboxNetworkMode;
   /** The apiserver whose node the kube-controller-manager runs on (its endpoint); by default the first of the oldest version. */
   controllerManagerNode?: string;
   progress?: (line: string) => void;
+}
+
+/**
+ * Who keeps the `kubernetes` Service's endpoints, as each mode runs for real:
+ * in mode mvproxy its control plane publishes the sidecars (the apiservers'
+ * own reconciler off, as deploy/kubeadm sets it); in modes `none` and
+ * `upstream` every apiserver's lease reconciler, kubeadm's default. On
+ * loopback nothing can: the API refuses loopback addresses there.
+ */
+export function endpointReconcilerFor(mode: SandboxMode, network: SandboxNetworkMode): 'lease' | 'none' {
+  return mode !== 'mvproxy' && network === 'namespace' ? 'lease' : 'none';
 }

@@ -6,33 +6,50 @@
 // 127.0.0.1:<port> on the host and hands each connection to the agent with
 // the target's in-namespace `host:port` as its first line.
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from './processes.js';
 import { relayHeader, type RelayTarget } from './relayHeader.js';
 
 const agentMain = fileURLToPath(new URL('./relayAgent.js', import.meta.url));
+const inboundMain = fileURLToPath(new URL('./relayInbound.js', import.meta.url));
+
+/** Pipes two connections into each other, half-open both ways; either gone, both go. */
+function pipeBoth(a: Socket, b: Socket): void {
+  a.pipe(b);
+  b.pipe(a);
+  a.on('error', () => b.destroy());
+  b.on('error', () => a.destroy());
+  a.on('close', () => b.destroy());
+  b.on('close', () => a.destroy());
+}
+
+/** A connection from the host to `target` inside the namespace, through the agent at `socketPath`. */
+export function dialInside(socketPath: string, target: RelayTarget): Socket {
+  const agent = connect({ path: socketPath, allowHalfOpen: true });
+  agent.write(relayHeader(target));
+  return agent;
+}
 
 /** Pipes `client` to the agent at `socketPath`, announcing `target` first. */
 export function relayConnection(client: Socket, socketPath: string, target: RelayTarget): void {
   // Half-open both ways: a side that is done sending may still be answered.
-  const agent = connect({ path: socketPath, allowHalfOpen: true });
-  agent.write(relayHeader(target));
-  client.pipe(agent);
-  agent.pipe(client);
-  agent.on('error', () => client.destroy());
-  client.on('error', () => agent.destroy());
-  agent.on('close', () => client.destroy());
-  client.on('close', () => agent.destroy());
+  pipeBoth(client, dialInside(socketPath, target));
 }
 
 export class HostRelays {
   private readonly servers: Server[] = [];
+  private readonly inbound: ManagedProcess[] = [];
+  private readonly reachedHostPorts = new Set<string>();
   private readonly exposed = new Map<number, RelayTarget>();
 
   private constructor(
     private readonly agent: ManagedProcess,
     readonly socketPath: string,
+    private readonly dir: string,
+    private readonly logsDir: string,
+    private readonly enter: readonly string[],
   ) {}
 
   /** Starts the agent inside the namespace (`enter`); resolves once its socket accepts. */
@@ -53,7 +70,7 @@ export class HostRelays {
       await agent.kill();
       throw err;
     }
-    return new HostRelays(agent, socketPath);
+    return new HostRelays(agent, socketPath, dir, logsDir, enter);
   }
 
   /** Listens on the host's 127.0.0.1:`hostPort` and relays every connection to `target` inside the namespace. */
@@ -68,6 +85,33 @@ export class HostRelays {
     this.exposed.set(hostPort, target);
   }
 
+  /**
+   * Makes the host's 127.0.0.1:`port` reachable at `at`:`port` inside the
+   * namespace (default 127.0.0.1; or a node address): the host serves a Unix
+   * socket that connects there, and an inbound relay (relayInbound.ts) in the
+   * namespace listens on that address. Resolves once it listens.
+   */
+  async reachHost(port: number, at = '127.0.0.1'): Promise<void> {
+    const key = `${at}:${port}`;
+    if (this.reachedHostPorts.has(key)) return;
+    const socketPath = join(this.dir, `host-${at}-${port}.sock`);
+    rmSync(socketPath, { force: true });
+    const server = createServer({ allowHalfOpen: true }, (inside) => pipeBoth(inside, connect({ port, host: '127.0.0.1', allowHalfOpen: true })));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+    chmodSync(socketPath, 0o600);
+    this.servers.push(server);
+    const logFile = join(this.logsDir, `relay-host-${at}-${port}.log`);
+    rmSync(logFile, { force: true });
+    const args = [inboundMain, String(port), socketPath, at];
+    const relay = new ManagedProcess({ name: `relay-host-${key}`, command: process.execPath, args, logFile, enter: this.enter });
+    this.inbound.push(relay);
+    await relay.waitReady(`the inbound relay of host port ${port} at ${at}`, async () => readFileSync(logFile, 'utf8').includes('relaying'), 10_000, 50);
+    this.reachedHostPorts.add(key);
+  }
+
   /** What each host port reaches (the state file's view). */
   targets(): ReadonlyMap<number, RelayTarget> {
     return this.exposed;
@@ -75,6 +119,7 @@ export class HostRelays {
 
   async stop(): Promise<void> {
     for (const server of this.servers) server.close();
+    await Promise.all(this.inbound.map((relay) => relay.kill()));
     // Its connections end with it, and with them every relayed host connection.
     await this.agent.kill();
   }

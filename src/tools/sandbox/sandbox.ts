@@ -23,11 +23,12 @@ import {
 } from './apiservers.js';
 import { SandboxSidecars } from './sidecars.js';
 import { SandboxControlPlanes } from './controlPlanes.js';
-import type { SandboxMode, SandboxOptions } from './options.js';
+import { endpointReconcilerFor, type SandboxMode, type SandboxOptions } from './options.js';
 import { allocatePorts } from './portLayout.js';
 import { launchApiserver, startEtcd, type LaunchContext } from './launch.js';
 import { SandboxControllerManager } from './controllerManager.js';
 import { SandboxNetwork } from './network.js';
+import { DEFAULT_SANDBOX_NETWORK } from './netns.js';
 import { sandboxState } from './stateView.js';
 
 /** The service account whose token the sandbox's sidecar kubeconfigs use (cluster-admin). */
@@ -93,7 +94,7 @@ export class Sandbox {
     validateApiserverSpecs(opts.apiservers, opts.components);
     const logsDir = join(resolve(opts.dir), 'logs');
     mkdirSync(logsDir, { recursive: true });
-    const mode = opts.network ?? 'loopback';
+    const mode = opts.network ?? DEFAULT_SANDBOX_NETWORK;
     if (mode === 'namespace') opts.progress?.('making the sandbox network namespace and its relay agent');
     const network = await SandboxNetwork.create(mode, resolve(opts.dir), logsDir, opts.apiservers.length);
     const sandbox = new Sandbox(opts, network);
@@ -113,7 +114,10 @@ export class Sandbox {
     this.pki = await ensureSandboxPki(join(this.dir, 'pki'), { apiserverNames: names, extraSans: this.network.servingSans(names) });
     const ports = await allocatePorts(names, this.opts.basePort);
     this.etcdPort = ports.etcdClient;
-    const runs = await this.network.wire(this.opts.apiservers, ports, { sidecars: this.withSidecars, controllerManager: this.opts.controllerManager ?? false });
+    const reconciler = endpointReconcilerFor(this.mode, this.network.mode);
+    const specs = this.opts.apiservers.map((spec): ApiserverSpec => ({ endpointReconciler: reconciler, ...spec }));
+    const { controllerManager = false, peerEgressProxy } = this.opts;
+    const runs = await this.network.wire(specs, ports, { sidecars: this.withSidecars, controllerManager, ...(peerEgressProxy ? { peerEgressProxy } : {}) });
     for (const run of runs) this.apiservers.set(run.spec.name, run);
     const etcd = startEtcd(this.launchContext, ports.etcdClient, ports.etcdPeer);
     this.etcd = etcd.process;
@@ -150,19 +154,20 @@ export class Sandbox {
     });
   }
 
-  /** kube-controller-manager at the oldest version, on the first node of that version (or the one asked for), through that node's endpoint. */
+  /** kube-controller-manager on the first node of the oldest version (or the one asked for), at its node's version, through that node's endpoint. */
   private async startControllerManager(port: number): Promise<void> {
     const oldest = [...this.apiservers.values()].sort((a, b) => compareVersions(a.spec.version, b.spec.version))[0];
-    const binaries = oldest && this.opts.components.kubernetes[oldest.spec.version];
-    const command = binaries?.kubeControllerManager;
-    if (!oldest || !binaries || !command) throw new Error('internal: no kube-controller-manager installed');
+    if (!oldest) throw new Error('internal: no apiserver');
     const node = this.opts.controllerManagerNode === undefined ? oldest : this.requireApiserver(this.opts.controllerManagerNode);
+    const binaries = this.opts.components.kubernetes[node.spec.version];
+    const command = binaries?.kubeControllerManager;
+    if (!binaries || !command) throw new Error(`internal: no kube-controller-manager ${node.spec.version} installed`);
     const endpoint = this.withSidecars ? sidecarListen(node) : apiserverListen(node);
     const enter = this.network.enter;
     this.controllerManager = new SandboxControllerManager({
       command,
       kubeadm: binaries.kubeadm,
-      version: oldest.spec.version,
+      version: node.spec.version,
       server: `https://${endpoint.host}:${endpoint.port}`,
       ...(enter ? { enter } : {}),
       node: node.spec.name,
@@ -172,6 +177,12 @@ export class Sandbox {
       logsDir: this.logsDir,
     });
     await this.controllerManager.start(this.progress);
+  }
+
+  /** Kills the kube-controller-manager with SIGKILL, as a crash would; it is restarted with kubelet's back-off. */
+  async killControllerManager(): Promise<void> {
+    if (!this.controllerManager) throw new Error('this sandbox runs no kube-controller-manager');
+    await this.controllerManager.kill();
   }
 
   /** The process id of the kube-controller-manager while it runs (tests kill it). */
@@ -247,6 +258,11 @@ export class Sandbox {
     return this.network.enter;
   }
 
+  /** The sandbox's network (network.ts): dial into it, or make a host port reachable from inside it. */
+  get net(): Pick<SandboxNetwork, 'dial' | 'reachHost'> {
+    return this.network;
+  }
+
   /**
    * Starts a stopped sidecar again: a fresh Envoy with no config; resolves once it serves its apiserver's /readyz (polled every 20 ms).
    * `envoyConcurrency`: its worker threads from this start on (default: the sandbox's).
@@ -316,6 +332,8 @@ export class Sandbox {
       this.auditPolicies.set(name, file);
     }
     await this.launchApiserver(name);
+    // kubeadm upgrades a node's kube-controller-manager right after its apiserver.
+    await this.controllerManager?.followNode(name, spec.version, this.opts.components, this.progress);
     await this.writeState();
   }
 

@@ -78,7 +78,7 @@ export interface ControllerManagerState {
   kubeconfig: string;
   logFile: string;
   running: boolean;
-  /** Times the sandbox restarted it after it exited (as kubelet would). */
+  /** Times the sandbox started it again: after it exited (as kubelet would), or at its node's new version. */
   restarts: number;
 }
 

@@ -129,8 +129,10 @@ export interface ModeObservations {
   durationMs: number;
   /** KEP-4020's stories (stories.ts), when the pair has a story resource. */
   stories?: { counts: StoryCounts; record: StoriesRecord } | NoStories;
-  /** How often the sandbox restarted kube-controller-manager (it exits when it loses its apiserver). */
+  /** How often the sandbox restarted kube-controller-manager (it exits when it loses its apiserver; it is killed in the first upgrade; it is replaced at its node's version). */
   controllerManagerRestarts?: number;
+  /** Its version and whether it runs at the end. */
+  controllerManagerAtEnd?: { version: string; running: boolean };
 }
 
 /** One run of one mode, as the JSON records it (times in seconds since the mode's start unless named _ms). */
@@ -166,8 +168,10 @@ export interface ModeOutcome {
   /** What the stories were judged on, or why none ran. */
   stories?: StoriesRecord | NoStories;
   // Extras.
-  /** How often the sandbox restarted kube-controller-manager (it exits when it loses its apiserver and leader election). */
+  /** How often the sandbox restarted kube-controller-manager: killed in the first upgrade, replaced at its node's version, or exited on losing leader election. */
   controller_manager_restarts: number;
+  /** Its version and whether it ran once the run was over: it came back after every restart. */
+  controller_manager_at_end?: { version: string; running: boolean };
   watch_events_missed: number;
   watch_events_duplicated: number;
   /** Watches the server ended cleanly; their clients resumed (not a failure). */
@@ -232,6 +236,7 @@ export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledge
     dependents_wrongly_deleted: stories?.counts.dependents_wrongly_deleted ?? 0,
     ...(storiesRecord === undefined ? {} : { stories: storiesRecord }),
     controller_manager_restarts: o.controllerManagerRestarts ?? 0,
+    ...(o.controllerManagerAtEnd ? { controller_manager_at_end: o.controllerManagerAtEnd } : {}),
     watch_events_missed: watch.missed.length,
     watch_events_duplicated: watch.duplicated.length,
     watches_ended_by_server: o.watchesEndedByServer,

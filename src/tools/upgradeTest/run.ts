@@ -80,6 +80,12 @@ export async function runMode(mode: TestMode, opts: RunOptions): Promise<{ outco
   }
 }
 
+/** The controller-manager's version and whether it runs, once the run is over. */
+function controllerManagerAtEnd(sandbox: Sandbox): Pick<ModeObservations, 'controllerManagerAtEnd'> {
+  const cm = sandbox.state().controllerManager;
+  return cm ? { controllerManagerAtEnd: { version: cm.version, running: cm.running } } : {};
+}
+
 async function saveSidecarStats(sandbox: Sandbox, dir: string): Promise<void> {
   for (const a of sandbox.state().apiservers) {
     if (!a.sidecarAdminSocket) continue;
@@ -166,7 +172,11 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   const order = opts.short ? APISERVERS.slice(0, 1) : APISERVERS;
   let stories: ModeObservations['stories'] = { skipped: NO_STORY_RESOURCE };
   for (const a of order) {
-    await operator.step(a, opts.pair.older, opts.pair.newer);
+    // The first upgrade also kills the controller-manager (SIGKILL, while that apiserver is down), as replacing a
+    // static pod does; its node's own upgrade (the full run) replaces it at the new version. It must come back and
+    // its controllers must still do the stories' work.
+    const crash = a === order[0] ? { afterStop: () => sandbox.killControllerManager() } : {};
+    await operator.step(a, opts.pair.older, opts.pair.newer, crash);
     // The first apiserver upgraded is then the only one serving the story resource, the others still old.
     const resource = opts.pair.storyResource;
     if (a === order[0] && resource !== undefined) {
@@ -202,6 +212,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
       durationMs,
       stories,
       controllerManagerRestarts: sandbox.state().controllerManager?.restarts ?? 0,
+      ...controllerManagerAtEnd(sandbox),
     },
     timeline,
     ledger,

@@ -24,12 +24,13 @@ test('several packages are installed by one apt-get run', () => {
   });
 });
 
-test("the install step's Debian packages include h2load for the benchmark, Prometheus for the dashboard test and chromium for the status page test", () => {
+test("the install step's Debian packages include h2load for the benchmark, Prometheus for the dashboard test, ip for the sandbox's node layout and chromium for the status page test", () => {
   assert.deepEqual(
     DEBIAN_PACKAGES.map((p) => [p.binary, p.pkg]),
     [
       ['h2load', 'nghttp2-client'],
       ['prometheus', 'prometheus'],
+      ['ip', 'iproute2'],
       ['chromium', 'chromium'],
     ],
   );
