@@ -208,6 +208,7 @@ export class KubernetesServicePublisher {
     const { objects, plan } = this.options;
     const absent: string[] = [];
     let wrote = false;
+    let retry = false;
     try {
       const desired = desiredObjects(plan, publication);
       const observed = await Promise.all(desired.map((d) => objects.read(d.ref)));
@@ -220,7 +221,8 @@ export class KubernetesServicePublisher {
           if (action.began) for (const [i, d] of desired.entries()) if (verdicts[i]?.kind === 'lease') this.foreignWrite(d, verdicts[i], now, 'held');
           return this.holdForLease([...new Set(lease)].sort(), action.until - now);
         }
-        this.options.logger.info({ retry: action.retry }, "writing over the content of an apiserver's lease reconciler");
+        retry = action.retry;
+        this.options.logger.info({ retry }, "writing over the content of an apiserver's lease reconciler");
       } else this.leaseHold.clear();
       for (const [i, d] of desired.entries()) {
         const verdict = verdicts[i] ?? { kind: 'absent' };
@@ -237,6 +239,8 @@ export class KubernetesServicePublisher {
     else this.leaseHold.confirmed();
     if (wrote) await this.readView();
     if (absent.length > 0) return this.setState('failing', `${absent.join(' and ')} does not exist: ${NEVER_CREATED}`);
+    // Publishing once the next round finds the content still in place: the reconciler may rewrite it within 10 s.
+    if (retry) return this.setState('holding', `retrying: wrote ${describePublication(publication)} once, to see whether the lease reconciler stopped`);
     this.confirmedAt = this.options.clock();
     this.options.metrics?.lastWriteSuccess.set(this.confirmedAt / 1000);
     this.setState('publishing', `lists ${describePublication(publication)}`);

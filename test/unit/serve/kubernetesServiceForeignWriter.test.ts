@@ -64,8 +64,11 @@ describe('kubernetes Service publisher: an apiserver still on the lease reconcil
     assert.equal(r.publisher.status().state, 'holding');
     // The apiserver now runs --endpoint-reconciler-type=none: nobody rewrites.
     await c.rounds(3);
-    assert.deepEqual(c.listed(), SIDECARS);
+    assert.deepEqual(c.listed(), SIDECARS, 'the retry, 30 s after the hold began');
+    assert.match(r.publisher.status().message ?? '', /^retrying: /, 'not publishing until its content survives a round');
+    await c.rounds(1);
     assert.equal(r.publisher.status().state, 'publishing');
+    assert.equal(r.publisher.readiness().ready, true);
   });
 
   it("upstream's content found at the takeover is written over at once, not taken for a reconciler", async () => {
