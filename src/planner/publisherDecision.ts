@@ -15,6 +15,8 @@
 /** The first hold after lease content came back over this replica's own; each further one doubles, up to LEASE_HOLD_MAX_MS. */
 export const LEASE_HOLD_FIRST_MS = 30_000;
 export const LEASE_HOLD_MAX_MS = 300_000;
+/** A retry's content must stay this long (two of the lease reconciler's 10 s periods) before the replica counts as publishing again. */
+export const LEASE_CONFIRM_MS = 20_000;
 
 /** `began`: this round starts a hold (lease content came back over this replica's own). */
 export type LeaseAction = { act: 'write'; retry: boolean } | { act: 'hold'; until: number; began: boolean };
@@ -27,15 +29,17 @@ export type LeaseAction = { act: 'write'; retry: boolean } | { act: 'hold'; unti
  *   still on the lease reconciler: hold, writing nothing, for 30 s, then
  *   write once (a retry); found again after a retry, hold twice as long (up
  *   to 5 min);
- * - a round that finds every object as this replica wants it (its content
- *   survived a whole round, longer than the reconciler's 10 s period) resets
- *   the hold to 30 s.
+ * - a round that finds every object as this replica wants it resets the hold
+ *   to 30 s; after a retry, only once the retry's content has stayed
+ *   LEASE_CONFIRM_MS (two of the reconciler's 10 s periods: it would have
+ *   rewritten it by then).
  * So a replica resumes by itself at the first retry after the apiserver
  * leaves the lease reconciler: within 5 min, within 30 s of a first hold.
  */
 export class LeaseHold {
   private ownInPlace = false;
   private until?: number;
+  private retriedAt?: number;
   private nextHoldMs = LEASE_HOLD_FIRST_MS;
 
   constructor(
@@ -50,6 +54,7 @@ export class LeaseHold {
     if (this.until !== undefined) {
       if (now < this.until) return { act: 'hold', until: this.until, began: false };
       this.until = undefined;
+      this.retriedAt = now;
       return { act: 'write', retry: true };
     }
     if (!this.ownInPlace) return { act: 'write', retry: false };
@@ -64,15 +69,17 @@ export class LeaseHold {
     this.ownInPlace = true;
   }
 
-  /** A round found every object as this replica wants it, writing nothing. */
-  confirmed(): void {
+  /**
+   * A round found every object as this replica wants it, writing nothing.
+   * False while a retry's content has not stayed LEASE_CONFIRM_MS yet (still
+   * retrying, not publishing).
+   */
+  confirmed(now: number): boolean {
     this.ownInPlace = true;
+    if (this.retriedAt !== undefined && now - this.retriedAt < LEASE_CONFIRM_MS) return false;
+    this.retriedAt = undefined;
     this.nextHoldMs = this.firstMs;
-  }
-
-  /** Holding now (a round that finds no lease content ends it). */
-  holdingUntil(now: number): number | undefined {
-    return this.until !== undefined && now < this.until ? this.until : undefined;
+    return true;
   }
 
   /** A round found no lease content: any hold is over. */

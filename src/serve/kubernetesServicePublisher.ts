@@ -236,11 +236,12 @@ export class KubernetesServicePublisher {
       return this.setState('failing', `reading or writing ${SUBJECT}'s objects failed (retried next round): ${errorMessage(err)}`);
     }
     if (wrote) this.leaseHold.wrote();
-    else this.leaseHold.confirmed();
+    const confirmed = wrote || this.leaseHold.confirmed(now);
     if (wrote) await this.readView();
     if (absent.length > 0) return this.setState('failing', `${absent.join(' and ')} does not exist: ${NEVER_CREATED}`);
-    // Publishing once the next round finds the content still in place: the reconciler may rewrite it within 10 s.
-    if (retry) return this.setState('holding', `retrying: wrote ${describePublication(publication)} once, to see whether the lease reconciler stopped`);
+    // Publishing once the retry's content has stayed 20 s: a reconciler still running would have rewritten it.
+    if (retry || !confirmed)
+      return this.setState('holding', `retrying: wrote ${describePublication(publication)} once, to see whether the lease reconciler stopped`);
     this.confirmedAt = this.options.clock();
     this.options.metrics?.lastWriteSuccess.set(this.confirmedAt / 1000);
     this.setState('publishing', `lists ${describePublication(publication)}`);

@@ -165,7 +165,14 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     const file = writeTemp(JSON.stringify(objects));
     await kubectl(['apply', '-f', file]);
     // The Node's own addresses (what a kubelet reports), where a regression reading Nodes would look.
-    const nodeStatus = { status: { addresses: [{ type: 'InternalIP', address: elsewhere }, { type: 'Hostname', address: 'kas-a' }] } };
+    const nodeStatus = {
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: elsewhere },
+          { type: 'Hostname', address: 'kas-a' },
+        ],
+      },
+    };
     await kubectl(['patch', 'node', 'kas-a', '--subresource=status', '--type=merge', '-p', JSON.stringify(nodeStatus)]);
     await kubectl(['-n', 'default', 'annotate', 'service', 'kubernetes', `mvproxy-test/address=${elsewhere}`, '--overwrite']);
     await kubectl(['-n', 'default', 'label', 'service', 'kubernetes', `mvproxy-test-hostname=${elsewhere}`, '--overwrite']);
@@ -175,7 +182,16 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     // A liveness-record entry renewed (round 1, then 2: a live replica to every reader) naming an apiserver the config lacks and an address.
     for (const round of [1, 2]) {
       const entry = { replica: 'impostor', incarnation: 'x', round, sidecars: { 'kas-c': round, [elsewhere]: round }, apiservers: { [elsewhere]: round } };
-      await kubectl(['-n', 'kube-system', 'patch', 'configmap', 'mvproxy-liveness', '--type=merge', '-p', JSON.stringify({ data: { impostor: JSON.stringify(entry) } })]);
+      await kubectl([
+        '-n',
+        'kube-system',
+        'patch',
+        'configmap',
+        'mvproxy-liveness',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ data: { impostor: JSON.stringify(entry) } }),
+      ]);
       await sleep(5000);
     }
     // Two probe periods and an expiry: every replica has written (or not) by then.

@@ -37,15 +37,27 @@ describe('LeaseHold: an apiserver still on the lease reconciler', () => {
     assert.deepEqual(holds, [30_000, 60_000, 120_000, 240_000, 300_000, 300_000]);
   });
 
-  it('a round that finds its content in place resets the hold to 30 s: the writes stopped, it publishes again', () => {
+  it('a retry is confirmed once its content has stayed 20 s (two reconciler periods), which resets the hold to 30 s', () => {
     const h = new LeaseHold();
     h.leaseFound(0);
     h.wrote();
     h.leaseFound(10_000);
     h.leaseFound(40_000);
     h.wrote();
-    h.confirmed();
+    assert.equal(h.confirmed(50_000), false, '10 s after the retry: the reconciler may not have run yet');
+    assert.equal(h.confirmed(60_000), true);
     assert.deepEqual(h.leaseFound(100_000), { act: 'hold', until: 130_000, began: true });
+  });
+
+  it('a retry rewritten within its 20 s doubles the next hold', () => {
+    const h = new LeaseHold();
+    h.leaseFound(0);
+    h.wrote();
+    h.leaseFound(10_000);
+    h.leaseFound(40_000);
+    h.wrote();
+    h.confirmed(50_000);
+    assert.deepEqual(h.leaseFound(60_000), { act: 'hold', until: 120_000, began: true });
   });
 });
 

@@ -65,7 +65,9 @@ describe('kubernetes Service publisher: an apiserver still on the lease reconcil
     // The apiserver now runs --endpoint-reconciler-type=none: nobody rewrites.
     await c.rounds(3);
     assert.deepEqual(c.listed(), SIDECARS, 'the retry, 30 s after the hold began');
-    assert.match(r.publisher.status().message ?? '', /^retrying: /, 'not publishing until its content survives a round');
+    assert.match(r.publisher.status().message ?? '', /^retrying: /, 'not publishing until its content has stayed 20 s');
+    await c.rounds(1);
+    assert.equal(r.publisher.status().state, 'holding', '10 s after the retry');
     await c.rounds(1);
     assert.equal(r.publisher.status().state, 'publishing');
     assert.equal(r.publisher.readiness().ready, true);
