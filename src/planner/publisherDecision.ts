@@ -82,9 +82,15 @@ export class LeaseHold {
     return true;
   }
 
-  /** A round found no lease content: any hold is over. */
-  clear(): void {
+  /**
+   * A round found no lease content. During a hold (another replica's retry
+   * is in place) that counts as a retry seen: publishing only once it has
+   * stayed LEASE_CONFIRM_MS, as after this replica's own.
+   */
+  clear(now: number): void {
+    if (this.until === undefined) return;
     this.until = undefined;
+    this.retriedAt ??= now;
   }
 }
 

@@ -223,7 +223,7 @@ export class KubernetesServicePublisher {
         }
         retry = action.retry;
         this.options.logger.info({ retry }, "writing over the content of an apiserver's lease reconciler");
-      } else this.leaseHold.clear();
+      } else this.leaseHold.clear(now);
       for (const [i, d] of desired.entries()) {
         const verdict = verdicts[i] ?? { kind: 'absent' };
         // Lease content written over is the takeover's leftovers or this replica's retry: no foreign write.

@@ -49,6 +49,16 @@ describe('LeaseHold: an apiserver still on the lease reconciler', () => {
     assert.deepEqual(h.leaseFound(100_000), { act: 'hold', until: 130_000, began: true });
   });
 
+  it("another replica's retry found during a hold is confirmed on the same terms: 20 s, else the hold doubles", () => {
+    const h = new LeaseHold();
+    h.leaseFound(0);
+    h.wrote();
+    h.leaseFound(10_000);
+    h.clear(20_000);
+    assert.equal(h.confirmed(20_000), false);
+    assert.deepEqual(h.leaseFound(30_000), { act: 'hold', until: 90_000, began: true });
+  });
+
   it('a retry rewritten within its 20 s doubles the next hold', () => {
     const h = new LeaseHold();
     h.leaseFound(0);
