@@ -130,7 +130,8 @@ export class SandboxControlPlanes {
       await run(['create', '-f', manifest]);
     } catch (err) {
       const stderr = (err as { stderr?: string }).stderr ?? '';
-      const failures = stderr.split('\n').filter((l) => l.trim() !== '');
+      // kubectl also warns (v1 Endpoints is deprecated): only its errors count.
+      const failures = stderr.split('\n').filter((l) => l.startsWith('Error'));
       if (failures.length === 0 || !failures.every((l) => /AlreadyExists|already exists/.test(l))) throw err;
     }
   }
