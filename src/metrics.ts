@@ -38,7 +38,24 @@ export interface Metrics {
   apiserverDraining: Gauge<'apiserver'>;
   /** mvproxy_apiserver_ready{apiserver}: its /readyz as last read (0: drained automatically); absent until read. */
   apiserverReady: Gauge<'apiserver'>;
+  /** The `kubernetes` Service's publisher (serve/kubernetesServicePublisher.ts); no series while publishing is off. */
+  kubernetesService: PublisherMetrics;
 }
+
+/** What the `kubernetes` Service's publisher exports (docs/operating.md, "The kubernetes Service"). */
+export interface PublisherMetrics {
+  /** mvproxy_kubernetes_service_state{state}: 1 for the publisher's current state, 0 for the others. */
+  state: Gauge<'state'>;
+  /** mvproxy_kubernetes_service_listed_addresses{kind}: ready addresses the Service's EndpointSlices give kube-proxy, by kind. */
+  listedAddresses: Gauge<'kind'>;
+  /** mvproxy_kubernetes_service_foreign_writes_total: rounds that found an object rewritten by someone else (not a replica). */
+  foreignWrites: Counter;
+  /** mvproxy_kubernetes_service_last_write_success_timestamp_seconds: when this replica last found or wrote every object as it wants it. */
+  lastWriteSuccess: Gauge;
+}
+
+/** Every state the publisher reports (the state gauge has one series per state). */
+export const PUBLISHER_STATES = ['starting', 'publishing', 'holding', 'failing'] as const;
 
 export interface MetricsOptions {
   /** Also export Node.js process metrics (heap, event loop lag...). Off by default: tests do not need them. */
@@ -136,6 +153,30 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['apiserver'] as const,
       registers,
     }),
+    kubernetesService: {
+      state: new Gauge({
+        name: 'mvproxy_kubernetes_service_state',
+        help: "1 for the kubernetes Service publisher's current state (starting, publishing, holding, failing), 0 for the others.",
+        labelNames: ['state'] as const,
+        registers,
+      }),
+      listedAddresses: new Gauge({
+        name: 'mvproxy_kubernetes_service_listed_addresses',
+        help: "Ready addresses the kubernetes Service's EndpointSlices list, by kind: sidecar, apiserver (listed directly), other (no config entry publishes it).",
+        labelNames: ['kind'] as const,
+        registers,
+      }),
+      foreignWrites: new Counter({
+        name: 'mvproxy_kubernetes_service_foreign_writes_total',
+        help: "Total number of the kubernetes Service's objects found rewritten by someone other than an mvproxy replica (an apiserver on the lease reconciler included).",
+        registers,
+      }),
+      lastWriteSuccess: new Gauge({
+        name: 'mvproxy_kubernetes_service_last_write_success_timestamp_seconds',
+        help: "When this replica last found or wrote every one of the kubernetes Service's objects as it wants them (Unix seconds).",
+        registers,
+      }),
+    },
   };
 }
 

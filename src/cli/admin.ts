@@ -163,14 +163,22 @@ export function formatKubernetesService(k: Status__Output['kubernetes_service'])
   );
   // A node listed that nothing observes live: what a dead node looks like when every replica was down (docs/never-worse.md).
   const stale = k.nodes.filter((n) => (n.published === 'sidecar' && !n.sidecar_live) || (n.published === 'apiserver' && !n.apiserver_ready));
+  const slices = table(
+    ['ENDPOINTSLICE', 'WRITTEN BY', 'MANAGED BY', 'ADDRESSES'],
+    k.slices.map((s) => [s.name, s.written_by_mvproxy ? 'mvproxy' : 'foreign', s.managed_by || '-', s.addresses.join(', ') || '-']),
+  );
   const lines = [
     `\nkubernetes Service (default/kubernetes): ${k.state}: ${k.message}`,
+    ...(k.ready ? [] : ['readiness: not ready (/readyz fails)']),
     ...(stale.length > 0 ? [`listed but not observed live: ${stale.map((n) => n.apiserver).join(', ')}`] : []),
     ...(k.other_addresses.length > 0 ? [`also listed (no config entry publishes them): ${k.other_addresses.join(', ')}`] : []),
+    ...(k.endpoints_mismatch ? [`Endpoints differ from the EndpointSlices: ${k.endpoints_mismatch}`] : []),
+    ...(k.lease_apiservers.length > 0 ? [`held for an apiserver on the lease reconciler: ${k.lease_apiservers.join(', ')}`] : []),
+    ...(k.config_mismatches.length > 0 ? [`plan ${k.plan_digest} differs from live replicas': ${k.config_mismatches.join(', ')}`] : []),
     ...(k.foreign_writes > 0 ? [`rewritten by someone else ${k.foreign_writes} time(s) in the last 120 s`] : []),
     `confirmed: ${k.confirmed_at || 'never'}`,
   ];
-  return `${lines.join('\n')}\n${nodes}`;
+  return `${lines.join('\n')}\n${nodes}${k.slices.length > 0 ? slices : 'no EndpointSlice labelled kubernetes.io/service-name=kubernetes\n'}`;
 }
 
 function formatExplanation(e: Explanation__Output): string {

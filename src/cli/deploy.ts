@@ -5,7 +5,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isIP } from 'node:net';
-import { kubeadmLayout, renderKubeadmNode, type KubeadmNode, type RenderedFile } from '../deploy/kubeadm.js';
+import { kubeadmLayout, nodeServeConfig, renderKubeadmNode, type KubeadmNode, type RenderedFile } from '../deploy/kubeadm.js';
+import type { JsonValue } from '../xds/bootstrap.js';
 import { repoFile } from '../util/protoRoot.js';
 
 const HEADER = '# Rendered by `mvproxy deploy kubeadm` (docs/kubeadm.md): render again rather than edit.\n';
@@ -65,6 +66,13 @@ export async function runDeploy(args: string[]): Promise<number> {
       mkdirSync(dirname(target), { recursive: true });
       writeFileSync(target, await fileText(file));
     }
+  }
+  // Once for the cluster, with the switch: the fallback slice the operator creates before the replicas publish (docs/kubeadm.md).
+  const first = nodes[0];
+  if (layout.tuning.publishKubernetesService && first) {
+    const { FALLBACK_MANIFEST, serviceObjectsForConfig } = await import('../serve/kubernetesServiceManifest.js');
+    const content = serviceObjectsForConfig(nodeServeConfig(layout, first.name), 'fallback') as JsonValue | undefined;
+    if (content) writeFileSync(join(values.out, FALLBACK_MANIFEST), await fileText({ path: FALLBACK_MANIFEST, format: 'yaml', content }));
   }
   process.stdout.write(`wrote the files of ${nodes.map((n) => n.name).join(', ')} under ${values.out}/NODE/ (each at its path on that node)\n`);
   return 0;

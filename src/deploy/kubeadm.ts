@@ -278,6 +278,13 @@ export function controlPlanePod(layout: DeployLayout, name: string): JsonObject 
         timeoutSeconds: 5,
         failureThreshold: 6,
       },
+      // Not ready while the kubernetes Service's publisher has not been publishing for a minute (/readyz, docs/operating.md): shown, never restarted.
+      readinessProbe: {
+        httpGet: { host, port: port(node.adminListen), path: '/readyz', scheme: 'HTTP' },
+        periodSeconds: 10,
+        timeoutSeconds: 5,
+        failureThreshold: 1,
+      },
     },
     // The replica renames a reload marker beside certificate files rewritten in place (kubeadm certs renew), so Envoy re-reads them.
     hostMounts(read, [f.xdsSocket, f.adminSocket, f.warmStartFile, ...reloadMarkers]),

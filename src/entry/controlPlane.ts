@@ -25,6 +25,7 @@ export {
   type ReplicaTuning,
 } from '../deploy/replica.js';
 export { apiserverPatch, endpointReconcilerPatch, kubeadmLayout } from '../deploy/kubeadm.js';
+export { serviceObjectsForConfig } from '../serve/kubernetesServiceManifest.js';
 
 /** The built `mvproxy` command (dist/src/cli/main.js), run with node: `mvproxy serve --config FILE`. */
 export const MVPROXY_CLI: string = fileURLToPath(new URL('../cli/main.js', import.meta.url));

@@ -50,6 +50,24 @@ export interface LivenessReport {
   round: number;
   sidecars: Record<string, number>;
   apiservers: Record<string, number>;
+  /** planDigest() of the writer's PublishPlan: replicas whose configurations differ notice it. Absent from older replicas' entries. */
+  plan?: string;
+}
+
+/**
+ * A short digest of a PublishPlan (its fields in a fixed order): two replicas
+ * with the same digest would write the same objects from the same liveness.
+ */
+export function planDigest(plan: PublishPlan): string {
+  const fixed = {
+    family: plan.family,
+    sidecarPort: plan.sidecarPort,
+    apiserverPort: plan.apiserverPort ?? null,
+    targets: [...plan.targets]
+      .sort((a, b) => compareStrings(a.name, b.name))
+      .map((t) => ({ name: t.name, sidecarIp: t.sidecarIp, apiserverIp: t.apiserverIp ?? null })),
+  };
+  return createHash('sha256').update(JSON.stringify(fixed)).digest('hex').slice(0, 12);
 }
 
 export type ServiceObjectKind = 'Endpoints' | 'EndpointSlice';
@@ -67,6 +85,13 @@ export interface ObservedObject {
   canonical: string;
   /** The CONTENT_DIGEST_ANNOTATION's value, when it has one. */
   digest?: string;
+}
+
+/** An EndpointSlice of the Service as listed (label kubernetes.io/service-name=kubernetes), whoever wrote it. */
+export interface ListedSlice extends ObservedObject {
+  name: string;
+  /** Its endpointslice.kubernetes.io/managed-by label ('' when none). */
+  managedBy: string;
 }
 
 /**
@@ -161,6 +186,15 @@ export function canonicalObject(kind: ServiceObjectKind, raw: unknown): string {
       }),
     ),
   });
+}
+
+/** Every address and port of a canonical EndpointSlice (canonicalObject('EndpointSlice', ...)): each endpoint's addresses on each port. */
+export function sliceAddresses(canonical: string): EndpointsAddress[] {
+  const parsed = JSON.parse(canonical) as { ports?: CanonicalPort[]; endpoints?: Array<{ addresses: string[]; ready: boolean | null }> };
+  // An endpoint whose ready condition is unset counts as ready (the EndpointSlice API's rule).
+  return (parsed.ports ?? []).flatMap((p) =>
+    (parsed.endpoints ?? []).flatMap((e) => e.addresses.map((ip) => ({ ip, port: p.port, ready: e.ready !== false }))),
+  );
 }
 
 /** Every address and port of a canonical Endpoints (canonicalObject('Endpoints', ...)), in its order. */

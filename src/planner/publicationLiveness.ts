@@ -38,6 +38,8 @@ const key = (kind: ProbeKind, name: string): string => `${kind}\u0000${name}`;
 export class LivenessLedger {
   /** Per other replica, per kind and name. */
   private readonly others = new Map<string, Map<string, Renewal>>();
+  /** Per other replica: its entry's round renewals (a live replica's round changes every probe round) and the plan digest it names. */
+  private readonly entries = new Map<string, { renewal: Renewal; plan?: string }>();
   /** This replica's own passing probes, by kind and name. */
   private readonly own = new Map<string, number>();
   private watchingSince?: number;
@@ -59,6 +61,7 @@ export class LivenessLedger {
   observeRecord(reports: ReadonlyMap<string, LivenessReport>, at: number): void {
     this.watchingSince ??= at;
     for (const replica of [...this.others.keys()]) if (!reports.has(replica)) this.others.delete(replica);
+    for (const replica of [...this.entries.keys()]) if (!reports.has(replica)) this.entries.delete(replica);
     for (const [replica, report] of reports) {
       if (replica === this.replica) {
         // This replica's own entry coming back: the record's watch works.
@@ -68,6 +71,10 @@ export class LivenessLedger {
         }
         continue;
       }
+      const entryToken = `${report.incarnation}:${report.round}`;
+      const seen = this.entries.get(replica);
+      const renewal = seen === undefined ? { token: entryToken } : seen.renewal.token !== entryToken ? { token: entryToken, at } : seen.renewal;
+      this.entries.set(replica, { renewal, ...(report.plan === undefined ? {} : { plan: report.plan }) });
       const before = this.others.get(replica) ?? new Map<string, Renewal>();
       const after = new Map<string, Renewal>();
       const values: Array<[ProbeKind, Record<string, number>]> = [
@@ -110,6 +117,19 @@ export class LivenessLedger {
     if (fresh(this.own.get(key(kind, name)))) out.push(this.replica);
     for (const [replica, renewals] of this.others) if (fresh(renewals.get(key(kind, name))?.at)) out.push(replica);
     return out.sort();
+  }
+
+  /**
+   * The other replicas alive now (their entry's round changed within the
+   * expiry, as this replica observed it) that name a plan other than `own`,
+   * sorted by replica. An entry without a plan (an older replica) disagrees
+   * with nobody.
+   */
+  planDisagreements(own: string, now: number): Array<{ replica: string; plan: string }> {
+    const out: Array<{ replica: string; plan: string }> = [];
+    for (const [replica, { renewal, plan }] of this.entries)
+      if (plan !== undefined && plan !== own && renewal.at !== undefined && now - renewal.at < this.expiryMs) out.push({ replica, plan });
+    return out.sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0));
   }
 
   /** Live now: any witness. */

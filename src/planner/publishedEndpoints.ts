@@ -17,8 +17,6 @@ import {
   canonicalObject,
   CONTENT_DIGEST_ANNOTATION,
   contentDigest,
-  endpointsAddresses,
-  type ObservedObject,
   type PublishPlan,
   type ServiceObjectKind,
   type ServiceObjectRef,
@@ -118,60 +116,14 @@ export function desiredObjects(plan: PublishPlan, publication: Publication): Des
 }
 
 /**
- * How an object read from the API stands against what mvproxy wants:
- * `foreign` when its content is not what its digest annotation says mvproxy
- * (any replica) wrote, or it has none: someone else wrote it.
+ * The objects as the operator creates them before any replica publishes
+ * (mvproxy never creates one: least privilege, docs/operating.md): listing
+ * nothing, with mvproxy's digest, so the first replica's write is no foreign
+ * write. The fallback slice alone is what the kubeadm switch creates
+ * (the others exist from the apiservers' lease reconciler).
  */
-export type Verdict = 'absent' | 'as-desired' | 'differs' | 'foreign';
-
-export function judgeObserved(desired: DesiredObject, observed: ObservedObject | undefined): Verdict {
-  if (!observed) return 'absent';
-  if (observed.digest !== contentDigest(observed.canonical)) return 'foreign';
-  return observed.canonical === desired.canonical ? 'as-desired' : 'differs';
-}
-
-/** Rounds that found the objects rewritten or deleted by someone else within this window, this many times, stop the writing. */
-export const FOREIGN_WRITES_TO_STOP = 3;
-export const FOREIGN_WRITE_WINDOW_MS = 120_000;
-
-/**
- * Notices a writer mvproxy must not fight (an apiserver still on
- * `--endpoint-reconciler-type=lease` rewrites the objects every 10 s): the
- * first rewrite found (at takeover, upstream's own content) is corrected; the
- * threshold-th within the window means stop. Times are monotonic.
- */
-export class ForeignWriteGuard {
-  private readonly seen: number[] = [];
-
-  constructor(
-    private readonly threshold = FOREIGN_WRITES_TO_STOP,
-    private readonly windowMs = FOREIGN_WRITE_WINDOW_MS,
-  ) {}
-
-  /** A round found a foreign write at `at`; true when that makes `threshold` within the window. */
-  record(at: number): boolean {
-    this.seen.push(at);
-    return this.count(at) >= this.threshold;
-  }
-
-  count(now: number): number {
-    while (this.seen.length > 0 && (this.seen[0] ?? now) <= now - this.windowMs) this.seen.shift();
-    return this.seen.length;
-  }
-}
-
-/** How each apiserver is listed in an Endpoints read from the API, and the addresses listed that no config entry publishes. */
-export function publishedNow(plan: PublishPlan, endpointsCanonical: string): { byName: Map<string, 'sidecar' | 'apiserver'>; unknown: string[] } {
-  const byName = new Map<string, 'sidecar' | 'apiserver'>();
-  const unknown: string[] = [];
-  for (const { ip, port, ready } of endpointsAddresses(endpointsCanonical)) {
-    const sidecar = plan.targets.find((t) => t.sidecarIp === ip && port === plan.sidecarPort);
-    const apiserver = plan.targets.find((t) => t.apiserverIp === ip && port === plan.apiserverPort);
-    if (ready && sidecar) byName.set(sidecar.name, 'sidecar');
-    else if (ready && apiserver && !byName.has(apiserver.name)) byName.set(apiserver.name, 'apiserver');
-    else unknown.push(`${ip.includes(':') ? `[${ip}]` : ip}:${port}${ready ? '' : ' (not ready)'}`);
-  }
-  return { byName, unknown: unknown.sort(compareStrings) };
+export function operatorObjects(plan: PublishPlan): DesiredObject[] {
+  return desiredObjects(plan, { viaSidecar: [], direct: [] });
 }
 
 /** One line: who is listed and how. */

@@ -186,6 +186,7 @@ export class ControlPlane implements AdminBackend {
         metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
         status: () => statusDump(this.statusInput()),
         page: () => this.statusPage(),
+        ready: () => this.publisher?.publisher.readiness() ?? { ready: true, why: 'ok' },
       };
       const started = await startAdminHttp(this.config.admin.listen.host, this.config.admin.listen.port, routes);
       this.adminServer = started.server;

@@ -1,47 +1,45 @@
 // The `kubernetes` Service's endpoints, published by every replica alike
-// (issue 21; docs/operating.md, "The kubernetes Service"). With the apiservers on
-// `--endpoint-reconciler-type=none`, nobody else writes them: every
-// PROBE_INTERVAL_MS this replica probes every sidecar and apiserver, writes
-// what passed into its entry of the liveness record, merges every replica's
-// entries (planner/publicationLiveness.ts), and brings the Endpoints and
-// EndpointSlices to what that makes (planner/publishedEndpoints.ts): written
-// only when their content differs, re-read on a conflict. Never worse than
-// no proxy: a node whose sidecar is not live but whose apiserver is ready is
-// listed at the apiserver; when nothing is live, or this replica's view is
-// not complete, nothing is written (what is there is kept, never emptied);
-// when someone else keeps rewriting the objects (an apiserver still on the
-// lease reconciler) this replica stops writing and says so.
+// (issues 21 and 29; docs/operating.md, "The kubernetes Service"). With the
+// apiservers on `--endpoint-reconciler-type=none`, nobody else writes them:
+// every PROBE_INTERVAL_MS this replica probes every sidecar and apiserver,
+// writes what passed (and its plan's digest) into its entry of the liveness
+// record, merges every replica's entries (planner/publicationLiveness.ts),
+// and brings the Endpoints and EndpointSlices to what that makes
+// (planner/publishedEndpoints.ts): written only when their content differs,
+// re-read on a conflict, never created (the operator creates them). Never
+// worse than no proxy: when nothing is live, this replica's view is not
+// complete, or live replicas' configurations differ, nothing is written
+// (what is there is kept, never emptied). Never worse than upstream's
+// reconciler: someone else's content naming an address outside the
+// configuration is replaced every round; an apiserver still on the lease
+// reconciler is held, not fought, and retried (planner/publisherDecision.ts).
 import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ClusterEvent } from '../model/events.js';
-import type { LivenessReport, PublishPlan } from '../model/publication.js';
+import { planDigest, type LivenessReport, type PublishPlan } from '../model/publication.js';
 import { KubeApiError } from '../model/status.js';
+import type { PublisherMetrics } from '../metrics.js';
+import { PUBLISHER_STATES } from '../metrics.js';
 import {
   describePublication,
   desiredObjects,
   desiredPublication,
-  ForeignWriteGuard,
-  FOREIGN_WRITE_WINDOW_MS,
-  FOREIGN_WRITES_TO_STOP,
-  judgeObserved,
-  publishedNow,
   SERVICE_NAME,
   SERVICE_NAMESPACE,
+  type DesiredObject,
   type Liveness,
   type Publication,
 } from '../planner/publishedEndpoints.js';
+import { judgeContent, serviceView, type ContentVerdict, type ServiceView } from '../planner/publishedContent.js';
+import { EventLimiter, LeaseHold, publisherReadiness } from '../planner/publisherDecision.js';
 import { LivenessLedger, PROBE_INTERVAL_MS, type ProbeKind } from '../planner/publicationLiveness.js';
 import type { ServiceObjectsClient } from '../sources/kubernetesServiceObjects.js';
 import type { LivenessWriter } from '../sources/livenessRecord.js';
-import type { ListWatchClient } from '../sources/listWatch.js';
+import type { ServiceEvent, ServiceEventSink } from '../sources/serviceEvents.js';
 import { errorMessage, systemTimers, type TimerHandle, type Timers } from '../sources/runtime.js';
 import type { KubernetesServiceStatus } from '../generated/mvproxy/admin/v1/KubernetesServiceStatus.js';
-import type { ServeConfig } from './config.js';
-import type { KubernetesServiceConfig } from './configPublish.js';
 
-export type PublisherState = 'starting' | 'publishing' | 'holding' | 'stopped' | 'failing';
+export type PublisherState = (typeof PUBLISHER_STATES)[number];
 
 export interface PublisherOptions {
   plan: PublishPlan;
@@ -60,6 +58,9 @@ export interface PublisherOptions {
   logger: Logger;
   /** The journal (serve/events.ts). */
   record: (events: ClusterEvent[]) => void;
+  /** Kubernetes Events about Service default/kubernetes (rate-limited here). */
+  emit?: ServiceEventSink;
+  metrics?: PublisherMetrics;
   timers?: Timers;
   intervalMs?: number;
   expiryMs?: number;
@@ -68,21 +69,29 @@ export interface PublisherOptions {
 const SUBJECT = `${SERVICE_NAMESPACE}/${SERVICE_NAME}`;
 /** Tries of one object per round when other replicas keep changing it under us (409). */
 const CONFLICT_TRIES = 4;
+/** The window of the status's foreign_writes count. */
+const FOREIGN_WINDOW_MS = 120_000;
+const NEVER_CREATED = 'mvproxy never creates it: the operator does (docs/operating.md, "The kubernetes Service")';
+
+const id = (d: DesiredObject): string => `${d.ref.kind} ${SERVICE_NAMESPACE}/${d.ref.name}`;
 
 export class KubernetesServicePublisher {
   private readonly ledger: LivenessLedger;
-  private readonly guard = new ForeignWriteGuard();
+  private readonly leaseHold = new LeaseHold();
+  private readonly limiter = new EventLimiter();
   private readonly incarnation: string;
+  private readonly digest: string;
   private readonly timers: Timers;
   private readonly lastPass: Record<ProbeKind, Record<string, number>> = { sidecar: {}, apiserver: {} };
+  private readonly foreignAt: number[] = [];
   private round = 0;
   private state: PublisherState = 'starting';
   private message = 'no probe round yet';
-  private stoppedWhy?: string;
-  /** Objects (kind/name) this replica has seen carrying mvproxy's content: their disappearance is someone else's doing. */
-  private readonly known = new Set<string>();
-  /** The Endpoints as last read or written (canonical). */
-  private endpoints?: string;
+  private notPublishingSince: number;
+  private mismatches: string[] = [];
+  private leaseApiservers: string[] = [];
+  /** What kube-proxy is given, as last read (slices and Endpoints). */
+  private view?: ServiceView;
   private publishedLine?: string;
   private confirmedAt?: number;
   private recordFailing = false;
@@ -91,8 +100,11 @@ export class KubernetesServicePublisher {
 
   constructor(private readonly options: PublisherOptions) {
     this.incarnation = options.incarnation ?? randomBytes(8).toString('hex');
+    this.digest = planDigest(options.plan);
     this.ledger = new LivenessLedger(options.replica, this.incarnation, options.expiryMs);
     this.timers = options.timers ?? systemTimers;
+    this.notPublishingSince = options.monotonic();
+    this.exportState();
   }
 
   /** Every version of the liveness record (sources/livenessRecord.ts). */
@@ -135,11 +147,21 @@ export class KubernetesServicePublisher {
     );
     await this.writeReport(round);
     const now = monotonic();
-    if (this.stoppedWhy) return this.observeOnly('stopped', this.stoppedWhy);
+    await this.readView();
+    this.leaseApiservers = [];
+    this.mismatches = [];
     const view = this.ledger.viewReadiness(now);
-    if (!view.ready) return this.observeOnly(this.state === 'starting' ? 'starting' : 'holding', `${view.why}: nothing is written meanwhile`);
+    if (!view.ready) return this.setState(this.state === 'starting' ? 'starting' : 'holding', `${view.why}: nothing is written meanwhile`);
+    this.mismatches = this.ledger.planDisagreements(this.digest, now).map((d) => `${d.replica}: ${d.plan}`);
+    if (this.mismatches.length > 0) {
+      const message =
+        `live replicas' kubernetesService configurations differ (this one's plan ${this.digest}; ${this.mismatches.join(', ')}): ` +
+        'nobody writes until every live replica has the same apiserver addresses; what is published is kept';
+      this.event({ reason: 'ConfigMismatch', type: 'Warning', note: message });
+      return this.setState('holding', message);
+    }
     const publication = desiredPublication(plan, this.liveness(now));
-    if (!publication) return this.observeOnly('holding', 'no replica observed any sidecar or apiserver live: what is published is kept (never emptied)');
+    if (!publication) return this.setState('holding', 'no replica observed any sidecar or apiserver live: what is published is kept (never emptied)');
     await this.sync(publication, now);
   }
 
@@ -157,6 +179,7 @@ export class KubernetesServicePublisher {
       round,
       sidecars: { ...this.lastPass.sidecar },
       apiservers: { ...this.lastPass.apiserver },
+      plan: this.digest,
     };
     try {
       await this.options.writeReport(report);
@@ -169,90 +192,142 @@ export class KubernetesServicePublisher {
     }
   }
 
-  /** Brings every object to what the publication makes, stopping when someone else keeps rewriting them. */
-  private async sync(publication: Publication, now: number): Promise<void> {
-    const { objects } = this.options;
-    let foreignFound = false;
+  /** Reads what kube-proxy is given: every slice of the Service, and the Endpoints. */
+  private async readView(): Promise<void> {
+    const { objects, plan } = this.options;
     try {
-      for (const desired of desiredObjects(this.options.plan, publication)) {
-        const id = `${desired.ref.kind}/${desired.ref.name}`;
-        for (let attempt = 1; ; attempt++) {
-          const observed = await objects.read(desired.ref);
-          if (desired.ref.kind === 'Endpoints') this.endpoints = observed?.canonical;
-          let verdict = judgeObserved(desired, observed);
-          if (verdict === 'absent' && this.known.has(id)) verdict = 'foreign';
-          if (verdict === 'foreign' && !foreignFound) {
-            foreignFound = true;
-            this.options.logger.warn({ object: id }, 'the published object was rewritten or deleted by someone else');
-            if (this.guard.record(now)) return this.stopWriting(desired.ref.kind, desired.ref.name);
-          }
-          if (verdict === 'as-desired') {
-            this.known.add(id);
-            break;
-          }
-          try {
-            if (observed)
-              await objects.replace(desired.ref, { ...desired.body, metadata: { ...desired.body.metadata, resourceVersion: observed.resourceVersion } });
-            else await objects.create(desired.ref, desired.body);
-            this.known.add(id);
-            if (desired.ref.kind === 'Endpoints') this.endpoints = desired.canonical;
-            break;
-          } catch (err) {
-            const retry = err instanceof KubeApiError && (err.statusCode === 409 || err.statusCode === 404);
-            if (!retry || attempt >= CONFLICT_TRIES) throw err;
-          }
+      const [slices, endpoints] = await Promise.all([objects.listSlices(), objects.read({ kind: 'Endpoints', name: SERVICE_NAME })]);
+      this.view = serviceView(plan, slices, endpoints?.canonical);
+    } catch (err) {
+      this.options.logger.debug({ err: errorMessage(err) }, "could not list the kubernetes Service's EndpointSlices");
+    }
+  }
+
+  /** Brings every existing object to what the publication makes; holds for an apiserver on the lease reconciler. */
+  private async sync(publication: Publication, now: number): Promise<void> {
+    const { objects, plan } = this.options;
+    const absent: string[] = [];
+    let wrote = false;
+    let retry = false;
+    try {
+      const desired = desiredObjects(plan, publication);
+      const observed = await Promise.all(desired.map((d) => objects.read(d.ref)));
+      const verdicts = desired.map((d, i) => judgeContent(plan, d, observed[i]));
+      const lease = verdicts.flatMap((v) => (v.kind === 'lease' ? v.apiservers : []));
+      if (lease.length > 0) {
+        const action = this.leaseHold.leaseFound(now);
+        if (action.act === 'hold') {
+          // Counted once per hold: the rewrite that started it.
+          if (action.began) for (const [i, d] of desired.entries()) if (verdicts[i]?.kind === 'lease') this.foreignWrite(d, verdicts[i], now, 'held');
+          return this.holdForLease([...new Set(lease)].sort(), action.until - now);
         }
+        retry = action.retry;
+        this.options.logger.info({ retry }, "writing over the content of an apiserver's lease reconciler");
+      } else this.leaseHold.clear(now);
+      for (const [i, d] of desired.entries()) {
+        const verdict = verdicts[i] ?? { kind: 'absent' };
+        // Lease content written over is the takeover's leftovers or this replica's retry: no foreign write.
+        if (verdict.kind === 'foreign') this.foreignWrite(d, verdict, now, 'replaced');
+        const outcome = await this.bring(d, observed[i], verdict);
+        if (outcome === 'absent') absent.push(id(d));
+        if (outcome === 'written') wrote = true;
       }
     } catch (err) {
       return this.setState('failing', `reading or writing ${SUBJECT}'s objects failed (retried next round): ${errorMessage(err)}`);
     }
+    if (wrote) this.leaseHold.wrote();
+    const confirmed = wrote || this.leaseHold.confirmed(now);
+    if (wrote) await this.readView();
+    if (absent.length > 0) return this.setState('failing', `${absent.join(' and ')} does not exist: ${NEVER_CREATED}`);
+    // Publishing once the retry's content has stayed 20 s: a reconciler still running would have rewritten it.
+    if (retry || !confirmed)
+      return this.setState('holding', `retrying: wrote ${describePublication(publication)} once, to see whether the lease reconciler stopped`);
     this.confirmedAt = this.options.clock();
+    this.options.metrics?.lastWriteSuccess.set(this.confirmedAt / 1000);
     this.setState('publishing', `lists ${describePublication(publication)}`);
   }
 
-  private stopWriting(kind: string, name: string): void {
-    this.stoppedWhy =
-      `${kind} ${SERVICE_NAMESPACE}/${name} was rewritten or deleted by someone else in ` +
-      `${FOREIGN_WRITES_TO_STOP} rounds within ${FOREIGN_WRITE_WINDOW_MS / 1000} s (an apiserver still on --endpoint-reconciler-type=lease?): ` +
-      'this replica stopped writing; restart it once every apiserver runs --endpoint-reconciler-type=none';
-    this.setState('stopped', this.stoppedWhy);
-    this.notePublished();
+  /** One object to its desired content: replaced with the resourceVersion read, read again on a conflict. */
+  private async bring(
+    d: DesiredObject,
+    first: Awaited<ReturnType<ServiceObjectsClient['read']>>,
+    verdict: ContentVerdict,
+  ): Promise<'absent' | 'kept' | 'written'> {
+    let observed = first;
+    let kind = verdict.kind;
+    for (let attempt = 1; ; attempt++) {
+      if (kind === 'absent' || !observed) return 'absent';
+      if (kind === 'as-desired') return 'kept';
+      try {
+        await this.options.objects.replace(d.ref, { ...d.body, metadata: { ...d.body.metadata, resourceVersion: observed.resourceVersion } });
+        return 'written';
+      } catch (err) {
+        const retry = err instanceof KubeApiError && (err.statusCode === 409 || err.statusCode === 404);
+        if (!retry || attempt >= CONFLICT_TRIES) throw err;
+      }
+      observed = await this.options.objects.read(d.ref);
+      kind = judgeContent(this.options.plan, d, observed).kind;
+    }
   }
 
-  /** A round that writes nothing: reads the Endpoints for status and events only. */
-  private async observeOnly(state: PublisherState, message: string): Promise<void> {
-    try {
-      this.endpoints = (await this.options.objects.read({ kind: 'Endpoints', name: SERVICE_NAME }))?.canonical;
-    } catch (err) {
-      this.options.logger.debug({ err: errorMessage(err) }, 'could not read the published Endpoints');
-    }
-    this.setState(state, message);
+  private foreignWrite(d: DesiredObject, verdict: ContentVerdict, now: number, outcome: 'replaced' | 'held'): void {
+    this.foreignAt.push(now);
+    this.options.metrics?.foreignWrites.inc();
+    const what =
+      verdict.kind === 'foreign' && verdict.outside.length > 0
+        ? `listing ${verdict.outside.join(', ')}, which the configuration does not publish`
+        : verdict.kind === 'lease'
+          ? `listing the apiservers ${verdict.apiservers.join(', ')} at their own address (a lease reconciler's content)`
+          : 'with content no mvproxy replica wrote';
+    const note = `${id(d)} was rewritten by someone else, ${what}: ${outcome}`;
+    this.options.logger.warn({ object: id(d) }, note);
+    this.event({ reason: 'ForeignWrite', type: 'Warning', note });
+  }
+
+  private holdForLease(apiservers: string[], forMs: number): void {
+    this.leaseApiservers = apiservers;
+    const message =
+      `apiserver ${apiservers.join(', ')} still on the lease reconciler (its content came back over this replica's): ` +
+      `held, not fought (the no-proxy state); this replica writes again in ${Math.round(forMs / 1000)} s to see whether it stopped. ` +
+      'Run every apiserver with --endpoint-reconciler-type=none';
+    this.event({ reason: 'PublisherHolding', type: 'Warning', note: message });
+    this.setState('holding', message);
+  }
+
+  private event(e: ServiceEvent): void {
+    if (this.options.emit && this.limiter.allow(e.reason, e.note, this.options.monotonic())) this.options.emit(e);
   }
 
   private setState(state: PublisherState, message: string): void {
     const changed = state !== this.state || message !== this.message;
+    const wasPublishing = this.state === 'publishing';
     this.state = state;
     this.message = message;
+    if (state === 'publishing') this.notPublishingSince = this.options.monotonic();
+    else if (wasPublishing) this.notPublishingSince = this.options.monotonic();
+    this.exportState();
     if (changed) {
-      const level = state === 'stopped' ? 'error' : state === 'publishing' ? 'info' : state === 'starting' ? 'debug' : 'warn';
+      const level = state === 'failing' ? 'error' : state === 'publishing' ? 'info' : state === 'starting' ? 'debug' : 'warn';
       this.options.logger[level]({ state }, `kubernetes Service: ${message}`);
       if (state !== 'starting' && state !== 'publishing')
-        this.options.record([
-          {
-            at: this.options.clock(),
-            kind: state === 'stopped' ? 'kubernetes-service-stopped' : 'kubernetes-service',
-            subject: SUBJECT,
-            message: `${state}: ${message}`,
-          },
-        ]);
+        this.options.record([{ at: this.options.clock(), kind: 'kubernetes-service', subject: SUBJECT, message: `${state}: ${message}` }]);
+      if (state === 'failing') this.event({ reason: 'PublisherFailing', type: 'Warning', note: message });
+      if (state === 'publishing' && wasPublishing === false && this.round > 1) this.event({ reason: 'PublisherPublishing', type: 'Normal', note: message });
     }
     this.notePublished();
   }
 
-  /** One event whenever what the Endpoints list changes (whoever wrote it). */
+  private exportState(): void {
+    const m = this.options.metrics;
+    if (!m) return;
+    for (const s of PUBLISHER_STATES) m.state.set({ state: s }, s === this.state ? 1 : 0);
+    if (this.view) for (const [kind, n] of Object.entries(this.view.counts)) m.listedAddresses.set({ kind }, n);
+  }
+
+  /** One journal event whenever what the slices list changes (whoever wrote them). */
   private notePublished(): void {
-    if (this.endpoints === undefined) return;
-    const { byName, unknown } = publishedNow(this.options.plan, this.endpoints);
+    if (this.view === undefined) return;
+    const { byName, unknown } = this.view;
     const pick = (how: string): string[] => [...byName].filter(([, h]) => h === how).map(([n]) => n);
     const listed = describePublication({ viaSidecar: pick('sidecar'), direct: pick('apiserver') });
     const line =
@@ -262,11 +337,16 @@ export class KubernetesServicePublisher {
     this.options.record([{ at: this.options.clock(), kind: 'kubernetes-service', subject: SUBJECT, message: `lists ${line}` }]);
   }
 
+  /** The replica's readiness (/readyz): fails once this publisher has not been publishing for a while (planner/publisherDecision.ts). */
+  readiness(): { ready: boolean; why: string } {
+    return publisherReadiness(this.state, this.message, this.notPublishingSince, this.options.monotonic());
+  }
+
   /** For `mvproxy admin status`. */
   status(): KubernetesServiceStatus {
     const now = this.options.monotonic();
-    const { byName, unknown } =
-      this.endpoints === undefined ? { byName: new Map<string, string>(), unknown: [] } : publishedNow(this.options.plan, this.endpoints);
+    while (this.foreignAt.length > 0 && (this.foreignAt[0] ?? now) <= now - FOREIGN_WINDOW_MS) this.foreignAt.shift();
+    const view = this.view;
     return {
       enabled: true,
       state: this.state,
@@ -275,65 +355,27 @@ export class KubernetesServicePublisher {
         const seenBy = this.ledger.witnesses('sidecar', t.name, now);
         return {
           apiserver: t.name,
-          published: byName.get(t.name) ?? '',
+          published: view?.byName.get(t.name) ?? '',
           sidecar_live: seenBy.length > 0,
           apiserver_ready: this.ledger.witnesses('apiserver', t.name, now).length > 0,
           sidecar_seen_by: seenBy,
         };
       }),
-      other_addresses: unknown,
-      foreign_writes: this.guard.count(now),
+      other_addresses: view?.unknown ?? [],
+      foreign_writes: this.foreignAt.length,
       confirmed_at: this.confirmedAt === undefined ? '' : new Date(this.confirmedAt).toISOString(),
+      slices: (view?.slices ?? []).map((s) => ({
+        name: s.name,
+        address_type: s.addressType,
+        addresses: s.addresses,
+        written_by_mvproxy: s.writtenByMvproxy,
+        managed_by: s.managedBy,
+      })),
+      endpoints_mismatch: view?.endpointsMismatch ?? '',
+      plan_digest: this.digest,
+      config_mismatches: this.mismatches,
+      lease_apiservers: this.leaseApiservers,
+      ready: this.readiness().ready,
     };
   }
-}
-
-export interface PublisherWiring {
-  config: ServeConfig & { kubernetesService: KubernetesServiceConfig };
-  kubeConfig: KubeConfig;
-  client: ListWatchClient;
-  logger: Logger;
-  record: (events: ClusterEvent[]) => void;
-}
-
-/** The publisher over the real sources (probes, liveness record, objects writer); `start` starts both it and the record's watch. */
-export async function makeKubernetesServicePublisher(
-  w: PublisherWiring,
-): Promise<{ publisher: KubernetesServicePublisher; start: () => void; stop: () => void }> {
-  const [{ readyzProbe }, { LivenessWatcher, kubeLivenessWriter }, { kubeServiceObjectsClient }] = await Promise.all([
-    import('../sources/readyzProbe.js'),
-    import('../sources/livenessRecord.js'),
-    import('../sources/kubernetesServiceObjects.js'),
-  ]);
-  const { plan, livenessRecord } = w.config.kubernetesService;
-  const server = w.config.tls.peerServerName;
-  const probes = new Map<string, () => Promise<boolean>>();
-  for (const t of plan.targets) {
-    probes.set(`sidecar ${t.name}`, readyzProbe(w.kubeConfig, { host: t.sidecarIp, port: plan.sidecarPort }, server));
-    if (t.apiserverIp !== undefined && plan.apiserverPort !== undefined)
-      probes.set(`apiserver ${t.name}`, readyzProbe(w.kubeConfig, { host: t.apiserverIp, port: plan.apiserverPort }, server));
-  }
-  const publisher = new KubernetesServicePublisher({
-    plan,
-    replica: w.config.replicaName,
-    probe: (kind, name) => probes.get(`${kind} ${name}`)?.() ?? Promise.resolve(false),
-    writeReport: kubeLivenessWriter(w.kubeConfig, livenessRecord),
-    objects: kubeServiceObjectsClient(w.kubeConfig),
-    monotonic: () => performance.now(),
-    clock: () => Date.now(),
-    logger: w.logger,
-    record: w.record,
-  });
-  const watcher = new LivenessWatcher({ client: w.client, ref: livenessRecord, onChange: (reports) => publisher.observeRecord(reports), logger: w.logger });
-  return {
-    publisher,
-    start: () => {
-      void watcher.start();
-      publisher.start();
-    },
-    stop: () => {
-      watcher.stop();
-      publisher.stop();
-    },
-  };
 }

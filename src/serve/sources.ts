@@ -15,7 +15,7 @@ import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { ReplicaSyncRecord } from './syncReporter.js';
 import type { ClusterEvent } from '../model/events.js';
-import type { makeKubernetesServicePublisher } from './kubernetesServicePublisher.js';
+import type { makeKubernetesServicePublisher } from './kubernetesServiceWiring.js';
 
 export interface SourcesOptions {
   config: ServeConfig;
@@ -87,12 +87,13 @@ export async function makeSources(options: SourcesOptions): Promise<ControlPlane
   });
   const { kubernetesService } = config;
   const publisher = kubernetesService
-    ? await (await import('./kubernetesServicePublisher.js')).makeKubernetesServicePublisher({
+    ? await (await import('./kubernetesServiceWiring.js')).makeKubernetesServicePublisher({
         config: { ...config, kubernetesService },
         kubeConfig,
         client: createKubeListWatchClient(kubeConfig),
         logger: deps.logger.child({ component: 'kubernetes-service' }),
         record: options.onEvents,
+        metrics: deps.metrics.kubernetesService,
       })
     : undefined;
   return { observer, drainWriter, drainWatcher, syncRecord, ...(publisher ? { publisher } : {}) };

@@ -1,5 +1,5 @@
 // The control plane's operator HTTP endpoint (loopback by default): the status
-// page, Prometheus metrics, the status dump and a health check. No
+// page, Prometheus metrics, the status dump, a health check and readiness. No
 // authentication, so it serves only reads, and every connection is bounded so
 // none can starve the others.
 import { createServer, type Server } from 'node:http';
@@ -13,6 +13,13 @@ export interface AdminHttpRoutes {
   status: () => unknown;
   /** /status-page.json: what the status page (/) draws (statusPage.ts). */
   page: () => unknown;
+  /**
+   * /readyz: whether this replica does all it is asked to (today: its
+   * `kubernetes` Service publisher, when publishing is on, has not been
+   * failing or holding for long); absent: always ready. /healthz (liveness)
+   * never looks at it: a restart would not fix what makes it unready.
+   */
+  ready?: () => { ready: boolean; why: string };
 }
 
 /** The page's own files only: no inline script, nothing from elsewhere, no framing. */
@@ -81,8 +88,11 @@ export function startAdminHttp(host: string, port: number, routes: AdminHttpRout
         send(200, 'application/json', `${JSON.stringify(routes.status(), null, 2)}\n`);
       } else if (req.url === '/healthz') {
         send(200, 'text/plain', 'ok\n');
+      } else if (req.url === '/readyz') {
+        const r = routes.ready?.() ?? { ready: true, why: 'ok' };
+        send(r.ready ? 200 : 503, 'text/plain', `${r.ready ? 'ok' : 'not ready'}: ${r.why}\n`);
       } else {
-        send(404, 'text/plain', 'not found: try / (the status page), /metrics, /status or /healthz\n');
+        send(404, 'text/plain', 'not found: try / (the status page), /metrics, /status, /healthz or /readyz\n');
       }
     },
   );

@@ -41,7 +41,8 @@ export function decodeLivenessReport(value: string): LivenessReport | undefined 
   const apiservers = rounds(parsed['apiservers']);
   if (typeof replica !== 'string' || typeof incarnation !== 'string' || typeof round !== 'number' || !Number.isSafeInteger(round)) return undefined;
   if (!sidecars || !apiservers) return undefined;
-  return { replica, incarnation, round, sidecars, apiservers };
+  const plan = parsed['plan'];
+  return { replica, incarnation, round, sidecars, apiservers, ...(typeof plan === 'string' ? { plan } : {}) };
 }
 
 /** Every readable entry, by the key it is under (the replica that wrote it: an entry naming another replica is ignored). */

@@ -134,7 +134,7 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     assert.equal(atA?.pathStatus, 200);
   });
 
-  it('no API object moves a published address: a Node, a lease, labels and annotations naming another address change nothing', async () => {
+  it('no API object moves a published address: Node addresses, leases, liveness-record entries, labels and annotations naming another address change nothing', async () => {
     const before = await eventually(sidecarsListed, 60_000, 1000);
     const elsewhere = '192.0.2.99';
     const objects = {
@@ -164,17 +164,48 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     };
     const file = writeTemp(JSON.stringify(objects));
     await kubectl(['apply', '-f', file]);
+    // The Node's own addresses (what a kubelet reports), where a regression reading Nodes would look.
+    const nodeStatus = {
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: elsewhere },
+          { type: 'Hostname', address: 'kas-a' },
+        ],
+      },
+    };
+    await kubectl(['patch', 'node', 'kas-a', '--subresource=status', '--type=merge', '-p', JSON.stringify(nodeStatus)]);
     await kubectl(['-n', 'default', 'annotate', 'service', 'kubernetes', `mvproxy-test/address=${elsewhere}`, '--overwrite']);
     await kubectl(['-n', 'default', 'label', 'service', 'kubernetes', `mvproxy-test-hostname=${elsewhere}`, '--overwrite']);
+    // An annotation on the published Endpoints (not content mvproxy decides: no rewrite).
+    await kubectl(['-n', 'default', 'annotate', 'endpoints', 'kubernetes', `mvproxy-test/address=${elsewhere}`, '--overwrite']);
+    const annotated = await published();
+    // A liveness-record entry renewed (round 1, then 2: a live replica to every reader) naming an apiserver the config lacks and an address.
+    for (const round of [1, 2]) {
+      const entry = { replica: 'impostor', incarnation: 'x', round, sidecars: { 'kas-c': round, [elsewhere]: round }, apiservers: { [elsewhere]: round } };
+      await kubectl([
+        '-n',
+        'kube-system',
+        'patch',
+        'configmap',
+        'mvproxy-liveness',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ data: { impostor: JSON.stringify(entry) } }),
+      ]);
+      await sleep(5000);
+    }
     // Two probe periods and an expiry: every replica has written (or not) by then.
     await sleep(22_000);
     const now = await published();
-    assert.deepEqual(versions(now), versions(before));
+    assert.deepEqual(versions(now), versions(annotated));
+    assert.deepEqual([versions(annotated)[0], versions(annotated)[1]], [versions(before)[0], versions(before)[1]], 'the slices untouched');
     assert.deepEqual(addressesOf(now.slice), [NODE_A, NODE_B]);
+    assert.deepEqual(addressesOf(now.fallback), []);
     // The impostor identity lease would otherwise stay in the control plane's view for the tests after this one.
     await kubectl(['delete', '-f', file, '--wait=false']);
     await kubectl(['-n', 'default', 'annotate', 'service', 'kubernetes', 'mvproxy-test/address-']);
     await kubectl(['-n', 'default', 'label', 'service', 'kubernetes', 'mvproxy-test-hostname-']);
+    await kubectl(['-n', 'kube-system', 'patch', 'configmap', 'mvproxy-liveness', '--type=json', '-p', '[{"op":"remove","path":"/data/impostor"}]']);
   });
 
   it('a steady state changes nothing for 2 minutes (twelve probe periods, eight expiries)', async () => {
@@ -215,9 +246,10 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     assert.deepEqual(addressesOf(back.fallback), []);
   });
 
-  it('with every replica SIGKILLed the objects stay as they are and a client through the published addresses keeps working', async () => {
+  it('with every replica SIGKILLed the objects stay as they are and a client through the published addresses keeps working; a foreign write meanwhile is replaced once they restart', async () => {
     const before = await eventually(sidecarsListed, 60_000, 1000);
-    for (const replica of t.state().controlPlanes ?? []) await t.sandbox.killControlPlane(replica.name);
+    const replicas = (t.state().controlPlanes ?? []).map((r) => r.name);
+    for (const replica of replicas) await t.sandbox.killControlPlane(replica);
     // Longer than an expiry and a probe period: a live replica would have acted by now.
     await sleep(20_000);
     assert.deepEqual(versions(await published()), versions(before));
@@ -229,6 +261,14 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
         [NODE_B, 200, 200],
       ],
     );
+    // A foreign writer while nobody publishes: its content stays (nobody is there to replace it)...
+    const foreign = { ...before.slice, endpoints: [{ addresses: ['192.0.2.99'], conditions: { ready: true } }] };
+    await kubectl(['replace', '-f', writeTemp(JSON.stringify({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', addressType: 'IPv4', ...foreign }))]);
+    await sleep(12_000);
+    assert.deepEqual(addressesOf((await published()).slice), ['192.0.2.99']);
+    // ...until the replicas are back: one expiry of watching, then one round.
+    for (const replica of replicas) await t.sandbox.restartControlPlane(replica);
+    await eventually(sidecarsListed, 45_000, 1000);
   });
 });
 

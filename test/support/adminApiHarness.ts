@@ -51,6 +51,12 @@ export const STATUS: AdminStatus = {
     other_addresses: ['10.0.0.9:6443'],
     foreign_writes: 1,
     confirmed_at: '2026-11-30T22:00:00.000Z',
+    slices: [{ name: 'kubernetes', address_type: 'IPv4', addresses: ['10.0.0.1:6443'], written_by_mvproxy: true, managed_by: 'control-plane.mvproxy.dev' }],
+    endpoints_mismatch: '',
+    plan_digest: '0123456789ab',
+    config_mismatches: [],
+    lease_apiservers: [],
+    ready: true,
   },
 };
 

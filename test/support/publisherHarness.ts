@@ -3,10 +3,13 @@
 // in-memory liveness record that every replica sees at once, on a clock the
 // test moves.
 import type { ClusterEvent } from '../../src/model/events.js';
-import type { LivenessReport, PublishPlan, ServiceObjectRef } from '../../src/model/publication.js';
+import type { ListedSlice, LivenessReport, PublishPlan, ServiceObjectRef } from '../../src/model/publication.js';
+import { operatorObjects } from '../../src/planner/publishedEndpoints.js';
 import { KubeApiError } from '../../src/model/status.js';
 import { KubernetesServicePublisher } from '../../src/serve/kubernetesServicePublisher.js';
-import { decodeObserved, type ServiceObjectsClient } from '../../src/sources/kubernetesServiceObjects.js';
+import { decodeObserved, decodeSliceList, type ServiceObjectsClient } from '../../src/sources/kubernetesServiceObjects.js';
+import type { ServiceEvent } from '../../src/sources/serviceEvents.js';
+import { createMetrics, type Metrics } from '../../src/metrics.js';
 import { captureLogger, type LogLine } from './logCapture.js';
 
 export const PLAN: PublishPlan = {
@@ -33,7 +36,7 @@ export function upstreamEndpoints(ips: string[], port = 6444): Record<string, un
 
 export class FakeApi implements ServiceObjectsClient {
   readonly objects = new Map<string, Record<string, unknown> & { metadata: Record<string, unknown> }>();
-  /** Every successful create and replace, as "create Endpoints/kubernetes". */
+  /** Every successful replace, as "replace Endpoints/kubernetes" (the publisher never creates). */
   readonly writes: string[] = [];
   /** Called before each replace is checked (to change the object under a replica's feet). */
   beforeReplace?: (ref: ServiceObjectRef) => void;
@@ -61,10 +64,15 @@ export class FakeApi implements ServiceObjectsClient {
     return found ? decodeObserved(ref, structuredClone(found)) : undefined;
   }
 
-  async create(ref: ServiceObjectRef, body: Record<string, unknown>): Promise<void> {
-    if (this.objects.has(key(ref))) throw new KubeApiError(409, `${key(ref)} already exists`);
-    this.put(ref, body);
-    this.writes.push(`create ${key(ref)}`);
+  async listSlices(): Promise<ListedSlice[]> {
+    if (this.failing) throw new Error('connection refused');
+    const items = [...this.objects]
+      .filter(
+        ([k, o]) =>
+          k.startsWith('EndpointSlice/') && (o.metadata['labels'] as Record<string, string> | undefined)?.['kubernetes.io/service-name'] === 'kubernetes',
+      )
+      .map(([, o]) => structuredClone(o));
+    return decodeSliceList({ items });
   }
 
   async replace(ref: ServiceObjectRef, body: Record<string, unknown>): Promise<void> {
@@ -104,6 +112,9 @@ export interface Replica {
   /** What its probes reach now (change them at will). */
   reach: { sidecar: Set<string>; apiserver: Set<string> };
   events: ClusterEvent[];
+  /** Kubernetes Events it sent (after its rate limit). */
+  kubeEvents: ServiceEvent[];
+  metrics: Metrics;
   logs: LogLine[];
 }
 
@@ -113,14 +124,22 @@ export class PublisherCluster {
   readonly record = new FakeRecord();
   readonly replicas: Replica[] = [];
 
-  constructor(readonly plan: PublishPlan = PLAN) {}
+  /** The objects as the operator creates them (mvproxy never does); `create: false` leaves the API empty. */
+  constructor(
+    readonly plan: PublishPlan = PLAN,
+    { create = true }: { create?: boolean } = {},
+  ) {
+    if (create) for (const o of operatorObjects(plan)) this.api.put(o.ref, o.body);
+  }
 
-  add(name: string, reach: { sidecar: string[]; apiserver: string[] }): Replica {
+  add(name: string, reach: { sidecar: string[]; apiserver: string[] }, plan: PublishPlan = this.plan): Replica {
     const { logger, lines } = captureLogger();
     const events: ClusterEvent[] = [];
+    const kubeEvents: ServiceEvent[] = [];
+    const metrics = createMetrics();
     const state = { sidecar: new Set(reach.sidecar), apiserver: new Set(reach.apiserver) };
     const publisher = new KubernetesServicePublisher({
-      plan: this.plan,
+      plan,
       replica: name,
       incarnation: `${name}-1`,
       probe: async (kind, target) => state[kind].has(target),
@@ -130,9 +149,11 @@ export class PublisherCluster {
       clock: () => this.now,
       logger,
       record: (e) => events.push(...e),
+      emit: (e) => kubeEvents.push(e),
+      metrics: metrics.kubernetesService,
     });
     this.record.subscribe(publisher);
-    const replica = { name, publisher, reach: state, events, logs: lines };
+    const replica = { name, publisher, reach: state, events, kubeEvents, metrics, logs: lines };
     this.replicas.push(replica);
     return replica;
   }
@@ -143,6 +164,12 @@ export class PublisherCluster {
       for (const r of replicas) await r.publisher.runRound();
       this.now += 10_000;
     }
+  }
+
+  /** One metric's value (a gauge or counter of the replica's registry), 0 when it has no such series. */
+  async metric(r: Replica, name: string, labels: Record<string, string> = {}): Promise<number> {
+    const found = (await r.metrics.registry.getSingleMetric(name)?.get())?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+    return found?.value ?? 0;
   }
 
   /** What the Endpoints list, as `ip:port`. */

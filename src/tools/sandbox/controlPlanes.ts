@@ -5,7 +5,7 @@
 // watches the same cluster and the same drain record, so any of them gives a
 // sidecar the same snapshots.
 import { execFile } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { ControlPlaneAddress } from '../../entry/sidecar.js';
@@ -15,6 +15,7 @@ import {
   REPLICA_NODE_FLAGS,
   replicaServeConfig,
   serveArgs,
+  serviceObjectsForConfig,
   sidecarControlPlanes,
   type NodeApiserver,
   type ReplicaTuning,
@@ -109,10 +110,39 @@ export class SandboxControlPlanes {
       user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
       name: CONTROL_PLANE_USER,
     });
-    await this.startReplicas(adminPort, apiservers, kubeconfig, pki);
+    await this.startReplicas(adminPort, apiservers, kubeconfig, pki, (config) => this.preparePublishing(kubectl, adminKubeconfig, config));
   }
 
-  private async startReplicas(adminPort: number, apiservers: RunningApiserver[], kubeconfig: string, pki: SandboxPki): Promise<void> {
+  /**
+   * What the operator does before replicas publish the `kubernetes` Service
+   * (docs/operating.md): apply deploy/rbac-publish.yaml, and create the three
+   * objects the replicas fill (they never create one); an object an
+   * apiserver on the lease reconciler made already is left as it is.
+   */
+  private async preparePublishing(kubectl: string, adminKubeconfig: string, replicaConfig: string): Promise<void> {
+    const objects = serviceObjectsForConfig(JSON.parse(readFileSync(replicaConfig, 'utf8')) as unknown, 'all');
+    if (!objects) return;
+    const run = (args: string[]) => execFileAsync(kubectl, [`--kubeconfig=${adminKubeconfig}`, ...args], { timeout: 60_000 });
+    await run(['apply', '--server-side', '-f', repoFile('deploy/rbac-publish.yaml')]);
+    const manifest = join(this.opts.dir, 'kubernetes-service-objects.json');
+    writeFileSync(manifest, JSON.stringify(objects));
+    try {
+      await run(['create', '-f', manifest]);
+    } catch (err) {
+      const stderr = (err as { stderr?: string }).stderr ?? '';
+      // kubectl also warns (v1 Endpoints is deprecated): only its errors count.
+      const failures = stderr.split('\n').filter((l) => l.startsWith('Error'));
+      if (failures.length === 0 || !failures.every((l) => /AlreadyExists|already exists/.test(l))) throw err;
+    }
+  }
+
+  private async startReplicas(
+    adminPort: number,
+    apiservers: RunningApiserver[],
+    kubeconfig: string,
+    pki: SandboxPki,
+    beforeLaunch: (replicaConfig: string) => Promise<void>,
+  ): Promise<void> {
     if (this.opts.replicas === 'one') {
       this.replicas.push({ name: 'mvproxy', adminPort });
     } else {
@@ -167,6 +197,8 @@ export class SandboxControlPlanes {
       // A new sandbox starts with nothing kept (its etcd is new: nothing drained either); restarts keep the file.
       rmSync(this.warmStartFile(replica), { force: true });
     }
+    const first = this.replicas[0];
+    if (namespace && first) await beforeLaunch(this.configPath(first));
     this.opts.progress(
       `starting the mvproxy control plane (${this.replicas.length === 1 ? '' : `${this.replicas.length} replicas, `}admin http://127.0.0.1:${adminPort})`,
     );

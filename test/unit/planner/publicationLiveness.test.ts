@@ -166,3 +166,37 @@ describe('liveness record entries', () => {
     assert.deepEqual([...reports.keys()], ['mvproxy-cp-1']);
   });
 });
+
+describe('liveness: replicas whose configurations differ', () => {
+  const withPlan = (replica: string, round: number, plan?: string): LivenessReport => ({ ...entry(replica, round, {}), ...(plan ? { plan } : {}) });
+
+  it('a live replica naming another plan disagrees, once its entry is seen renewed', () => {
+    const ledger = new LivenessLedger('r1', 'i1');
+    ledger.observeRecord(record(withPlan('r2', 1, 'other')), 0);
+    assert.deepEqual(ledger.planDisagreements('mine', 0), [], 'a first sighting: nobody knows when it was written');
+    ledger.observeRecord(record(withPlan('r2', 2, 'other')), 10_000);
+    assert.deepEqual(ledger.planDisagreements('mine', 10_000), [{ replica: 'r2', plan: 'other' }]);
+  });
+
+  it('a replica gone (its entry not renewed for 15 s) disagrees with nobody', () => {
+    const ledger = new LivenessLedger('r1', 'i1');
+    ledger.observeRecord(record(withPlan('r2', 1, 'other')), 0);
+    ledger.observeRecord(record(withPlan('r2', 2, 'other')), 10_000);
+    assert.deepEqual(ledger.planDisagreements('mine', 10_000 + LIVENESS_EXPIRY_MS), []);
+  });
+
+  it('the same plan, or an entry naming none (an older replica), is no disagreement', () => {
+    const ledger = new LivenessLedger('r1', 'i1');
+    for (const [round, at] of [
+      [1, 0],
+      [2, 10_000],
+    ] as const)
+      ledger.observeRecord(record(withPlan('r2', round, 'mine'), withPlan('r3', round)), at);
+    assert.deepEqual(ledger.planDisagreements('mine', 10_000), []);
+  });
+
+  it("an entry's plan digest is read back from the record", () => {
+    assert.equal(decodeLivenessReport(encodeLivenessReport(withPlan('r2', 1, 'abc')))?.plan, 'abc');
+    assert.equal(decodeLivenessReport(encodeLivenessReport(withPlan('r2', 1)))?.plan, undefined);
+  });
+});

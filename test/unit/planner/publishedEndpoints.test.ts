@@ -8,13 +8,11 @@ import {
   desiredObjects,
   desiredPublication,
   FALLBACK_SLICE,
-  ForeignWriteGuard,
-  judgeObserved,
-  publishedNow,
+  operatorObjects,
   type Liveness,
 } from '../../../src/planner/publishedEndpoints.js';
 import { PLAN } from '../../support/publisherHarness.js';
-import { canonicalObject, CONTENT_DIGEST_ANNOTATION, endpointsAddresses, type PublishPlan } from '../../../src/model/publication.js';
+import { endpointsAddresses, type PublishPlan } from '../../../src/model/publication.js';
 
 // The harness's two nodes and a third.
 const plan: PublishPlan = { ...PLAN, targets: [...PLAN.targets, { name: 'kas-c', sidecarIp: '192.0.2.3', apiserverIp: '192.0.2.13' }] };
@@ -28,15 +26,6 @@ function objectsFor(l: Liveness, p: PublishPlan = plan) {
   const objects = desiredObjects(p, publication);
   const find = (kind: string, name: string) => objects.find((o) => o.ref.kind === kind && o.ref.name === name)?.body as Record<string, unknown> | undefined;
   return { objects, endpoints: find('Endpoints', 'kubernetes'), slice: find('EndpointSlice', 'kubernetes'), fallback: find('EndpointSlice', FALLBACK_SLICE) };
-}
-
-/** What an API server would hand back: another order, server-side fields and defaults. */
-function asStored(body: Record<string, unknown>): Record<string, unknown> {
-  const copy = structuredClone(body) as Record<string, unknown> & { metadata: Record<string, unknown> };
-  copy.metadata = { ...copy.metadata, resourceVersion: '42', uid: 'u-1', creationTimestamp: '2026-01-01T00:00:00Z' };
-  if (Array.isArray(copy['endpoints'])) copy['endpoints'] = [...copy['endpoints']].reverse();
-  if (Array.isArray(copy['subsets'])) copy['subsets'] = [...copy['subsets']].reverse();
-  return copy;
 }
 
 describe('published endpoints: who is listed', () => {
@@ -155,82 +144,17 @@ describe('published endpoints: the objects', () => {
   });
 });
 
-describe('published endpoints: judging what is in the API', () => {
-  const desired = objectsFor(live(['kas-a', 'kas-b'])).objects;
-  const endpoints = desired[0];
-  assert.ok(endpoints);
-  const observe = (raw: Record<string, unknown>) => {
-    const annotations = (raw['metadata'] as { annotations?: Record<string, string> }).annotations ?? {};
-    const digest = annotations[CONTENT_DIGEST_ANNOTATION];
-    return { resourceVersion: '42', canonical: canonicalObject('Endpoints', raw), ...(digest ? { digest } : {}) };
-  };
-
-  it('an object stored in another order, with server-side fields, is as desired', () => {
-    for (const o of desired) {
-      const raw = asStored(o.body);
-      const digest = ((raw['metadata'] as Record<string, unknown>)['annotations'] as Record<string, string>)[CONTENT_DIGEST_ANNOTATION];
-      assert.equal(
-        judgeObserved(o, { resourceVersion: '42', canonical: canonicalObject(o.ref.kind, raw), ...(digest ? { digest } : {}) }),
-        'as-desired',
-        o.ref.name,
-      );
-    }
-  });
-
-  it('an object that does not exist is absent', () => {
-    assert.equal(judgeObserved(endpoints, undefined), 'absent');
-  });
-
-  it("another replica's content (its digest matches) that differs is to be rewritten, not foreign", () => {
-    const other = objectsFor(live(['kas-a'])).objects[0];
-    assert.ok(other);
-    assert.equal(judgeObserved(endpoints, observe(other.body)), 'differs');
-  });
-
-  it("upstream's own Endpoints (no digest) are foreign", () => {
-    const upstream = {
-      metadata: { name: 'kubernetes', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
-      subsets: [{ addresses: [{ ip: '192.0.2.11' }], ports: [{ name: 'https', port: 6444, protocol: 'TCP' }] }],
-    };
-    assert.equal(judgeObserved(endpoints, observe(upstream)), 'foreign');
-  });
-
-  it('our Endpoints rewritten by a lease reconciler (annotation kept, one subset of its own) are foreign', () => {
-    const rewritten = structuredClone(endpoints.body) as Record<string, unknown>;
-    rewritten['subsets'] = [{ addresses: [{ ip: '192.0.2.11' }, { ip: '192.0.2.12' }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] }];
-    assert.equal(judgeObserved(endpoints, observe(rewritten)), 'foreign');
-  });
-
-  it('maps what the Endpoints list back to the apiservers, and names addresses no config entry publishes', () => {
-    const mixed = objectsFor(live(['kas-a'], ['kas-b'])).objects[0];
-    assert.ok(mixed);
-    const raw = structuredClone(mixed.body) as unknown as { subsets: Array<{ addresses: Array<{ ip: string }> }> };
-    raw.subsets[0]?.addresses.push({ ip: '203.0.113.9' });
-    const { byName, unknown } = publishedNow(plan, canonicalObject('Endpoints', raw));
+describe('published endpoints: the objects the operator creates', () => {
+  it('are the three objects listing nothing, each with a digest of its content, so the first replica writing over them is no foreign write', () => {
+    const objects = operatorObjects(plan);
     assert.deepEqual(
-      [...byName],
-      [
-        ['kas-a', 'sidecar'],
-        ['kas-b', 'apiserver'],
-      ],
+      objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', `EndpointSlice/${FALLBACK_SLICE}`],
     );
-    assert.deepEqual(unknown, ['203.0.113.9:6443']);
+    for (const o of objects) assert.deepEqual(endpointsOrSlices(o.body), [], o.ref.name);
   });
 });
 
-describe('ForeignWriteGuard', () => {
-  it('stops at the third round within the window that found a foreign write', () => {
-    const guard = new ForeignWriteGuard(3, 120_000);
-    assert.equal(guard.record(0), false);
-    assert.equal(guard.record(10_000), false);
-    assert.equal(guard.record(20_000), true);
-  });
-
-  it('forgets rounds older than the window: an apiserver restarted now and then is corrected, not fought', () => {
-    const guard = new ForeignWriteGuard(3, 120_000);
-    assert.equal(guard.record(0), false);
-    assert.equal(guard.record(100_000), false);
-    assert.equal(guard.record(200_000), false);
-    assert.equal(guard.count(200_000), 2);
-  });
-});
+function endpointsOrSlices(body: Record<string, unknown>): unknown[] {
+  return (body['subsets'] ?? body['endpoints']) as unknown[];
+}

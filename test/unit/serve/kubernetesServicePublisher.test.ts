@@ -39,7 +39,7 @@ describe('kubernetes Service publisher: what it writes', () => {
     assert.deepEqual(c.listed(), SIDECARS);
   });
 
-  it("takes over upstream's objects: the Endpoints and the slice `kubernetes` list the live sidecars, and the fallback slice is made", async () => {
+  it("takes over upstream's objects: the Endpoints and the slice `kubernetes` list the live sidecars, and the operator's fallback slice is filled", async () => {
     const c = new PublisherCluster();
     c.api.put(ENDPOINTS, upstreamEndpoints(['192.0.2.11', '192.0.2.12']));
     c.api.put(SLICE, {
@@ -51,9 +51,33 @@ describe('kubernetes Service publisher: what it writes', () => {
     c.add('r1', ALL);
     await c.rounds(3);
     assert.deepEqual(c.listed(), SIDECARS);
-    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes', 'create EndpointSlice/kubernetes-mvproxy-fallback']);
+    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes']);
     assert.deepEqual(sliceIps(c.api.get(SLICE)), ['192.0.2.1', '192.0.2.2']);
     assert.deepEqual(c.api.get(FALLBACK)?.['endpoints'], []);
+  });
+
+  it('never creates an object: an absent one is reported (failing, naming it), and the others are still written', async () => {
+    const c = new PublisherCluster();
+    c.api.delete(FALLBACK);
+    const r = c.add('r1', ALL);
+    await c.rounds(3);
+    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes']);
+    assert.equal(c.api.get(FALLBACK), undefined);
+    const status = r.publisher.status();
+    assert.equal(status.state, 'failing');
+    assert.match(status.message ?? '', /^EndpointSlice default\/kubernetes-mvproxy-fallback does not exist: mvproxy never creates it: the operator does/);
+    assert.ok(r.kubeEvents.some((e) => e.reason === 'PublisherFailing' && e.type === 'Warning'));
+  });
+
+  it('with no object at all it writes nothing and says which are missing', async () => {
+    const c = new PublisherCluster(PLAN, { create: false });
+    const r = c.add('r1', ALL);
+    await c.rounds(3);
+    assert.deepEqual(c.api.writes, []);
+    assert.match(
+      r.publisher.status().message ?? '',
+      /^Endpoints default\/kubernetes and EndpointSlice default\/kubernetes and EndpointSlice default\/kubernetes-mvproxy-fallback does not exist/,
+    );
   });
 
   it('writes only when the content differs: rounds that change nothing write nothing', async () => {
@@ -185,6 +209,66 @@ describe('kubernetes Service publisher: what it writes', () => {
     publisher.stop();
     await time.advance(60_000);
     assert.equal(rounds, 12);
+  });
+});
+
+describe('kubernetes Service publisher: what an operator sees', () => {
+  it('exports its state as one gauge per state, the listed addresses by kind, and when it last found the objects as it wants them', async () => {
+    const c = await published([ALL]);
+    const r = c.replicas[0];
+    assert.ok(r);
+    assert.deepEqual(
+      await Promise.all(['starting', 'publishing', 'holding', 'failing'].map((state) => c.metric(r, 'mvproxy_kubernetes_service_state', { state }))),
+      [0, 1, 0, 0],
+    );
+    assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_listed_addresses', { kind: 'sidecar' }), 2);
+    assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_listed_addresses', { kind: 'apiserver' }), 0);
+    assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_listed_addresses', { kind: 'other' }), 0);
+    assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_last_write_success_timestamp_seconds'), (c.now - 10_000) / 1000);
+  });
+
+  it('is ready while publishing, and not ready once it has failed for a minute (readiness, never liveness)', async () => {
+    const c = await published([ALL]);
+    const r = c.replicas[0];
+    assert.ok(r);
+    assert.equal(r.publisher.readiness().ready, true);
+    c.api.failing = true;
+    await c.rounds(5);
+    assert.equal(r.publisher.readiness().ready, true, '50 s after the first failing round');
+    await c.rounds(1);
+    assert.equal(r.publisher.readiness().ready, false);
+    assert.equal(r.publisher.status().ready, false);
+    c.api.failing = false;
+    await c.rounds(1);
+    assert.equal(r.publisher.readiness().ready, true);
+  });
+
+  it('shows every slice of the Service (foreign ones as such) and the Endpoints differing from them', async () => {
+    const c = await published([ALL]);
+    const r = c.replicas[0];
+    assert.ok(r);
+    c.api.put(
+      { kind: 'EndpointSlice', name: 'kubernetes-extra' },
+      {
+        metadata: { name: 'kubernetes-extra', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['198.51.100.7'], conditions: { ready: true } }],
+        ports: [{ name: 'https', port: 443, protocol: 'TCP' }],
+      },
+    );
+    await c.rounds(1);
+    const status = r.publisher.status();
+    assert.deepEqual(
+      status.slices?.map((s) => [s.name, s.written_by_mvproxy, s.addresses]),
+      [
+        ['kubernetes', true, SIDECARS],
+        ['kubernetes-extra', false, ['198.51.100.7:443']],
+        ['kubernetes-mvproxy-fallback', true, []],
+      ],
+    );
+    assert.deepEqual(status.other_addresses, ['198.51.100.7:443']);
+    assert.equal(status.endpoints_mismatch, 'the EndpointSlices list 198.51.100.7:443 that the Endpoints do not');
+    assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_listed_addresses', { kind: 'other' }), 1);
   });
 });
 

@@ -13,7 +13,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ensureSandboxPki } from '../../../src/tools/sandbox/pki.js';
 import { probeReadyz, readyzProbe } from '../../../src/sources/readyzProbe.js';
 import { HttpTransportError } from '../../../src/sources/apiserverHttp.js';
-import { decodeObserved, objectsPath } from '../../../src/sources/kubernetesServiceObjects.js';
+import { decodeObserved, decodeSliceList, objectsPath } from '../../../src/sources/kubernetesServiceObjects.js';
+import { serviceEventBody } from '../../../src/sources/serviceEvents.js';
 import { contentDigest } from '../../../src/model/publication.js';
 import { FakeTransport } from '../../support/fakeTransport.js';
 
@@ -119,5 +120,44 @@ describe('kubernetes Service objects as read', () => {
   it('the objects live in namespace default', () => {
     assert.equal(objectsPath({ kind: 'Endpoints', name: 'kubernetes' }), '/api/v1/namespaces/default/endpoints');
     assert.equal(objectsPath({ kind: 'EndpointSlice', name: 'kubernetes' }), '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices');
+  });
+});
+
+describe("the kubernetes Service's slices as listed", () => {
+  it('reads every slice with its name and managed-by label, whoever wrote it', () => {
+    const slices = decodeSliceList({
+      items: [
+        {
+          metadata: { name: 'kubernetes', resourceVersion: '7', labels: { 'endpointslice.kubernetes.io/managed-by': 'control-plane.mvproxy.dev' } },
+          addressType: 'IPv4',
+          endpoints: [],
+          ports: [],
+        },
+        { metadata: { name: 'kubernetes-x', resourceVersion: '8' }, addressType: 'IPv4' },
+      ],
+    });
+    assert.deepEqual(
+      slices.map((s) => [s.name, s.managedBy, s.resourceVersion]),
+      [
+        ['kubernetes', 'control-plane.mvproxy.dev', '7'],
+        ['kubernetes-x', '', '8'],
+      ],
+    );
+  });
+
+  it('refuses an answer that is not a list', () => {
+    assert.throws(() => decodeSliceList({ kind: 'Status' }), /not an EndpointSliceList/);
+  });
+});
+
+describe('Kubernetes Events about the Service', () => {
+  it('are events.k8s.io/v1 Events regarding Service default/kubernetes, with a microsecond event time and the note cut to 1 KiB', () => {
+    const body = serviceEventBody({ reason: 'ForeignWrite', type: 'Warning', note: 'x'.repeat(2000) }, 'mvproxy-cp-1', Date.UTC(2026, 0, 2, 3, 4, 5, 678));
+    assert.equal(body['apiVersion'], 'events.k8s.io/v1');
+    assert.deepEqual(body['regarding'], { apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'kubernetes' });
+    assert.equal(body['eventTime'], '2026-01-02T03:04:05.678000Z');
+    assert.equal(body['reason'], 'ForeignWrite');
+    assert.equal(body['reportingInstance'], 'mvproxy-cp-1');
+    assert.equal((body['note'] as string).length, 1024);
   });
 });

@@ -1,0 +1,73 @@
+// What the operator creates for the `kubernetes` Service, since the replicas
+// never create an object (src/deploy/kubernetesServiceManifest.ts), and the
+// replica's readiness probe (src/deploy/kubeadm.ts).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { controlPlanePod, kubeadmLayout, nodeServeConfig } from '../../../src/deploy/kubeadm.js';
+import { FALLBACK_MANIFEST, serviceObjectsForConfig } from '../../../src/serve/kubernetesServiceManifest.js';
+import { contentDigest, canonicalObject } from '../../../src/model/publication.js';
+
+const nodes = [
+  { name: 'cp-1', ip: '10.0.0.11' },
+  { name: 'cp-2', ip: '10.0.0.12' },
+];
+
+const cli = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const render = (...flags: string[]): string => {
+  const out = mkdtempSync(join(tmpdir(), 'mvproxy-deploy-'));
+  execFileSync(process.execPath, [cli, 'deploy', 'kubeadm', '--node', 'cp-1=10.0.0.11', '--node', 'cp-2=10.0.0.12', '--out', out, ...flags]);
+  return out;
+};
+
+describe('deploy kubeadm: the kubernetes Service objects the operator creates', () => {
+  it('renders no fallback slice without the switch', () => {
+    assert.equal(readdirSync(render()).includes(FALLBACK_MANIFEST), false);
+  });
+
+  it('with the switch, renders the fallback slice beside the nodes’ directories', () => {
+    const text = readFileSync(join(render('--publish-kubernetes-service'), FALLBACK_MANIFEST), 'utf8');
+    assert.match(text, /^ {6}name: kubernetes-mvproxy-fallback$/m);
+  });
+
+  it('the fallback slice alone, at the apiservers’ port, listing nothing, with a matching mvproxy digest', () => {
+    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
+    const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'fallback') as {
+      items: Array<Record<string, unknown> & { metadata: Record<string, unknown> }>;
+    };
+    const [slice, ...others] = list.items;
+    assert.ok(slice);
+    assert.equal(others.length, 0);
+    assert.equal(slice.metadata['name'], 'kubernetes-mvproxy-fallback');
+    assert.equal(slice['addressType'], 'IPv4');
+    assert.deepEqual(slice['endpoints'], []);
+    assert.deepEqual(slice['ports'], [{ name: 'https', port: 6444, protocol: 'TCP' }]);
+    const annotations = slice.metadata['annotations'] as Record<string, string>;
+    assert.equal(annotations['mvproxy.dev/published-content'], contentDigest(canonicalObject('EndpointSlice', slice)));
+  });
+
+  it('all three objects for a cluster where no apiserver ever published (the sandbox); none for a config that does not publish', () => {
+    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
+    const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'all') as { items: Array<{ kind: string; metadata: { name: string } }> };
+    assert.deepEqual(
+      list.items.map((o) => `${o.kind}/${o.metadata.name}`),
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', 'EndpointSlice/kubernetes-mvproxy-fallback'],
+    );
+    assert.equal(serviceObjectsForConfig(nodeServeConfig(kubeadmLayout(nodes, { image: 'mvproxy:0.1.0' }), 'cp-1'), 'all'), undefined);
+  });
+});
+
+describe('deploy kubeadm: the replica’s readiness', () => {
+  it('the static pod probes /readyz for readiness and /healthz for liveness: a publisher in trouble is shown, never restarted', () => {
+    const pod = controlPlanePod(kubeadmLayout(nodes, { image: 'mvproxy:0.1.0' }), 'cp-1') as {
+      spec: { containers: Array<Record<string, { httpGet: { path: string } }>> };
+    };
+    const [container] = pod.spec.containers;
+    assert.equal(container?.['readinessProbe']?.httpGet.path, '/readyz');
+    assert.equal(container?.['livenessProbe']?.httpGet.path, '/healthz');
+  });
+});
