@@ -161,6 +161,12 @@ export function recordSidecarSync(metrics: Pick<Metrics, 'xdsInSync'>, sidecars:
   for (const s of sidecars) if (s.node) metrics.xdsInSync.set({ node: s.node }, s.in_sync ? 1 : 0);
 }
 
+/** The /metrics text, mvproxy_xds_in_sync first set from `sidecars` (the admin status's, read at this scrape). */
+export function metricsText(metrics: Pick<Metrics, 'registry' | 'xdsInSync'>, sidecars: ReadonlyArray<{ node?: string; in_sync?: boolean }>): Promise<string> {
+  recordSidecarSync(metrics, sidecars);
+  return metrics.registry.metrics();
+}
+
 /** The ADS server's counting hooks (src/servers/ads.ts AdsMetrics), fed into `metrics`. */
 export interface XdsMetricHooks {
   streamOpened(node: string): void;
