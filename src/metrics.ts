@@ -30,6 +30,8 @@ export interface Metrics {
   xdsAcks: Counter<'node' | 'type_url'>;
   /** mvproxy_xds_streams{node}: ADS streams open from each sidecar (0: disconnected). */
   xdsStreams: Gauge<'node'>;
+  /** mvproxy_xds_in_sync{node}: 1 while the sidecar holds (ACKed) its whole current snapshot, else 0; set at each scrape. */
+  xdsInSync: Gauge<'node'>;
   /** mvproxy_ext_proc_requests_total{result}: ext_proc answers (documents over the push budget): merged (discovery), local ones let through (pass), failures (error). */
   extProcRequests: Counter<'result'>;
   /** mvproxy_ext_proc_duration_seconds: time to answer the response headers of one merged-document request over ext_proc. */
@@ -129,6 +131,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['node'] as const,
       registers,
     }),
+    xdsInSync: new Gauge({
+      name: 'mvproxy_xds_in_sync',
+      help: 'Per sidecar: 1 while it has ACKed every type of its current snapshot (documents included), 0 while it is behind (a NACK, no answer yet) or not connected.',
+      labelNames: ['node'] as const,
+      registers,
+    }),
     extProcRequests: new Counter({
       name: 'mvproxy_ext_proc_requests_total',
       help: 'Total number of ext_proc requests by decision or error.',
@@ -186,6 +194,18 @@ export function recordReadiness(metrics: Pick<Metrics, 'apiserverReady'>, apiser
     if (a.ready === undefined) metrics.apiserverReady.remove({ apiserver: a.name });
     else metrics.apiserverReady.set({ apiserver: a.name }, a.ready ? 1 : 0);
   }
+}
+
+/** Sets mvproxy_xds_in_sync from the admin status's sidecars (in_sync), one series per planned sidecar; a sidecar no longer planned loses its series. */
+export function recordSidecarSync(metrics: Pick<Metrics, 'xdsInSync'>, sidecars: ReadonlyArray<{ node?: string; in_sync?: boolean }>): void {
+  metrics.xdsInSync.reset();
+  for (const s of sidecars) if (s.node) metrics.xdsInSync.set({ node: s.node }, s.in_sync ? 1 : 0);
+}
+
+/** The /metrics text, mvproxy_xds_in_sync first set from `sidecars` (the admin status's, read at this scrape). */
+export function metricsText(metrics: Pick<Metrics, 'registry' | 'xdsInSync'>, sidecars: ReadonlyArray<{ node?: string; in_sync?: boolean }>): Promise<string> {
+  recordSidecarSync(metrics, sidecars);
+  return metrics.registry.metrics();
 }
 
 /** The ADS server's counting hooks (src/servers/ads.ts AdsMetrics), fed into `metrics`. */

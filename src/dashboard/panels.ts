@@ -58,6 +58,9 @@ const extProc = (stat: string): string => `sum by (instance) (rate(envoy_http_ex
 const rate = (metric: string, by: string, selector = ''): string => `sum by (${by}) (rate(${metric}${selector}[${RATE_WINDOW}]))`;
 const increase = (metric: string, by: string): string => `sum by (${by}) (increase(${metric}[${RATE_WINDOW}]))`;
 
+/** The row of the kubernetes Service's publisher: its series exist only on replicas with kubernetesService.publish. */
+export const PUBLISHER_ROW = 'kubernetes Service publication';
+
 export const DASHBOARD_ROWS: readonly RowSpec[] = [
   {
     title: 'Rerouting and 503s',
@@ -112,6 +115,37 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
           { expr: `sum(rate(aggregator_discovery_peer_aggregated_cache_hits_total[${RATE_WINDOW}]))`, legend: 'hits' },
           { expr: `sum(rate(aggregator_discovery_peer_aggregated_cache_misses_total[${RATE_WINDOW}]))`, legend: 'misses' },
         ],
+      },
+    ],
+  },
+  {
+    title: PUBLISHER_ROW,
+    panels: [
+      {
+        title: 'Publisher state',
+        description:
+          "Each replica's publisher of the kubernetes Service's endpoints (kubernetesService.publish), by state: starting, publishing, holding (nothing observed live: what is published is kept), stopped (someone else keeps rewriting the objects) or failing (its last read or write failed). Replicas without publishing export nothing here.",
+        unit: 'none',
+        targets: [{ expr: 'max by (instance, state) (mvproxy_kubernetes_service_state) == 1', legend: '{{instance}} {{state}}' }],
+      },
+      {
+        title: 'Published addresses by kind',
+        description: "Addresses the kubernetes Service's Endpoints list, as each replica last read them: its sidecars', apiservers' own, or others.",
+        unit: 'short',
+        targets: [{ expr: 'max by (instance, kind) (mvproxy_kubernetes_service_listed_addresses)', legend: '{{instance}} {{kind}}' }],
+      },
+      {
+        title: 'Foreign writes',
+        description:
+          'Rewrites or deletions of the objects by someone else (an apiserver still on --endpoint-reconciler-type=lease, say), as each replica found them. Above 0 needs a look: repeated, they stop the publisher.',
+        unit: 'short',
+        targets: [{ expr: increase('mvproxy_kubernetes_service_foreign_writes_total', 'instance'), legend: '{{instance}}' }],
+      },
+      {
+        title: 'Time since the last successful write',
+        description: 'How long ago each replica last wrote the objects successfully (it writes only when they differ from what it wants).',
+        unit: 's',
+        targets: [{ expr: 'time() - max by (instance) (mvproxy_kubernetes_service_last_write_success_timestamp_seconds)', legend: '{{instance}}' }],
       },
     ],
   },

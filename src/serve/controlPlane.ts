@@ -11,7 +11,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../util/log.js';
 import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
-import { type Metrics, recordReadiness, xdsMetricHooks } from '../metrics.js';
+import { type Metrics, metricsText, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
 import type { DrainWatcher } from '../sources/drainRecord.js';
 import type { ReplicaSyncRecord } from './syncReporter.js';
@@ -183,7 +183,7 @@ export class ControlPlane implements AdminBackend {
     let admin: string | undefined;
     if (this.config.admin?.listen) {
       const routes: AdminHttpRoutes = {
-        metrics: () => this.deps.metrics.registry.metrics().then((body) => ({ type: this.deps.metrics.registry.contentType, body })),
+        metrics: async () => ({ type: this.deps.metrics.registry.contentType, body: await metricsText(this.deps.metrics, this.status().sidecars ?? []) }),
         status: () => statusDump(this.statusInput()),
         page: () => this.statusPage(),
         ready: () => this.publisher?.publisher.readiness() ?? { ready: true, why: 'ok' },

@@ -8,6 +8,7 @@ import { resourceRoutesOf, type ResourceRouteAction } from '../planner/plan.js';
 import { compareStrings } from '../util/order.js';
 import { adminStatus, connectionText, type StatusInput } from './admin.js';
 import type { JournalEntry } from '../model/events.js';
+import type { KubernetesServiceStatus } from '../generated/mvproxy/admin/v1/KubernetesServiceStatus.js';
 
 export interface StatusPageInput extends StatusInput {
   /** Recent events, oldest first. */
@@ -49,12 +50,34 @@ export interface MatrixRow {
   notable: boolean;
 }
 
+/** A field of the publisher's status drawn as text: its proto name and its value. */
+export interface PanelField {
+  name: string;
+  value: string;
+}
+
+/**
+ * The `kubernetes` Service's publication (the admin status's
+ * kubernetes_service): its state and why, then every other field, and per
+ * apiserver every field of its node, by proto name as text, so that fields
+ * added to KubernetesServiceStatus or PublishedNode show up without a change
+ * to the page.
+ */
+export interface KubernetesServicePanel {
+  /** "off", "starting", "publishing", "holding", "stopped", "failing". */
+  state: string;
+  message: string;
+  fields: PanelField[];
+  nodes: PanelField[][];
+}
+
 export interface StatusPageData {
   generatedAt: string;
   replica: string;
   apiservers: StatusPageApiserver[];
   sidecars: StatusPageSidecar[];
   matrix: { columns: string[]; rows: MatrixRow[] };
+  kubernetesService: KubernetesServicePanel;
   /** Newest first. */
   events: Array<{ sequence: number; time: string; kind: string; subject: string; message: string }>;
 }
@@ -124,11 +147,36 @@ export function statusPageData(input: StatusPageInput): StatusPageData {
       lastNack: (s.xds ?? []).map((t) => t.last_nack ?? '').find((m) => m !== '') ?? '',
     })),
     matrix: { columns, rows },
+    kubernetesService: kubernetesServicePanel(status.kubernetes_service ?? {}),
     events: input.events
       .slice(-PAGE_EVENTS)
       .reverse()
       .map((e) => ({ sequence: e.sequence, time: new Date(e.at).toISOString(), kind: e.kind, subject: e.subject, message: e.message })),
   };
+}
+
+/** Fields the panel draws apart (state, message, nodes) or not at all (enabled: the state says "off"). */
+const PANEL_OWN_FIELDS = new Set(['enabled', 'state', 'message', 'nodes']);
+
+export function kubernetesServicePanel(status: KubernetesServiceStatus): KubernetesServicePanel {
+  return {
+    state: status.state ?? '',
+    message: status.message ?? '',
+    fields: fieldsOf(status).filter((f) => !PANEL_OWN_FIELDS.has(f.name)),
+    nodes: (status.nodes ?? []).map((n) => fieldsOf(n)),
+  };
+}
+
+/** Every field of a status message as text: lists joined by ", ", booleans yes/no, a missing or empty value "-". */
+function fieldsOf(message: object): PanelField[] {
+  return Object.entries(message).map(([name, value]: [string, unknown]) => ({ name, value: fieldText(value) }));
+}
+
+function fieldText(value: unknown): string {
+  if (Array.isArray(value)) return value.length === 0 ? '-' : value.map(fieldText).join(', ');
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (value === undefined || value === null || value === '') return '-';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
 function resourceKey(group: string, version: string, resource: string): string {

@@ -19,6 +19,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <main>
 <section><h2>Apiservers</h2><table id="apiservers"></table></section>
 <section><h2>Sidecars</h2><table id="sidecars"></table></section>
+<section><h2>kubernetes Service</h2><p id="publication"></p><table id="publication-fields"></table><table id="publication-nodes"></table></section>
 <section>
 <h2>Skew matrix</h2>
 <p class="legend">One column per apiserver: whether it serves the resource, and where its sidecar sends it (local, a peer, or 503).
@@ -53,6 +54,8 @@ td.cell.peer { background: #e7f0ff; color: #1a4fa0; font-weight: 600; }
 td.cell.unavailable { background: #fde2df; color: #b3261e; font-weight: 600; }
 td.cell.unserved .mark { color: #9aa3af; }
 .legend { color: #5b6472; margin: 0 0 0.4em; }
+#publication-fields { margin-bottom: 0.6em; }
+#publication-fields thead { display: none; }
 #filter { width: 24em; padding: 0.2em 0.4em; }
 #counts { color: #5b6472; }
 #events td:nth-child(-n+3) { white-space: nowrap; }
@@ -103,6 +106,26 @@ export const STATUS_PAGE_JS = `'use strict';
         td(s.node), td(s.connected, s.connected === 'no' ? 'bad' : 'good'), td(s.inSync ? 'yes' : 'no', s.inSync ? 'good' : 'warn'),
         td(s.rerouted, 'num'), td(s.unavailable, s.unavailable > 0 ? 'num bad' : 'num'), td(s.lastNack || '-', s.lastNack ? 'bad' : ''));
     }));
+  }
+
+  // Drawn from whatever fields the publisher's status has (statusPage.ts kubernetesServicePanel).
+  function drawPublication(d) {
+    var k = d.kubernetesService;
+    var cls = k.state === 'publishing' ? 'good' : k.state === 'stopped' || k.state === 'failing' ? 'bad' : k.state === 'off' ? '' : 'warn';
+    document.getElementById('publication').replaceChildren(el('span', { id: 'publication-state', class: cls }, k.state || '-'), ' \u2014 ', el('span', { id: 'publication-message' }, k.message));
+    fill('publication-fields', ['', ''], k.fields.map(function (f) { return el('tr', { 'data-field': f.name }, el('th', {}, label(f.name)), td(f.value)); }));
+    var columns = [];
+    k.nodes.forEach(function (n) { n.forEach(function (f) { if (columns.indexOf(f.name) < 0) columns.push(f.name); }); });
+    fill('publication-nodes', columns.map(label), k.nodes.map(function (n) {
+      var values = new Map(n.map(function (f) { return [f.name, f.value]; }));
+      return el.apply(null, ['tr', { 'data-node': values.get('apiserver') || '' }].concat(columns.map(function (c) { return td(values.has(c) ? values.get(c) : '-', 'field-' + c); })));
+    }));
+    document.getElementById('publication-fields').hidden = k.fields.length === 0;
+    document.getElementById('publication-nodes').hidden = k.nodes.length === 0;
+  }
+
+  function label(name) {
+    return name.replace(/_/g, ' ').toUpperCase();
   }
 
   function cell(served, route) {
@@ -166,6 +189,7 @@ export const STATUS_PAGE_JS = `'use strict';
     document.getElementById('replica').textContent = 'replica ' + d.replica;
     drawApiservers(d);
     drawSidecars(d);
+    drawPublication(d);
     drawMatrix(d);
     drawEvents(d);
   }

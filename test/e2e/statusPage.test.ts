@@ -60,6 +60,19 @@ async function syntheticPage(t: TestContext): Promise<string> {
     standings: apiserverStandings(m, GRACE_MS),
     replica: 'synthetic',
     reports: new Map(),
+    kubernetesService: {
+      enabled: true,
+      state: 'stopped',
+      message: 'someone else keeps rewriting the Endpoints: <i>not italic</i>',
+      nodes: [
+        { apiserver: 'kas-a', published: 'sidecar', sidecar_live: true, apiserver_ready: true, sidecar_seen_by: ['r1', 'r2'] },
+        { apiserver: 'kas-b', published: 'apiserver', sidecar_live: false, apiserver_ready: true, sidecar_seen_by: [] },
+        { apiserver: 'kas-c', published: '', sidecar_live: false, apiserver_ready: false, sidecar_seen_by: [] },
+      ],
+      other_addresses: ['10.0.0.9'],
+      foreign_writes: 3,
+      confirmed_at: '2026-12-04T15:00:00Z',
+    },
     events: [{ sequence: 1, at: NOW, kind: 'nack', subject: 'kas-a', message: '<b>not bold</b>' }],
   });
   const { server, url } = await startAdminHttp('127.0.0.1', 0, {
@@ -88,10 +101,13 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
   const admin = (...args: string[]): Promise<string> => adminCli(tb, ...args);
 
   before(async () => {
-    tb = await startTestSandbox([
-      { name: 'kas-a', version: 'v1.36.3' },
-      { name: 'kas-b', version: 'v1.37.2' },
-    ]);
+    tb = await startTestSandbox(
+      [
+        { name: 'kas-a', version: 'v1.36.3' },
+        { name: 'kas-b', version: 'v1.37.2' },
+      ],
+      { mode: 'mvproxy', network: 'loopback', controlPlaneReplicas: 'one' },
+    );
     profile = mkdtempSync(join(tmpdir(), 'mvproxy-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -131,6 +147,12 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     assert.equal(response?.status(), 200);
     await page.waitForSelector('#apiservers [data-apiserver="kas-b"]');
     assert.deepEqual(consoleErrors, []);
+  });
+
+  it('the kubernetes Service panel says publishing is off (the sandbox on loopback: the apiservers publish themselves)', async () => {
+    await page.waitForSelector('#publication-state:text-is("off")');
+    assert.match((await page.textContent('#publication-message')) ?? '', /kubernetesService\.publish is not set/);
+    assert.equal(await page.isHidden('#publication-nodes'), true);
   });
 
   it('the matrix shows storagemigration.k8s.io/v1 served only by the v1.37 apiserver and rerouted by the v1.36 sidecar', async () => {
@@ -200,6 +222,36 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
     await page.fill('#filter', 'widgets-42.');
     await page.waitForFunction(() => document.querySelectorAll('#matrix tr[data-gvr]').length === 1);
     assert.equal(await page.getAttribute('#matrix tr[data-gvr]', 'data-gvr'), 'widgets-42.example.com/v1/widgets');
+    assert.deepEqual(consoleErrors, []);
+  });
+
+  it("the kubernetes Service panel shows the publisher's state, why, what each node publishes, foreign writes and when it confirmed", async (t) => {
+    const url = await syntheticPage(t);
+    await page.goto(`${url}/`);
+    await page.waitForSelector('#publication-state:text-is("stopped")');
+    assert.equal(await page.getAttribute('#publication-state', 'class'), 'bad');
+    assert.equal(await page.textContent('#publication-message'), 'someone else keeps rewriting the Endpoints: <i>not italic</i>');
+    assert.equal(await page.$('#publication i'), null);
+    const published = await page.$$eval('#publication-nodes tbody tr', (rows) =>
+      rows.map((r) => [
+        r.getAttribute('data-node'),
+        r.querySelector('td.field-published')?.textContent,
+        r.querySelector('td.field-sidecar_seen_by')?.textContent,
+      ]),
+    );
+    assert.deepEqual(published, [
+      ['kas-a', 'sidecar', 'r1, r2'],
+      ['kas-b', 'apiserver', '-'],
+      ['kas-c', '-', '-'],
+    ]);
+    const fields = await page.$$eval('#publication-fields tr[data-field]', (rows) =>
+      rows.map((r) => [r.getAttribute('data-field'), r.querySelector('td')?.textContent]),
+    );
+    assert.deepEqual(fields, [
+      ['other_addresses', '10.0.0.9'],
+      ['foreign_writes', '3'],
+      ['confirmed_at', '2026-12-04T15:00:00Z'],
+    ]);
     assert.deepEqual(consoleErrors, []);
   });
 });

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { findExecutable } from '../../src/tools/install/debianPackages.js';
 import { freePorts } from '../../src/tools/sandbox/ports.js';
 import { ManagedProcess } from '../../src/tools/sandbox/processes.js';
@@ -24,10 +25,11 @@ export function sandboxScrapeTargets(state: SandboxState): ScrapeTargets {
   return { controlPlanes, sidecars };
 }
 
-/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as docs/observability.md shows. */
-export function prometheusConfig(targets: ScrapeTargets, interval = '1s'): object {
+/** Pure: the Prometheus config (JSON is YAML) that scrapes `targets` every `interval`, as docs/observability.md shows, and evaluates `ruleFiles`. */
+export function prometheusConfig(targets: ScrapeTargets, interval = '1s', ruleFiles: readonly string[] = []): object {
   return {
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
+    rule_files: ruleFiles,
     scrape_configs: [
       { job_name: 'mvproxy', static_configs: [{ targets: targets.controlPlanes }] },
       {
@@ -44,6 +46,18 @@ export interface VectorSample {
   value: [number, string];
 }
 
+/** One alert of /api/v1/alerts: pending (its `for:` not yet over) or firing. */
+export interface ActiveAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: 'pending' | 'firing';
+  activeAt: string;
+  value: string;
+}
+
+/** The alerting rule files shipped in deploy/prometheus. */
+export const ALERT_RULES = fileURLToPath(new URL('../../../deploy/prometheus/mvproxy-alerts.yaml', import.meta.url));
+
 export class TestPrometheus {
   private constructor(
     private readonly process: ManagedProcess,
@@ -52,12 +66,13 @@ export class TestPrometheus {
     private readonly dir: string,
   ) {}
 
-  static async start(targets: ScrapeTargets): Promise<TestPrometheus> {
+  /** `ruleFiles`: rule files it evaluates (every scrape interval), e.g. ALERT_RULES. */
+  static async start(targets: ScrapeTargets, ruleFiles: readonly string[] = []): Promise<TestPrometheus> {
     const binary = findExecutable('prometheus');
     if (!binary) throw new Error('prometheus is missing: run `node dist/src/tools/cli/main.js install` (it apt-gets Debian package prometheus)');
     const dir = mkdtempSync(join(tmpdir(), 'mvproxy-prometheus-'));
     const config = join(dir, 'prometheus.yml');
-    writeFileSync(config, `${JSON.stringify(prometheusConfig(targets), null, 2)}\n`);
+    writeFileSync(config, `${JSON.stringify(prometheusConfig(targets, '1s', ruleFiles), null, 2)}\n`);
     const [port] = await freePorts(1);
     const address = `127.0.0.1:${port}`;
     const process = new ManagedProcess({
@@ -82,6 +97,11 @@ export class TestPrometheus {
     const body = (await this.api(`/api/v1/query?query=${encodeURIComponent(expr)}`)) as { resultType: string; result: VectorSample[] };
     if (body.resultType !== 'vector') throw new Error(`${expr}: expected a vector, got ${body.resultType}`);
     return body.result;
+  }
+
+  /** Every alert now pending or firing (/api/v1/alerts). */
+  async alerts(): Promise<ActiveAlert[]> {
+    return ((await this.api('/api/v1/alerts')) as { alerts: ActiveAlert[] }).alerts;
   }
 
   private async api(path: string): Promise<unknown> {

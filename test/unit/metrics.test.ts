@@ -1,7 +1,7 @@
 // mvproxy's xDS metrics, as the dashboard reads them (deploy/grafana).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createMetrics, recordReadiness, xdsMetricHooks } from '../../src/metrics.js';
+import { createMetrics, recordReadiness, recordSidecarSync, xdsMetricHooks } from '../../src/metrics.js';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 
@@ -64,4 +64,23 @@ test('an apiserver whose /readyz is no longer known loses its mvproxy_apiserver_
   recordReadiness(metrics, [{ name: 'kas-a', ready: false }]);
   recordReadiness(metrics, [{ name: 'kas-a' }]);
   assert.equal(await sample(metrics.registry.metrics(), 'mvproxy_apiserver_ready{apiserver="kas-a"}'), undefined);
+});
+
+test('mvproxy_xds_in_sync is 1 for a sidecar in sync and 0 for one behind or not connected', async () => {
+  const metrics = createMetrics();
+  recordSidecarSync(metrics, [{ node: 'kas-a', in_sync: true }, { node: 'kas-b', in_sync: false }, { node: 'kas-c' }]);
+  const text = metrics.registry.metrics();
+  assert.equal(await sample(text, 'mvproxy_xds_in_sync{node="kas-a"}'), 1);
+  assert.equal(await sample(text, 'mvproxy_xds_in_sync{node="kas-b"}'), 0);
+  assert.equal(await sample(text, 'mvproxy_xds_in_sync{node="kas-c"}'), 0);
+});
+
+test('a sidecar no longer planned loses its mvproxy_xds_in_sync series', async () => {
+  const metrics = createMetrics();
+  recordSidecarSync(metrics, [
+    { node: 'kas-a', in_sync: true },
+    { node: 'kas-b', in_sync: true },
+  ]);
+  recordSidecarSync(metrics, [{ node: 'kas-a', in_sync: true }]);
+  assert.equal(await sample(metrics.registry.metrics(), 'mvproxy_xds_in_sync{node="kas-b"}'), undefined);
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { ClusterModel } from '../../../src/model/cluster.js';
 import { planSidecars } from '../../../src/planner/planner.js';
-import { statusPageData } from '../../../src/servers/statusPage.js';
+import { kubernetesServicePanel, statusPageData } from '../../../src/servers/statusPage.js';
 import { STATUS_PAGE_HTML, STATUS_PAGE_JS } from '../../../src/servers/statusPageAssets.js';
 import { startAdminHttp, stopAdminHttp } from '../../../src/servers/adminHttp.js';
 import { CORE, GRACE_MS, NOW, model, plannerOptions, served } from '../../support/clusterModel.js';
@@ -87,6 +87,57 @@ async function page(t: TestContext): Promise<string> {
   t.after(() => stopAdminHttp(server));
   return url;
 }
+
+describe('statusPageData: the kubernetes Service panel', () => {
+  test('while publishing is off the panel says so and lists nothing', () => {
+    const d = data(model({ a: { serves: CORE } }));
+    assert.equal(d.kubernetesService.state, 'off');
+    assert.match(d.kubernetesService.message, /kubernetesService.publish is not set/);
+    assert.deepEqual(d.kubernetesService.fields, []);
+    assert.deepEqual(d.kubernetesService.nodes, []);
+  });
+
+  test('state and message apart; every other field and every node field as text, lists joined, booleans yes/no, empty values "-"', () => {
+    const panel = kubernetesServicePanel({
+      enabled: true,
+      state: 'stopped',
+      message: 'someone else rewrites the Endpoints',
+      nodes: [
+        { apiserver: 'a', published: 'sidecar', sidecar_live: true, sidecar_seen_by: ['r1', 'r2'] },
+        { apiserver: 'b', published: '', sidecar_live: false, sidecar_seen_by: [] },
+      ],
+      other_addresses: ['10.0.0.9'],
+      foreign_writes: 3,
+      confirmed_at: '',
+    });
+    assert.equal(panel.state, 'stopped');
+    assert.equal(panel.message, 'someone else rewrites the Endpoints');
+    assert.deepEqual(panel.fields, [
+      { name: 'other_addresses', value: '10.0.0.9' },
+      { name: 'foreign_writes', value: '3' },
+      { name: 'confirmed_at', value: '-' },
+    ]);
+    assert.deepEqual(panel.nodes, [
+      [
+        { name: 'apiserver', value: 'a' },
+        { name: 'published', value: 'sidecar' },
+        { name: 'sidecar_live', value: 'yes' },
+        { name: 'sidecar_seen_by', value: 'r1, r2' },
+      ],
+      [
+        { name: 'apiserver', value: 'b' },
+        { name: 'published', value: '-' },
+        { name: 'sidecar_live', value: 'no' },
+        { name: 'sidecar_seen_by', value: '-' },
+      ],
+    ]);
+  });
+
+  test('a field the panel does not know yet is drawn like the others', () => {
+    const status = { state: 'publishing', message: 'ok', nodes: [], added_later: 7 };
+    assert.deepEqual(kubernetesServicePanel(status).fields, [{ name: 'added_later', value: '7' }]);
+  });
+});
 
 describe('the status page over HTTP', () => {
   test('/ serves the page with a policy that allows only its own files', async (t) => {

@@ -1,0 +1,96 @@
+// MvproxyKubernetesServicePublisherStopped (deploy/prometheus/mvproxy-alerts.yaml)
+// and the dashboard's publisher row, against a replica that publishes the
+// `kubernetes` Service's endpoints for real: a sandbox in network mode
+// `namespace` (the only mode that publishes), whose control plane's admin
+// address and sidecars' stats listeners the host reaches through the
+// sandbox's relays. A real Prometheus scrapes them and evaluates the rules
+// unchanged (their own `for:`, waited out). "Someone else keeps rewriting the
+// objects" is this test deleting the Endpoints `kubernetes` each time the
+// publisher has written it back, until the publisher stops.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PUBLISHER_ROW } from '../../src/dashboard/panels.js';
+import type { JsonValue } from '../../src/xds/bootstrap.js';
+import { dashboardQueries, evaluableExpr } from '../support/dashboardQueries.js';
+import { startTestSandbox, eventually, type TestSandbox } from '../support/sandbox.js';
+import { ALERT_RULES, sandboxScrapeTargets, TestPrometheus } from '../support/prometheus.js';
+
+const DASHBOARD = new URL('../../../deploy/grafana/mvproxy-dashboard.json', import.meta.url);
+
+describe('the publisher alert and dashboard row, evaluated by a real Prometheus scraping a publishing sandbox', () => {
+  let tb: TestSandbox;
+  let prometheus: TestPrometheus;
+  let kubeconfig = '';
+
+  const kubectl = async (...args: string[]): Promise<string> => {
+    const r = await tb.kubectl(kubeconfig, args);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  /** The state the replica's mvproxy_kubernetes_service_state says it is in ('' before it is scraped). */
+  const publisherState = async (): Promise<string> =>
+    (await prometheus.query('mvproxy_kubernetes_service_state == 1')).map((s) => s.metric['state'] ?? '').join(' ');
+
+  before(async () => {
+    tb = await startTestSandbox(
+      [
+        { name: 'kas-a', version: 'v1.37.2' },
+        { name: 'kas-b', version: 'v1.37.2' },
+      ],
+      { mode: 'mvproxy', network: 'namespace', controlPlaneReplicas: 'one' },
+    );
+    kubeconfig = tb.state().apiservers.find((a) => a.name === 'kas-b')?.kubeconfig.direct ?? '';
+    prometheus = await TestPrometheus.start(sandboxScrapeTargets(tb.state()), [ALERT_RULES]);
+  });
+  after(async () => {
+    await prometheus?.stop();
+    await tb?.sandbox.down();
+  });
+
+  it('while the replica publishes, every query of the publisher row returns data and no alert is pending or firing', async () => {
+    await eventually(async () => assert.equal(await publisherState(), 'publishing'), 120_000, 1000);
+    const queries = dashboardQueries(JSON.parse(readFileSync(DASHBOARD, 'utf8')) as JsonValue).filter((q) => q.row === PUBLISHER_ROW);
+    assert.ok(queries.length > 0);
+    await eventually(
+      async () => {
+        const empty: string[] = [];
+        for (const q of queries) if ((await prometheus.query(evaluableExpr(q.expr, '2m'))).length === 0) empty.push(`${q.panel}: ${q.expr}`);
+        assert.deepEqual(empty, []);
+      },
+      60_000,
+      1000,
+    );
+    for (let i = 0; i < 20; i++) {
+      assert.deepEqual(await prometheus.alerts(), []);
+      await sleep(1000);
+    }
+  });
+
+  it('someone else deleting the Endpoints again and again stops the publisher, and the alert fires after its two minutes', async () => {
+    await eventually(
+      async () => {
+        await kubectl('-n', 'default', 'delete', 'endpoints', 'kubernetes', '--ignore-not-found');
+        // The publisher writes it back (a foreign write each time) until it stops.
+        await sleep(2000);
+        assert.equal(await publisherState(), 'stopped');
+      },
+      120_000,
+      0,
+    );
+    const alert = await eventually(
+      async () => {
+        const firing = (await prometheus.alerts()).filter((a) => a.state === 'firing');
+        assert.deepEqual(
+          firing.map((a) => a.labels['alertname']),
+          ['MvproxyKubernetesServicePublisherStopped'],
+        );
+        return firing[0];
+      },
+      200_000,
+      1000,
+    );
+    assert.equal(alert?.labels['instance'], new URL(tb.state().controlPlane?.admin ?? '').host);
+  });
+});
