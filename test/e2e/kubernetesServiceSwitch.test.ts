@@ -3,8 +3,11 @@
 // tells an operator. The sandbox starts as kubeadm leaves a cluster that runs
 // mvproxy without publishing: every apiserver on the lease endpoint reconciler
 // (publishing itself at NODE:6444), the replicas not publishing. Then the
-// switch, step by step: each apiserver to `--endpoint-reconciler-type=none`,
-// then each replica to `kubernetesService.publish`; then the way back. All
+// switch, step by step: each replica to `kubernetesService.publish` (it holds
+// what the apiservers still on the lease reconciler write), then each
+// apiserver to `--endpoint-reconciler-type=none` (the last one's lease
+// reconciler erases every address as it stops: upstream's lease.go); then
+// the way back. All
 // the while a client standing in for a pod (test/support/podWatcher.ts,
 // inside the sandbox's network namespace) reads the Service's EndpointSlices
 // and calls /version at every listed address, verifying the ClusterIP. It
@@ -91,6 +94,12 @@ describe('the kubernetes Service switch, run as docs/kubeadm.md says, and its wa
     const rounds = watcher.rounds();
     const outage = longestOutage(rounds);
     const reading = rounds.filter((r) => r.readFrom !== '');
+    let shown = '';
+    for (const r of reading) {
+      const line = `${listedEndpoints(r).join(' ') || '(empty)'} ${r.answers.map((a) => `${a.address}:${a.port}=${a.status || a.error}`).join(' ')}`;
+      if (line !== shown) console.log(`# ${new Date(r.at).toISOString()} read from ${r.readFrom}: ${line}`);
+      shown = line;
+    }
     console.log(
       `# ${rounds.length} rounds (${reading.length} read the slices); longest outage: ${outage ? `${outage.endpoint} ${outage.ms} ms (${outage.error})` : 'none'}`,
     );
@@ -122,15 +131,17 @@ describe('the kubernetes Service switch, run as docs/kubeadm.md says, and its wa
     await until(APISERVERS);
   });
 
-  it('the switch (every apiserver to none, then every replica publishing) ends on the sidecars, never empty, no address down longer than upstream', async () => {
+  it('the switch (every replica publishing, then every apiserver to none) ends on the sidecars, never empty, no address down longer than upstream', async () => {
     const rounds = await watched(async () => {
       for (const name of NAMES) {
-        await tb.sandbox.stopApiserver(name);
-        await tb.sandbox.startApiserver(name, { endpointReconciler: 'none' });
-      }
-      for (const name of NAMES) {
+        console.log(`# ${new Date().toISOString()} replica ${name} publishing`);
         await tb.sandbox.stopControlPlane(name);
         await tb.sandbox.restartControlPlane(name, { publishKubernetesService: true });
+      }
+      for (const name of NAMES) {
+        console.log(`# ${new Date().toISOString()} ${name} to none`);
+        await tb.sandbox.stopApiserver(name);
+        await tb.sandbox.startApiserver(name, { endpointReconciler: 'none' });
       }
       await until(SIDECARS);
     });
@@ -140,15 +151,25 @@ describe('the kubernetes Service switch, run as docs/kubeadm.md says, and its wa
   it('the way back (every replica stops publishing, then every apiserver to lease) ends on the apiservers, never empty, no address down longer than upstream', async () => {
     const rounds = await watched(async () => {
       for (const name of NAMES) {
+        console.log(`# ${new Date().toISOString()} replica ${name} not publishing`);
         await tb.sandbox.stopControlPlane(name);
         await tb.sandbox.restartControlPlane(name, { publishKubernetesService: false });
       }
       for (const name of NAMES) {
+        console.log(`# ${new Date().toISOString()} ${name} to lease`);
         await tb.sandbox.stopApiserver(name);
         await tb.sandbox.startApiserver(name, { endpointReconciler: 'lease' });
       }
-      const r = await tb.kubectl(kubeconfig, ['-n', 'default', 'delete', 'endpointslice', 'kubernetes-mvproxy-fallback', '--ignore-not-found']);
-      assert.equal(r.code, 0, r.stderr);
+      // The lease reconciler corrects the port only when it makes the Endpoints anew (its periodic
+      // pass compares addresses, and the sidecars share their node's address): deleting them has the
+      // apiservers write theirs within 10 s, while the slices keep listing the sidecars meanwhile.
+      for (const args of [
+        ['delete', 'endpoints', 'kubernetes'],
+        ['delete', 'endpointslice', 'kubernetes-mvproxy-fallback', '--ignore-not-found'],
+      ]) {
+        const r = await tb.kubectl(kubeconfig, ['-n', 'default', ...args]);
+        assert.equal(r.code, 0, r.stderr);
+      }
       await until(APISERVERS);
     });
     assert.deepEqual(listedEndpoints(rounds.at(-1) as WatchRound), APISERVERS);
