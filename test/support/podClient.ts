@@ -8,9 +8,8 @@
 // /version and `path` there with the service-account token. Prints one JSON
 // object (PodClientReport) on stdout.
 // Usage: node podClient.js '{"bootstrap":...,"ca":...,"token":...,"clusterIp":...,"path":...}'
-import { request } from 'node:https';
-import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { readFileSync } from 'node:fs';
+import { type ListedSlice, parseSlices, podGet, SERVICE_SLICES_PATH } from './podHttp.js';
 
 export interface PodClientInput {
   /** host:port the slices are read from. */
@@ -35,73 +34,25 @@ export interface PodClientAnswer {
 }
 
 export interface PodClientReport {
-  slices: { name: string; ports: { name?: string; port?: number }[]; addresses: string[] }[];
+  slices: ListedSlice[];
   answers: PodClientAnswer[];
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function get(input: PodClientInput, ca: string, host: string, port: number, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host,
-        port,
-        path,
-        method: 'GET',
-        ca,
-        agent: false,
-        headers: { authorization: `Bearer ${input.token}`, accept: 'application/json' },
-        // As client-go for https://<ClusterIP>: the name checked is the ClusterIP, whatever address was dialled.
-        checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(input.clusterIp, cert),
-        timeout: 5000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-interface SliceList {
-  items: { metadata: { name: string }; ports?: { name?: string; port?: number }[]; endpoints?: { addresses: string[] }[] }[];
 }
 
 async function main(): Promise<void> {
   const input = JSON.parse(process.argv[2] ?? '{}') as PodClientInput;
-  const ca = readFileSync(input.ca, 'utf8');
+  const who = { ...input, ca: readFileSync(input.ca, 'utf8') };
   const [host, port] = input.bootstrap.split(':') as [string, string];
-  const listed = await get(
-    input,
-    ca,
-    host,
-    Number(port),
-    '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes',
-  );
+  const listed = await podGet(who, host, Number(port), SERVICE_SLICES_PATH);
   if (listed.status !== 200) throw new Error(`reading the slices: ${listed.status} ${listed.body}`);
-  const slices = (JSON.parse(listed.body) as SliceList).items.map((s) => ({
-    name: s.metadata.name,
-    ports: s.ports ?? [],
-    addresses: (s.endpoints ?? []).flatMap((e) => e.addresses),
-  }));
+  const slices = parseSlices(listed.body);
   const answers: PodClientAnswer[] = [];
   for (const slice of slices) {
     const slicePort = slice.ports[0]?.port;
     if (slicePort === undefined) continue;
     for (const address of slice.addresses) {
       try {
-        const version = await get(input, ca, address, slicePort, '/version');
-        const other = await get(input, ca, address, slicePort, input.path);
+        const version = await podGet(who, address, slicePort, '/version');
+        const other = await podGet(who, address, slicePort, input.path);
         const server = version.headers['server'];
         answers.push({
           address,

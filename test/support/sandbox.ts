@@ -43,6 +43,7 @@ export async function startTestSandbox(
     controlPlaneReplicas?: ControlPlaneReplicas;
     controllerManager?: boolean;
     network?: SandboxNetworkMode;
+    publishKubernetesService?: boolean;
   } = {},
 ): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });

@@ -53,6 +53,8 @@ export interface SandboxControlPlanesOptions {
    * has an address the API accepts.
    */
   namespace?: { enter: readonly string[]; relay: (hostPort: number, target: { host: string; port: number }) => Promise<void> };
+  /** In network mode `namespace`: false starts the replicas without publishing (as before the operator's switch). Default true. */
+  publishKubernetesService?: boolean;
 }
 
 interface Replica {
@@ -190,7 +192,7 @@ export class SandboxControlPlanes {
         {
           ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
           ...SANDBOX_REPLICA_TUNING,
-          ...(namespace ? { publishKubernetesService: true } : {}),
+          ...(namespace && this.opts.publishKubernetesService !== false ? { publishKubernetesService: true } : {}),
         },
       );
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
@@ -267,9 +269,25 @@ export class SandboxControlPlanes {
     await this.replica(name).process?.kill();
   }
 
-  async restart(name?: string): Promise<void> {
+  /** Stops a replica cleanly (SIGTERM), as an operator moving its static pod out would. */
+  async stopReplica(name?: string): Promise<void> {
+    await this.replica(name).process?.stop(2000);
+  }
+
+  /**
+   * Starts a stopped replica again. `publishKubernetesService`: from this start
+   * on its config publishes the `kubernetes` Service or not (the operator's
+   * switch and its way back: docs/kubeadm.md).
+   */
+  async restart(name?: string, change: { publishKubernetesService?: boolean } = {}): Promise<void> {
     const replica = this.replica(name);
     if (replica.process?.running) throw new Error(`the control plane ${replica.name} is already running`);
+    if (change.publishKubernetesService !== undefined) {
+      const config = JSON.parse(readFileSync(this.configPath(replica), 'utf8')) as Record<string, unknown>;
+      if (change.publishKubernetesService) config['kubernetesService'] = { publish: true };
+      else delete config['kubernetesService'];
+      writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
+    }
     await this.launch(replica);
   }
 

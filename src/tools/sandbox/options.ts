@@ -51,6 +51,13 @@ export interface SandboxOptions {
    * publishes the `kubernetes` Service there.
    */
   network?: SandboxNetworkMode;
+  /**
+   * Network mode `namespace`, mode mvproxy: whether the replicas publish the
+   * `kubernetes` Service (default true). False is a kubeadm cluster before the
+   * operator's switch (docs/kubeadm.md): give the apiservers
+   * `endpointReconciler: 'lease'` to have them publish themselves.
+   */
+  publishKubernetesService?: boolean;
   /** The apiserver whose node the kube-controller-manager runs on (its endpoint); by default the first of the oldest version. */
   controllerManagerNode?: string;
   progress?: (line: string) => void;

@@ -68,6 +68,7 @@ export class Sandbox {
       logsDir: this.logsDir,
       replicas: opts.controlPlaneReplicas ?? 'one',
       ...(opts.peerEgressProxy ? { peerEgressProxy: opts.peerEgressProxy } : {}),
+      ...(opts.publishKubernetesService === undefined ? {} : { publishKubernetesService: opts.publishKubernetesService }),
       progress: this.progress,
       ...(enter ? { namespace: { enter, relay: (port, target) => network.expose(port, target) } } : {}),
     });
@@ -232,8 +233,14 @@ export class Sandbox {
     await this.controlPlanes.kill(replica);
   }
 
-  async restartControlPlane(replica?: string): Promise<void> {
-    await this.controlPlanes.restart(replica);
+  /** Stops a replica cleanly (SIGTERM). */
+  async stopControlPlane(replica?: string): Promise<void> {
+    await this.controlPlanes.stopReplica(replica);
+  }
+
+  /** Starts a stopped replica; `publishKubernetesService` changes its config from this start on. */
+  async restartControlPlane(replica?: string, change: { publishKubernetesService?: boolean } = {}): Promise<void> {
+    await this.controlPlanes.restart(replica, change);
   }
 
   /** Makes a replica's next start a cold one: nothing kept from earlier runs. */
@@ -317,7 +324,10 @@ export class Sandbox {
    * `auditPolicy` (a policy document) gives it an audit log (auditLogPath) from this start on,
    * whether or not the sandbox keeps audit logs (benchmarks audit only what they probe).
    */
-  async startApiserver(name: string, change: { version?: string; runtimeConfig?: string; auditPolicy?: string } = {}): Promise<void> {
+  async startApiserver(
+    name: string,
+    change: { version?: string; runtimeConfig?: string; auditPolicy?: string; endpointReconciler?: ApiserverSpec['endpointReconciler'] } = {},
+  ): Promise<void> {
     const run = this.requireApiserver(name);
     if (run.process?.running) throw new Error(`apiserver ${name} is already running`);
     const { auditPolicy, ...specChange } = change;
