@@ -37,6 +37,13 @@ export interface ControllerManagerSpec {
   logsDir: string;
   /** Network mode `namespace`: the command that enters the sandbox's network namespace. */
   enter?: readonly string[];
+  /** kubeadm's command for it at `version` (default: rendered by that `kubeadm`; tests give a stand-in). */
+  render?: (kubeadm: string, version: string) => Promise<readonly string[]>;
+}
+
+/** kubeadm's own render of kube-controller-manager's command at `version`. */
+async function renderedCommand(kubeadm: string, version: string): Promise<readonly string[]> {
+  return (await kubeadmCommands(kubeadm, { version, endpointReconciler: 'none' })).controllerManager;
 }
 
 /** kubeadm's arguments for kube-controller-manager (`kubeadm`, its rendered command), with the sandbox's files and port in place. */
@@ -91,7 +98,7 @@ export class SandboxControllerManager {
       user: { certFile: this.spec.pki.controllerManagerClient.cert, keyFile: this.spec.pki.controllerManagerClient.key },
       name: 'kube-controller-manager',
     });
-    this.rendered = (await kubeadmCommands(this.spec.kubeadm, { version: this.spec.version, endpointReconciler: 'none' })).controllerManager;
+    this.rendered = await (this.spec.render ?? renderedCommand)(this.spec.kubeadm, this.spec.version);
     progress(`starting kube-controller-manager ${this.spec.version} beside ${this.spec.node}, through ${this.spec.server}`);
     this.loop = this.supervise();
   }
@@ -154,7 +161,7 @@ export class SandboxControllerManager {
   /** Replaces it by release `version` (binary `command`, its command line rendered by that release's `kubeadm`): the running one killed, the new one started at once. */
   async upgrade(command: string, kubeadm: string, version: string): Promise<void> {
     if (version === this.spec.version) return;
-    this.rendered = (await kubeadmCommands(kubeadm, { version, endpointReconciler: 'none' })).controllerManager;
+    this.rendered = await (this.spec.render ?? renderedCommand)(kubeadm, version);
     this.spec = { ...this.spec, command, kubeadm, version };
     if (this.process?.running) {
       this.replacing = true;

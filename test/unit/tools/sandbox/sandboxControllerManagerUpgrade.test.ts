@@ -39,12 +39,16 @@ describe('the sandbox upgrades kube-controller-manager with its node', () => {
     chmodSync(file, 0o755);
     return file;
   };
-  const components = { kubernetes: { v2: { kubeControllerManager: script('v2') } } } as unknown as InstalledComponents;
+  const components = { kubernetes: { v2: { kubeControllerManager: script('v2'), kubeadm: 'kubeadm-v2' } } } as unknown as InstalledComponents;
+  /** kubeadm's render stands in as one flag naming the kubeadm that rendered it. */
+  const render = async (kubeadm: string): Promise<string[]> => ['kube-controller-manager', `--cluster-name=${kubeadm}`];
   let cm: SandboxControllerManager;
 
   before(async () => {
     cm = new SandboxControllerManager({
       command: script('v1'),
+      kubeadm: 'kubeadm-v1',
+      render,
       version: 'v1',
       server: 'https://192.0.2.11:6443',
       node: 'kas-c',
@@ -72,6 +76,7 @@ describe('the sandbox upgrades kube-controller-manager with its node', () => {
     await cm.followNode('kas-c', 'v2', components, () => undefined);
     await until(() => cm.pid !== undefined && cm.pid !== old);
     assert.ok(runs(cm.pid, components.kubernetes['v2']?.kubeControllerManager));
+    assert.ok(runs(cm.pid, '--cluster-name=kubeadm-v2'), "with the new release's kubeadm render");
     assert.deepEqual([cm.version, cm.state().restarts], ['v2', 1]);
   });
 
