@@ -74,8 +74,7 @@ describe('the sandbox upgrades kube-controller-manager with its node', () => {
   it('its node upgraded replaces it at once by the new release', async () => {
     const old = cm.pid;
     await cm.followNode('kas-c', 'v2', components, () => undefined);
-    await until(() => cm.pid !== undefined && cm.pid !== old);
-    assert.ok(runs(cm.pid, components.kubernetes['v2']?.kubeControllerManager));
+    await until(() => cm.pid !== undefined && cm.pid !== old && runs(cm.pid, components.kubernetes['v2']?.kubeControllerManager));
     assert.ok(runs(cm.pid, '--cluster-name=kubeadm-v2'), "with the new release's kubeadm render");
     assert.deepEqual([cm.version, cm.state().restarts], ['v2', 1]);
   });
