@@ -70,6 +70,8 @@ interface Replica {
 
 export class SandboxControlPlanes {
   private readonly replicas: Replica[] = [];
+  /** What the operator does before a replica publishes (set by start). */
+  private prepare: (replicaConfig: string) => Promise<void> = async () => undefined;
 
   constructor(private readonly opts: SandboxControlPlanesOptions) {}
 
@@ -112,7 +114,8 @@ export class SandboxControlPlanes {
       user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
       name: CONTROL_PLANE_USER,
     });
-    await this.startReplicas(adminPort, apiservers, kubeconfig, pki, (config) => this.preparePublishing(kubectl, adminKubeconfig, config));
+    this.prepare = (config) => this.preparePublishing(kubectl, adminKubeconfig, config);
+    await this.startReplicas(adminPort, apiservers, kubeconfig, pki, this.prepare);
   }
 
   /**
@@ -287,6 +290,7 @@ export class SandboxControlPlanes {
       if (change.publishKubernetesService) config['kubernetesService'] = { publish: true };
       else delete config['kubernetesService'];
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
+      await this.prepare(this.configPath(replica));
     }
     await this.launch(replica);
   }
