@@ -161,10 +161,12 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
     assert.match(metrics, /^mvproxy_kubernetes_service_listed_addresses\{kind="apiserver"\} 1$/m);
   });
 
-  it('Events about Service default/kubernetes say it holds', async () => {
+  it('Events about Service default/kubernetes say it holds', async (ctx) => {
     const events = JSON.parse(await h.kubectl(['-n', 'default', 'get', 'events.events.k8s.io', '-o', 'json'])) as {
-      items: Array<{ reason: string; reportingController: string; regarding: { kind: string; name: string } }>;
+      items: Array<{ reason: string; note?: string; reportingController: string; regarding: { kind: string; name: string } }>;
     };
+    // What the replicas made of the reconciler's content (a ForeignWrite names the addresses it judged outside the config).
+    for (const e of events.items) ctx.diagnostic(`${e.reason}: ${e.note ?? ''}`);
     assert.ok(
       events.items.some(
         (e) =>
