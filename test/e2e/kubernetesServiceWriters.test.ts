@@ -226,11 +226,14 @@ describe('the kubernetes Service beside a foreign writer', () => {
     const stoppedAt = Date.now();
     await eventually(sidecars, REPLACED_WITHIN_MS, 200);
     assert.ok(Date.now() - stoppedAt <= REPLACED_WITHIN_MS);
+    // Whichever replica's round comes first replaces it: the count is the replicas' together.
+    let counted = 0;
     for (const i of [0, 1]) {
       const s = await h.status(i);
       assert.equal(s.state, 'publishing', s.message);
-      assert.ok(s.foreign_writes >= 2, `foreign writes counted: ${s.foreign_writes}`);
+      counted += s.foreign_writes;
     }
+    assert.ok(counted >= 2, `foreign writes counted: ${counted}`);
     const cp = h.replicas()[0];
     assert.ok(cp);
     const metrics = await (await fetch(`${cp.admin}/metrics`)).text();
