@@ -161,10 +161,12 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
     assert.match(metrics, /^mvproxy_kubernetes_service_listed_addresses\{kind="apiserver"\} 1$/m);
   });
 
-  it('Events about Service default/kubernetes say it holds', async () => {
+  it('Events about Service default/kubernetes say it holds', async (ctx) => {
     const events = JSON.parse(await h.kubectl(['-n', 'default', 'get', 'events.events.k8s.io', '-o', 'json'])) as {
-      items: Array<{ reason: string; reportingController: string; regarding: { kind: string; name: string } }>;
+      items: Array<{ reason: string; note?: string; reportingController: string; regarding: { kind: string; name: string } }>;
     };
+    // What the replicas made of the reconciler's content (a ForeignWrite names the addresses it judged outside the config).
+    for (const e of events.items) ctx.diagnostic(`${e.reason}: ${e.note ?? ''}`);
     assert.ok(
       events.items.some(
         (e) =>
@@ -224,11 +226,14 @@ describe('the kubernetes Service beside a foreign writer', () => {
     const stoppedAt = Date.now();
     await eventually(sidecars, REPLACED_WITHIN_MS, 200);
     assert.ok(Date.now() - stoppedAt <= REPLACED_WITHIN_MS);
+    // Whichever replica's round comes first replaces it: the count is the replicas' together.
+    let counted = 0;
     for (const i of [0, 1]) {
       const s = await h.status(i);
       assert.equal(s.state, 'publishing', s.message);
-      assert.ok(s.foreign_writes >= 2, `foreign writes counted: ${s.foreign_writes}`);
+      counted += s.foreign_writes;
     }
+    assert.ok(counted >= 2, `foreign writes counted: ${counted}`);
     const cp = h.replicas()[0];
     assert.ok(cp);
     const metrics = await (await fetch(`${cp.admin}/metrics`)).text();
