@@ -24,9 +24,10 @@ import type { DesiredObject } from './publishedEndpoints.js';
  * - `absent`: it does not exist (mvproxy never creates it: the operator does);
  * - `mvproxy`: content a replica wrote (its digest annotation matches), other
  *   than this replica's wish (another liveness view);
- * - `lease`: someone else's content listing only configured apiservers at
- *   their own address and port: what an apiserver on
- *   `--endpoint-reconciler-type=lease` writes, the no-proxy state;
+ * - `lease`: someone else's content listing only configured apiservers'
+ *   addresses, at their port or the sidecars' (leaseAddressOf): what an
+ *   apiserver on `--endpoint-reconciler-type=lease` writes, the no-proxy
+ *   state;
  * - `foreign`: anything else someone else wrote (`outside`: the addresses
  *   the configuration does not name).
  */
@@ -61,11 +62,26 @@ export function judgeContent(plan: PublishPlan, desired: DesiredObject, observed
   if (!observed) return { kind: 'absent' };
   if (observed.canonical === desired.canonical) return { kind: 'as-desired' };
   if (observed.digest === contentDigest(observed.canonical)) return { kind: 'mvproxy' };
-  const listed = addressesOf(desired.ref.kind, observed.canonical);
-  const classified = listed.map((a) => ({ ...classifyAddress(plan, a.ip, a.port), at: formatAddress(a.ip, a.port) }));
-  const outside = [...new Set(classified.filter((c) => c.kind !== 'apiserver').map((c) => c.at))].sort(compareStrings);
-  if (listed.length > 0 && outside.length === 0) return { kind: 'lease', apiservers: [...new Set(classified.map((c) => c.name ?? ''))].sort(compareStrings) };
+  const listed = addressesOf(desired.ref.kind, observed.canonical).map((a) => ({
+    apiserver: leaseAddressOf(plan, a.ip, a.port),
+    at: formatAddress(a.ip, a.port),
+  }));
+  const outside = [...new Set(listed.filter((a) => a.apiserver === undefined).map((a) => a.at))].sort(compareStrings);
+  if (listed.length > 0 && outside.length === 0) return { kind: 'lease', apiservers: [...new Set(listed.map((a) => a.apiserver ?? ''))].sort(compareStrings) };
   return { kind: 'foreign', outside };
+}
+
+/**
+ * The apiserver whose lease reconciler may have written `ip:port`: a
+ * configured apiserver's address at its own port, or at the sidecars' port,
+ * which its periodic pass keeps (it corrects addresses, and the port only when
+ * it makes the object anew or removes itself: kubernetes
+ * pkg/controlplane/reconcilers/lease.go), so on a node whose sidecar shares
+ * the apiserver's address it leaves the sidecar's port in place.
+ */
+function leaseAddressOf(plan: PublishPlan, ip: string, port: number): string | undefined {
+  if (port !== plan.apiserverPort && port !== plan.sidecarPort) return undefined;
+  return plan.targets.find((t) => t.apiserverIp === ip)?.name;
 }
 
 /** One EndpointSlice of the Service as kube-proxy reads it. */

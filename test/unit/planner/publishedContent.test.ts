@@ -61,6 +61,10 @@ describe('published content: who wrote an object', () => {
     });
   });
 
+  it("a lease reconciler's periodic pass, which keeps the port it found, is lease content: a configured apiserver's address at the sidecars' port", () => {
+    assert.deepEqual(judgeContent(PLAN, endpoints, observe('Endpoints', upstreamEndpoints(['192.0.2.11'], 6443))), { kind: 'lease', apiservers: ['kas-a'] });
+  });
+
   it('content naming an address outside the configuration is foreign, naming it', () => {
     assert.deepEqual(judgeContent(PLAN, endpoints, observe('Endpoints', upstreamEndpoints(['192.0.2.11', '192.0.2.99']))), {
       kind: 'foreign',
