@@ -25,6 +25,7 @@ import { DEFAULT_ENVOY_CONCURRENCY, IMAGE_PROGRAM } from '../../src/deploy/repli
 import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/tools/sandbox/controlPlanes.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 import { repoFile } from '../../src/util/protoRoot.js';
+import { serviceObjectsForConfig } from '../../src/serve/kubernetesServiceManifest.js';
 import { kubeadmApiserverPod } from '../support/kubeadmApiserverPod.js';
 import { startTestSandbox, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 
@@ -225,8 +226,18 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
 
     it(`deploy/rbac.yaml passes server-side dry-run on ${version}`, async () => {
       const output = await dryRun(version, repoFile('deploy/rbac.yaml'));
-      // The ClusterRole and its binding, and a Role and binding each in kube-system (records) and default (the kubernetes Service).
-      assert.equal(output.match(/\(server dry run\)/g)?.length, 6, output);
+      // The ClusterRole and its binding, and a Role and its binding in kube-system (the records).
+      assert.equal(output.match(/\(server dry run\)/g)?.length, 4, output);
+    });
+
+    it(`deploy/rbac-publish.yaml and the kubeadm switch's fallback slice pass server-side dry-run on ${version}`, async () => {
+      const output = await dryRun(version, repoFile('deploy/rbac-publish.yaml'));
+      // A Role and its binding each in default (the kubernetes Service's objects, Events) and kube-system (the liveness record).
+      assert.equal(output.match(/\(server dry run\)/g)?.length, 4, output);
+      const example = kubeadmLayout([{ name: 'cp-1', ip: '10.0.0.11' }], { image: 'mvproxy:0.1.0' });
+      const fallback = serviceObjectsForConfig({ ...nodeServeConfig(example, 'cp-1'), kubernetesService: { publish: true } }, 'fallback');
+      assert.ok(fallback, 'a publishing config has a fallback slice');
+      assert.match(await dryRun(version, await write('kubernetes-mvproxy-fallback.json', fallback as JsonObject, 'json')), /\(server dry run\)/);
     });
   }
 });
