@@ -124,7 +124,7 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
       {
         title: 'Publisher state',
         description:
-          "Each replica's publisher of the kubernetes Service's endpoints (kubernetesService.publish), by state: starting, publishing, holding (nothing observed live: what is published is kept), stopped (someone else keeps rewriting the objects) or failing (its last read or write failed). Replicas without publishing export nothing here.",
+          "Each replica's publisher of the kubernetes Service's endpoints (kubernetesService.publish), by state: starting, publishing, holding (what is published is kept: nothing observed live, or an apiserver still on the lease reconciler) or failing (a read or write of the objects failed, or one is missing). Replicas without publishing export nothing here.",
         unit: 'none',
         targets: [{ expr: 'max by (instance, state) (mvproxy_kubernetes_service_state) == 1', legend: '{{instance}} {{state}}' }],
       },
@@ -137,7 +137,7 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
       {
         title: 'Foreign writes',
         description:
-          'Rewrites or deletions of the objects by someone else (an apiserver still on --endpoint-reconciler-type=lease, say), as each replica found them. Above 0 needs a look: repeated, they stop the publisher.',
+          'Rewrites or deletions of the objects by someone else (an apiserver still on --endpoint-reconciler-type=lease, say), as each replica found them. Above 0 needs a look: an apiserver still on the lease reconciler, say.',
         unit: 'short',
         targets: [{ expr: increase('mvproxy_kubernetes_service_foreign_writes_total', 'instance'), legend: '{{instance}}' }],
       },

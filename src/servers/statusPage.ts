@@ -64,7 +64,7 @@ export interface PanelField {
  * to the page.
  */
 export interface KubernetesServicePanel {
-  /** "off", "starting", "publishing", "holding", "stopped", "failing". */
+  /** The publisher's state ("off" while publishing is not turned on; admin.proto KubernetesServiceStatus.state). */
   state: string;
   message: string;
   fields: PanelField[];

@@ -111,7 +111,7 @@ export const STATUS_PAGE_JS = `'use strict';
   // Drawn from whatever fields the publisher's status has (statusPage.ts kubernetesServicePanel).
   function drawPublication(d) {
     var k = d.kubernetesService;
-    var cls = k.state === 'publishing' ? 'good' : k.state === 'stopped' || k.state === 'failing' ? 'bad' : k.state === 'off' ? '' : 'warn';
+    var cls = k.state === 'publishing' ? 'good' : k.state === 'failing' ? 'bad' : k.state === 'off' ? '' : 'warn';
     document.getElementById('publication').replaceChildren(el('span', { id: 'publication-state', class: cls }, k.state || '-'), ' \u2014 ', el('span', { id: 'publication-message' }, k.message));
     fill('publication-fields', ['', ''], k.fields.map(function (f) { return el('tr', { 'data-field': f.name }, el('th', {}, label(f.name)), td(f.value)); }));
     var columns = [];

@@ -62,8 +62,8 @@ async function syntheticPage(t: TestContext): Promise<string> {
     reports: new Map(),
     kubernetesService: {
       enabled: true,
-      state: 'stopped',
-      message: 'someone else keeps rewriting the Endpoints: <i>not italic</i>',
+      state: 'failing',
+      message: 'Endpoints default/kubernetes does not exist: <i>not italic</i>',
       nodes: [
         { apiserver: 'kas-a', published: 'sidecar', sidecar_live: true, apiserver_ready: true, sidecar_seen_by: ['r1', 'r2'] },
         { apiserver: 'kas-b', published: 'apiserver', sidecar_live: false, apiserver_ready: true, sidecar_seen_by: [] },
@@ -228,9 +228,9 @@ describe('the status page and admin events, kas-a (v1.36.3) next to kas-b (v1.37
   it("the kubernetes Service panel shows the publisher's state, why, what each node publishes, foreign writes and when it confirmed", async (t) => {
     const url = await syntheticPage(t);
     await page.goto(`${url}/`);
-    await page.waitForSelector('#publication-state:text-is("stopped")');
+    await page.waitForSelector('#publication-state:text-is("failing")');
     assert.equal(await page.getAttribute('#publication-state', 'class'), 'bad');
-    assert.equal(await page.textContent('#publication-message'), 'someone else keeps rewriting the Endpoints: <i>not italic</i>');
+    assert.equal(await page.textContent('#publication-message'), 'Endpoints default/kubernetes does not exist: <i>not italic</i>');
     assert.equal(await page.$('#publication i'), null);
     const published = await page.$$eval('#publication-nodes tbody tr', (rows) =>
       rows.map((r) => [

@@ -100,8 +100,8 @@ describe('statusPageData: the kubernetes Service panel', () => {
   test('state and message apart; every other field and every node field as text, lists joined, booleans yes/no, empty values "-"', () => {
     const panel = kubernetesServicePanel({
       enabled: true,
-      state: 'stopped',
-      message: 'someone else rewrites the Endpoints',
+      state: 'failing',
+      message: 'Endpoints default/kubernetes does not exist',
       nodes: [
         { apiserver: 'a', published: 'sidecar', sidecar_live: true, sidecar_seen_by: ['r1', 'r2'] },
         { apiserver: 'b', published: '', sidecar_live: false, sidecar_seen_by: [] },
@@ -110,8 +110,8 @@ describe('statusPageData: the kubernetes Service panel', () => {
       foreign_writes: 3,
       confirmed_at: '',
     });
-    assert.equal(panel.state, 'stopped');
-    assert.equal(panel.message, 'someone else rewrites the Endpoints');
+    assert.equal(panel.state, 'failing');
+    assert.equal(panel.message, 'Endpoints default/kubernetes does not exist');
     assert.deepEqual(panel.fields, [
       { name: 'other_addresses', value: '10.0.0.9' },
       { name: 'foreign_writes', value: '3' },
