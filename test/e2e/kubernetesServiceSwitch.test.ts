@@ -136,6 +136,11 @@ describe('the kubernetes Service switch, run as docs/kubeadm.md says, and its wa
         await tb.sandbox.stopControlPlane(name);
         await tb.sandbox.restartControlPlane(name, { publishKubernetesService: true });
       }
+      // As docs/kubeadm.md says: the replicas publish (their content sticks: the lease
+      // reconcilers compare addresses, and the sidecars share their node's) before any
+      // apiserver switches.
+      await until(SIDECARS);
+      console.log(`# ${new Date().toISOString()} the replicas publish the sidecars`);
       for (const name of NAMES) {
         console.log(`# ${new Date().toISOString()} ${name} to none`);
         lastStop = Date.now();

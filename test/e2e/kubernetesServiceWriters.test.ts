@@ -32,6 +32,13 @@ interface PublisherStatus {
   endpoints_mismatch: string;
 }
 
+/**
+ * What kas-a's lease reconciler leaves: its own address alone, at its own port
+ * or at the one it found there (its periodic pass corrects addresses, not ports,
+ * and kas-a's sidecar shares the node's address): the port is not asserted.
+ */
+const LEASE_CONTENT = new RegExp(`^${NODE_A.replaceAll('.', '\\.')}:644[34]$`);
+
 /** `ip:port` of every endpoint of a slice, sorted. */
 const listed = (s: Slice | undefined): string[] =>
   (s?.endpoints ?? []).flatMap((e) => e.addresses.flatMap((ip) => (s?.ports ?? []).map((p) => `${ip}:${p.port}`))).sort();
@@ -107,7 +114,9 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
         90_000,
         1000,
       );
-    assert.deepEqual(listed(await h.slice()), [`${NODE_A}:6444`]);
+    const content = listed(await h.slice());
+    assert.equal(content.length, 1, content.join());
+    assert.match(content[0] ?? '', LEASE_CONTENT);
   });
 
   it('is not fought: over 60 s the slice is mostly the reconciler’s, rewritten far less often than a fight would (3 writers every 10 s)', async (ctx) => {
@@ -119,7 +128,7 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
       const s = await h.slice();
       versions.add(s.metadata.resourceVersion);
       samples++;
-      if (listed(s).join() === `${NODE_A}:6444`) leaseSamples++;
+      if (LEASE_CONTENT.test(listed(s).join())) leaseSamples++;
       await sleep(1000);
     }
     ctx.diagnostic(`${versions.size} versions of the slice in 60 s; ${leaseSamples}/${samples} samples listed the reconciler's content`);
@@ -133,7 +142,8 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
         const found = await h.status(1);
         assert.equal(found.state, 'holding');
         const own = found.slices.find((x) => x.name === 'kubernetes');
-        assert.deepEqual([own?.written_by_mvproxy, own?.addresses], [false, [`${NODE_A}:6444`]]);
+        assert.equal(own?.written_by_mvproxy, false);
+        assert.match(own?.addresses.join() ?? '', LEASE_CONTENT);
         return found;
       },
       30_000,
