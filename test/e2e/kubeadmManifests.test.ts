@@ -71,12 +71,16 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
         if (!replica?.xdsTcp || !serving || !xdsClient || !a.sidecar || !a.sidecarAdminSocket) throw new Error(`the sandbox lacks a part of ${name}`);
         // Where the sandbox keeps the kubeconfig and the warm start is its own choice: read from the config it wrote.
         const written = JSON.parse(readFileSync(replica.config, 'utf8')) as { kubeconfig: string; warmStartFile: string };
+        // In the node layout each node's own address, as the replicas see it, and published there.
+        const address = hostPort(a.inNamespace?.direct ?? a.direct);
+        const sidecarListen = hostPort(a.inNamespace?.sidecar ?? a.sidecar);
         return {
           apiserver: {
             name,
             hostname: a.hostname,
-            address: hostPort(a.direct),
-            sidecarListen: hostPort(a.sidecar),
+            address,
+            sidecarListen,
+            ...(a.inNamespace ? { publish: address, sidecarPublish: sidecarListen } : {}),
             servingCert: serving.cert,
             servingKey: serving.key,
           },
@@ -106,7 +110,7 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
       logLevel: 'info',
       drainSeconds: 1,
       envoyConcurrency: DEFAULT_ENVOY_CONCURRENCY,
-      tuning: SANDBOX_REPLICA_TUNING,
+      tuning: { ...SANDBOX_REPLICA_TUNING, ...(state.network?.mode === 'namespace' ? { publishKubernetesService: true } : {}) },
     };
   }
 
