@@ -220,7 +220,7 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
       const patched = await tb.kubectl(kas.kubeconfig.direct, ['patch', '--local', '-f', pod, '--type', 'json', '--patch-file', patch, '-o', 'json']);
       assert.equal(patched.code, 0, patched.stderr);
       const result = JSON.parse(patched.stdout) as { spec: { containers: Array<{ command: string[]; ports: Array<{ containerPort: number }> }> } };
-      const apiserverPort = Number(new URL(kas.direct).port);
+      const apiserverPort = Number(new URL(kas.inNamespace?.direct ?? kas.direct).port);
       const c = result.spec.containers[0];
       assert.equal(c?.command.filter((a) => a.startsWith('--secure-port=')).at(-1), `--secure-port=${apiserverPort}`, 'the last --secure-port wins');
       assert.ok(c?.command.includes('--requestheader-uid-headers=X-Remote-Uid'));
