@@ -104,6 +104,17 @@ export function compareVersions(a: string, b: string): number {
   return va.minor - vb.minor || va.patch - vb.patch;
 }
 
+/** kubectl of the newest release among `apiservers`. */
+export function newestKubectl(apiservers: Iterable<RunningApiserver>, components: InstalledComponents): string {
+  const newest = [...apiservers]
+    .map((a) => a.spec.version)
+    .sort(compareVersions)
+    .at(-1);
+  const kubectl = newest ? components.kubernetes[newest]?.kubectl : undefined;
+  if (!kubectl) throw new Error('internal: no kubectl installed');
+  return kubectl;
+}
+
 /** etcd on fresh data in `dataDir` (a throwaway store). */
 export function etcdProcess(o: {
   command: string;

@@ -15,6 +15,7 @@ import {
   apiserverListen,
   auditLogPath,
   compareVersions,
+  newestKubectl,
   SANDBOX_AUDIT_POLICY,
   sidecarListen,
   validateApiserverSpecs,
@@ -127,7 +128,7 @@ export class Sandbox {
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
     this.adminToken = await this.createAdminToken();
     if (this.withSidecars) {
-      await this.controlPlanes.start(ports.controlPlaneAdmin, [...this.apiservers.values()], this.requirePki(), this.kubectlPath());
+      await this.controlPlanes.start(ports.controlPlaneAdmin, [...this.apiservers.values()], this.requirePki(), newestKubectl(this.apiservers.values(), this.opts.components));
       await Promise.all([...this.apiservers.keys()].map((name) => this.launchSidecar(name)));
     }
     if (this.opts.controllerManager) await this.startControllerManager(ports.controllerManager);
@@ -354,23 +355,12 @@ export class Sandbox {
       mode: this.mode,
       apiservers: [...this.apiservers.values()],
       pki: this.requirePki(),
-      kubectl: this.kubectlPath(),
+      kubectl: newestKubectl(this.apiservers.values(), this.opts.components),
       etcdPort: this.etcdPort,
       ...(this.withSidecars ? { sidecars: this.sidecars, controlPlanes: this.controlPlanes } : {}),
       ...(this.controllerManager ? { controllerManager: this.controllerManager } : {}),
       network: this.network,
     });
-  }
-
-  /** kubectl of the newest release in the sandbox. */
-  private kubectlPath(): string {
-    const newest = [...this.apiservers.values()]
-      .map((a) => a.spec.version)
-      .sort(compareVersions)
-      .at(-1);
-    const kubectl = newest ? this.opts.components.kubernetes[newest]?.kubectl : undefined;
-    if (!kubectl) throw new Error('internal: no kubectl installed');
-    return kubectl;
   }
 
   private async writeKubeconfigs(): Promise<SandboxState> {
