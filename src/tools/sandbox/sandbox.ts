@@ -128,7 +128,8 @@ export class Sandbox {
     await Promise.all([...this.apiservers.keys()].map((name) => this.launchApiserver(name)));
     this.adminToken = await this.createAdminToken();
     if (this.withSidecars) {
-      await this.controlPlanes.start(ports.controlPlaneAdmin, [...this.apiservers.values()], this.requirePki(), newestKubectl(this.apiservers.values(), this.opts.components));
+      const kubectl = newestKubectl(this.apiservers.values(), this.opts.components);
+      await this.controlPlanes.start(ports.controlPlaneAdmin, [...this.apiservers.values()], this.requirePki(), kubectl);
       await Promise.all([...this.apiservers.keys()].map((name) => this.launchSidecar(name)));
     }
     if (this.opts.controllerManager) await this.startControllerManager(ports.controllerManager);
