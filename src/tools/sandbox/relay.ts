@@ -11,19 +11,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from './processes.js';
 import { relayHeader, type RelayTarget } from './relayHeader.js';
+import { pipeBoth } from './relayPipe.js';
 
 const agentMain = fileURLToPath(new URL('./relayAgent.js', import.meta.url));
 const inboundMain = fileURLToPath(new URL('./relayInbound.js', import.meta.url));
-
-/** Pipes two connections into each other, half-open both ways; either gone, both go. */
-function pipeBoth(a: Socket, b: Socket): void {
-  a.pipe(b);
-  b.pipe(a);
-  a.on('error', () => b.destroy());
-  b.on('error', () => a.destroy());
-  a.on('close', () => b.destroy());
-  b.on('close', () => a.destroy());
-}
 
 /** A connection from the host to `target` inside the namespace, through the agent at `socketPath`. */
 export function dialInside(socketPath: string, target: RelayTarget): Socket {

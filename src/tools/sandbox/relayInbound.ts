@@ -6,6 +6,7 @@
 // server, a pod's stand-in) is then reached from inside the namespace.
 // Usage: node relayInbound.js PORT SOCKET [HOST]
 import { connect, createServer } from 'node:net';
+import { pipeBoth } from './relayPipe.js';
 
 const [port, socketPath, host = '127.0.0.1'] = [Number(process.argv[2]), process.argv[3], process.argv[4]];
 if (!Number.isInteger(port) || port < 1 || port > 65535 || !socketPath) {
@@ -13,13 +14,6 @@ if (!Number.isInteger(port) || port < 1 || port > 65535 || !socketPath) {
   process.exit(2);
 }
 const server = createServer({ allowHalfOpen: true }, (client) => {
-  // Half-open both ways, as the other relays: a side done sending may still be answered.
-  const onHost = connect({ path: socketPath, allowHalfOpen: true });
-  client.pipe(onHost);
-  onHost.pipe(client);
-  onHost.on('error', () => client.destroy());
-  client.on('error', () => onHost.destroy());
-  onHost.on('close', () => client.destroy());
-  client.on('close', () => onHost.destroy());
+  pipeBoth(client, connect({ path: socketPath, allowHalfOpen: true }));
 });
 server.listen(port, host, () => process.stdout.write(`relaying ${host}:${port} to ${socketPath}\n`));
