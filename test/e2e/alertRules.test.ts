@@ -22,7 +22,7 @@ function promtool(): string {
 
 test('promtool check rules accepts the alerting rules', async () => {
   const { stdout } = await execFileAsync(promtool(), ['check', 'rules', ALERT_RULES]);
-  assert.match(stdout, /SUCCESS: 6 rules found/);
+  assert.match(stdout, /SUCCESS: 7 rules found/);
 });
 
 test('promtool test rules: every alert fires on its condition and none in the steady state', async () => {
