@@ -6,10 +6,14 @@
 // sandbox's relays. A real Prometheus scrapes them and evaluates the rules
 // unchanged (their own `for:`, waited out). The publisher fails when this
 // test deletes the Endpoints `kubernetes` behind its back (it never creates
-// the objects: the operator does).
+// the objects: the operator does), and publishes again once they are back.
+// MvproxyKubernetesServicePublisherHolding then: kas-a restarted on the lease
+// reconciler rewrites the objects over and over, and the replica holds.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PUBLISHER_ROW } from '../../src/dashboard/panels.js';
 import type { JsonValue } from '../../src/xds/bootstrap.js';
@@ -19,7 +23,7 @@ import { ALERT_RULES, sandboxScrapeTargets, TestPrometheus } from '../support/pr
 
 const DASHBOARD = new URL('../../../deploy/grafana/mvproxy-dashboard.json', import.meta.url);
 
-describe('the publisher alert and dashboard row, evaluated by a real Prometheus scraping a publishing sandbox', () => {
+describe('the publisher alerts and dashboard row, evaluated by a real Prometheus scraping a publishing sandbox', () => {
   let tb: TestSandbox;
   let prometheus: TestPrometheus;
   let kubeconfig = '';
@@ -84,5 +88,45 @@ describe('the publisher alert and dashboard row, evaluated by a real Prometheus 
       1000,
     );
     assert.equal(alert?.labels['instance'], new URL(tb.state().controlPlane?.admin ?? '').host);
+  });
+
+  it('the Endpoints created again, the replica publishes again and no alert is pending or firing', async () => {
+    // As the apiservers' reconciler creates it (skip-mirror: no mirrored slice), listing nothing: the replica writes its content.
+    const endpoints = {
+      apiVersion: 'v1',
+      kind: 'Endpoints',
+      metadata: { name: 'kubernetes', namespace: 'default', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+      subsets: [],
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'mvproxy-endpoints-')), 'endpoints.json');
+    writeFileSync(file, JSON.stringify(endpoints));
+    await kubectl('create', '-f', file);
+    await eventually(async () => assert.equal(await publisherState(), 'publishing'), 60_000, 1000);
+    await eventually(async () => assert.deepEqual(await prometheus.alerts(), []), 30_000, 1000);
+  });
+
+  it('an apiserver restarted on the lease reconciler keeps the replica holding, and the holding alert fires within about 3 minutes', async (ctx) => {
+    const started = Date.now();
+    await tb.sandbox.stopApiserver('kas-a');
+    await tb.sandbox.startApiserver('kas-a', { endpointReconciler: 'lease' });
+    await eventually(async () => assert.equal(await publisherState(), 'holding'), 90_000, 1000);
+    const holdingSince = Date.now();
+    const alert = await eventually(
+      async () => {
+        const firing = (await prometheus.alerts()).filter((a) => a.state === 'firing');
+        assert.deepEqual(
+          firing.map((a) => a.labels['alertname']),
+          ['MvproxyKubernetesServicePublisherHolding'],
+        );
+        return firing[0];
+      },
+      240_000,
+      1000,
+    );
+    const firedAfterS = Math.round((Date.now() - holdingSince) / 1000);
+    ctx.diagnostic(`kas-a restarted on lease and holding after ${Math.round((holdingSince - started) / 1000)} s; the alert fired ${firedAfterS} s later`);
+    assert.equal(alert?.labels['instance'], new URL(tb.state().controlPlane?.admin ?? '').host);
+    // Held over 72 s of 2 min, then its 1 min: never within the ~50 s of a takeover’s one hold, retry and confirmation.
+    assert.ok(firedAfterS >= 84, `fired ${firedAfterS} s after the replica began holding`);
   });
 });
