@@ -151,7 +151,7 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
     );
     assert.deepEqual(
       s.slices.map((x) => x.name),
-      ['kubernetes', 'kubernetes-mvproxy-fallback'],
+      ['kubernetes', 'kubernetes-mvproxy-fallback', 'kubernetes-mvproxy-sidecars'],
     );
   });
 
@@ -283,6 +283,7 @@ describe('the kubernetes Service beside a foreign writer', () => {
           ['kubernetes', true, [`${NODE_A}:6443`, `${NODE_B}:6443`]],
           ['kubernetes-extra', false, [`${OUTSIDE}:443`]],
           ['kubernetes-mvproxy-fallback', true, []],
+          ['kubernetes-mvproxy-sidecars', true, [`${NODE_A}:6443`, `${NODE_B}:6443`]],
         ],
       );
       assert.equal(s.endpoints_mismatch, `the EndpointSlices list ${OUTSIDE}:443 that the Endpoints do not`);
