@@ -87,7 +87,8 @@ describe('the kubernetes Service switch, run as docs/kubeadm.md says, and its wa
     const r = await tb.kubectl(kubeconfig, ['-n', 'default', 'get', 'endpointslices', '-l', 'kubernetes.io/service-name=kubernetes', '-o', 'json']);
     if (r.code !== 0) throw new Error(r.stderr);
     const slices = (JSON.parse(r.stdout) as { items: { ports?: { port?: number }[]; endpoints?: { addresses: string[] }[] }[] }).items;
-    return slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses.map((a) => `${a}:${s.ports?.[0]?.port ?? 0}`))).sort();
+    // Each endpoint once, however many slices list it, as kube-proxy serves them.
+    return [...new Set(slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses.map((a) => `${a}:${s.ports?.[0]?.port ?? 0}`))))].sort();
   };
   const until = async (want: string[], timeoutMs = 90_000): Promise<void> => {
     await eventually(async () => assert.deepEqual(await listed(), want), timeoutMs, 500);
