@@ -70,9 +70,9 @@ export async function runDeploy(args: string[]): Promise<number> {
   // Once for the cluster, with the switch: the fallback slice the operator creates before the replicas publish (docs/kubeadm.md).
   const first = nodes[0];
   if (layout.tuning.publishKubernetesService && first) {
-    const { FALLBACK_MANIFEST, serviceObjectsForConfig } = await import('../serve/kubernetesServiceManifest.js');
-    const content = serviceObjectsForConfig(nodeServeConfig(layout, first.name), 'fallback') as JsonValue | undefined;
-    if (content) writeFileSync(join(values.out, FALLBACK_MANIFEST), await fileText({ path: FALLBACK_MANIFEST, format: 'yaml', content }));
+    const { OWN_SLICES_MANIFEST, serviceObjectsForConfig } = await import('../serve/kubernetesServiceManifest.js');
+    const content = serviceObjectsForConfig(nodeServeConfig(layout, first.name), 'mvproxy-slices') as JsonValue | undefined;
+    if (content) writeFileSync(join(values.out, OWN_SLICES_MANIFEST), await fileText({ path: OWN_SLICES_MANIFEST, format: 'yaml', content }));
   }
   process.stdout.write(`wrote the files of ${nodes.map((n) => n.name).join(', ')} under ${values.out}/NODE/ (each at its path on that node)\n`);
   return 0;

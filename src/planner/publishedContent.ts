@@ -16,7 +16,7 @@ import {
   type ServiceObjectKind,
 } from '../model/publication.js';
 import { compareStrings } from '../util/order.js';
-import type { DesiredObject } from './publishedEndpoints.js';
+import { type DesiredObject, sharedWithApiservers } from './publishedEndpoints.js';
 
 /**
  * How one object read from the API stands:
@@ -27,7 +27,7 @@ import type { DesiredObject } from './publishedEndpoints.js';
  * - `lease`: someone else's content listing only configured apiservers'
  *   addresses, at their port or the sidecars' (leaseAddressOf): what an
  *   apiserver on `--endpoint-reconciler-type=lease` writes, the no-proxy
- *   state;
+ *   state (only in upstream's objects, the ones such an apiserver writes);
  * - `foreign`: anything else someone else wrote (`outside`: the addresses
  *   the configuration does not name).
  */
@@ -67,7 +67,9 @@ export function judgeContent(plan: PublishPlan, desired: DesiredObject, observed
     at: formatAddress(a.ip, a.port),
   }));
   const outside = [...new Set(listed.filter((a) => a.apiserver === undefined).map((a) => a.at))].sort(compareStrings);
-  if (listed.length > 0 && outside.length === 0) return { kind: 'lease', apiservers: [...new Set(listed.map((a) => a.apiserver ?? ''))].sort(compareStrings) };
+  // Only upstream's objects get a lease reconciler's content; in mvproxy's own slices any other writer is foreign.
+  if (listed.length > 0 && outside.length === 0 && sharedWithApiservers(desired.ref))
+    return { kind: 'lease', apiservers: [...new Set(listed.map((a) => a.apiserver ?? ''))].sort(compareStrings) };
   return { kind: 'foreign', outside };
 }
 

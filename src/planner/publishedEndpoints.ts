@@ -9,6 +9,12 @@
 //   sidecars (their port), one for apiservers listed directly (theirs);
 // - EndpointSlice `kubernetes`, the live sidecars: upstream's own slice of
 //   that name, taken over, so nothing is left listing apiservers directly;
+// - EndpointSlice `kubernetes-mvproxy-sidecars`, the same sidecars in a slice
+//   no apiserver writes: the last apiserver leaving the lease reconciler
+//   empties the two objects above as it stops (kubernetes
+//   pkg/controlplane/reconcilers/lease.go), and kube-proxy, which serves the
+//   union of a Service's slices, still finds the sidecars here until a
+//   replica's next round writes them back;
 // - EndpointSlice `kubernetes-mvproxy-fallback`, the apiservers listed at their
 //   own address because their sidecar is not live but they are ready (no
 //   endpoints when there are none; absent when the config publishes no
@@ -26,7 +32,13 @@ import { compareStrings } from '../util/order.js';
 export const SERVICE_NAMESPACE = 'default';
 export const SERVICE_NAME = 'kubernetes';
 export const SIDECAR_SLICE = 'kubernetes';
+export const OWN_SIDECAR_SLICE = 'kubernetes-mvproxy-sidecars';
 export const FALLBACK_SLICE = 'kubernetes-mvproxy-fallback';
+
+/** Upstream's objects, which an apiserver on the lease reconciler writes too; the others are mvproxy's alone. */
+export function sharedWithApiservers(ref: ServiceObjectRef): boolean {
+  return ref.name === SERVICE_NAME;
+}
 /** The EndpointSlice controllers leave slices managed by someone else alone (a label value: no "/", as upstream's `endpointslice-controller.k8s.io`). */
 export const MANAGED_BY = 'control-plane.mvproxy.dev';
 /** The Service's port name: kube-proxy matches endpoints to it by name. */
@@ -92,7 +104,7 @@ function slice(name: string, family: string, ips: string[], port: number): Desir
   );
 }
 
-/** The Endpoints, then the sidecar slice, then (when the config publishes apiservers) the fallback slice. */
+/** The Endpoints, then the sidecar slices, then (when the config publishes apiservers) the fallback slice. */
 export function desiredObjects(plan: PublishPlan, publication: Publication): DesiredObject[] {
   const byName = new Map(plan.targets.map((t) => [t.name, t]));
   const ips = (names: string[], pick: (t: PublishPlan['targets'][number]) => string | undefined): string[] =>
@@ -110,6 +122,7 @@ export function desiredObjects(plan: PublishPlan, publication: Publication): Des
   const objects = [
     desiredObject('Endpoints', SERVICE_NAME, { 'endpointslice.kubernetes.io/skip-mirror': 'true' }, { subsets }),
     slice(SIDECAR_SLICE, plan.family, sidecarIps, plan.sidecarPort),
+    slice(OWN_SIDECAR_SLICE, plan.family, sidecarIps, plan.sidecarPort),
   ];
   if (plan.apiserverPort !== undefined) objects.push(slice(FALLBACK_SLICE, plan.family, directIps, plan.apiserverPort));
   return objects;
@@ -119,8 +132,8 @@ export function desiredObjects(plan: PublishPlan, publication: Publication): Des
  * The objects as the operator creates them before any replica publishes
  * (mvproxy never creates one: least privilege, docs/operating.md): listing
  * nothing, with mvproxy's digest, so the first replica's write is no foreign
- * write. The fallback slice alone is what the kubeadm switch creates
- * (the others exist from the apiservers' lease reconciler).
+ * write. The kubeadm switch creates mvproxy's own slices (the others exist
+ * from the apiservers' lease reconciler).
  */
 export function operatorObjects(plan: PublishPlan): DesiredObject[] {
   return desiredObjects(plan, { viaSidecar: [], direct: [] });

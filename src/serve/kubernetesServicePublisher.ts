@@ -26,6 +26,7 @@ import {
   desiredPublication,
   SERVICE_NAME,
   SERVICE_NAMESPACE,
+  sharedWithApiservers,
   type DesiredObject,
   type Liveness,
   type Publication,
@@ -214,17 +215,21 @@ export class KubernetesServicePublisher {
       const observed = await Promise.all(desired.map((d) => objects.read(d.ref)));
       const verdicts = desired.map((d, i) => judgeContent(plan, d, observed[i]));
       const lease = verdicts.flatMap((v) => (v.kind === 'lease' ? v.apiservers : []));
+      let holdUntil: number | undefined;
       if (lease.length > 0) {
         const action = this.leaseHold.leaseFound(now);
         if (action.act === 'hold') {
           // Counted once per hold: the rewrite that started it.
           if (action.began) for (const [i, d] of desired.entries()) if (verdicts[i]?.kind === 'lease') this.foreignWrite(d, verdicts[i], now, 'held');
-          return this.holdForLease([...new Set(lease)].sort(), action.until - now);
+          holdUntil = action.until;
+        } else {
+          retry = action.retry;
+          this.options.logger.info({ retry }, "writing over the content of an apiserver's lease reconciler");
         }
-        retry = action.retry;
-        this.options.logger.info({ retry }, "writing over the content of an apiserver's lease reconciler");
       } else this.leaseHold.clear(now);
       for (const [i, d] of desired.entries()) {
+        // A hold leaves upstream's objects to the lease reconciler; mvproxy's own slices still follow liveness.
+        if (holdUntil !== undefined && sharedWithApiservers(d.ref)) continue;
         const verdict = verdicts[i] ?? { kind: 'absent' };
         // Lease content written over is the takeover's leftovers or this replica's retry: no foreign write.
         if (verdict.kind === 'foreign') this.foreignWrite(d, verdict, now, 'replaced');
@@ -232,6 +237,7 @@ export class KubernetesServicePublisher {
         if (outcome === 'absent') absent.push(id(d));
         if (outcome === 'written') wrote = true;
       }
+      if (holdUntil !== undefined) return this.holdForLease([...new Set(lease)].sort(), holdUntil - now);
     } catch (err) {
       return this.setState('failing', `reading or writing ${SUBJECT}'s objects failed (retried next round): ${errorMessage(err)}`);
     }

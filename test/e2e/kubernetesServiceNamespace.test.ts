@@ -35,6 +35,8 @@ interface Endpoints {
 }
 interface Published {
   slice: Slice;
+  /** mvproxy's own slice of the sidecars, which no apiserver writes. */
+  own?: Slice;
   fallback?: Slice;
   endpoints: Endpoints;
 }
@@ -56,11 +58,13 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     };
     const slice = slices.items.find((s) => s.metadata.name === 'kubernetes');
     if (!slice) throw new Error('no EndpointSlice kubernetes');
+    const own = slices.items.find((s) => s.metadata.name === 'kubernetes-mvproxy-sidecars');
     const fallback = slices.items.find((s) => s.metadata.name === 'kubernetes-mvproxy-fallback');
     const endpoints = JSON.parse(await kubectl(['-n', 'default', 'get', 'endpoints', 'kubernetes', '-o', 'json'])) as Endpoints;
-    return { slice, ...(fallback ? { fallback } : {}), endpoints };
+    return { slice, ...(own ? { own } : {}), ...(fallback ? { fallback } : {}), endpoints };
   };
-  const versions = (p: Published): string[] => [p.slice, p.fallback, p.endpoints].map((o) => o?.metadata.resourceVersion ?? '-');
+  /** The resourceVersions: the three slices, then the Endpoints. */
+  const versions = (p: Published): string[] => [p.slice, p.own, p.fallback, p.endpoints].map((o) => o?.metadata.resourceVersion ?? '-');
   /** Runs the pod stand-in inside the namespace; it reads the slices at `bootstrap`. */
   const podClient = async (bootstrap: string): Promise<PodClientReport> => {
     const enter = t.sandbox.namespaceEnter;
@@ -106,9 +110,10 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     for (const a of s.apiservers) assert.match(a.sidecar ?? '', /^https:\/\/127\.0\.0\.1:\d+$/);
   });
 
-  it('the EndpointSlice kubernetes lists every sidecar at its node address on 6443 (port https), and the Endpoints match', async () => {
+  it('the EndpointSlices kubernetes and kubernetes-mvproxy-sidecars list every sidecar at its node address on 6443 (port https), and the Endpoints match', async () => {
     const p = await eventually(sidecarsListed, 60_000, 1000);
     assert.deepEqual(p.slice.ports, [{ name: 'https', port: 6443, protocol: 'TCP' }]);
+    assert.deepEqual([addressesOf(p.own), p.own?.ports], [addressesOf(p.slice), p.slice.ports]);
     assert.deepEqual(addressesOf(p.fallback), []);
     const [subset, ...others] = p.endpoints.subsets ?? [];
     assert.deepEqual(others, []);
@@ -198,8 +203,9 @@ describe('the kubernetes Service, published by the replicas in a sandbox network
     await sleep(22_000);
     const now = await published();
     assert.deepEqual(versions(now), versions(annotated));
-    assert.deepEqual([versions(annotated)[0], versions(annotated)[1]], [versions(before)[0], versions(before)[1]], 'the slices untouched');
+    assert.deepEqual(versions(annotated).slice(0, 3), versions(before).slice(0, 3), 'the slices untouched');
     assert.deepEqual(addressesOf(now.slice), [NODE_A, NODE_B]);
+    assert.deepEqual(addressesOf(now.own), [NODE_A, NODE_B]);
     assert.deepEqual(addressesOf(now.fallback), []);
     // The impostor identity lease would otherwise stay in the control plane's view for the tests after this one.
     await kubectl(['delete', '-f', file, '--wait=false']);

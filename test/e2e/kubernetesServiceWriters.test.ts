@@ -151,7 +151,7 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
     );
     assert.deepEqual(
       s.slices.map((x) => x.name),
-      ['kubernetes', 'kubernetes-mvproxy-fallback'],
+      ['kubernetes', 'kubernetes-mvproxy-fallback', 'kubernetes-mvproxy-sidecars'],
     );
   });
 
@@ -168,8 +168,10 @@ describe('the kubernetes Service beside an apiserver still on the lease reconcil
     assert.equal((await fetch(`${cp.admin}/healthz`)).status, 200);
     const metrics = await (await fetch(`${cp.admin}/metrics`)).text();
     assert.match(metrics, /^mvproxy_kubernetes_service_state\{state="holding"\} 1$/m);
-    // kas-a's one address, at the port its reconciler left (LEASE_CONTENT): its apiserver's or its sidecar's.
-    assert.match(metrics, /^mvproxy_kubernetes_service_listed_addresses\{kind="(apiserver|sidecar)"\} 1$/m);
+    // Both sidecars (mvproxy's own slice follows liveness during a hold), and kas-a's one address at the port
+    // its reconciler left (LEASE_CONTENT): its apiserver's (one more) or its sidecar's (the same address again).
+    assert.match(metrics, /^mvproxy_kubernetes_service_listed_addresses\{kind="sidecar"\} 2$/m);
+    assert.match(metrics, /^mvproxy_kubernetes_service_listed_addresses\{kind="apiserver"\} [01]$/m);
   });
 
   it('Events about Service default/kubernetes say it holds', async (ctx) => {
@@ -283,6 +285,7 @@ describe('the kubernetes Service beside a foreign writer', () => {
           ['kubernetes', true, [`${NODE_A}:6443`, `${NODE_B}:6443`]],
           ['kubernetes-extra', false, [`${OUTSIDE}:443`]],
           ['kubernetes-mvproxy-fallback', true, []],
+          ['kubernetes-mvproxy-sidecars', true, [`${NODE_A}:6443`, `${NODE_B}:6443`]],
         ],
       );
       assert.equal(s.endpoints_mismatch, `the EndpointSlices list ${OUTSIDE}:443 that the Endpoints do not`);

@@ -46,25 +46,27 @@ async function main(): Promise<void> {
   if (listed.status !== 200) throw new Error(`reading the slices: ${listed.status} ${listed.body}`);
   const slices = parseSlices(listed.body);
   const answers: PodClientAnswer[] = [];
+  // Each endpoint once, however many slices list it: kube-proxy serves the union of the Service's slices.
+  const endpoints = new Map<string, { address: string; slicePort: number }>();
   for (const slice of slices) {
     const slicePort = slice.ports[0]?.port;
-    if (slicePort === undefined) continue;
-    for (const address of slice.addresses) {
-      try {
-        const version = await podGet(who, address, slicePort, '/version');
-        const other = await podGet(who, address, slicePort, input.path);
-        const server = version.headers['server'];
-        answers.push({
-          address,
-          port: slicePort,
-          versionStatus: version.status,
-          ...(version.status === 200 ? { gitVersion: (JSON.parse(version.body) as { gitVersion: string }).gitVersion } : {}),
-          ...(typeof server === 'string' ? { server } : {}),
-          pathStatus: other.status,
-        });
-      } catch (err) {
-        answers.push({ address, port: slicePort, versionStatus: 0, pathStatus: 0, error: (err as Error).message });
-      }
+    if (slicePort !== undefined) for (const address of slice.addresses) endpoints.set(`${address}:${slicePort}`, { address, slicePort });
+  }
+  for (const { address, slicePort } of endpoints.values()) {
+    try {
+      const version = await podGet(who, address, slicePort, '/version');
+      const other = await podGet(who, address, slicePort, input.path);
+      const server = version.headers['server'];
+      answers.push({
+        address,
+        port: slicePort,
+        versionStatus: version.status,
+        ...(version.status === 200 ? { gitVersion: (JSON.parse(version.body) as { gitVersion: string }).gitVersion } : {}),
+        ...(typeof server === 'string' ? { server } : {}),
+        pathStatus: other.status,
+      });
+    } catch (err) {
+      answers.push({ address, port: slicePort, versionStatus: 0, pathStatus: 0, error: (err as Error).message });
     }
   }
   const report: PodClientReport = { slices, answers };

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { controlPlanePod, kubeadmLayout, nodeServeConfig } from '../../../src/deploy/kubeadm.js';
-import { FALLBACK_MANIFEST, serviceObjectsForConfig } from '../../../src/serve/kubernetesServiceManifest.js';
+import { OWN_SLICES_MANIFEST, serviceObjectsForConfig } from '../../../src/serve/kubernetesServiceManifest.js';
 import { contentDigest, canonicalObject } from '../../../src/model/publication.js';
 
 const nodes = [
@@ -25,37 +25,39 @@ const render = (...flags: string[]): string => {
 };
 
 describe('deploy kubeadm: the kubernetes Service objects the operator creates', () => {
-  it('renders no fallback slice without the switch', () => {
-    assert.equal(readdirSync(render()).includes(FALLBACK_MANIFEST), false);
+  it('renders no slice without the switch', () => {
+    assert.equal(readdirSync(render()).includes(OWN_SLICES_MANIFEST), false);
   });
 
-  it('with the switch, renders the fallback slice beside the nodes’ directories', () => {
-    const text = readFileSync(join(render('--publish-kubernetes-service'), FALLBACK_MANIFEST), 'utf8');
-    assert.match(text, /^ {6}name: kubernetes-mvproxy-fallback$/m);
+  it('with the switch, renders mvproxy’s own slices beside the nodes’ directories', () => {
+    const text = readFileSync(join(render('--publish-kubernetes-service'), OWN_SLICES_MANIFEST), 'utf8');
+    assert.deepEqual(text.match(/^ {6}name: .*$/gm), ['      name: kubernetes-mvproxy-sidecars', '      name: kubernetes-mvproxy-fallback']);
   });
 
-  it('the fallback slice alone, at the apiservers’ port, listing nothing, with a matching mvproxy digest', () => {
+  it('mvproxy’s own slices alone, at the sidecars’ and the apiservers’ port, listing nothing, with a matching mvproxy digest', () => {
     const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
-    const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'fallback') as {
+    const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'mvproxy-slices') as {
       items: Array<Record<string, unknown> & { metadata: Record<string, unknown> }>;
     };
-    const [slice, ...others] = list.items;
-    assert.ok(slice);
-    assert.equal(others.length, 0);
-    assert.equal(slice.metadata['name'], 'kubernetes-mvproxy-fallback');
-    assert.equal(slice['addressType'], 'IPv4');
-    assert.deepEqual(slice['endpoints'], []);
-    assert.deepEqual(slice['ports'], [{ name: 'https', port: 6444, protocol: 'TCP' }]);
-    const annotations = slice.metadata['annotations'] as Record<string, string>;
-    assert.equal(annotations['mvproxy.dev/published-content'], contentDigest(canonicalObject('EndpointSlice', slice)));
+    assert.deepEqual(
+      list.items.map((slice) => [slice.metadata['name'], slice['addressType'], slice['endpoints'], slice['ports']]),
+      [
+        ['kubernetes-mvproxy-sidecars', 'IPv4', [], [{ name: 'https', port: 6443, protocol: 'TCP' }]],
+        ['kubernetes-mvproxy-fallback', 'IPv4', [], [{ name: 'https', port: 6444, protocol: 'TCP' }]],
+      ],
+    );
+    for (const slice of list.items) {
+      const annotations = slice.metadata['annotations'] as Record<string, string>;
+      assert.equal(annotations['mvproxy.dev/published-content'], contentDigest(canonicalObject('EndpointSlice', slice)));
+    }
   });
 
-  it('all three objects for a cluster where no apiserver ever published (the sandbox); none for a config that does not publish', () => {
+  it('every object for a cluster where no apiserver ever published (the sandbox); none for a config that does not publish', () => {
     const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
     const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'all') as { items: Array<{ kind: string; metadata: { name: string } }> };
     assert.deepEqual(
       list.items.map((o) => `${o.kind}/${o.metadata.name}`),
-      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', 'EndpointSlice/kubernetes-mvproxy-fallback'],
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', 'EndpointSlice/kubernetes-mvproxy-sidecars', 'EndpointSlice/kubernetes-mvproxy-fallback'],
     );
     assert.equal(serviceObjectsForConfig(nodeServeConfig(kubeadmLayout(nodes, { image: 'mvproxy:0.1.0' }), 'cp-1'), 'all'), undefined);
   });

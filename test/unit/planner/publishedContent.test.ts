@@ -2,7 +2,7 @@
 // is given (src/planner/publishedContent.ts).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { desiredObjects, desiredPublication, type Liveness } from '../../../src/planner/publishedEndpoints.js';
+import { desiredObjects, desiredPublication, OWN_SIDECAR_SLICE, type Liveness } from '../../../src/planner/publishedEndpoints.js';
 import { judgeContent, serviceView } from '../../../src/planner/publishedContent.js';
 import { canonicalObject, CONTENT_DIGEST_ANNOTATION, type ListedSlice } from '../../../src/model/publication.js';
 import { PLAN, upstreamEndpoints } from '../../support/publisherHarness.js';
@@ -65,6 +65,12 @@ describe('published content: who wrote an object', () => {
     assert.deepEqual(judgeContent(PLAN, endpoints, observe('Endpoints', upstreamEndpoints(['192.0.2.11'], 6443))), { kind: 'lease', apiservers: ['kas-a'] });
   });
 
+  it("apiservers' addresses written into mvproxy's own slice, which no apiserver writes, are foreign", () => {
+    const own = objects(live(['kas-a', 'kas-b'])).find((o) => o.ref.name === OWN_SIDECAR_SLICE);
+    assert.ok(own);
+    assert.deepEqual(judgeContent(PLAN, own, observe('EndpointSlice', foreignSlice(['192.0.2.11'], 6444))), { kind: 'foreign', outside: [] });
+  });
+
   it('content naming an address outside the configuration is foreign, naming it', () => {
     assert.deepEqual(judgeContent(PLAN, endpoints, observe('Endpoints', upstreamEndpoints(['192.0.2.11', '192.0.2.99']))), {
       kind: 'foreign',
@@ -92,7 +98,7 @@ describe('published content: who wrote an object', () => {
 
 describe('published content: what kube-proxy is given', () => {
   it('maps every slice back to the apiservers, names addresses no config entry publishes, and tells mvproxy slices from foreign ones', () => {
-    const [, sidecars, fallback] = objects(live(['kas-a'], ['kas-b']));
+    const [, sidecars, , fallback] = objects(live(['kas-a'], ['kas-b']));
     assert.ok(sidecars && fallback);
     const view = serviceView(
       PLAN,

@@ -8,6 +8,7 @@ import {
   desiredObjects,
   desiredPublication,
   FALLBACK_SLICE,
+  OWN_SIDECAR_SLICE,
   operatorObjects,
   type Liveness,
 } from '../../../src/planner/publishedEndpoints.js';
@@ -43,6 +44,12 @@ describe('published endpoints: who is listed', () => {
     assert.equal(slice?.['addressType'], 'IPv4');
   });
 
+  it('lists the same sidecars in mvproxy’s own slice, which no apiserver writes (what kube-proxy keeps when the last lease reconciler erases `kubernetes`)', () => {
+    const { objects, slice } = objectsFor(live(['kas-a', 'kas-c']));
+    const own = objects.find((o) => o.ref.kind === 'EndpointSlice' && o.ref.name === OWN_SIDECAR_SLICE)?.body;
+    assert.deepEqual([own?.['endpoints'], own?.['ports']], [slice?.['endpoints'], slice?.['ports']]);
+  });
+
   it('lists a node whose sidecar is not live but whose apiserver is ready at the apiserver, in the fallback slice and a second subset', () => {
     const { endpoints, fallback } = objectsFor(live(['kas-a'], ['kas-a', 'kas-b']));
     assert.deepEqual(endpoints?.['subsets'], [
@@ -67,7 +74,7 @@ describe('published endpoints: who is listed', () => {
     const { objects } = objectsFor(live(['kas-a']), noFallback);
     assert.deepEqual(
       objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
-      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes'],
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', `EndpointSlice/${OWN_SIDECAR_SLICE}`],
     );
   });
 
@@ -145,11 +152,11 @@ describe('published endpoints: the objects', () => {
 });
 
 describe('published endpoints: the objects the operator creates', () => {
-  it('are the three objects listing nothing, each with a digest of its content, so the first replica writing over them is no foreign write', () => {
+  it('are the four objects listing nothing, each with a digest of its content, so the first replica writing over them is no foreign write', () => {
     const objects = operatorObjects(plan);
     assert.deepEqual(
       objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
-      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', `EndpointSlice/${FALLBACK_SLICE}`],
+      ['Endpoints/kubernetes', 'EndpointSlice/kubernetes', `EndpointSlice/${OWN_SIDECAR_SLICE}`, `EndpointSlice/${FALLBACK_SLICE}`],
     );
     for (const o of objects) assert.deepEqual(endpointsOrSlices(o.body), [], o.ref.name);
   });

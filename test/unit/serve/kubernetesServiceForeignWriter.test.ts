@@ -12,6 +12,7 @@ const ALL = { sidecar: ['kas-a', 'kas-b'], apiserver: ['kas-a', 'kas-b'] };
 const SIDECARS = ['192.0.2.1:6443', '192.0.2.2:6443'];
 const ENDPOINTS = { kind: 'Endpoints', name: 'kubernetes' } as const;
 const FALLBACK = { kind: 'EndpointSlice', name: 'kubernetes-mvproxy-fallback' } as const;
+const OWN_SIDECARS = { kind: 'EndpointSlice', name: 'kubernetes-mvproxy-sidecars' } as const;
 const WARN = 40;
 
 async function published(): Promise<PublisherCluster> {
@@ -39,6 +40,22 @@ describe('kubernetes Service publisher: an apiserver still on the lease reconcil
     assert.ok(r.kubeEvents.some((e) => e.reason === 'PublisherHolding'));
     assert.ok(r.logs.some((l) => l.level === WARN && /still on the lease reconciler/.test(l.msg)));
     assert.equal(await c.metric(r, 'mvproxy_kubernetes_service_foreign_writes_total'), 1, 'the rewrite that started the hold');
+  });
+
+  it("during a hold, mvproxy's own sidecar slice still follows liveness (no apiserver writes it): a sidecar that dies leaves it", async () => {
+    const c = await published();
+    const r = c.replicas[0];
+    assert.ok(r);
+    c.api.put(ENDPOINTS, upstreamEndpoints(['192.0.2.11', '192.0.2.12']));
+    r.reach.sidecar.delete('kas-b');
+    await c.rounds(2);
+    assert.equal(r.publisher.status().state, 'holding');
+    const own = c.api.get(OWN_SIDECARS) as unknown as { endpoints: Array<{ addresses: string[] }> };
+    assert.deepEqual(
+      own.endpoints.flatMap((e) => e.addresses),
+      ['192.0.2.1'],
+    );
+    assert.deepEqual(c.listed(), ['192.0.2.11:6444', '192.0.2.12:6444'], "upstream's objects left to the reconciler");
   });
 
   it('a reconciler that keeps rewriting is retried after 30 s, then after ever longer holds, up to 5 min', async () => {

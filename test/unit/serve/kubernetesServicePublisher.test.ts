@@ -51,7 +51,7 @@ describe('kubernetes Service publisher: what it writes', () => {
     c.add('r1', ALL);
     await c.rounds(3);
     assert.deepEqual(c.listed(), SIDECARS);
-    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes']);
+    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes', 'replace EndpointSlice/kubernetes-mvproxy-sidecars']);
     assert.deepEqual(sliceIps(c.api.get(SLICE)), ['192.0.2.1', '192.0.2.2']);
     assert.deepEqual(c.api.get(FALLBACK)?.['endpoints'], []);
   });
@@ -61,7 +61,7 @@ describe('kubernetes Service publisher: what it writes', () => {
     c.api.delete(FALLBACK);
     const r = c.add('r1', ALL);
     await c.rounds(3);
-    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes']);
+    assert.deepEqual(c.api.writes, ['replace Endpoints/kubernetes', 'replace EndpointSlice/kubernetes', 'replace EndpointSlice/kubernetes-mvproxy-sidecars']);
     assert.equal(c.api.get(FALLBACK), undefined);
     const status = r.publisher.status();
     assert.equal(status.state, 'failing');
@@ -76,7 +76,7 @@ describe('kubernetes Service publisher: what it writes', () => {
     assert.deepEqual(c.api.writes, []);
     assert.match(
       r.publisher.status().message ?? '',
-      /^Endpoints default\/kubernetes and EndpointSlice default\/kubernetes and EndpointSlice default\/kubernetes-mvproxy-fallback does not exist/,
+      /^Endpoints default\/kubernetes and EndpointSlice default\/kubernetes and EndpointSlice default\/kubernetes-mvproxy-sidecars and EndpointSlice default\/kubernetes-mvproxy-fallback does not exist/,
     );
   });
 
@@ -264,6 +264,7 @@ describe('kubernetes Service publisher: what an operator sees', () => {
         ['kubernetes', true, SIDECARS],
         ['kubernetes-extra', false, ['198.51.100.7:443']],
         ['kubernetes-mvproxy-fallback', true, []],
+        ['kubernetes-mvproxy-sidecars', true, SIDECARS],
       ],
     );
     assert.deepEqual(status.other_addresses, ['198.51.100.7:443']);
