@@ -80,8 +80,7 @@ const CONNECTIONS_PER_APISERVER = 4;
  */
 export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions): HttpTransport {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const { maxBodyBytes } = options;
-  const { identityIp } = options;
+  const { maxBodyBytes, identityIp } = options;
   const checkIdentity =
     identityIp === undefined ? undefined : (_host: string, cert: PeerCertificate): Error | undefined => checkServerIdentity(identityIp, cert);
   const agents = tlsAgentKeeper({ sockets: CONNECTIONS_PER_APISERVER, idleSockets: CONNECTIONS_PER_APISERVER });
