@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { kubeadmLayout, nodeServeConfig, renderKubeadmNode, type KubeadmNode, type RenderedFile } from '../deploy/kubeadm.js';
 import type { JsonValue } from '../xds/bootstrap.js';
 import { repoFile } from '../util/protoRoot.js';
+import { KUBEADM_SERVICE_SUBNET, kubernetesServiceIp } from '../deploy/serviceRange.js';
 
 const HEADER = '# Rendered by `mvproxy deploy kubeadm` (docs/kubeadm.md): render again rather than edit.\n';
 
@@ -34,7 +35,7 @@ export async function runDeploy(args: string[]): Promise<number> {
   const [target, ...rest] = args;
   if (target !== 'kubeadm')
     throw new Error(
-      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service]',
+      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service [--service-cidr CIDR]]',
     );
   const { values } = parseArgs({
     args: rest,
@@ -45,6 +46,8 @@ export async function runDeploy(args: string[]): Promise<number> {
       'envoy-image': { type: 'string' },
       'envoy-concurrency': { type: 'string' },
       'publish-kubernetes-service': { type: 'boolean', default: false },
+      // kubeadm's networking.serviceSubnet: its first address is the kubernetes Service's ClusterIP.
+      'service-cidr': { type: 'string', default: KUBEADM_SERVICE_SUBNET },
     },
     strict: true,
   });
@@ -58,7 +61,9 @@ export async function runDeploy(args: string[]): Promise<number> {
     image: values.image ?? defaultImage(),
     ...(values['envoy-image'] ? { envoyImage: values['envoy-image'] } : {}),
     ...(envoyConcurrency === undefined ? {} : { envoyConcurrency }),
-    ...(values['publish-kubernetes-service'] ? { tuning: { publishKubernetesService: true } } : {}),
+    ...(values['publish-kubernetes-service']
+      ? { tuning: { publishKubernetesService: true, kubernetesServiceIp: kubernetesServiceIp(values['service-cidr']) } }
+      : {}),
   });
   for (const node of nodes) {
     for (const file of renderKubeadmNode(layout, node.name)) {

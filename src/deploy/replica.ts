@@ -56,6 +56,12 @@ export interface ReplicaTuning {
    * apiserver runs --endpoint-reconciler-type=none (docs/kubeadm.md).
    */
   publishKubernetesService?: boolean;
+  /**
+   * The `kubernetes` Service's ClusterIP (config `kubernetesService.clusterIp`),
+   * required to publish: pods dial it, so each sidecar's certificate is verified
+   * against it (serviceRange.ts derives it from the Service range).
+   */
+  kubernetesServiceIp?: string;
 }
 
 /** The JSON file `mvproxy serve --config` reads (src/serve/config.ts validates it). */
@@ -81,7 +87,10 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
     replicaName: replica.replicaName,
   };
   if (tuning.peerEgressProxy !== undefined) config['peerEgressProxy'] = tuning.peerEgressProxy;
-  if (tuning.publishKubernetesService) config['kubernetesService'] = { publish: true };
+  if (tuning.publishKubernetesService) {
+    if (tuning.kubernetesServiceIp === undefined) throw new Error('publishing the kubernetes Service needs its ClusterIP (kubernetesServiceIp)');
+    config['kubernetesService'] = { publish: true, clusterIp: tuning.kubernetesServiceIp };
+  }
   for (const key of ['departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis'] as const) {
     const value = tuning[key];
     if (value !== undefined) config[key] = value;

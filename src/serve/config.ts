@@ -31,6 +31,7 @@ import {
   existingFile,
   hostPort,
   integer,
+  ipAddress,
   LIST,
   nonEmptyString,
   OBJECT,
@@ -172,7 +173,10 @@ function configFileSchema(at: ConfigLocation) {
       peerEgressProxy: hostPort.optional(),
       warmStartFile: path.optional(),
       kubernetesService: z
-        .object({ publish: boolean.default(false), livenessRecord: configMapRef.default(() => ({ ...DEFAULT_LIVENESS_RECORD })) }, OBJECT)
+        .object(
+          { publish: boolean.default(false), clusterIp: ipAddress.optional(), livenessRecord: configMapRef.default(() => ({ ...DEFAULT_LIVENESS_RECORD })) },
+          OBJECT,
+        )
         .optional(),
       departedGraceSeconds: integer(LIMITS.departedGraceSeconds),
       localOnlyGraceSeconds: integer(LIMITS.localOnlyGraceSeconds),
@@ -217,7 +221,8 @@ function contradiction(ctx: Check, path: PropertyKey[], message: string): void {
 function settingsOf(file: ConfigFile): ServeConfig {
   const { xds, admin } = file;
   const apiservers = file.apiservers.map(servedApiserver);
-  const plan = file.kubernetesService?.publish ? publishPlan(apiservers, []) : undefined; // its problems were reported by `publishable`
+  const service = file.kubernetesService;
+  const plan = service?.publish ? publishPlan(apiservers, []) : undefined; // its problems were reported by `publishable`
   return {
     kubeconfig: file.kubeconfig,
     apiservers,
@@ -239,7 +244,7 @@ function settingsOf(file: ConfigFile): ServeConfig {
     discoveryMaxBodyBytes: file.discoveryMaxBodyBytes,
     requestTimeoutSeconds: file.requestTimeoutSeconds,
     certificatePollMs: file.certificatePollMillis,
-    ...(file.kubernetesService && plan ? { kubernetesService: { livenessRecord: file.kubernetesService.livenessRecord, plan } } : {}),
+    ...(service?.clusterIp !== undefined && plan ? { kubernetesService: { livenessRecord: service.livenessRecord, clusterIp: service.clusterIp, plan } } : {}),
   };
 }
 
@@ -303,10 +308,16 @@ function distinctRecords({ drainRecord, syncRecord }: ConfigFile, ctx: Check): v
   if (sameRef(drainRecord, syncRecord)) contradiction(ctx, ['syncRecord'], 'must not be the drainRecord ConfigMap (its keys would read as drains)');
 }
 
-/** Publishing the `kubernetes` Service's endpoints needs a record of its own, a replica name usable as a key, and a plan (configPublish.ts). */
+/** Publishing the `kubernetes` Service's endpoints needs its ClusterIP, a record of its own, a replica name usable as a key, and a plan (configPublish.ts). */
 function publishable(file: ConfigFile, ctx: Check): void {
   if (!file.kubernetesService?.publish) return;
-  const { livenessRecord } = file.kubernetesService;
+  const { livenessRecord, clusterIp } = file.kubernetesService;
+  if (clusterIp === undefined)
+    contradiction(
+      ctx,
+      ['kubernetesService', 'clusterIp'],
+      "required while kubernetesService.publish is true: the `kubernetes` Service's ClusterIP (the first address of --service-cluster-ip-range), which pods dial and each sidecar's certificate is verified against",
+    );
   if (sameRef(livenessRecord, file.drainRecord) || sameRef(livenessRecord, file.syncRecord))
     contradiction(ctx, ['kubernetesService', 'livenessRecord'], 'must be a ConfigMap of its own (not the drainRecord or syncRecord)');
   if (!/^[-._a-zA-Z0-9]+$/.test(file.replicaName)) contradiction(ctx, ['replicaName'], 'must be a ConfigMap key (letters, digits, -, _ and .) to publish');

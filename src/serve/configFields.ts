@@ -3,6 +3,7 @@
 // what is wrong in the operator's terms; the path of the key is added when the
 // problems are reported (config.ts, ConfigError).
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import type { NetworkAddress } from '../model/cluster.js';
@@ -50,6 +51,9 @@ export const hostPort = nonEmptyString.transform((value, ctx): NetworkAddress =>
   if (!m || port < 1 || port > 65535) return problem(ctx, value, `${JSON.stringify(value)} is not host:port (port from 1 to 65535)`);
   return { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port };
 });
+
+/** An IPv4 or IPv6 address (no brackets, no port). */
+export const ipAddress = nonEmptyString.refine((value) => isIP(value) !== 0, { error: (issue) => `${JSON.stringify(issue.input)} is not an IP address` });
 
 /** `NAMESPACE/NAME` of a ConfigMap. */
 export const configMapRef = nonEmptyString.transform((value, ctx): ConfigMapRef => {

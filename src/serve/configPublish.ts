@@ -16,6 +16,8 @@ import { compareStrings } from '../util/order.js';
 export interface KubernetesServiceConfig {
   /** The ConfigMap where each replica writes what it observed (sources/livenessRecord.ts). */
   livenessRecord: ConfigMapRef;
+  /** The Service's ClusterIP (`clusterIp`): pods dial it, so the probes verify each certificate against it (sources/readyzProbe.ts). */
+  clusterIp: string;
   plan: PublishPlan;
 }
 

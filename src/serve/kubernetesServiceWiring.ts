@@ -30,13 +30,13 @@ export async function makeKubernetesServicePublisher(
     import('../sources/kubernetesServiceObjects.js'),
     import('../sources/serviceEvents.js'),
   ]);
-  const { plan, livenessRecord } = w.config.kubernetesService;
-  const server = w.config.tls.peerServerName;
+  const { plan, livenessRecord, clusterIp } = w.config.kubernetesService;
+  // Verified as a pod verifies it: against the Service's ClusterIP, which pods dial.
   const probes = new Map<string, () => Promise<boolean>>();
   for (const t of plan.targets) {
-    probes.set(`sidecar ${t.name}`, readyzProbe(w.kubeConfig, { host: t.sidecarIp, port: plan.sidecarPort }, server));
+    probes.set(`sidecar ${t.name}`, readyzProbe(w.kubeConfig, { host: t.sidecarIp, port: plan.sidecarPort }, clusterIp));
     if (t.apiserverIp !== undefined && plan.apiserverPort !== undefined)
-      probes.set(`apiserver ${t.name}`, readyzProbe(w.kubeConfig, { host: t.apiserverIp, port: plan.apiserverPort }, server));
+      probes.set(`apiserver ${t.name}`, readyzProbe(w.kubeConfig, { host: t.apiserverIp, port: plan.apiserverPort }, clusterIp));
   }
   const publisher = new KubernetesServicePublisher({
     plan,

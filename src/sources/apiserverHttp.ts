@@ -3,6 +3,7 @@
 // discovery is polled every second, a new TLS handshake each time would cost
 // more than the (usually 304) answer.
 import https from 'node:https';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { formatHost, type NetworkAddress } from '../model/cluster.js';
 import { type TlsMaterial, tlsAgentKeeper, tlsMaterialOf } from './tlsAgent.js';
@@ -48,6 +49,12 @@ export interface ApiserverHttpsOptions {
    * kubeconfig cluster's tls-server-name, else the address host.
    */
   tlsServerName?: string;
+  /**
+   * Verify the serving certificate's IP SANs against this address and send no
+   * SNI, instead of tlsServerName: what a client that dialed this IP does (Go
+   * sends no SNI to an IP host), a pod at the Service's ClusterIP.
+   */
+  identityIp?: string;
   /** Refuse larger bodies with a `too_large` error (a discovery document is a few hundred KiB; the serve config's discoveryMaxBodyBytes). */
   maxBodyBytes: number;
 }
@@ -73,7 +80,9 @@ const CONNECTIONS_PER_APISERVER = 4;
  */
 export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: NetworkAddress, options: ApiserverHttpsOptions): HttpTransport {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const { maxBodyBytes } = options;
+  const { maxBodyBytes, identityIp } = options;
+  const checkIdentity =
+    identityIp === undefined ? undefined : (_host: string, cert: PeerCertificate): Error | undefined => checkServerIdentity(identityIp, cert);
   const agents = tlsAgentKeeper({ sockets: CONNECTIONS_PER_APISERVER, idleSockets: CONNECTIONS_PER_APISERVER });
   let closed = false;
 
@@ -81,7 +90,8 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
     const opts: https.RequestOptions = {};
     await kubeConfig.applyToHTTPSOptions(opts);
     // applyToHTTPSOptions also builds an agent (possibly a proxy agent): unused, we dial the address directly.
-    const tls = tlsMaterialOf(opts, options.tlsServerName);
+    // '' (not undefined): no SNI, even when the kubeconfig names a tls-server-name.
+    const tls = tlsMaterialOf(opts, options.identityIp === undefined ? options.tlsServerName : '');
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(opts.headers ?? {})) {
       if (typeof value === 'string' || typeof value === 'number') headers[name] = String(value);
@@ -112,6 +122,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
           agent: requestAgent,
           headers: { ...creds.headers, ...headers },
           ...(creds.tls.servername !== undefined ? { servername: creds.tls.servername } : {}),
+          ...(checkIdentity ? { checkServerIdentity: checkIdentity } : {}),
         });
         const deadline = setTimeout(() => {
           timedOut = true;

@@ -1,9 +1,12 @@
 // The liveness probe of the `kubernetes` Service's publisher (issue 21): a
 // fresh TLS connection to a sidecar (or an apiserver) at the address the
-// operator publishes, verified as a pod verifies it (the cluster CA, the name
-// kubernetes.default.svc), then GET /readyz: live only on a 200. A fresh
-// connection each time: a kept-alive one would not show that new connections
-// (a pod's) are accepted.
+// operator publishes, verified as a pod verifies it, then GET /readyz: live
+// only on a 200. A pod dials the Service's ClusterIP (client-go's in-cluster
+// config: https://$KUBERNETES_SERVICE_HOST, an IP), so it sends no SNI and
+// checks the certificate's IP SANs against the ClusterIP, with the cluster
+// CA; the probe does the same (issue 29), so a certificate without the
+// ClusterIP is not live. A fresh connection each time: a kept-alive one would
+// not show that new connections (a pod's) are accepted.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NetworkAddress } from '../model/cluster.js';
 import { createApiserverHttpsTransport, type HttpTransport } from './apiserverHttp.js';
@@ -27,7 +30,8 @@ export async function probeReadyz(transport: HttpTransport): Promise<boolean> {
   }
 }
 
-/** A probe of `address` with the kubeconfig's CA and credentials (the same trust and identity as the discovery polls). */
-export function readyzProbe(kubeConfig: KubeConfig, address: NetworkAddress, tlsServerName: string): ReadyzProbe {
-  return () => probeReadyz(createApiserverHttpsTransport(kubeConfig, address, { tlsServerName, timeoutMs: PROBE_TIMEOUT_MS, maxBodyBytes: MAX_BODY_BYTES }));
+/** A probe of `address` with the kubeconfig's CA and credentials, the certificate verified against `clusterIp` (the `kubernetes` Service's) with no SNI. */
+export function readyzProbe(kubeConfig: KubeConfig, address: NetworkAddress, clusterIp: string): ReadyzProbe {
+  return () =>
+    probeReadyz(createApiserverHttpsTransport(kubeConfig, address, { identityIp: clusterIp, timeoutMs: PROBE_TIMEOUT_MS, maxBodyBytes: MAX_BODY_BYTES }));
 }

@@ -23,6 +23,7 @@ import {
 } from '../../src/deploy/kubeadm.js';
 import { DEFAULT_ENVOY_CONCURRENCY, IMAGE_PROGRAM } from '../../src/deploy/replica.js';
 import { SANDBOX_REPLICA_TUNING, SANDBOX_XDS_SERVER_NAME } from '../../src/tools/sandbox/controlPlanes.js';
+import { SANDBOX_KUBERNETES_SERVICE_IP } from '../../src/tools/sandbox/pki.js';
 import type { JsonObject } from '../../src/xds/bootstrap.js';
 import { repoFile } from '../../src/util/protoRoot.js';
 import { serviceObjectsForConfig } from '../../src/serve/kubernetesServiceManifest.js';
@@ -110,7 +111,10 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
       logLevel: 'info',
       drainSeconds: 1,
       envoyConcurrency: DEFAULT_ENVOY_CONCURRENCY,
-      tuning: { ...SANDBOX_REPLICA_TUNING, ...(state.network?.mode === 'namespace' ? { publishKubernetesService: true } : {}) },
+      tuning: {
+        ...SANDBOX_REPLICA_TUNING,
+        ...(state.network?.mode === 'namespace' ? { publishKubernetesService: true, kubernetesServiceIp: SANDBOX_KUBERNETES_SERVICE_IP } : {}),
+      },
     };
   }
 
@@ -239,10 +243,19 @@ describe('kubeadm manifests rendered for the sandbox (v1.36.3 and v1.37.2, a rep
       // A Role and its binding each in default (the kubernetes Service's objects, Events) and kube-system (the liveness record).
       assert.equal(output.match(/\(server dry run\)/g)?.length, 4, output);
       const example = kubeadmLayout([{ name: 'cp-1', ip: '10.0.0.11' }], { image: 'mvproxy:0.1.0' });
+<<<<<<< HEAD
       const slices = serviceObjectsForConfig({ ...nodeServeConfig(example, 'cp-1'), kubernetesService: { publish: true } }, 'mvproxy-slices');
       assert.ok(slices, 'a publishing config has slices of its own');
       const created = await dryRun(version, await write('kubernetes-mvproxy-slices.json', slices as JsonObject, 'json'));
       assert.equal(created.match(/\(server dry run\)/g)?.length, 2, created);
+=======
+      const fallback = serviceObjectsForConfig(
+        { ...nodeServeConfig(example, 'cp-1'), kubernetesService: { publish: true, clusterIp: '10.96.0.1' } },
+        'fallback',
+      );
+      assert.ok(fallback, 'a publishing config has a fallback slice');
+      assert.match(await dryRun(version, await write('kubernetes-mvproxy-fallback.json', fallback as JsonObject, 'json')), /\(server dry run\)/);
+>>>>>>> clusterip
     });
   }
 });

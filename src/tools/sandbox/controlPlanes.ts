@@ -21,7 +21,7 @@ import {
   type ReplicaTuning,
 } from '../../entry/controlPlane.js';
 import { apiserverListen, sidecarListen, type RunningApiserver } from './apiservers.js';
-import { CONTROL_PLANE_USER, type SandboxPki } from './pki.js';
+import { CONTROL_PLANE_USER, SANDBOX_KUBERNETES_SERVICE_IP, type SandboxPki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { repoFile } from '../../util/protoRoot.js';
 import { freePorts } from './ports.js';
@@ -195,7 +195,9 @@ export class SandboxControlPlanes {
         {
           ...(this.opts.peerEgressProxy ? { peerEgressProxy: this.opts.peerEgressProxy } : {}),
           ...SANDBOX_REPLICA_TUNING,
-          ...(namespace && this.opts.publishKubernetesService !== false ? { publishKubernetesService: true } : {}),
+          ...(namespace && this.opts.publishKubernetesService !== false
+            ? { publishKubernetesService: true, kubernetesServiceIp: SANDBOX_KUBERNETES_SERVICE_IP }
+            : {}),
         },
       );
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
@@ -287,7 +289,7 @@ export class SandboxControlPlanes {
     if (replica.process?.running) throw new Error(`the control plane ${replica.name} is already running`);
     if (change.publishKubernetesService !== undefined) {
       const config = JSON.parse(readFileSync(this.configPath(replica), 'utf8')) as Record<string, unknown>;
-      if (change.publishKubernetesService) config['kubernetesService'] = { publish: true };
+      if (change.publishKubernetesService) config['kubernetesService'] = { publish: true, clusterIp: SANDBOX_KUBERNETES_SERVICE_IP };
       else delete config['kubernetesService'];
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
       await this.prepare(this.configPath(replica));

@@ -64,7 +64,7 @@ export interface SandboxPkiOptions {
 
 /** The sandbox's --service-cluster-ip-range; its first address is kubernetes.default's IP. */
 export const SANDBOX_SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
-const SANDBOX_KUBERNETES_SERVICE_IP = '10.0.0.1';
+export const SANDBOX_KUBERNETES_SERVICE_IP = '10.0.0.1';
 const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
 const ADMIN_USER = 'mvproxy-admin';
 const ADMIN_GROUP = 'system:masters';

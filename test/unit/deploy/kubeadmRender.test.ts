@@ -205,7 +205,7 @@ describe('mvproxy deploy kubeadm', () => {
         { name: 'cp-1', ip: '10.0.0.11' },
         { name: 'cp-2', ip: '10.0.0.12' },
       ],
-      { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } },
+      { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true, kubernetesServiceIp: '10.96.0.1' } },
     );
     const config = parseServeConfig(nodeServeConfig(publishing, 'cp-2'), '/', false);
     assert.deepEqual(config.kubernetesService?.plan, {

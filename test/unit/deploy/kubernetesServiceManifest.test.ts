@@ -35,7 +35,7 @@ describe('deploy kubeadm: the kubernetes Service objects the operator creates', 
   });
 
   it('mvproxy’s own slices alone, at the sidecars’ and the apiservers’ port, listing nothing, with a matching mvproxy digest', () => {
-    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
+    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true, kubernetesServiceIp: '10.96.0.1' } });
     const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'mvproxy-slices') as {
       items: Array<Record<string, unknown> & { metadata: Record<string, unknown> }>;
     };
@@ -53,7 +53,7 @@ describe('deploy kubeadm: the kubernetes Service objects the operator creates', 
   });
 
   it('every object for a cluster where no apiserver ever published (the sandbox); none for a config that does not publish', () => {
-    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true } });
+    const layout = kubeadmLayout(nodes, { image: 'mvproxy:0.1.0', tuning: { publishKubernetesService: true, kubernetesServiceIp: '10.96.0.1' } });
     const list = serviceObjectsForConfig(nodeServeConfig(layout, 'cp-1'), 'all') as { items: Array<{ kind: string; metadata: { name: string } }> };
     assert.deepEqual(
       list.items.map((o) => `${o.kind}/${o.metadata.name}`),

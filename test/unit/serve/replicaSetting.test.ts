@@ -37,14 +37,19 @@ describe('a replica and its sidecar, wherever they run', () => {
       publish: '192.0.2.11:6444',
       sidecarPublish: '192.0.2.11:6443',
     };
-    const config = replicaServeConfig([node], tls, replica, { publishKubernetesService: true });
+    const config = replicaServeConfig([node], tls, replica, { publishKubernetesService: true, kubernetesServiceIp: '10.96.0.1' });
     const parsed = parseServeConfig(config, '/', false);
+    assert.equal(parsed.kubernetesService?.clusterIp, '10.96.0.1');
     assert.deepEqual(parsed.kubernetesService?.plan, {
       family: 'IPv4',
       sidecarPort: 6443,
       apiserverPort: 6444,
       targets: [{ name: 'a', sidecarIp: '192.0.2.11', apiserverIp: '192.0.2.11' }],
     });
+  });
+
+  it("a config that publishes the kubernetes Service is not written without the Service's ClusterIP", () => {
+    assert.throws(() => replicaServeConfig(apiservers, tls, replica, { publishKubernetesService: true }), /needs its ClusterIP/);
   });
 
   it('a replica without a mutual-TLS listener serves its own sidecar only (a single replica)', () => {

@@ -20,7 +20,7 @@ const base = {
   xds: { unixSocket: 'xds.sock' },
   replicaName: 'mvproxy-1',
 };
-const publishing = { ...base, kubernetesService: { publish: true } };
+const publishing = { ...base, kubernetesService: { publish: true, clusterIp: '10.96.0.1' } };
 
 const parse = (raw: unknown) => parseServeConfig(raw as never, '/etc/mvproxy', false);
 
@@ -51,6 +51,7 @@ describe('serve configuration: kubernetesService', () => {
   it('publishes each sidecar at sidecar.listen and each apiserver at address by default, in the default liveness record', () => {
     assert.deepEqual(parse(publishing).kubernetesService, {
       livenessRecord: { namespace: 'kube-system', name: 'mvproxy-liveness' },
+      clusterIp: '10.96.0.1',
       plan: {
         family: 'IPv4',
         sidecarPort: 6443,
@@ -120,16 +121,32 @@ describe('serve configuration: kubernetesService', () => {
   });
 
   it('the liveness record is a ConfigMap of its own, and the replica name must be usable as its key', () => {
-    assert.deepEqual(parse({ ...base, kubernetesService: { publish: true, livenessRecord: 'mvproxy/alive' } }).kubernetesService?.livenessRecord, {
-      namespace: 'mvproxy',
-      name: 'alive',
-    });
+    assert.deepEqual(
+      parse({ ...base, kubernetesService: { ...publishing.kubernetesService, livenessRecord: 'mvproxy/alive' } }).kubernetesService?.livenessRecord,
+      {
+        namespace: 'mvproxy',
+        name: 'alive',
+      },
+    );
     assertProblem(
-      { ...base, kubernetesService: { publish: true, livenessRecord: 'kube-system/mvproxy-drains' } },
+      { ...base, kubernetesService: { ...publishing.kubernetesService, livenessRecord: 'kube-system/mvproxy-drains' } },
       /^kubernetesService\.livenessRecord: must be/,
     );
-    assertProblem({ ...base, kubernetesService: { publish: true, livenessRecord: 'no-slash' } }, /^kubernetesService\.livenessRecord: /);
+    assertProblem({ ...base, kubernetesService: { ...publishing.kubernetesService, livenessRecord: 'no-slash' } }, /^kubernetesService\.livenessRecord: /);
     assertProblem({ ...publishing, replicaName: 'a b' }, /^replicaName: must be a ConfigMap key/);
     assertProblem({ ...base, kubernetesService: { publish: 'yes' } }, /^kubernetesService\.publish: must be true or false/);
+  });
+
+  it("publishing needs the Service's ClusterIP (the probes verify each certificate against it, as pods do)", () => {
+    assertProblem({ ...base, kubernetesService: { publish: true } }, /^kubernetesService\.clusterIp: required while kubernetesService\.publish is true/);
+  });
+
+  it('the ClusterIP is an IPv4 or IPv6 address, nothing else', () => {
+    assert.equal(parse({ ...base, kubernetesService: { publish: true, clusterIp: 'fd00::1' } }).kubernetesService?.clusterIp, 'fd00::1');
+    for (const clusterIp of ['kubernetes.default.svc', '10.96.0.1:443', '10.96.0.0/12', '[fd00::1]'])
+      assert.deepEqual(problemsOf({ ...base, kubernetesService: { publish: true, clusterIp } }), [
+        `kubernetesService.clusterIp: ${JSON.stringify(clusterIp)} is not an IP address`,
+      ]);
+    assertProblem({ ...base, kubernetesService: { publish: true, clusterIp: 42 } }, /^kubernetesService\.clusterIp: must be a non-empty string$/);
   });
 });

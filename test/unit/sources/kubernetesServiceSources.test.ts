@@ -1,17 +1,10 @@
 // The I/O edges of the `kubernetes` Service's publisher: the /readyz probe
-// (src/sources/readyzProbe.ts) and what the objects writer reads back from
-// the API (src/sources/kubernetesServiceObjects.ts).
-import { after, before, describe, it } from 'node:test';
+// (src/sources/readyzProbe.ts; over real TLS: readyzProbeTls.test.ts) and
+// what the objects writer reads back from the API
+// (src/sources/kubernetesServiceObjects.ts).
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import { ensureSandboxPki } from '../../../src/tools/sandbox/pki.js';
-import { probeReadyz, readyzProbe } from '../../../src/sources/readyzProbe.js';
+import { probeReadyz } from '../../../src/sources/readyzProbe.js';
 import { HttpTransportError } from '../../../src/sources/apiserverHttp.js';
 import { decodeObserved, decodeSliceList, objectsPath } from '../../../src/sources/kubernetesServiceObjects.js';
 import { serviceEventBody } from '../../../src/sources/serviceEvents.js';
@@ -37,59 +30,6 @@ describe('readyz probe', () => {
   it('fails, never rejects, when nothing answers (refused, TLS, timeout)', async () => {
     for (const kind of ['fetch', 'timeout', 'too_large'] as const) {
       assert.deepEqual(await probe(() => new HttpTransportError(kind, 'no')), { passed: false, closed: true }, kind);
-    }
-  });
-});
-
-describe('readyz probe over TLS', () => {
-  let dir: string;
-  let server: https.Server;
-  let port: number;
-  let kubeConfig: KubeConfig;
-  let handshakes = 0;
-  let status = 200;
-
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'mvproxy-readyz-'));
-    const pki = await ensureSandboxPki(dir, { apiserverNames: ['a'] });
-    const pair = pki.serving['a'];
-    assert.ok(pair);
-    server = https.createServer({ key: await readFile(pair.key), cert: await readFile(pair.cert) }, (req, res) => {
-      res.writeHead(req.url === '/readyz' ? status : 404).end('ok');
-    });
-    server.on('secureConnection', () => handshakes++);
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    port = (server.address() as AddressInfo).port;
-    kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: 'c', server: 'https://elsewhere.invalid:1', caFile: pki.peerCa, skipTLSVerify: false }],
-      users: [{ name: 'u', certFile: pki.admin.cert, keyFile: pki.admin.key }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-  });
-
-  after(async () => {
-    server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  it('verifies the certificate as a pod does (the cluster CA, the name kubernetes.default.svc), a new TLS connection each time', async () => {
-    const probe = readyzProbe(kubeConfig, { host: '127.0.0.1', port }, 'kubernetes.default.svc');
-    handshakes = 0;
-    assert.equal(await probe(), true);
-    assert.equal(await probe(), true);
-    assert.equal(handshakes, 2);
-  });
-
-  it('fails for a certificate that does not name kubernetes.default.svc, and on a /readyz that is not 200', async () => {
-    assert.equal(await readyzProbe(kubeConfig, { host: '127.0.0.1', port }, 'not-the-apiserver.example')(), false);
-    status = 503;
-    try {
-      assert.equal(await readyzProbe(kubeConfig, { host: '127.0.0.1', port }, 'kubernetes.default.svc')(), false);
-    } finally {
-      status = 200;
     }
   });
 });
