@@ -1,7 +1,8 @@
 // Reading /proc for the benches: src/tools/bench/procStat.ts.
 import assert from 'node:assert/strict';
+import { pbkdf2Sync } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { cpuTicksOfStat, processCpuTicks, statusKb } from '../../../../src/tools/bench/procStat.js';
+import { cpuTicksOfStat, processCpuTicks, statusKb, USER_HZ } from '../../../../src/tools/bench/procStat.js';
 
 describe('cpuTicksOfStat', () => {
   test('sums utime and stime (fields 14 and 15)', () => {
@@ -14,9 +15,15 @@ describe('cpuTicksOfStat', () => {
     assert.equal(cpuTicksOfStat(stat), 12);
   });
 
-  test('this process has used some CPU', { skip: process.platform !== 'linux' }, () => {
-    const ticks = processCpuTicks(process.pid);
-    assert.ok(Number.isInteger(ticks) && ticks >= 0, String(ticks));
+  test('reads the CPU time this process burns', () => {
+    // A third of a second of busy work, as getrusage counts it, shows in /proc as about as many ticks more.
+    const before = processCpuTicks(process.pid);
+    const started = process.cpuUsage();
+    let burned = process.cpuUsage(started);
+    for (; burned.user + burned.system < 300_000; burned = process.cpuUsage(started)) pbkdf2Sync('cpu', 'salt', 10_000, 32, 'sha256');
+    const burnedTicks = ((burned.user + burned.system) / 1e6) * USER_HZ;
+    const grew = processCpuTicks(process.pid) - before;
+    assert.ok(grew >= 0.6 * burnedTicks && grew <= 2 * burnedTicks + 10, `${grew} ticks read for ${burnedTicks.toFixed(0)} ticks burned`);
   });
 });
 
