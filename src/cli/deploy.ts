@@ -35,7 +35,7 @@ export async function runDeploy(args: string[]): Promise<number> {
   const [target, ...rest] = args;
   if (target !== 'kubeadm')
     throw new Error(
-      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service [--service-cidr CIDR]]',
+      'usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--no-publish-kubernetes-service] [--service-cidr CIDR]',
     );
   const { values } = parseArgs({
     args: rest,
@@ -45,11 +45,13 @@ export async function runDeploy(args: string[]): Promise<number> {
       image: { type: 'string' },
       'envoy-image': { type: 'string' },
       'envoy-concurrency': { type: 'string' },
-      'publish-kubernetes-service': { type: 'boolean', default: false },
+      // Publishing is the default (every pod through a sidecar); --no-... renders the adoption step before the switch (docs/kubeadm.md).
+      'publish-kubernetes-service': { type: 'boolean', default: true },
       // kubeadm's networking.serviceSubnet: its first address is the kubernetes Service's ClusterIP.
       'service-cidr': { type: 'string', default: KUBEADM_SERVICE_SUBNET },
     },
     strict: true,
+    allowNegative: true,
   });
   const nodes = (values.node ?? []).map(parseNodeFlag);
   if (nodes.length === 0) throw new Error('give every control-plane node: --node NAME=IP[,HOSTNAME] (once per node)');
@@ -72,7 +74,7 @@ export async function runDeploy(args: string[]): Promise<number> {
       writeFileSync(target, await fileText(file));
     }
   }
-  // Once for the cluster, with the switch: the fallback slice the operator creates before the replicas publish (docs/kubeadm.md).
+  // Once for the cluster, when publishing: mvproxy's own slices, which the operator creates before the replicas publish (docs/kubeadm.md).
   const first = nodes[0];
   if (layout.tuning.publishKubernetesService && first) {
     const { OWN_SLICES_MANIFEST, serviceObjectsForConfig } = await import('../serve/kubernetesServiceManifest.js');

@@ -39,7 +39,7 @@ apiserver NAME's sidecar (node.metadata apiserver): several Envoys may run one
 sidecar's config, computed once for all of them; over mutual TLS the client
 certificate must name both.
 `,
-  deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--publish-kubernetes-service]
+  deploy: `usage: mvproxy deploy kubeadm --node NAME=IP[,HOSTNAME] ... --out DIR [--image IMAGE] [--envoy-image IMAGE] [--envoy-concurrency N] [--no-publish-kubernetes-service] [--service-cidr CIDR]
 
 Writes, for each kubeadm control-plane node (give every one, with its kubeadm
 node name and advertise address), its files under DIR/NAME/ at their paths on
@@ -49,10 +49,12 @@ apiserver to 6444 (docs/kubeadm.md). --image defaults to mvproxy:<version>,
 built by the operator (deploy/Dockerfile); --envoy-image to
 docker.io/envoyproxy/envoy:v1.40.0. --envoy-concurrency: the sidecar's Envoy
 worker threads (default 2; each holds its own copy of the pushed documents,
-docs/operating.md). --publish-kubernetes-service: every
-replica publishes the \`kubernetes\` Service's endpoints (its sidecars), and
-kube-apiserver1+json.json turns the apiservers' own endpoint reconciler off;
-apply that patch to every apiserver before any replica runs the new config
+docs/operating.md). By default every replica publishes the \`kubernetes\`
+Service's endpoints (its sidecars; --service-cidr, default kubeadm's
+10.96.0.0/12, gives the ClusterIP its probes verify),
+kube-apiserver1+json.json turns the apiservers' own endpoint reconciler off,
+and DIR/kubernetes-mvproxy-slices.yaml holds the slices the operator creates.
+--no-publish-kubernetes-service renders the adoption step, before that switch
 (docs/kubeadm.md, "Publishing the kubernetes Service").
 `,
   admin: `usage: mvproxy admin [--socket PATH] [-o json] <verb>    (mvproxy admin <verb> --help for one verb)

@@ -51,6 +51,7 @@ describe('mvproxy deploy kubeadm', () => {
     execFileSync(process.execPath, [cli, 'deploy', 'kubeadm', ...NODE_FLAGS, '--out', out]);
     const rendered = filesUnder(out);
     assert.deepEqual(
+      // The example publishes (the default): kubernetes-mvproxy-slices.yaml beside the nodes' folders.
       filesUnder(example).filter((f) => f !== 'README.md'),
       rendered,
     );
@@ -199,7 +200,7 @@ describe('mvproxy deploy kubeadm', () => {
     ]);
   });
 
-  it("with --publish-kubernetes-service every replica publishes the nodes' sidecars, and a second patch turns the apiservers' endpoint reconciler off", () => {
+  it("publishing (the default) every replica publishes the nodes' sidecars, and a second patch turns the apiservers' endpoint reconciler off", () => {
     const publishing = kubeadmLayout(
       [
         { name: 'cp-1', ip: '10.0.0.11' },

@@ -25,12 +25,12 @@ const render = (...flags: string[]): string => {
 };
 
 describe('deploy kubeadm: the kubernetes Service objects the operator creates', () => {
-  it('renders no slice without the switch', () => {
-    assert.equal(readdirSync(render()).includes(OWN_SLICES_MANIFEST), false);
+  it('renders no slice for the adoption step (--no-publish-kubernetes-service)', () => {
+    assert.equal(readdirSync(render('--no-publish-kubernetes-service')).includes(OWN_SLICES_MANIFEST), false);
   });
 
-  it('with the switch, renders mvproxy’s own slices beside the nodes’ directories', () => {
-    const text = readFileSync(join(render('--publish-kubernetes-service'), OWN_SLICES_MANIFEST), 'utf8');
+  it('by default (publishing), renders mvproxy’s own slices beside the nodes’ directories', () => {
+    const text = readFileSync(join(render(), OWN_SLICES_MANIFEST), 'utf8');
     assert.deepEqual(text.match(/^ {6}name: .*$/gm), ['      name: kubernetes-mvproxy-sidecars', '      name: kubernetes-mvproxy-fallback']);
   });
 

@@ -1,5 +1,5 @@
 // The `kubernetes` Service's ClusterIP that `mvproxy deploy kubeadm
-// --publish-kubernetes-service` writes into every replica's config
+// (publishing, its default)` writes into every replica's config
 // (src/deploy/serviceRange.ts, --service-cidr): the first address of the
 // Service range, as kubeadm and kube-apiserver take it.
 import { describe, it } from 'node:test';
@@ -44,9 +44,9 @@ describe("the kubernetes Service's ClusterIP from the Service range", () => {
       assert.throws(() => kubernetesServiceIp(cidr), /is not a Service range/, cidr);
   });
 
-  it('deploy kubeadm --publish-kubernetes-service writes it into every config, from --service-cidr (default 10.96.0.0/12)', () => {
-    assert.equal(renderedClusterIp('--publish-kubernetes-service'), '10.96.0.1');
-    assert.equal(renderedClusterIp('--publish-kubernetes-service', '--service-cidr', '172.20.0.0/16'), '172.20.0.1');
-    assert.equal(renderedClusterIp(), undefined, 'not without the switch');
+  it('deploy kubeadm (publishing, its default) writes it into every config, from --service-cidr (default 10.96.0.0/12)', () => {
+    assert.equal(renderedClusterIp(), '10.96.0.1');
+    assert.equal(renderedClusterIp('--service-cidr', '172.20.0.0/16'), '172.20.0.1');
+    assert.equal(renderedClusterIp('--no-publish-kubernetes-service'), undefined, 'not in the adoption step');
   });
 });
