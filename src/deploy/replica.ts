@@ -64,6 +64,11 @@ export interface ReplicaTuning {
   kubernetesServiceIp?: string;
 }
 
+/** The config's `kubernetesService` part of a replica that publishes the Service (src/serve/config.ts). */
+export function publishingSetting(clusterIp: string): JsonObject {
+  return { publish: true, clusterIp };
+}
+
 /** The JSON file `mvproxy serve --config` reads (src/serve/config.ts validates it). */
 export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsFiles, replica: ReplicaSetting, tuning: ReplicaTuning = {}): JsonObject {
   const config: JsonObject = {
@@ -89,7 +94,7 @@ export function replicaServeConfig(apiservers: NodeApiserver[], tls: ClusterTlsF
   if (tuning.peerEgressProxy !== undefined) config['peerEgressProxy'] = tuning.peerEgressProxy;
   if (tuning.publishKubernetesService) {
     if (tuning.kubernetesServiceIp === undefined) throw new Error('publishing the kubernetes Service needs its ClusterIP (kubernetesServiceIp)');
-    config['kubernetesService'] = { publish: true, clusterIp: tuning.kubernetesServiceIp };
+    config['kubernetesService'] = publishingSetting(tuning.kubernetesServiceIp);
   }
   for (const key of ['departedGraceSeconds', 'localOnlyGraceSeconds', 'discoveryPollMillis'] as const) {
     const value = tuning[key];

@@ -18,6 +18,7 @@ import { envoyGrpc, envoyRoot } from '../xds/protos.js';
 export {
   REPLICA_ENV,
   REPLICA_NODE_FLAGS,
+  publishingSetting,
   replicaServeConfig,
   serveArgs,
   sidecarControlPlanes,
@@ -25,6 +26,7 @@ export {
   type ReplicaTuning,
 } from '../deploy/replica.js';
 export { apiserverPatch, endpointReconcilerPatch, kubeadmLayout } from '../deploy/kubeadm.js';
+export { kubernetesServiceIp } from '../deploy/serviceRange.js';
 export { serviceObjectsForConfig } from '../serve/kubernetesServiceManifest.js';
 
 /** The built `mvproxy` command (dist/src/cli/main.js), run with node: `mvproxy serve --config FILE`. */

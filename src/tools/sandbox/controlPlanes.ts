@@ -13,6 +13,7 @@ import {
   MVPROXY_CLI,
   REPLICA_ENV,
   REPLICA_NODE_FLAGS,
+  publishingSetting,
   replicaServeConfig,
   serveArgs,
   serviceObjectsForConfig,
@@ -289,7 +290,7 @@ export class SandboxControlPlanes {
     if (replica.process?.running) throw new Error(`the control plane ${replica.name} is already running`);
     if (change.publishKubernetesService !== undefined) {
       const config = JSON.parse(readFileSync(this.configPath(replica), 'utf8')) as Record<string, unknown>;
-      if (change.publishKubernetesService) config['kubernetesService'] = { publish: true, clusterIp: SANDBOX_KUBERNETES_SERVICE_IP };
+      if (change.publishKubernetesService) config['kubernetesService'] = publishingSetting(SANDBOX_KUBERNETES_SERVICE_IP);
       else delete config['kubernetesService'];
       writeFileSync(this.configPath(replica), `${JSON.stringify(config, null, 2)}\n`);
       await this.prepare(this.configPath(replica));

@@ -14,6 +14,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type * as X509Types from '@peculiar/x509';
 import { writeFileAtomicSync } from '../../util/atomicWrite.js';
+import { kubernetesServiceIp } from '../../entry/controlPlane.js';
 import { EC_SIGN_ALG, issueCa, loadX509, newKeyPair, randomSerial, toPem, validity, type IssuedCert, type X509Module } from './x509.js';
 
 export interface CertKeyPaths {
@@ -64,7 +65,7 @@ export interface SandboxPkiOptions {
 
 /** The sandbox's --service-cluster-ip-range; its first address is kubernetes.default's IP. */
 export const SANDBOX_SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
-export const SANDBOX_KUBERNETES_SERVICE_IP = '10.0.0.1';
+export const SANDBOX_KUBERNETES_SERVICE_IP = kubernetesServiceIp(SANDBOX_SERVICE_CLUSTER_IP_RANGE);
 const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
 const ADMIN_USER = 'mvproxy-admin';
 const ADMIN_GROUP = 'system:masters';
