@@ -9,7 +9,7 @@ import type { ApiserverObservation, ClusterModel, LocalOnlyGroupVersion } from '
 export type PeerStanding = 'available' | 'unavailable' | 'gone';
 
 export function peerStanding(peer: ApiserverObservation, now: number, departedGraceMs: number): PeerStanding {
-  if (peer.lease === undefined && peer.leaseGoneAt !== undefined) {
+  if (leftByLease(peer)) {
     // Back: it stopped serving its discovery after its lease went and serves
     // it again, so what it serves is known afresh. A restarted kube-apiserver
     // writes its new lease a second or two after that; until then it is judged
@@ -22,6 +22,15 @@ export function peerStanding(peer: ApiserverObservation, now: number, departedGr
   }
   // A lease not seen yet (startup ordering) is judged by reachability alone.
   return peer.reachable ? 'available' : 'unavailable';
+}
+
+/**
+ * Whether the apiserver said it left: its identity lease was seen and is
+ * gone (deleted at a clean shutdown, or expired). Unreachability alone is
+ * the control plane's observation, which its own slowness can fake.
+ */
+export function leftByLease<T extends Pick<ApiserverObservation, 'lease' | 'leaseGoneAt'>>(peer: T): peer is T & { leaseGoneAt: number } {
+  return peer.lease === undefined && peer.leaseGoneAt !== undefined;
 }
 
 /** Every apiserver's standing in one model, by endpoint name. */

@@ -3,7 +3,7 @@
 // standings it is given) and decides, resource by resource and document by
 // document, where each goes and by which rule.
 import type { ApiserverObservation, ClusterModel, ServedResource } from '../model/cluster.js';
-import { activeLocalOnlyGroupVersions, groupVersionKey, standingIn, type PeerStanding } from '../model/liveness.js';
+import { activeLocalOnlyGroupVersions, groupVersionKey, leftByLease, standingIn, type PeerStanding } from '../model/liveness.js';
 import type { Decision, GroupDocumentRoute, RerouteToPeers, ResourceId, ResourceRouteAction } from './plan.js';
 import type { PlannerOptions } from './options.js';
 import { LocalDoubts } from './doubts.js';
@@ -40,6 +40,13 @@ export class SidecarDecider {
    * proportional to the peers that serve, not to all of them.
    */
   private readonly servingPeers: RatedPeer[];
+  /**
+   * Every apiserver unavailable at once while the local one's lease stands:
+   * more likely the control plane's own slowness (its polls timing out) than
+   * all of them gone, and nobody else could answer anyway. What the local
+   * apiserver serves then stays with it, as without mvproxy.
+   */
+  private readonly localTrustedAlone: boolean;
   private readonly localServed: ServedIndex;
   private readonly localOnly: ReadonlySet<string>;
   private readonly localSubresources: Map<string, string[]>;
@@ -65,6 +72,7 @@ export class SidecarDecider {
       this.ratedPeers.push({ name, standing, draining: opts.draining.has(name), servedSet: peer.servedSet, served: servedIndexOf(peer.servedSet) });
     }
     this.servingPeers = this.ratedPeers.filter((p) => p.servedSet.length > 0);
+    this.localTrustedAlone = !this.localAvailable && !leftByLease(local) && this.ratedPeers.every((p) => p.standing !== 'available');
   }
 
   /** Every (sub)resource served anywhere that counts and is not local-only: what may need a route. */
@@ -99,6 +107,7 @@ export class SidecarDecider {
     const servingPeers = this.servingPeers.filter((p) => p.served.serves(key));
     const available = preferUndrained(servingPeers.filter((p) => p.standing === 'available'));
     if (available.length > 0) return { destination: { kind: 'peers', peers: available.map((p) => p.name) }, rule: 'reroute-to-peers' };
+    if (servedLocally && this.localTrustedAlone) return { destination: local, rule: 'served-locally' };
     const servedBy = [...(servedLocally ? [this.local.endpoint.name] : []), ...servingPeers.map((p) => p.name)].sort(compareStrings);
     if (servedBy.length > 0 && (servingPeers.length > 0 || !this.localAvailable))
       return { destination: { kind: 'unavailable', servedBy }, rule: 'unavailable-503' };

@@ -63,7 +63,11 @@ function reasonFor({ input, local, request, decision }: Explained): string {
       return `${request.group}/${request.version} is served from a CustomResourceDefinition or an APIService: always the local apiserver ${localName}`;
     case 'served-locally': {
       const draining = drainedApiservers(input.model, input.draining).has(localName);
-      const kept = draining ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)` : '';
+      const kept = !local.reachable
+        ? ' (every apiserver looks unreachable while its lease stands: more likely mvproxy polling too slowly than all of them gone)'
+        : draining
+          ? ` (it is ${drainState(input, localName)}, but no available peer that is not draining serves this)`
+          : '';
       return `the local apiserver ${localName} serves ${what}${kept}`;
     }
     case 'drained-to-peers':

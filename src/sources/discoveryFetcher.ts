@@ -22,6 +22,11 @@
 // A /readyz body over the size limit is refused like a document: the last
 // readiness is kept, one too_large sync error counted and one warning logged
 // until /readyz reads well again.
+//
+// A timeout is weak evidence: a control plane starved of CPU times out its own
+// polls of every apiserver at once, while they serve. A reachable apiserver is
+// marked unreachable only after TIMEOUTS_BEFORE_UNREACHABLE polls in a row
+// timed out; a refused connection or a TLS failure marks it at once.
 // Each read, with its ETag and 304 handling: discoveryReads.ts.
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../metrics.js';
@@ -76,6 +81,8 @@ const VERSION_PATH = '/version';
 /** A /version body is a few hundred bytes; anything much larger is not one. */
 const MAX_VERSION_LENGTH = 64;
 const NOT_READY_MIN_INTERVAL_MS = 100;
+/** Polls in a row that must time out before a reachable apiserver counts as unreachable (about 3 poll intervals plus 3 timeouts). */
+export const TIMEOUTS_BEFORE_UNREACHABLE = 3;
 
 export class DiscoveryFetcher {
   private readonly endpoint: ApiserverEndpoint;
@@ -99,6 +106,8 @@ export class DiscoveryFetcher {
   private discovery: ApiserverDiscovery | undefined;
   /** Network: did the latest attempt get answers? Undefined before the first attempt. */
   private reachable: boolean | undefined;
+  /** Polls in a row that timed out while the apiserver still counts as reachable. */
+  private timeoutsInARow = 0;
   private started = false;
   private stopped = false;
   private running = false;
@@ -207,6 +216,7 @@ export class DiscoveryFetcher {
     if (this.stopped) return;
 
     // The apiserver answered both: it is reachable, whatever it said.
+    this.timeoutsInARow = 0;
     if (openapi && openapi !== this.openapi) this.problems.openApiIndexDropped(openapi);
     const [coreResult, groupsResult] = results;
     const core = this.settleDocument(DISCOVERY_PATHS.core, coreResult, this.core);
@@ -316,9 +326,18 @@ export class DiscoveryFetcher {
     }
   }
 
-  /** A connection, TLS or timeout failure: the apiserver is unreachable (its last good discovery is kept). */
+  /**
+   * A connection, TLS or timeout failure: the apiserver is unreachable (its
+   * last good discovery is kept), unless it is a timeout of a reachable
+   * apiserver not yet repeated TIMEOUTS_BEFORE_UNREACHABLE times in a row.
+   */
   private recordUnreachable(err: unknown): void {
     const type = this.problems.countSyncError(err);
+    if (type === 'timeout' && this.reachable === true && ++this.timeoutsInARow < TIMEOUTS_BEFORE_UNREACHABLE) {
+      this.logger.debug({ err: errorMessage(err), timeoutsInARow: this.timeoutsInARow }, 'discovery poll timed out; still counted reachable');
+      return;
+    }
+    this.timeoutsInARow = 0;
     const previous = this.reachable;
     this.reachable = false;
     if (previous !== false) {

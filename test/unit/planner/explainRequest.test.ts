@@ -44,6 +44,12 @@ describe('explainRequest', () => {
     assert.match(e.reason, /: b \(rules reroute-to-peers, retry-connect-only\)$/);
   });
 
+  test('every apiserver unreachable at once: the local resource stays local, and the reason says the polls may be at fault', () => {
+    const e = explain(model({ a: { serves: CORE, reachable: false }, b: { serves: CORE, reachable: false } }), 'a', '/api/v1/pods');
+    assert.deepEqual(e.destination, { kind: 'local' });
+    assert.match(e.reason, /every apiserver looks unreachable while its lease stands.*\(rule served-locally\)$/);
+  });
+
   test('a resource of a draining local apiserver goes to peers, and the reason says draining', () => {
     const e = explain(model({ a: { serves: CORE }, b: { serves: CORE } }), 'a', '/api/v1/namespaces/ns/pods/p/log', { draining: ['a'] });
     assert.deepEqual(e.destination, { kind: 'peers', peers: ['b'] });

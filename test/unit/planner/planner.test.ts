@@ -44,6 +44,22 @@ describe('planSidecars', () => {
     assert.deepEqual(destination(plan, '/apis/batch/v1/namespaces/default/jobs'), { kind: 'unavailable', servedBy: ['a'] });
   });
 
+  test('every apiserver unreachable at once, their leases standing: what the local apiserver serves stays local', () => {
+    // A control plane starved of CPU times out its polls of all of them while they serve.
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH], reachable: false }, b: { serves: CORE, reachable: false } }));
+    for (const path of ['/api/v1/namespaces/default/pods', '/apis/batch/v1/namespaces/default/jobs']) assert.deepEqual(destination(plan, path), LOCAL, path);
+  });
+
+  test('every apiserver unreachable at once: a resource only peers serve still answers 503', () => {
+    const plan = planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: [...CORE, ...BATCH], reachable: false } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['b'] });
+  });
+
+  test('the local apiserver unreachable after its lease went, with every peer unreachable: what only it served answers 503', () => {
+    const plan = planFor('a', model({ a: { serves: [...CORE, ...BATCH], leaseGoneForMs: 1000, reachable: false }, b: { serves: CORE, reachable: false } }));
+    assert.deepEqual(destination(plan, '/apis/batch/v1/jobs'), { kind: 'unavailable', servedBy: ['a'] });
+  });
+
   test('while the local apiserver is down, a resource nobody serves goes to an available peer for its honest 404', () => {
     const plan = planFor('a', model({ a: { serves: CORE, reachable: false }, b: { serves: CORE } }));
     assert.deepEqual(destination(plan, '/apis/widgets.example.com/v1/widgets'), { kind: 'peers', peers: ['b'] });

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { HttpTransportError } from '../../../src/sources/apiserverHttp.js';
+import { TIMEOUTS_BEFORE_UNREACHABLE } from '../../../src/sources/discoveryFetcher.js';
 import { AGGREGATED_DISCOVERY_ACCEPT } from '../../../src/model/discovery.js';
 import { APIS_BODY, CORE_BODY, discoveryBody } from '../../support/discoveryBodies.js';
 import { newFetcher, syncErrors } from '../../support/discoveryFetcherHarness.js';
@@ -199,6 +200,47 @@ describe('DiscoveryFetcher', () => {
     assert.equal(warnings[0]?.['errorType'], 'timeout');
     assert.equal(warnings[0]?.['apiserver'], 'a');
     assert.equal(lines.filter((l) => l.level === INFO && /recovered/.test(l.msg)).length, 1);
+  });
+
+  test('a reachable apiserver whose polls time out stays reachable until three polls in a row have timed out', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respond = () => new HttpTransportError('timeout', 'no complete response within 2000 ms');
+    const reachableAfterEachPoll: boolean[] = [];
+    for (let poll = 0; poll < TIMEOUTS_BEFORE_UNREACHABLE; poll++) {
+      await time.advance(1000);
+      reachableAfterEachPoll.push(fetcher.current().reachable);
+    }
+    fetcher.stop();
+    assert.deepEqual(reachableAfterEachPoll, [true, true, false]);
+  });
+
+  test('an answered poll between timeouts starts their count again', async () => {
+    const time = new FakeTime();
+    const good = apiserverResponder({ core: CORE_BODY, apis: APIS_BODY });
+    const transport = new FakeTransport(good);
+    const { fetcher } = newFetcher(transport, time);
+    await fetcher.start();
+    const timeout = () => new HttpTransportError('timeout', 'no complete response within 2000 ms');
+    for (const respond of [timeout, timeout, good, timeout, timeout]) {
+      transport.respond = respond;
+      await time.advance(1000);
+    }
+    fetcher.stop();
+    assert.equal(fetcher.current().reachable, true);
+  });
+
+  test('a refused connection makes a reachable apiserver unreachable at the first failed poll', async () => {
+    const time = new FakeTime();
+    const transport = new FakeTransport(apiserverResponder({ core: CORE_BODY, apis: APIS_BODY }));
+    const { fetcher } = newFetcher(transport, time);
+    await fetcher.start();
+    transport.respond = () => new HttpTransportError('fetch', 'connect ECONNREFUSED 127.0.0.1:6443');
+    await time.advance(1000);
+    fetcher.stop();
+    assert.equal(fetcher.current().reachable, false);
   });
 
   test('every failed poll counts apiserver_peer_discovery_sync_errors_total by type', async () => {
