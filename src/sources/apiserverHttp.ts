@@ -6,6 +6,7 @@ import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { formatHost, type NetworkAddress } from '../model/cluster.js';
+import { startDeadline } from './deadline.js';
 import { type TlsMaterial, tlsAgentKeeper, tlsMaterialOf } from './tlsAgent.js';
 
 export interface HttpResponse {
@@ -124,10 +125,11 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
           ...(creds.tls.servername !== undefined ? { servername: creds.tls.servername } : {}),
           ...(checkIdentity ? { checkServerIdentity: checkIdentity } : {}),
         });
-        const deadline = setTimeout(() => {
+        // Not a plain timer: a stall of this process must not time out an answer that is waiting to be read (deadline.ts).
+        const deadline = startDeadline(timeoutMs, () => {
           timedOut = true;
           req.destroy();
-        }, timeoutMs);
+        });
         const onAbort = (): void => {
           req.destroy();
         };
@@ -136,7 +138,7 @@ export function createApiserverHttpsTransport(kubeConfig: KubeConfig, address: N
         const finish = (): boolean => {
           if (settled) return false;
           settled = true;
-          clearTimeout(deadline);
+          deadline.cancel();
           signal.removeEventListener('abort', onAbort);
           return true;
         };

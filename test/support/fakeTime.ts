@@ -28,6 +28,12 @@ export class FakeTime implements Timers {
     return this.timers.size;
   }
 
+  /** The process stands still for `ms`: the clock moves, then the timers that fell due meanwhile fire, late. */
+  async stall(ms: number): Promise<void> {
+    this.now += ms;
+    await this.advance(0);
+  }
+
   /** Move time forward, firing due timers in order and letting promises settle after each. */
   async advance(ms: number): Promise<void> {
     const target = this.now + ms;
@@ -44,7 +50,8 @@ export class FakeTime implements Timers {
       if (dueId === undefined) break;
       const timer = this.timers.get(dueId);
       this.timers.delete(dueId);
-      this.now = dueAt;
+      // Overdue timers (after stall()) fire late, at the current time, as Node's do.
+      this.now = Math.max(this.now, dueAt);
       timer?.callback();
       await settle();
     }

@@ -165,4 +165,21 @@ describe('apiserver HTTPS transport', () => {
       server.close();
     }
   });
+
+  test('an answer that arrived while this process stood still past the deadline is read, not timed out', async () => {
+    const { server, port } = await startServer((_req, res) => {
+      res.end('{}');
+      // The whole process stands still past the client's deadline, the answer already sent.
+      const until = Date.now() + 500;
+      while (Date.now() < until);
+    });
+    const transport = createApiserverHttpsTransport(kubeConfig, { host: '127.0.0.1', port }, { timeoutMs: 200, maxBodyBytes: MAX_BODY_BYTES });
+    try {
+      assert.equal((await transport.get('/api', {}, new AbortController().signal)).status, 200);
+    } finally {
+      transport.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
 });
