@@ -91,6 +91,7 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peer
         base_ejection_time: seconds(10),
         max_ejection_percent: { value: 100 },
       },
+      ...(peers && set.members.length > 1 ? readinessCheck(settings, flavour, egressProxy !== undefined) : {}),
       transport_socket: upstreamTransport(upstreamTls(settings, flavour), egressProxy !== undefined),
       typed_extension_protocol_options: {
         [HTTP_PROTOCOL_OPTIONS]: typedConfig<HttpProtocolOptions>(HTTP_PROTOCOL_OPTIONS, protocolOptions(flavour)),
@@ -98,6 +99,57 @@ export function clustersFor(set: UpstreamSet, settings: TranslatorSettings, peer
     };
   });
   return { clusters, endpoints: viaEds ? [assignment] : [] };
+}
+
+/** The transport socket a front-proxy set's readiness check selects (Envoy's transport_socket_matches). */
+const READINESS_CHECK_SOCKET = 'readiness-check';
+const READINESS_CHECK_MATCH = { fields: { [READINESS_CHECK_SOCKET]: { boolValue: true } } };
+
+/**
+ * A set of several peers checks each one's /readyz itself, every second: an
+ * apiserver fails it from its SIGTERM on, through its shutdown delay, and
+ * refuses ("apiserver is shutting down", 503) after it. The control plane
+ * drains it too, but a slow or paused control plane must not leave a
+ * stopping peer in a set whose other members serve the same (never worse
+ * than no proxy: without mvproxy those clients never met that apiserver).
+ * Only while some member passes: with none passing, Envoy spreads over all
+ * of them as before (its panic mode, at any share below 1 %), and a single
+ * peer, the local apiserver included, is never checked (it has no stand-in).
+ */
+function readinessCheck(
+  settings: TranslatorSettings,
+  flavour: UpstreamFlavour,
+  viaEgressProxy: boolean,
+): Pick<Cluster, 'health_checks' | 'common_lb_config' | 'transport_socket_matches'> {
+  // The front-proxy certificate without X-Remote-User headers authenticates nobody (kube-apiserver answers 401):
+  // such a set checks over TLS without a client certificate, as anyone may read /readyz.
+  const anonymous = flavour.frontProxy
+    ? {
+        transport_socket_matches: [
+          {
+            name: READINESS_CHECK_SOCKET,
+            match: READINESS_CHECK_MATCH,
+            transport_socket: upstreamTransport(upstreamTls(settings, { ...flavour, frontProxy: false }), viaEgressProxy),
+          },
+        ],
+      }
+    : {};
+  return {
+    ...anonymous,
+    health_checks: [
+      {
+        ...(flavour.frontProxy ? { transport_socket_match_criteria: READINESS_CHECK_MATCH } : {}),
+        timeout: seconds(1),
+        interval: seconds(1),
+        // An idle set is checked as often: the first request after a quiet spell must not meet a stale verdict.
+        no_traffic_interval: seconds(1),
+        unhealthy_threshold: { value: 1 },
+        healthy_threshold: { value: 1 },
+        http_health_check: { path: '/readyz', codec_client_type: flavour.protocol === 'http1' ? 'HTTP1' : 'HTTP2' },
+      },
+    ],
+    common_lb_config: { healthy_panic_threshold: { value: 1 } },
+  };
 }
 
 function loadAssignment(set: UpstreamSet, egressProxy: { host: string; port: number } | undefined): ClusterLoadAssignment {

@@ -26,7 +26,14 @@ export async function startConnectProxy(dial: (host: string, port: number) => So
     const target = req.url ?? '';
     targets.push(target);
     const [host, port] = target.split(/:(?=\d+$)/);
-    const upstream = dial(host ?? '', Number(port));
+    let upstream: Socket;
+    try {
+      upstream = dial(host ?? '', Number(port));
+    } catch {
+      // Nowhere to dial yet (a sidecar's first health checks come before the test knows its sandbox): as a proxy would.
+      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     upstream.write(head);
     upstream.pipe(client);
