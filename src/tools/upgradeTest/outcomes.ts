@@ -26,6 +26,25 @@ export type Category = (typeof CATEGORIES)[number];
 
 const OBJECT_VERBS = new Set(['get', 'update', 'delete']);
 
+/**
+ * Every answer by class and code: `2xx`, `304`, each 4xx code, each 5xx code
+ * with or without Retry-After, and `transport error`. Nothing is lumped: a
+ * 401 from the identity filter, a 409 or a 429 is counted under its own code.
+ */
+export function answerClass(r: Pick<RequestRecord, 'status' | 'retryAfter'>): string {
+  if (r.status === 0) return 'transport error';
+  if (r.status >= 200 && r.status < 300) return '2xx';
+  if (r.status >= 500) return `${r.status} ${r.retryAfter ? 'with' : 'without'} Retry-After`;
+  return String(r.status);
+}
+
+/** How many answers fell in each class (answerClass), classes sorted. */
+export function answersByClass(requests: readonly RequestRecord[]): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of requests) counts.set(answerClass(r), (counts.get(answerClass(r)) ?? 0) + 1);
+  return Object.fromEntries([...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** Some apiserver in service for the whole request was observed serving what it asked for (for discovery: answering discovery at all). */
 export function servedDuring(r: RequestRecord, timeline: Timeline): boolean {
   if (r.resource === '/api' || r.resource === '/apis') return timeline.answeringThroughout(r.t0, r.t1);
@@ -146,6 +165,8 @@ export interface ModeOutcome {
   errors_5xx_without_retry_after: number;
   incomplete_discovery: number;
   requests: number;
+  /** Every answer by class and code (answerClass): the counts above are parts of these. */
+  answers: Record<string, number>;
   // The invariants every mode is held to (INVARIANTS in summary.ts): each must be 0.
   errors_transport: number;
   /** Watch streams that broke after their 200, not cut by the load balancer. */
@@ -225,6 +246,7 @@ export function judgeMode(o: ModeObservations, timeline: Timeline, ledger: Ledge
     errors_5xx_without_retry_after: without.length,
     incomplete_discovery: incomplete.length,
     requests: o.requests.length,
+    answers: answersByClass(o.requests),
     errors_transport: transport.length,
     watches_broken: o.brokenWatches.length,
     watch_relists: o.watchRelists,

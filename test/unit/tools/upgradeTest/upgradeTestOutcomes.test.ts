@@ -151,6 +151,31 @@ describe('upgrade test outcomes', () => {
     assert.deepEqual(o.spurious_404_by_resource, { storageversionmigrations: 1 });
   });
 
+  it('every answer is counted by class and code: 2xx together, 304, each 4xx code, each 5xx with and without Retry-After, transport errors', () => {
+    const requests = [
+      req({ status: 200 }),
+      req({ status: 201 }),
+      req({ status: 304 }),
+      req({ status: 401 }),
+      req({ status: 409 }),
+      req({ status: 409 }),
+      req({ status: 429, retryAfter: true }),
+      req({ status: 503, retryAfter: true }),
+      req({ status: 503 }),
+      req({ status: 0 }),
+    ];
+    assert.deepEqual(judgeMode({ ...emptyObservations(), requests }, timeline(), ledger()).answers, {
+      '2xx': 2,
+      '304': 1,
+      '401': 1,
+      '409': 2,
+      '429': 1,
+      '503 with Retry-After': 1,
+      '503 without Retry-After': 1,
+      'transport error': 1,
+    });
+  });
+
   it('per second counts requests by the second they ended in', () => {
     const counts = perSecond([req({ t1: 1500 }), req({ t1: 1600 }), req({ t1: 2500, status: 0 })], timeline(), ledger());
     assert.deepEqual(
