@@ -33,6 +33,9 @@ export interface TestSandbox {
   ) => Promise<{ stdout: string; stderr: string; code: number }>;
 }
 
+/** Far beyond the slowest sandbox start (a minute with the controller-manager and the kubernetes Service published). */
+const SANDBOX_UP_LIMIT_MS = 6 * 60_000;
+
 /** `auditLogs`: every apiserver writes an audit log (Sandbox.auditLogPath), for tests that ask how an apiserver read a request. */
 export async function startTestSandbox(
   specs: ApiserverSpec[],
@@ -48,7 +51,17 @@ export async function startTestSandbox(
 ): Promise<TestSandbox> {
   const components = await ensureComponents({ kubernetesVersions: [...new Set(specs.map((s) => s.version))], log: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-sandbox-'));
-  const sandbox = await Sandbox.up({ dir, apiservers: specs, components, ...options });
+  // A sandbox that never comes up fails its file with its last steps, instead of holding the suite until CI's limit.
+  const steps: string[] = [];
+  const progress = (line: string): void => void steps.push(`${new Date().toISOString()} ${line}`);
+  let watchdog: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_resolve, reject) => {
+    watchdog = setTimeout(
+      () => reject(new Error(`the sandbox in ${dir} is not up after ${SANDBOX_UP_LIMIT_MS / 1000} s; its last steps:\n${steps.slice(-10).join('\n')}`)),
+      SANDBOX_UP_LIMIT_MS,
+    );
+  });
+  const sandbox = await Promise.race([Sandbox.up({ dir, apiservers: specs, components, progress, ...options }), stuck]).finally(() => clearTimeout(watchdog));
   const state = (): SandboxState => sandbox.state();
   const kubectl: TestSandbox['kubectl'] = async (kubeconfig, args, opts = {}) => {
     const s = state();

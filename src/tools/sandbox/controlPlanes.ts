@@ -106,17 +106,27 @@ export class SandboxControlPlanes {
     if (!watched) throw new Error('internal: no apiserver');
     const adminKubeconfig = join(this.opts.dir, `kubeconfig-${watched.spec.name}-direct`);
     await execFileAsync(kubectl, [`--kubeconfig=${adminKubeconfig}`, 'apply', '--server-side', '-f', repoFile('deploy/rbac.yaml')], { timeout: 60_000 });
-    const kubeconfig = join(this.opts.dir, 'kubeconfig-mvproxy-control-plane');
-    // The replicas run where the apiservers run: in the namespace, at its node address.
-    const listen = apiserverListen(watched);
-    await writeKubeconfig(kubeconfig, {
-      server: `https://${listen.host}:${listen.port}`,
-      caFile: pki.ca.cert,
-      user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
-      name: CONTROL_PLANE_USER,
-    });
+    /**
+     * Where a replica reads the cluster. A node's replica reads through its
+     * node's sidecar, as on kubeadm (docs/kubeadm.md, step 3: it keeps
+     * watching while its own apiserver restarts). The single replica reads
+     * the last apiserver directly: tests stop the first ones, and kill
+     * sidecars one at a time, and with one replica that would blind all.
+     */
+    const readThrough = async (node: RunningApiserver | undefined): Promise<string> => {
+      const kubeconfig = join(this.opts.dir, `kubeconfig-mvproxy-control-plane${node ? `-${node.spec.name}` : ''}`);
+      // The replicas run where the apiservers run: in the namespace, at its node address.
+      const listen = node ? sidecarListen(node) : apiserverListen(watched);
+      await writeKubeconfig(kubeconfig, {
+        server: `https://${listen.host}:${listen.port}`,
+        caFile: pki.ca.cert,
+        user: { certFile: pki.controlPlaneClient.cert, keyFile: pki.controlPlaneClient.key },
+        name: CONTROL_PLANE_USER,
+      });
+      return kubeconfig;
+    };
     this.prepare = (config) => this.preparePublishing(kubectl, adminKubeconfig, config);
-    await this.startReplicas(adminPort, apiservers, kubeconfig, pki, this.prepare);
+    await this.startReplicas(adminPort, apiservers, readThrough, pki, this.prepare);
   }
 
   /**
@@ -145,7 +155,7 @@ export class SandboxControlPlanes {
   private async startReplicas(
     adminPort: number,
     apiservers: RunningApiserver[],
-    kubeconfig: string,
+    readThrough: (node: RunningApiserver | undefined) => Promise<string>,
     pki: SandboxPki,
     beforeLaunch: (replicaConfig: string) => Promise<void>,
   ): Promise<void> {
@@ -184,7 +194,7 @@ export class SandboxControlPlanes {
         {
           // All replicas share one host here: the name tells them apart in the sync record.
           replicaName: replica.name,
-          kubeconfig,
+          kubeconfig: await readThrough(apiservers.find((run) => run.spec.name === replica.node)),
           xdsSocket: this.xdsSocket(replica),
           ...(replica.xdsTcpPort === undefined
             ? {}
