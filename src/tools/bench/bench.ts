@@ -41,7 +41,8 @@ export interface BenchOptions {
   /** Changes of kas-a's own `/apis` timed on the changed-document discovery path (changedDocument.ts). */
   changedSamples: number;
   /** `convergence` or `discovery` (merged /apis against upstream and the minimal Envoy): that part alone, no fan-out. */
-  only?: 'convergence' | 'discovery';
+  /** One part: convergence or discovery alone, or side-by-side (everything but the fan-out). */
+  only?: 'side-by-side' | 'convergence' | 'discovery';
   progress: (line: string) => void;
 }
 
@@ -95,7 +96,7 @@ export async function runBench(opts: BenchOptions): Promise<Record<string, unkno
   } finally {
     for (const bed of beds) await bed.sandbox.down();
   }
-  if (opts.only === 'discovery') return figures;
+  if (opts.only === 'discovery' || opts.only === 'side-by-side') return figures;
   // Its own sandbox (three apiservers, simulated nodes), once the others are down.
   const fanout = await runFanoutBench({ ...opts.fanout, progress: opts.progress });
   return { ...figures, summary: { ...figures.summary, ...fanoutSummary(fanout) }, fanout };

@@ -47,7 +47,7 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     crdGroups: int('fanout-crd-groups', values['fanout-crd-groups']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
-  const parts = ['fanout', 'convergence', 'discovery', 'freshness'] as const;
+  const parts = ['side-by-side', 'fanout', 'convergence', 'discovery', 'freshness'] as const;
   const only = parts.find((part) => part === values.only);
   if (values.only !== undefined && only === undefined) throw new Error(`--only takes one part: ${parts.join(', ')}`);
   const figures =

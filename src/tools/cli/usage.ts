@@ -10,6 +10,7 @@ commands:
   sandbox      run the local mixed-version sandbox: etcd, apiservers at two versions, sidecars, control plane
   bench        measure mvproxy vs upstream's proxy vs direct, and convergence, side by side
   upgrade-test upgrade three apiservers and roll them back under load, per mode, and count what went wrong
+  regenerate   make every committed measurement under docs/ again (N runs each, with provenance), then the docs' figures
 `;
 
 export const COMMAND_USAGE: Readonly<Record<string, string>> = {
@@ -50,7 +51,7 @@ verbs:
 `,
   bench: `usage: mvproxy-dev bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                         [--convergence-samples 30] [--convergence-cap-ms MS] [--out FILE]
-                        [--only fanout|convergence|discovery|freshness] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
+                        [--only side-by-side|fanout|convergence|discovery|freshness] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
                         [--samples 30] [--freshness-cap-ms 15000] [--freshness-crds 2000] [--envoy-concurrency 2,16]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
@@ -58,7 +59,7 @@ latency (direct, minimal Envoy, sidecar, upstream's proxy), throughput with
 h2load, merged discovery, and convergence; then one replica's ADS fan-out to
 many simulated nodes and its peak memory (--only fanout, convergence or
 discovery: that part alone; discovery is merged /apis against upstream and
-the minimal Envoy). Convergence is timed from the triggering event, the same way
+the minimal Envoy; side-by-side: everything but the fan-out). Convergence is timed from the triggering event, the same way
 for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
 --only freshness (not part of the full run): how long after a CRD is created
@@ -88,5 +89,21 @@ or stuck Terminating and dependents wrongly deleted. kube-controller-manager
 runs at the older version on --controller-manager-node's node (default kas-c,
 upgraded last, so that it meets the skew; kas-a is the first upgraded). Writes every run and each count's total and per-run values to --out and draws the
 outcomes over time of each mode's first run (--svg, default next to --out).
+`,
+  regenerate: `usage: mvproxy-dev regenerate [--runs N] [--parts PART,...] [--allow-dirty]
+
+Makes every committed measurement under docs/ again, in order: the bench parts
+(bench-side-by-side, bench-convergence, bench-discovery, bench-fanout,
+bench-freshness), each run N times in fresh processes and combined (the summary
+holds each figure's median over the valid runs, "spread" its min, max and every
+run's value; a run in which any request failed is void and listed), then the
+upgrade test in every mode for both version pairs (upgrade-test,
+upgrade-test-1.35-1.36: N runs each), then the docs' figures (figures). Each
+JSON records its provenance: the commit, whether the tree was clean outside
+docs/, the command, how long it took and the machine's load before and after.
+
+  --runs N         runs per part (default 3)
+  --parts A,B      only these parts (a set can be made in parts, at one commit)
+  --allow-dirty    measure uncommitted code anyway (recorded as clean: false)
 `,
 };
