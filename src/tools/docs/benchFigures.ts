@@ -10,6 +10,19 @@ export const DISCOVERY_TARGET_THROUGHPUT_RATIO = 0.9;
 /** The in-flight count of the discovery throughput figures (`summary.*_throughput_*`). */
 const DISCOVERY_HIGH_IN_FLIGHT = 64;
 
+/** A ratio of the summary, with its range over the runs when the JSON combines several (`mvproxy-dev regenerate`: median, then min–max). */
+function summaryRatio(r: Reader, key: string): string {
+  const median = ratio(r.num(`summary.${key}`));
+  let spread: unknown;
+  try {
+    spread = r.value(`spread.${key}`);
+  } catch {
+    return median; // one run: no range to give
+  }
+  const { min, max } = spread as { min: number; max: number };
+  return `${median} (${ratio(min)}–${ratio(max)})`;
+}
+
 const met = (ok: boolean): string => (ok ? 'met' : 'not met');
 const NONE = '–';
 
@@ -28,9 +41,9 @@ export function sideBySideVsUpstream(json: unknown): FigureLine[] {
       line(json, (r) =>
         row([
           label,
-          ratio(r.num(`summary.${key}_p50_vs_upstream`)),
-          hasP99 ? ratio(r.num(`summary.${key}_p99_vs_upstream`)) : NONE,
-          ratio(r.num(`summary.${key}_throughput_vs_upstream`)),
+          summaryRatio(r, `${key}_p50_vs_upstream`),
+          hasP99 ? summaryRatio(r, `${key}_p99_vs_upstream`) : NONE,
+          summaryRatio(r, `${key}_throughput_vs_upstream`),
         ]),
       ),
     ),
@@ -51,8 +64,8 @@ export function sideBySideVsDirect(json: unknown): FigureLine[] {
       line(json, (r) =>
         row([
           label,
-          ratio(r.num(`summary.${key.replace('%', 'p50')}`)),
-          ratio(r.num(`summary.${key.replace('%', 'throughput')}`)),
+          summaryRatio(r, `${key.replace('%', 'p50')}`),
+          summaryRatio(r, `${key.replace('%', 'throughput')}`),
           cpu ? `${r.num(`summary.envoy_cpu_us_per_request_${cpu}`)} µs` : NONE,
         ]),
       ),
@@ -96,14 +109,14 @@ export function discovery(json: unknown): FigureLine[] {
     r.num(`summary.apis_${f}_throughput_vs_minimal_envoy`) >= DISCOVERY_TARGET_THROUGHPUT_RATIO;
   return [
     ...header(['`/apis`', 'JSON', 'protobuf']),
-    each('p50, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_minimal_envoy`))),
-    each('throughput at 64 in flight, mvproxy / the floor', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_minimal_envoy`))),
+    each('p50, mvproxy / the floor', (r, f) => summaryRatio(r, `apis_${f}_p50_vs_minimal_envoy`)),
+    each('throughput at 64 in flight, mvproxy / the floor', (r, f) => summaryRatio(r, `apis_${f}_throughput_vs_minimal_envoy`)),
     each(`target (p50 within ${DISCOVERY_TARGET_P50_RATIO}x, throughput at least ${DISCOVERY_TARGET_THROUGHPUT_RATIO}x)`, (r, f) => met(targetMet(r, f))),
-    each('p50, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_p50_vs_upstream`))),
-    each('throughput at 64 in flight, mvproxy / upstream', (r, f) => ratio(r.num(`summary.apis_${f}_throughput_vs_upstream`))),
-    each('p50, the floor / kas-a directly', (r, f) => ratio(r.num(`summary.minimal_envoy_apis_${f}_p50_ratio`))),
-    each('p50, mvproxy / upstream, each over its floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_over_minimal_envoy`))),
-    each('p50, mvproxy / upstream, over the GET floor', (r, f) => ratio(r.num(`summary.apis_${f}_p50_over_minimal_envoy_get`))),
+    each('p50, mvproxy / upstream', (r, f) => summaryRatio(r, `apis_${f}_p50_vs_upstream`)),
+    each('throughput at 64 in flight, mvproxy / upstream', (r, f) => summaryRatio(r, `apis_${f}_throughput_vs_upstream`)),
+    each('p50, the floor / kas-a directly', (r, f) => summaryRatio(r, `minimal_envoy_apis_${f}_p50_ratio`)),
+    each('p50, mvproxy / upstream, each over its floor', (r, f) => summaryRatio(r, `apis_${f}_p50_over_minimal_envoy`)),
+    each('p50, mvproxy / upstream, over the GET floor', (r, f) => summaryRatio(r, `apis_${f}_p50_over_minimal_envoy_get`)),
     each('p50, kas-a directly', (r, f) => ms(r.num([side[f], 'latency', 'sides', 'direct', 'p50Ms']))),
     each("Envoy's CPU per request at 64 in flight, sidecar / minimal Envoy", (r, f) => {
       const cpu = (who: string): number => r.num([side[f], 'throughput', '64', 'sides', who, 'proxyCpuUsPerRequest']);
@@ -230,8 +243,8 @@ export function discoveryPaths(json: unknown): FigureLine[] {
       line(json, (r) =>
         row([
           label,
-          ratio(r.num(`summary.${key}_p50_vs_minimal_envoy`)),
-          ratio(r.num(`summary.${key}_throughput_vs_minimal_envoy`)),
+          summaryRatio(r, `${key}_p50_vs_minimal_envoy`),
+          summaryRatio(r, `${key}_throughput_vs_minimal_envoy`),
           `${r.num(`summary.${connections}_upstream_cx_per_1000`)} / ${r.num(`summary.${connections}_upstream_cx_per_1000_minimal_envoy`)}`,
         ]),
       ),

@@ -9,7 +9,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
-import { discoveryPaths, fanout } from '../../../../src/tools/docs/benchFigures.js';
+import { discoveryPaths, fanout, sideBySideVsUpstream } from '../../../../src/tools/docs/benchFigures.js';
 import { findRegions, line, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
 import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
 import { documents, jsonReader } from '../../../../src/tools/docs/figures.js';
@@ -122,6 +122,13 @@ describe('renderers', () => {
     const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { fanout: { samples: unknown[] } });
     json.fanout.samples = [sample(10, 1000), sample(10, 3000), sample(10, 2000), sample(90_000, 50_000, true)];
     assert.ok(fanout(json).some((l) => l.text === "| the replica's CPU per timed change, p50 | 2.0 s |"));
+  });
+
+  it('a ratio from several runs shows its median and its range over the runs', () => {
+    const json = structuredClone(JSON.parse(read('docs/bench-side-by-side.json')) as { summary: Record<string, number>; spread?: unknown });
+    json.summary['rerouted_p50_vs_upstream'] = 1.1;
+    json.spread = { rerouted_p50_vs_upstream: { median: 1.1, min: 1, max: 1.25, runs: [1, 1.1, 1.25] } };
+    assert.ok(sideBySideVsUpstream(json).some((l) => l.text.startsWith('| rerouted GET (a resource only the peer serves) | 1.10x (1.00x–1.25x) |')));
   });
 });
 
