@@ -2,6 +2,7 @@
 // discovery as the control plane reads it: the media types it asks for, and
 // what an apiserver serves according to its aggregated discovery documents.
 import { parseAggregatedDiscovery } from '../model/discoveryDocument.js';
+export { decodeAggregatedProtobuf as decodeAggregatedDiscoveryProtobuf } from '../discovery/protobufDecode.js';
 import { servedSetFromDiscovery } from '../model/servedSet.js';
 
 export {

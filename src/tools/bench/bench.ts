@@ -23,7 +23,7 @@ import { compareFigures, type ComparedFigures, measureSides, type SidesConfig } 
 import { summarize, summarizeDiscovery } from './summary.js';
 import { countedEnvoys, type CountedMeasurement, type DocumentPathsMeasurement, measureCounted, measureDocumentPaths } from './documentPaths.js';
 import { summarizeDocumentPaths } from './documentPathsSummary.js';
-import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../entry/discovery.js';
+import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF, decodeAggregatedDiscoveryProtobuf } from '../../entry/discovery.js';
 import { SIDECAR_HTTP_STAT_PREFIX } from '../../entry/sidecar.js';
 
 export interface BenchOptions {
@@ -235,7 +235,7 @@ async function measureAll(
   if (opts.only === 'discovery') {
     return {
       summary: { ...summarizeDiscovery({ minimalEnvoy, apisJson, apisProtobuf, inFlightHigh: inFlightMax }), ...pathsSummary },
-      checks,
+      checks: { ...checks, ...(await sameDocuments(mv, up, 'after timing')) },
       minimalEnvoy,
       apisJson,
       apisProtobuf,
@@ -303,7 +303,7 @@ async function measureAll(
       },
       machine: 'both sandboxes on this machine; another process may load it too: compare the by-round ratios for noise',
     },
-    checks,
+    checks: { ...checks, ...(await sameDocuments(mv, up, 'after timing')) },
     reroutedGet,
     reroutedList,
     localGet,
@@ -347,19 +347,32 @@ async function sanityChecks(mv: Bed, up: Bed): Promise<Record<string, string>> {
     }
     checks[name] = `${mustMention ? `200, lists ${mustMention}` : '200'} (after ${Math.round(performance.now() - started)} ms)`;
   }
-  for (const path of ['/api', '/apis']) checks[`mvproxy and upstream ${path}`] = await sameDocument(mv, up, path);
-  return checks;
+  return { ...checks, ...(await sameDocuments(mv, up, 'before timing')) };
 }
 
-/** Whether mvproxy's merged document and upstream's are the same (sameDocument.ts), as the check's text. */
-async function sameDocument(mv: Bed, up: Bed, path: string): Promise<string> {
-  const read = async (bed: Bed, base: string): Promise<unknown> => {
-    const res = await api(bed, base, 'GET', path, { accept: AGGREGATED_DISCOVERY_JSON });
-    if (res.status !== 200) throw new Error(`${base}${path}: ${res.status} ${res.body.slice(0, 300)}`);
-    return JSON.parse(res.body);
-  };
-  const differences = documentDifferences(await read(mv, mv.a.sidecar ?? ''), await read(up, up.a.direct));
-  return differences.length === 0 ? 'the same document' : `differ: ${differences.join('; ')}`;
+/**
+ * Whether mvproxy's merged documents and upstream's are the same
+ * (sameDocument.ts), `/api` and `/apis` in JSON and in protobuf, as the
+ * checks' texts: made before timing and again after it, so a figure is never
+ * of a document that went wrong under load.
+ */
+async function sameDocuments(mv: Bed, up: Bed, when: 'before timing' | 'after timing'): Promise<Record<string, string>> {
+  const checks: Record<string, string> = {};
+  for (const [format, accept] of [
+    ['JSON', AGGREGATED_DISCOVERY_JSON],
+    ['protobuf', AGGREGATED_DISCOVERY_PROTOBUF],
+  ] as const) {
+    const read = async (bed: Bed, base: string, path: string): Promise<unknown> => {
+      const res = await api(bed, base, 'GET', path, { accept });
+      if (res.status !== 200) throw new Error(`${base}${path} (${format}): ${res.status} ${res.body.slice(0, 300)}`);
+      return format === 'JSON' ? JSON.parse(res.body) : decodeAggregatedDiscoveryProtobuf(res.bodyBytes);
+    };
+    for (const path of ['/api', '/apis']) {
+      const differences = documentDifferences(await read(mv, mv.a.sidecar ?? '', path), await read(up, up.a.direct, path));
+      checks[`mvproxy and upstream ${path}, ${format}, ${when}`] = differences.length === 0 ? 'the same document' : `differ: ${differences.join('; ')}`;
+    }
+  }
+  return checks;
 }
 
 /** Convergence on both sides (convergenceBench.ts): kas-b changes, kas-a's proxy path is probed. */
