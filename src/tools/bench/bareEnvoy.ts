@@ -43,7 +43,20 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
                     '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
                     stat_prefix: LISTENER,
                     route_config: {
-                      virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } }] }],
+                      virtual_hosts: [
+                        {
+                          name: 'all',
+                          domains: ['*'],
+                          routes: [
+                            // Watches multiplexed over HTTP/2, as the sidecar sends them: the cheapest correct hop for thousands of them.
+                            {
+                              match: { prefix: '/', query_parameters: [{ name: 'watch', string_match: { exact: 'true' } }] },
+                              route: { cluster: 'apiserver-h2', timeout: '0s', idle_timeout: '0s' },
+                            },
+                            { match: { prefix: '/' }, route: { cluster: 'apiserver', timeout: '0s' } },
+                          ],
+                        },
+                      ],
                     },
                     http_filters: [
                       { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
@@ -66,34 +79,7 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
           ],
         },
       ],
-      clusters: [
-        {
-          name: 'apiserver',
-          type: 'STATIC',
-          connect_timeout: '1s',
-          load_assignment: {
-            cluster_name: 'apiserver',
-            endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.upstreamPort } } } }] }],
-          },
-          typed_extension_protocol_options: {
-            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
-              '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
-              explicit_http_config: { http_protocol_options: {} },
-            },
-          },
-          transport_socket: {
-            name: 'envoy.transport_sockets.tls',
-            typed_config: {
-              '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
-              sni: 'kubernetes.default.svc',
-              common_tls_context: {
-                alpn_protocols: ['http/1.1'],
-                validation_context: { trusted_ca: file(opts.pki.peerCa) },
-              },
-            },
-          },
-        },
-      ],
+      clusters: [upstreamCluster('apiserver', 'http1', opts), upstreamCluster('apiserver-h2', 'h2', opts)],
     },
   };
   const configPath = join(opts.dir, 'bare-envoy.json');
@@ -116,4 +102,38 @@ export async function startBareEnvoy(opts: { envoy: string; dir: string; pki: Sa
     30_000,
   );
   return { url, pid: proc.pid, adminSocket, listener: LISTENER, stop: () => proc.stop(2000) };
+}
+
+/** Envoy's default of 1,024 requests per cluster would turn thousands of watches into 503s: no limit, as the sidecar's clusters. */
+const MANY = 1_000_000;
+
+/** The apiserver over TLS, by HTTP/1.1 or HTTP/2 (at most kube-apiserver's 100 streams per connection, as the sidecar's HTTP/2 clusters). */
+function upstreamCluster(name: string, protocol: 'http1' | 'h2', opts: { pki: SandboxPki; upstreamPort: number }): Record<string, unknown> {
+  return {
+    name,
+    type: 'STATIC',
+    connect_timeout: '1s',
+    circuit_breakers: { thresholds: [{ max_connections: MANY, max_pending_requests: MANY, max_requests: MANY }] },
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: opts.upstreamPort } } } }] }],
+    },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: protocol === 'http1' ? { http_protocol_options: {} } : { http2_protocol_options: { max_concurrent_streams: 100 } },
+      },
+    },
+    transport_socket: {
+      name: 'envoy.transport_sockets.tls',
+      typed_config: {
+        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+        sni: 'kubernetes.default.svc',
+        common_tls_context: {
+          alpn_protocols: [protocol === 'http1' ? 'http/1.1' : 'h2'],
+          validation_context: { trusted_ca: { filename: opts.pki.peerCa } },
+        },
+      },
+    },
+  };
 }

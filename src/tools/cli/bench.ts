@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { runBench } from '../bench/bench.js';
 import { fanoutSummary, runFanoutBench } from '../bench/fanout.js';
 import { runFreshnessBench } from '../bench/freshness.js';
+import { runWatchScaleBench } from '../bench/watchScale.js';
 
 export async function runBenchCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -25,6 +26,10 @@ export async function runBenchCommand(args: string[]): Promise<number> {
       'freshness-cap-ms': { type: 'string', default: '15000' },
       'freshness-crds': { type: 'string', default: '2000' },
       'envoy-concurrency': { type: 'string', default: '2,16' },
+      'watch-nodes': { type: 'string', default: '2000' },
+      'watch-h2-watches': { type: 'string', default: '9' },
+      'watch-writes-per-second': { type: 'string', default: '40' },
+      'watch-seconds': { type: 'string', default: '60' },
       out: { type: 'string' },
     },
     strict: true,
@@ -47,34 +52,42 @@ export async function runBenchCommand(args: string[]): Promise<number> {
     crdGroups: int('fanout-crd-groups', values['fanout-crd-groups']),
   };
   if (!Number.isInteger(fanout.crds) || fanout.crds < 0) throw new Error('--fanout-crds must be a whole number');
-  const parts = ['side-by-side', 'fanout', 'convergence', 'discovery', 'freshness'] as const;
+  const parts = ['side-by-side', 'fanout', 'convergence', 'discovery', 'freshness', 'watch-scale'] as const;
   const only = parts.find((part) => part === values.only);
   if (values.only !== undefined && only === undefined) throw new Error(`--only takes one part: ${parts.join(', ')}`);
   const figures =
-    only === 'fanout'
-      ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
-      : only === 'freshness'
-        ? await runFreshnessBench({
-            samples: int('samples', values.samples),
-            capMs: int('freshness-cap-ms', values['freshness-cap-ms']),
-            crds: int('freshness-crds', values['freshness-crds']),
-            crdGroups: fanout.crdGroups,
-            envoyConcurrencies: (values['envoy-concurrency'] ?? '').split(',').map((n) => int('envoy-concurrency', n)),
-            progress,
-          })
-        : await runBench({
-            rounds: int('rounds', values.rounds),
-            roundMs: int('round-ms', values['round-ms']),
-            concurrency: int('concurrency', values.concurrency),
-            inFlight,
-            protocol,
-            convergenceSamples: int('convergence-samples', values['convergence-samples']),
-            convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
-            changedSamples: int('changed-samples', values['changed-samples']),
-            fanout,
-            ...(only === undefined ? {} : { only }),
-            progress,
-          });
+    only === 'watch-scale'
+      ? await runWatchScaleBench({
+          nodes: int('watch-nodes', values['watch-nodes']),
+          watchesPerH2Node: int('watch-h2-watches', values['watch-h2-watches']),
+          writesPerSecond: int('watch-writes-per-second', values['watch-writes-per-second']),
+          writeSeconds: int('watch-seconds', values['watch-seconds']),
+          progress,
+        })
+      : only === 'fanout'
+        ? await runFanoutBench({ ...fanout, progress }).then((f) => ({ summary: fanoutSummary(f), fanout: f }))
+        : only === 'freshness'
+          ? await runFreshnessBench({
+              samples: int('samples', values.samples),
+              capMs: int('freshness-cap-ms', values['freshness-cap-ms']),
+              crds: int('freshness-crds', values['freshness-crds']),
+              crdGroups: fanout.crdGroups,
+              envoyConcurrencies: (values['envoy-concurrency'] ?? '').split(',').map((n) => int('envoy-concurrency', n)),
+              progress,
+            })
+          : await runBench({
+              rounds: int('rounds', values.rounds),
+              roundMs: int('round-ms', values['round-ms']),
+              concurrency: int('concurrency', values.concurrency),
+              inFlight,
+              protocol,
+              convergenceSamples: int('convergence-samples', values['convergence-samples']),
+              convergenceCapMs: int('convergence-cap-ms', values['convergence-cap-ms']),
+              changedSamples: int('changed-samples', values['changed-samples']),
+              fanout,
+              ...(only === undefined ? {} : { only }),
+              progress,
+            });
   const text = `${JSON.stringify(figures, null, 2)}\n`;
   if (values.out !== undefined) writeFileSync(values.out, text);
   process.stdout.write(text);

@@ -51,7 +51,7 @@ verbs:
 `,
   bench: `usage: mvproxy-dev bench [--rounds N] [--round-ms MS] [--concurrency N] [--in-flight 8,64] [--protocol h2|http/1.1]
                         [--convergence-samples 30] [--convergence-cap-ms MS] [--out FILE]
-                        [--only side-by-side|fanout|convergence|discovery|freshness] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
+                        [--only side-by-side|fanout|convergence|discovery|freshness|watch-scale] [--fanout-nodes 200] [--fanout-changes 30] [--fanout-crds 2000] [--fanout-crd-groups 200]
                         [--samples 30] [--freshness-cap-ms 15000] [--freshness-crds 2000] [--envoy-concurrency 2,16]
 
 Runs a mvproxy sandbox and an upstream-proxy sandbox side by side and measures
@@ -62,6 +62,13 @@ discovery: that part alone; discovery is merged /apis against upstream and
 the minimal Envoy; side-by-side: everything but the fan-out). Convergence is timed from the triggering event, the same way
 for mvproxy and upstream, --convergence-samples times per kind of change
 (added, removed, drained) and side; fan-out --fanout-changes times.
+--only watch-scale (not part of the full run): a large cluster through one sidecar:
+--watch-nodes connections (default 2000), each its own token, every other one
+HTTP/2 holding --watch-h2-watches watches (default 9), the rest HTTP/1.1 with
+one, every watch of pods bound to its node; through direct, the minimal Envoy
+and the sidecar in turn: memory per connection and per watch, event delay at
+--watch-writes-per-second (default 40) for --watch-seconds (default 60), CPU
+per event, and the machine's CPU over that window.
 --only freshness (not part of the full run): how long after a CRD is created
 or deleted on kas-a its group is listed or gone through every proxy path,
 against each apiserver's own listing from the same clock, --samples times per

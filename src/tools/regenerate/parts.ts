@@ -8,6 +8,7 @@ export type PartName =
   | 'bench-discovery'
   | 'bench-fanout'
   | 'bench-freshness'
+  | 'bench-watch-scale'
   | 'upgrade-test'
   | 'upgrade-test-1.35-1.36'
   | 'figures';
@@ -47,6 +48,7 @@ export const PARTS: readonly Part[] = [
   benchPart('bench-discovery', 'discovery'),
   benchPart('bench-fanout', 'fanout'),
   benchPart('bench-freshness', 'freshness'),
+  benchPart('bench-watch-scale', 'watch-scale'),
   upgradePart('upgrade-test', '1.36-1.37'),
   upgradePart('upgrade-test-1.35-1.36', '1.35-1.36'),
   { name: 'figures', runs: 'once', outputs: ['README.md', 'docs/*.md'], args: () => [] },
