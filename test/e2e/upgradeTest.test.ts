@@ -21,7 +21,7 @@ import { TEST_MODES, type TestMode } from '../../src/tools/upgradeTest/modes.js'
 import type { ModeOutcome } from '../../src/tools/upgradeTest/outcomes.js';
 import { DEFAULT_PAIR, versionPair } from '../../src/tools/upgradeTest/pairs.js';
 import { runMode } from '../../src/tools/upgradeTest/run.js';
-import { breaches, heldTo, SUMMARY_COUNTS } from '../../src/tools/upgradeTest/summary.js';
+import { answerBreaches, breaches, heldTo, SUMMARY_COUNTS } from '../../src/tools/upgradeTest/summary.js';
 
 describe('upgrade test (short): one apiserver upgraded and rolled back under load', { timeout: 1_500_000 }, () => {
   let components: InstalledComponents;
@@ -40,6 +40,7 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
     // Every count in the test's output, passed or not: the figures behind the verdict.
     t.diagnostic(`${mode}: ${JSON.stringify(Object.fromEntries(SUMMARY_COUNTS.map((k) => [k, o[k]])))}`);
     t.diagnostic(`${mode} stories: ${JSON.stringify(o.stories)}`);
+    t.diagnostic(`${mode} answers: ${JSON.stringify(o.answers)}`);
     assert.ok(o.requests > 500, `the load ran: ${evidence(o)}`);
     assert.deepEqual(
       o.steps.map((s) => [s.from, s.to, s.purpose ?? 'upgrade']),
@@ -54,6 +55,8 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
     assert.ok(o.stories && !('skipped' in o.stories), evidence(o));
     assert.deepEqual([o.stories.setup_failures, o.stories.unreadable], [[], 0], evidence(o));
     assert.deepEqual(breaches(o, heldTo(mode)), {}, evidence(o));
+    // Every answer counted by class and code, each class within its bound (summary.ts answerBreaches).
+    assert.deepEqual(answerBreaches(o), [], evidence(o));
     // Killed (SIGKILL) during the upgrade, the controller-manager came back at its node's version; the stories above judged its controllers' work after that.
     assert.ok(o.controller_manager_restarts >= 1, evidence(o));
     assert.deepEqual(o.controller_manager_at_end, { version: pair.older, running: true }, evidence(o));

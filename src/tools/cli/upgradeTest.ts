@@ -15,7 +15,7 @@ import { DEFAULT_PAIR, versionPair, type VersionPair } from '../upgradeTest/pair
 import { APISERVERS, DEFAULT_CONTROLLER_MANAGER_NODE, runMode, SERVED_SET_READING_INTERVAL_MS, SHUTDOWN_DELAY_SECONDS } from '../upgradeTest/run.js';
 import { TERMINATING_ALLOWANCE_S } from '../upgradeTest/stories.js';
 import { NO_STORY_RESOURCE } from '../upgradeTest/storyJudgement.js';
-import { aggregateRuns, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
+import { aggregateRuns, answerBreaches, ANSWERS_429_SHARE, breaches, heldTo, INVARIANTS, MVPROXY_CLAIMS } from '../upgradeTest/summary.js';
 
 const MODE_PROCEDURES: Record<TestMode, string> = {
   none: 'the apiservers behind the load balancer, no proxy',
@@ -105,6 +105,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
       stories: storiesProcedure(pair),
       invariants: INVARIANTS,
       mvproxy_claims: MVPROXY_CLAIMS,
+      answer_bounds: { '4xx but 404 and 429': 0, '404': 'spurious_404 (above)', '429': `at most ${ANSWERS_429_SHARE * 100} % of the requests` },
     },
     summary,
     runs: results,
@@ -116,7 +117,7 @@ export async function runUpgradeTestCommand(args: string[]): Promise<number> {
   writeFileSync(svgPath, await renderSvg(bands, subtitle));
   progress(`wrote ${values.out} and ${svgPath}`);
   for (const m of modes) {
-    const broken = results[m].map((o) => breaches(o, heldTo(m)));
+    const broken = results[m].map((o) => ({ ...breaches(o, heldTo(m)), ...(answerBreaches(o).length > 0 ? { answers: answerBreaches(o) } : {}) }));
     progress(`${m}: ${broken.every((b) => Object.keys(b).length === 0) ? 'held' : `broke ${JSON.stringify(broken)}`}`);
   }
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -96,3 +96,29 @@ export function breaches(outcome: ModeOutcome, keys: readonly SummaryCount[]): P
 export function heldTo(mode: TestMode): SummaryCount[] {
   return mode === 'mvproxy' || mode === 'mvproxy-drain' ? [...INVARIANTS, ...MVPROXY_CLAIMS] : [...INVARIANTS];
 }
+
+/**
+ * What every answer class (outcomes.ts answerClass) is held to, in every
+ * mode. The load sends well-formed requests as authenticated, authorized
+ * clients, each on its own objects (unique names, patches without
+ * preconditions), so every 4xx but two is an invariant: 0. A 404 is bounded by
+ * `spurious_404` (the counts above: mvproxy claims 0, the baselines show the
+ * skew); the others are answers while no apiserver in service served the
+ * resource, which the 5xx rules also bound. A 429 (priority and fairness
+ * shedding load) is allowed up to ANSWERS_429_SHARE of the requests. 2xx,
+ * 304 and 5xx are held by the counts above (errors_5xx_while_served,
+ * errors_5xx_without_retry_after, errors_transport).
+ */
+export const ANSWERS_429_SHARE = 0.005;
+
+/** The answer classes of `outcome` beyond their bound, each with why: empty when every class kept to it. */
+export function answerBreaches(outcome: Pick<ModeOutcome, 'answers' | 'requests'>): string[] {
+  return Object.entries(outcome.answers).flatMap(([answer, count]) => {
+    if (!/^4\d\d$/.test(answer) || answer === '404') return [];
+    if (answer === '429') {
+      const bound = Math.floor(outcome.requests * ANSWERS_429_SHARE);
+      return count > bound ? [`429: ${count} of ${outcome.requests} requests (at most ${ANSWERS_429_SHARE * 100} %, ${bound})`] : [];
+    }
+    return [`${answer}: ${count} (none allowed: the load's requests are well-formed, authorized and never conflict)`];
+  });
+}

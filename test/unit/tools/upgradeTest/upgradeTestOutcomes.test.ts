@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { Ledger } from '../../../../src/tools/upgradeTest/ledger.js';
 import { categorize, judgeMode, judgeWatch, missingGroups, notReadBack, perSecond, type ModeObservations } from '../../../../src/tools/upgradeTest/outcomes.js';
 import type { RequestRecord, WatchEventRecord } from '../../../../src/tools/upgradeTest/observations.js';
+import { answerBreaches } from '../../../../src/tools/upgradeTest/summary.js';
 import { Timeline } from '../../../../src/tools/upgradeTest/timeline.js';
 import { emptyObservations, NEW_SERVED, OLD_SERVED, upgradeTimeline } from '../../../support/upgradeTimeline.js';
 
@@ -174,6 +175,14 @@ describe('upgrade test outcomes', () => {
       '503 without Retry-After': 1,
       'transport error': 1,
     });
+  });
+
+  it('every 4xx but 404 and 429 breaks its bound at the first; 429 only past its share of the requests', () => {
+    const answers = { '2xx': 9000, '404': 40, '409': 1, '429': 46, '503 with Retry-After': 3 };
+    assert.deepEqual(answerBreaches({ answers, requests: 10_000 }), [
+      "409: 1 (none allowed: the load's requests are well-formed, authorized and never conflict)",
+    ]);
+    assert.deepEqual(answerBreaches({ answers: { '429': 51 }, requests: 10_000 }), ['429: 51 of 10000 requests (at most 0.5 %, 50)']);
   });
 
   it('per second counts requests by the second they ended in', () => {
