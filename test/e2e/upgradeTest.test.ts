@@ -54,6 +54,8 @@ describe('upgrade test (short): one apiserver upgraded and rolled back under loa
     // The stories ran and every reading said something: a 0 held to is not a story untold.
     assert.ok(o.stories && !('skipped' in o.stories), evidence(o));
     assert.deepEqual([o.stories.setup_failures, o.stories.unreadable], [[], 0], evidence(o));
+    // How long each story's namespace stayed Terminating is recorded for every mode (null: still there when judged).
+    assert.deepEqual(Object.keys(o.stories.terminating_s ?? {}).sort(), ['every apiserver up', 'sole server restarting'], evidence(o));
     assert.deepEqual(breaches(o, heldTo(mode)), {}, evidence(o));
     // Every answer counted by class and code, each class within its bound (summary.ts answerBreaches).
     assert.deepEqual(answerBreaches(o), [], evidence(o));

@@ -86,7 +86,8 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
   await setUp(p, up, setupFailures);
   await deleteNamespace(up);
   // With every apiserver up the controllers have until the allowance to finish: the restart must not overlap this story.
-  await untilGone(p, up.deleted, allowanceS * 1000);
+  const terminating: Partial<Record<StoryName, number | null>> = {};
+  terminating[up.story] = await untilGone(p, up.deleted, p.now() + allowanceS * 1000, deletedAt[up.story]);
 
   const restart = SETS['sole server restarting'];
   await setUp(p, restart, setupFailures);
@@ -94,6 +95,7 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
 
   const judgeAt = step.inAt + allowanceS * 1000;
   p.log(`stories: judging ${allowanceS} s after ${p.server} came back`);
+  terminating[restart.story] = await untilGone(p, restart.deleted, judgeAt, deletedAt[restart.story]);
   await sleep(Math.max(0, judgeAt - p.now()));
   const judgedAt = p.operator.mark('story: judged');
   const namespaces: DeletedNamespaceReading[] = [];
@@ -112,6 +114,7 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
       server: p.server,
       terminating_allowance_s: allowanceS,
       deleted_at_s: deletedAt,
+      terminating_s: terminating,
       judged_at_s: judgedAt / 1000,
       namespaces,
       dependents,
@@ -121,14 +124,22 @@ export async function runStories(p: StoryParts): Promise<{ counts: StoryCounts; 
   };
 }
 
-/** Waits until `namespace` is gone (read from the server) or `timeoutMs` has passed. */
-async function untilGone(p: StoryParts, namespace: string, timeoutMs: number): Promise<void> {
-  const start = p.now();
-  while (p.now() - start < timeoutMs) {
-    if ((await direct(p, 'GET', `/api/v1/namespaces/${namespace}`)).status === 404) break;
+/**
+ * Reads `namespace` from the server every second until it is gone or `until`
+ * (on the run's clock) has come; how long it stayed from its DELETE at
+ * `deletedAtS` (seconds on the same clock), or null when it was still there.
+ */
+async function untilGone(p: StoryParts, namespace: string, until: number, deletedAtS: number | undefined): Promise<number | null> {
+  while (p.now() < until) {
+    if ((await direct(p, 'GET', `/api/v1/namespaces/${namespace}`)).status === 404) {
+      const stayedS = Math.round((p.now() / 1000 - (deletedAtS ?? p.now() / 1000)) * 10) / 10;
+      p.log(`story: ${namespace} gone ${stayedS} s after its DELETE`);
+      return stayedS;
+    }
     await sleep(1000);
   }
-  p.log(`story: ${namespace} ${p.now() - start < timeoutMs ? 'gone' : 'still there'} after ${Math.round((p.now() - start) / 100) / 10} s`);
+  p.log(`story: ${namespace} still there at the judgement`);
+  return null;
 }
 
 /** Both namespaces; two objects in the one the story deletes; the owner directly on the server, its dependent through the load balancer. */

@@ -96,6 +96,8 @@ export interface StoriesRecord {
   terminating_allowance_s: number;
   /** When each story's namespace was deleted, and when the readings were made (seconds since the mode's start). */
   deleted_at_s: Partial<Record<StoryName, number>>;
+  /** How long each story's namespace stayed (Terminating) after its DELETE, read every second from the server; null: still there when judged. */
+  terminating_s?: Partial<Record<StoryName, number | null>>;
   judged_at_s: number;
   namespaces: DeletedNamespaceReading[];
   dependents: DependentReading[];
