@@ -62,8 +62,8 @@ describe('the alerting rules, evaluated by a real Prometheus scraping the sandbo
       assert.equal((await prometheus.query('mvproxy_xds_in_sync == 1')).length, 2);
       assert.equal((await prometheus.query('envoy_control_plane_connected_state == 1')).length, 2);
     });
-    // Rules are evaluated every second: 20 evaluations, not one alert even pending.
-    for (let i = 0; i < 20; i++) {
+    // Rules are evaluated every second: 10 evaluations, not one alert even pending.
+    for (let i = 0; i < 10; i++) {
       assert.deepEqual(await prometheus.alerts(), []);
       await sleep(1000);
     }

@@ -83,7 +83,7 @@ describe('the publisher alerts and dashboard row, evaluated by a real Prometheus
       60_000,
       1000,
     );
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < 10; i++) {
       assert.deepEqual(await prometheus.alerts(), []);
       await sleep(1000);
     }
