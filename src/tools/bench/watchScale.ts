@@ -23,6 +23,8 @@ import { SENT_ANNOTATION, WatchFleet, type WatchNode } from './watchClients.js';
 
 const VERSION = 'v1.37.2';
 const NAMESPACE = 'watch-scale';
+/** What the watchers may do: read pods, as a kubelet's watch does. */
+const WATCHER_ROLE = 'watch-scale-pods';
 const SIDES = ['direct', 'minimal', 'sidecar'] as const;
 type Side = (typeof SIDES)[number];
 
@@ -108,7 +110,7 @@ async function makeNodes(adminKubeconfig: string, o: WatchScaleOptions): Promise
   for (let start = 0; start < o.nodes; start += 32) {
     const batch = Array.from({ length: Math.min(32, o.nodes - start) }, (_, k) => start + k);
     const tokens = await Promise.all(
-      batch.map(() => serviceAccountToken(adminKubeconfig, { namespace: NAMESPACE, name: 'watcher', clusterRole: 'view', expirationSeconds: 7200 })),
+      batch.map(() => serviceAccountToken(adminKubeconfig, { namespace: NAMESPACE, name: 'watcher', clusterRole: WATCHER_ROLE, expirationSeconds: 7200 })),
     );
     batch.forEach((i, k) => {
       const h2 = i % 2 === 0;
@@ -142,6 +144,13 @@ async function podWriter(direct: string, ca: string, token: string, nodeNames: s
   };
   const pods = `/api/v1/namespaces/${NAMESPACE}/pods`;
   await call('POST', '/api/v1/namespaces', { metadata: { name: NAMESPACE } });
+  // No controller-manager runs here: it would make this service account (admission looks the pods' up) and fill
+  // the aggregated roles (`view` is empty without it), so both are made here.
+  await call('POST', `/api/v1/namespaces/${NAMESPACE}/serviceaccounts`, { metadata: { name: 'default' } });
+  await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    metadata: { name: WATCHER_ROLE },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
+  });
   for (let start = 0; start < nodeNames.length; start += 32) {
     await Promise.all(
       nodeNames
