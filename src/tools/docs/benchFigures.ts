@@ -11,7 +11,7 @@ export const DISCOVERY_TARGET_THROUGHPUT_RATIO = 0.9;
 const DISCOVERY_HIGH_IN_FLIGHT = 64;
 
 /** A ratio of the summary, with its range over the runs when the JSON combines several (`mvproxy-dev regenerate`: median, then min–max). */
-function summaryRatio(r: Reader, key: string): string {
+export function summaryRatio(r: Reader, key: string): string {
   const median = ratio(r.num(`summary.${key}`));
   let spread: unknown;
   try {

@@ -1,6 +1,7 @@
 // Every renderer a document's region may name, and the check of one document against its JSONs.
 import { convergence, discovery, discoveryPaths, fanout, fanoutMemory, freshness, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
+import { watchScale } from './watchScaleFigures.js';
 import { upgradeExtProcTimeouts, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
 export const RENDERERS: Readonly<Record<string, Render>> = {
@@ -12,6 +13,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   fanout,
   'fanout-memory': fanoutMemory,
   freshness,
+  'watch-scale': watchScale,
   'upgrade-procedure': upgradeProcedure,
   'upgrade-summary': upgradeSummary,
   'upgrade-stories': upgradeStories,
