@@ -9,7 +9,7 @@
 // object (PodClientReport) on stdout.
 // Usage: node podClient.js '{"bootstrap":...,"ca":...,"token":...,"clusterIp":...,"path":...}'
 import { readFileSync } from 'node:fs';
-import { type ListedSlice, parseSlices, podGet, SERVICE_SLICES_PATH } from './podHttp.js';
+import { type ListedSlice, parseSlices, podGet, SERVICE_SLICES_PATH, serviceEndpoints } from '../../src/tools/sandbox/podHttp.js';
 
 export interface PodClientInput {
   /** host:port the slices are read from. */
@@ -46,13 +46,7 @@ async function main(): Promise<void> {
   if (listed.status !== 200) throw new Error(`reading the slices: ${listed.status} ${listed.body}`);
   const slices = parseSlices(listed.body);
   const answers: PodClientAnswer[] = [];
-  // Each endpoint once, however many slices list it: kube-proxy serves the union of the Service's slices.
-  const endpoints = new Map<string, { address: string; slicePort: number }>();
-  for (const slice of slices) {
-    const slicePort = slice.ports[0]?.port;
-    if (slicePort !== undefined) for (const address of slice.addresses) endpoints.set(`${address}:${slicePort}`, { address, slicePort });
-  }
-  for (const { address, slicePort } of endpoints.values()) {
+  for (const { address, port: slicePort } of serviceEndpoints(slices, 'listed')) {
     try {
       const version = await podGet(who, address, slicePort, '/version');
       const other = await podGet(who, address, slicePort, input.path);

@@ -8,7 +8,7 @@
 // Usage: node podWatcher.js '{"bootstraps":["192.0.2.11:6444",...],"ca":...,"token":...,"clusterIp":...,"intervalMs":500}'
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseSlices, podGet, SERVICE_SLICES_PATH } from './podHttp.js';
+import { parseSlices, podGet, SERVICE_SLICES_PATH } from '../../src/tools/sandbox/podHttp.js';
 import type { WatchRound } from './podWatcherRounds.js';
 
 interface PodWatcherInput {

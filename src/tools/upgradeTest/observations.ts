@@ -59,14 +59,16 @@ export const GEN_ANNOTATION = 'upgrade-test.mvproxy.dev/gen';
 
 export type Verb = 'get' | 'list' | 'create' | 'update' | 'delete' | 'watch' | 'discovery';
 export type ClientKind = 'token' | 'cert';
+/** Who sent a request: a client of the load balancer (by credential), or a pod through the `kubernetes` Service (podLoad.ts). */
+export type RecordClient = ClientKind | 'pod';
 
 /** One request and its answer. Times are milliseconds since the mode's start. */
 export interface RequestRecord {
   t0: number;
   t1: number;
-  /** The entry point (apiserver name; in mode mvproxy its sidecar) the load balancer chose. */
+  /** The entry point the load balancer chose (apiserver name; in mode mvproxy its sidecar), or for a pod the node whose endpoint it dialled. */
   entry: string;
-  client: ClientKind;
+  client: RecordClient;
   verb: Verb;
   /** The resource, or for discovery the path (`/api`, `/apis`). */
   resource: ResourceKey | '/api' | '/apis';

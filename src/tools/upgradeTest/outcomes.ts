@@ -205,6 +205,8 @@ export interface ModeOutcome {
   steps: StepRecord[];
   /** Each change of what an apiserver's own discovery listed (of the test's resources), as observed. */
   served_changes?: Array<{ apiserver: string; t_s: number; resources: ResourceKey[] }>;
+  /** The pods' part of the load (podLoad.ts, counted in everything above too): their answers, and each change of the `kubernetes` Service's ready endpoints they followed. */
+  in_cluster?: { requests: number; answers: Record<string, number>; endpoint_changes: Array<{ t_s: number; endpoints: string[] }> } | { skipped: string };
   /** Each entry point's moves in and out of the load balancer's rotation, and why. */
   rotation?: Array<{ entry: string; t_s: number; in: boolean; reason: string }>;
   /** Readings of a running apiserver's discovery that failed (the last reading held). */

@@ -18,8 +18,9 @@ import { Ledger } from './ledger.js';
 import { Load } from './load.js';
 import { operatorDrains, sandboxModeOf, throughSidecars, type TestMode } from './modes.js';
 import type { RequestRecord, ResourceKey } from './observations.js';
-import { judgeMode, judgeWatch, perSecond, type ModeObservations, type ModeOutcome } from './outcomes.js';
+import { answersByClass, judgeMode, judgeWatch, perSecond, type ModeObservations, type ModeOutcome } from './outcomes.js';
 import type { VersionPair } from './pairs.js';
+import { PodLoad } from './podLoad.js';
 import { Operator } from './procedure.js';
 import { ServedSetObserver } from './servedSets.js';
 import { runStories } from './stories.js';
@@ -153,6 +154,8 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   const watchers = [new Watcher(balancer, 'configmaps', 'token', now, records, []), new Watcher(balancer, 'widgets', 'cert', now, records, [])];
   await Promise.all(watchers.map((w) => w.start()));
   load.start();
+  // Pods' clients through the `kubernetes` Service: as much a part of the cluster's load as the load balancer's.
+  const pods = await PodLoad.start(sandbox, cluster, { resources, now, workers: opts.short ? 1 : 2, thinkMs: 100 });
   const discovery = discoveryLoop(balancer, now, records, 250);
   const operator = new Operator({
     sandbox,
@@ -187,6 +190,7 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   for (const a of [...order].reverse()) await operator.step(a, opts.pair.newer, opts.pair.older);
 
   await load.stop();
+  if (pods instanceof PodLoad) await pods.stop();
   await discovery.stop();
   // Let the watchers catch up with the last writes before judging them.
   const watchStart = Object.fromEntries(watchers.map((w) => [w.resourceKey, w.startedAt])) as Partial<Record<ResourceKey, number>>;
@@ -198,7 +202,8 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   const durationMs = now();
   await operator.readBackServed('read back (all rolled back)', resources);
   await observer.stop();
-  const all = [...records, ...load.records].sort((a, b) => a.t0 - b.t0);
+  const podRecords = pods instanceof PodLoad ? pods.records : [];
+  const all = [...records, ...load.records, ...podRecords].sort((a, b) => a.t0 - b.t0);
   const outcome = judgeMode(
     {
       requests: all,
@@ -219,6 +224,10 @@ async function exercise(sandbox: Sandbox, mode: TestMode, opts: RunOptions, log:
   );
   outcome.served_changes = timeline.servedChanges().map((c) => ({ apiserver: c.apiserver, t_s: Math.round(c.t) / 1000, resources: c.resources }));
   outcome.rotation = rotation;
+  outcome.in_cluster =
+    pods instanceof PodLoad
+      ? { requests: podRecords.length, answers: answersByClass(podRecords), endpoint_changes: pods.endpointChanges }
+      : { skipped: pods.skipped };
   outcome.served_set_failed_readings = observer.failedReadings;
   outcome.load_average = { start: loadStart, end: loadavg()[0] ?? 0 };
   if (throughSidecars(mode)) outcome.sidecar_counters = await sidecarCounters(sandbox);

@@ -56,10 +56,15 @@ export interface ListedSlice {
   name: string;
   ports: { name?: string; port?: number }[];
   addresses: string[];
+  readyAddresses: string[];
 }
 
 interface SliceList {
-  items: { metadata: { name: string }; ports?: { name?: string; port?: number }[]; endpoints?: { addresses: string[] }[] }[];
+  items: {
+    metadata: { name: string };
+    ports?: { name?: string; port?: number }[];
+    endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[];
+  }[];
 }
 
 /** An EndpointSliceList body: each slice's name, ports and every endpoint address. */
@@ -68,5 +73,18 @@ export function parseSlices(body: string): ListedSlice[] {
     name: s.metadata.name,
     ports: s.ports ?? [],
     addresses: (s.endpoints ?? []).flatMap((e) => e.addresses),
+    // kube-proxy sends new connections only to ready endpoints; an absent condition means ready.
+    readyAddresses: (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
   }));
+}
+
+/** Each `address:port` the Service leads to, once however many slices list it: kube-proxy serves the union of the Service's slices. */
+export function serviceEndpoints(slices: readonly ListedSlice[], which: 'listed' | 'ready'): { address: string; port: number }[] {
+  const endpoints = new Map<string, { address: string; port: number }>();
+  for (const slice of slices) {
+    const port = slice.ports[0]?.port;
+    if (port === undefined) continue;
+    for (const address of which === 'ready' ? slice.readyAddresses : slice.addresses) endpoints.set(`${address}:${port}`, { address, port });
+  }
+  return [...endpoints.values()];
 }
