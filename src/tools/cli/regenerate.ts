@@ -1,16 +1,17 @@
-// `mvproxy-dev regenerate [--runs N] [--parts a,b,...] [--allow-dirty]`: makes
+// `mvproxy-dev regenerate [--runs N] [--parts a,b,...] [--allow-dirty] | --check`: makes
 // every committed measurement under docs/ again (regenerate/parts.ts), each
 // with its provenance (the commit, how long, the machine's load), bench parts
 // from N runs with their spread, then the docs' figures from them. A set can be
-// made in parts across sessions: every part records the commit it measured.
+// made in parts across sessions: every part records the commit it measured,
+// and `--check` says which committed ones describe the code of HEAD.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { selectParts, type Part } from '../regenerate/parts.js';
-import { gitState, loadNow, provenance } from '../regenerate/provenance.js';
+import { codeAt, gitState, loadNow, provenance, staleness, type Provenance } from '../regenerate/provenance.js';
 import { combineRuns, type PartRun } from '../regenerate/spread.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -20,9 +21,15 @@ const FIGURES = fileURLToPath(new URL('../docs/figures.js', import.meta.url));
 export async function runRegenerateCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { runs: { type: 'string', default: '3' }, parts: { type: 'string' }, 'allow-dirty': { type: 'boolean', default: false } },
+    options: {
+      runs: { type: 'string', default: '3' },
+      parts: { type: 'string' },
+      'allow-dirty': { type: 'boolean', default: false },
+      check: { type: 'boolean', default: false },
+    },
     strict: true,
   });
+  if (values.check) return checkCommitted(selectParts(values.parts));
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: a whole number from 1, got ${values.runs}`);
   const parts = selectParts(values.parts);
@@ -55,6 +62,24 @@ export async function runRegenerateCommand(args: string[]): Promise<number> {
     progress(`${part.name}: ${made.duration_s} s, load ${made.load_average.start} -> ${made.load_average.end}; wrote ${part.outputs.join(', ')}`);
   }
   return 0;
+}
+
+/** Prints, for each part's committed JSON, whether it describes the code of HEAD (provenance.ts staleness); 1 when one does not. */
+function checkCommitted(parts: readonly Part[]): number {
+  const current = gitState(REPO);
+  let stale = 0;
+  for (const part of parts.filter((p) => p.runs !== 'once')) {
+    const file = part.outputs[0] ?? '';
+    const made = existsSync(join(REPO, file))
+      ? (JSON.parse(readFileSync(join(REPO, file), 'utf8')) as { provenance?: Partial<Provenance> }).provenance
+      : undefined;
+    const madeCode = made?.code ?? (made?.commit === undefined ? undefined : codeAt(REPO, made.commit));
+    const why = staleness(made, madeCode, current);
+    if (why !== undefined) stale++;
+    const when = made?.started_at === undefined ? '' : `, ${made.runs} run(s) from ${made.started_at}, ${made.duration_s} s`;
+    process.stdout.write(`${file}: ${why ?? `describes ${current.commit.slice(0, 7)}'s code${when}`}\n`);
+  }
+  return stale === 0 ? 0 : 1;
 }
 
 /** A part that takes --runs itself: its JSON as it wrote it. */

@@ -1,5 +1,5 @@
 // Renderers of the upgrade test's committed runs (docs/upgrade-test*.json), for docs/upgrade-test.md.
-import { type FigureLine, header, line, lookup, type Reader, row } from './figureRegions.js';
+import { type FigureLine, fixed, header, line, lookup, type Reader, row } from './figureRegions.js';
 
 /** A count's total, with its value per run when it is not zero and there was more than one run. */
 function count(r: Reader, mode: string, key: string): string {
@@ -35,13 +35,13 @@ function procedure(json: unknown): FigureLine {
   });
 }
 
-/** Per mode: the claims and the shared invariants, totals over the runs. */
+/** Per mode: the claims and the shared invariants, totals over the runs; then every answer by class and code. */
 export function upgradeSummary(json: unknown): FigureLine[] {
   const names = line(json, (r) => modes(r).join(',')).text.split(',');
   return [
     procedure(json),
     line(json, () => ''),
-    ...header(['mode', 'requests', 'spurious 404', 'incomplete discovery', '5xx', '5xx without `Retry-After`', 'shared invariants broken']),
+    ...header(['mode', 'requests', 'spurious 404', 'incomplete discovery', '5xx', '5xx while served', '5xx without `Retry-After`', 'shared invariants broken']),
     ...names.map((mode) =>
       line(json, (r) => {
         const broken = strings(r, 'procedure.invariants')
@@ -53,21 +53,128 @@ export function upgradeSummary(json: unknown): FigureLine[] {
           count(r, mode, 'spurious_404'),
           count(r, mode, 'incomplete_discovery'),
           count(r, mode, 'errors_5xx'),
+          count(r, mode, 'errors_5xx_while_served'),
           count(r, mode, 'errors_5xx_without_retry_after'),
           broken.length === 0 ? 'none' : broken.join(', '),
         ]);
       }),
     ),
+    line(json, () => ''),
+    ...upgradeAnswers(json),
   ];
 }
 
-/** Per mode: KEP-4020's stories, counted from what the real kube-controller-manager did. */
+/** One run's answers by class and code; undefined when the run predates them (it must not read as 0). */
+type RunAnswers = Readonly<Record<string, number>> | undefined;
+
+function runAnswers(r: Reader, mode: string): RunAnswers[] {
+  return runsOf(r, mode).map((run, i) => {
+    const answers = run.answers;
+    if (answers === undefined) return undefined;
+    if (typeof answers !== 'object' || answers === null || Object.values(answers).some((n) => typeof n !== 'number'))
+      throw new Error(`runs.${mode}.${i}.answers is not a count per answer class`);
+    return answers as Record<string, number>;
+  });
+}
+
+function runsOf(r: Reader, mode: string): Record<string, unknown>[] {
+  const runs = r.value(['runs', mode]);
+  if (!Array.isArray(runs) || runs.some((run) => typeof run !== 'object' || run === null)) throw new Error(`runs.${mode} is not a list of runs`);
+  return runs as Record<string, unknown>[];
+}
+
+/** Where an answer class (outcomes.ts answerClass) sorts: by code, 2xx first, a 5xx with `Retry-After` before the same without, transport errors last. */
+function answerRank(answer: string): [number, number] {
+  if (answer === '2xx') return [200, 0];
+  if (answer === 'transport error') return [1000, 0];
+  const code = /^(\d{3})(?: (with|without) Retry-After)?$/.exec(answer);
+  return code ? [Number(code[1]), code[2] === 'without' ? 1 : 0] : [999, 0];
+}
+
+/** The columns of the answers table: every class seen in any run, in answerRank order (then by name). */
+export function answerColumns(classes: Iterable<string>): string[] {
+  return [...new Set(classes)].sort((a, b) => {
+    const [ra, rb] = [answerRank(a), answerRank(b)];
+    return ra[0] - rb[0] || ra[1] - rb[1] || (a < b ? -1 : a > b ? 1 : 0);
+  });
+}
+
+const NOT_RECORDED = 'not recorded';
+
+/** One class's cell: the total, with each run's value when there were several and the total is not 0; a run without answers is named, never summed. */
+export function answerCell(runs: readonly RunAnswers[], answer: string): string {
+  if (runs.every((answers) => answers === undefined)) return NOT_RECORDED;
+  const values = runs.map((answers) => (answers === undefined ? undefined : (answers[answer] ?? 0)));
+  if (values.some((v) => v === undefined)) return values.map((v) => v ?? NOT_RECORDED).join(', ');
+  const total = (values as number[]).reduce((a, b) => a + b, 0);
+  return total !== 0 && values.length > 1 ? `${total} (${values.join(', ')})` : String(total);
+}
+
+/** An answer class as a column's heading. */
+const classHeading = (answer: string): string => answer.replace('Retry-After', '`Retry-After`');
+
+/** Per mode: every answer counted by class and code (each run's `answers`), so the 5xx stand beside the 404s. */
+export function upgradeAnswers(json: unknown): FigureLine[] {
+  const names = line(json, (r) => modes(r).join(',')).text.split(',');
+  const everyRun = (r: Reader): RunAnswers[] => names.flatMap((mode) => runAnswers(r, mode));
+  if (line(json, (r) => String(everyRun(r).every((answers) => answers === undefined))).text === 'true')
+    return [fixed(`Answers by class and code: ${NOT_RECORDED} in these runs (they predate each run's \`answers\`).`)];
+  const classes = line(json, (r) => answerColumns(everyRun(r).flatMap((answers) => Object.keys(answers ?? {}))).join('\n'));
+  const columns = classes.text.split('\n').filter((answer) => answer !== '');
+  const heading = ['mode', ...columns.map(classHeading)];
+  return [
+    fixed("Every answer, by class and code (each run's `answers`):"),
+    fixed(''),
+    { text: row(heading), from: classes.from },
+    fixed(row(heading.map(() => '---'))),
+    ...names.map((mode) => line(json, (r) => row([`\`${mode}\``, ...columns.map((answer) => answerCell(runAnswers(r, mode), answer))]))),
+  ];
+}
+
+/** How long a story's namespace stayed after its DELETE: seconds, null when still there at the judgement, undefined when not recorded. */
+type Stayed = number | null | undefined;
+
+function stayedPerRun(r: Reader, mode: string, story: string): Stayed[] {
+  return runsOf(r, mode).map((run) => {
+    const terminating = (run.stories as { terminating_s?: Record<string, unknown> } | undefined)?.terminating_s;
+    const value = terminating?.[story];
+    return typeof value === 'number' || value === null ? value : undefined;
+  });
+}
+
+/** One story's cell: each run's time, e.g. `12, 15, 11 s`; `still there` when it had not gone at the judgement; `not recorded` for runs that predate it. */
+export function stayedCell(values: readonly Stayed[]): string {
+  if (values.every((v) => v === undefined)) return NOT_RECORDED;
+  if (values.every((v) => typeof v === 'number')) return `${values.join(', ')} s`;
+  return values.map((v) => (v === undefined ? NOT_RECORDED : v === null ? 'still there' : `${v} s`)).join(', ');
+}
+
+/** The stories' names as each run's `stories.terminating_s` keys them (the renderers read the JSON, never the test's code). */
+const STORIES = ['every apiserver up', 'sole server restarting'] as const;
+
+/** Per mode: KEP-4020's stories, counted from what the real kube-controller-manager did, and how long each story's namespace stayed. */
 export function upgradeStories(json: unknown): FigureLine[] {
   const names = line(json, (r) => modes(r).join(',')).text.split(',');
-  const stories = ['namespaces_left_with_garbage', 'namespaces_stuck_terminating', 'dependents_wrongly_deleted', 'controller_manager_restarts'];
+  const stories = ['namespaces_left_with_garbage', 'namespaces_stuck_terminating', 'dependents_wrongly_deleted'];
   return [
-    ...header(['mode', 'namespaces left with garbage', 'stuck Terminating', 'dependents wrongly deleted', 'controller-manager restarts']),
-    ...names.map((mode) => line(json, (r) => row([`\`${mode}\``, ...stories.map((key) => count(r, mode, key))]))),
+    ...header([
+      'mode',
+      'namespaces left with garbage',
+      'stuck Terminating',
+      'dependents wrongly deleted',
+      ...STORIES.map((story) => `Terminating for (${story})`),
+      'controller-manager restarts',
+    ]),
+    ...names.map((mode) =>
+      line(json, (r) =>
+        row([
+          `\`${mode}\``,
+          ...stories.map((key) => count(r, mode, key)),
+          ...STORIES.map((story) => stayedCell(stayedPerRun(r, mode, story))),
+          count(r, mode, 'controller_manager_restarts'),
+        ]),
+      ),
+    ),
   ];
 }
 

@@ -3,8 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PARTS, selectParts } from '../../../../src/tools/regenerate/parts.js';
-import { provenance } from '../../../../src/tools/regenerate/provenance.js';
+import { provenance, staleness, type GitState } from '../../../../src/tools/regenerate/provenance.js';
 import { combineRuns, failuresIn, median, type PartRun } from '../../../../src/tools/regenerate/spread.js';
+
+const CODE = { src: 's1', envoy: 'e1', proto: 'p1', 'package-lock.json': 'l1' };
+const HEAD: GitState = { commit: 'def4567890', clean: true, code: CODE };
 
 const run = (summary: Record<string, number>, errors = 0): PartRun => ({ summary, local: { sides: { sidecar: { requests: 100, errors } } } });
 
@@ -79,13 +82,14 @@ describe('regenerate: parts and provenance', () => {
 
   it('provenance records the commit, cleanliness, duration and the load before and after', () => {
     const p = provenance(
-      { commit: 'abc', clean: true },
+      { commit: 'abc', clean: true, code: CODE },
       { command: 'mvproxy-dev bench --only fanout', runs: 3 },
       { startedAt: Date.parse('2026-12-05T08:00:00Z'), endedAt: Date.parse('2026-12-05T08:10:00Z'), loadStart: 0.5, loadEnd: 1.9 },
       2,
     );
     assert.deepEqual(p, {
       commit: 'abc',
+      code: CODE,
       clean: true,
       command: 'mvproxy-dev bench --only fanout',
       runs: 3,
@@ -94,5 +98,21 @@ describe('regenerate: parts and provenance', () => {
       cpus: 2,
       load_average: { start: 0.5, end: 1.9 },
     });
+  });
+
+  it('a part made at another commit with the same measured code describes HEAD', () => {
+    assert.equal(staleness({ commit: 'abc1234', clean: true }, { ...CODE }, HEAD), undefined);
+  });
+
+  it('a part whose measured code differs names what differs', () => {
+    assert.equal(staleness({ commit: 'abc1234', clean: true }, { ...CODE, envoy: 'e2' }, HEAD), 'made at abc1234; changed since, as of def4567: envoy');
+  });
+
+  it('a part made from a dirty tree never describes HEAD', () => {
+    assert.match(staleness({ commit: 'abc1234', clean: false }, CODE, HEAD) ?? '', /uncommitted changes/);
+  });
+
+  it('a JSON without provenance describes nothing', () => {
+    assert.match(staleness(undefined, undefined, HEAD) ?? '', /no provenance/);
   });
 });
