@@ -2,7 +2,7 @@
 import { convergence, discovery, discoveryPaths, fanout, fanoutMemory, freshness, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
 import { watchScale } from './watchScaleFigures.js';
-import { upgradeExtProcTimeouts, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
+import { upgradeExtProcTimeouts, upgradeInCluster, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
 export const RENDERERS: Readonly<Record<string, Render>> = {
   'side-by-side-vs-upstream': sideBySideVsUpstream,
@@ -18,6 +18,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   'upgrade-summary': upgradeSummary,
   'upgrade-stories': upgradeStories,
   'upgrade-spurious-404s': upgradeSpurious404s,
+  'upgrade-in-cluster': upgradeInCluster,
   'upgrade-ext-proc-timeouts': upgradeExtProcTimeouts,
 };
 

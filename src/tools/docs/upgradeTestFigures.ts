@@ -178,6 +178,28 @@ export function upgradeStories(json: unknown): FigureLine[] {
   ];
 }
 
+/** Per mode: the pods' part of the load (each run's `in_cluster`), their answers summed over the runs; `not recorded` for runs that predate it. */
+export function upgradeInCluster(json: unknown): FigureLine[] {
+  return [
+    line(json, (r) => {
+      const parts = modes(r).map((mode) => {
+        const answers = new Map<string, number>();
+        let requests = 0;
+        for (const run of runsOf(r, mode)) {
+          const pods = run.in_cluster as { requests?: number; answers?: Record<string, number> } | undefined;
+          if (pods?.requests === undefined) return `\`${mode}\`: ${NOT_RECORDED}`;
+          requests += pods.requests;
+          for (const [answer, n] of Object.entries(pods.answers ?? {})) answers.set(answer, (answers.get(answer) ?? 0) + n);
+        }
+        return `\`${mode}\`: ${requests} (${answerColumns(answers.keys())
+          .map((answer) => `${answer} ${answers.get(answer)}`)
+          .join(', ')})`;
+      });
+      return `Pods' requests through the \`kubernetes\` Service, by answer: ${parts.join('; ')}.`;
+    }),
+  ];
+}
+
 /** Where the spurious 404s were, by resource, summed over each mode's runs. */
 export function upgradeSpurious404s(json: unknown): FigureLine[] {
   return [

@@ -2,7 +2,7 @@
 // "not recorded" where an older JSON lacks it, never 0.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { answerColumns, upgradeAnswers, upgradeStories, upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
+import { answerColumns, upgradeAnswers, upgradeInCluster, upgradeStories, upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
 
 const texts = (lines: { text: string }[]): string[] => lines.map((l) => l.text);
 const counts = (total: number, runs: number[]) => ({ total, runs });
@@ -131,5 +131,23 @@ describe('upgrade stories', () => {
     const json = upgradeJson();
     for (const run of json.runs.none) delete (run as { stories?: unknown }).stories;
     assert.match(storyRow(json, 'none') ?? '', /\| not recorded \| not recorded \| 0 \|$/);
+  });
+});
+
+describe('upgrade in-cluster clients', () => {
+  const withPods = () => {
+    const json = upgradeJson();
+    const pods = (answers: Record<string, number>) => ({ requests: Object.values(answers).reduce((a, b) => a + b, 0), answers, endpoint_changes: [] });
+    Object.assign(json.runs.none[0] as object, { in_cluster: pods({ '2xx': 9, '404': 1 }) });
+    Object.assign(json.runs.none[1] as object, { in_cluster: pods({ '2xx': 8, '429': 2 }) });
+    return json;
+  };
+
+  it("sums the pods' answers over the runs, by class in the answers table's order", () => {
+    assert.match(texts(upgradeInCluster(withPods()))[0] ?? '', /`none`: 20 \(2xx 17, 404 1, 429 2\)/);
+  });
+
+  it('says not recorded for a mode whose runs predate the pods', () => {
+    assert.match(texts(upgradeInCluster(withPods()))[0] ?? '', /`mvproxy`: not recorded/);
   });
 });
