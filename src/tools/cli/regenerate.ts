@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { selectParts, type Part } from '../regenerate/parts.js';
-import { codeAt, gitState, loadNow, provenance, staleness, type Provenance } from '../regenerate/provenance.js';
+import { gitState, measuredFilesAt, loadNow, provenance, staleness, type Provenance } from '../regenerate/provenance.js';
 import { combineRuns, type PartRun } from '../regenerate/spread.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -73,8 +73,8 @@ function checkCommitted(parts: readonly Part[]): number {
     const made = existsSync(join(REPO, file))
       ? (JSON.parse(readFileSync(join(REPO, file), 'utf8')) as { provenance?: Partial<Provenance> }).provenance
       : undefined;
-    const madeCode = made?.code ?? (made?.commit === undefined ? undefined : codeAt(REPO, made.commit));
-    const why = staleness(made, madeCode, current);
+    const madeFiles = made?.commit === undefined ? undefined : measuredFilesAt(REPO, made.commit);
+    const why = staleness(made, madeFiles, current);
     if (why !== undefined) stale++;
     const when = made?.started_at === undefined ? '' : `, ${made.runs} run(s) from ${made.started_at}, ${made.duration_s} s`;
     process.stdout.write(`${file}: ${why ?? `describes ${current.commit.slice(0, 7)}'s code${when}`}\n`);

@@ -1,23 +1,30 @@
 // What a committed artefact says of how it was made: the commit (and whether
 // the tree was clean), when, how long, how many runs, and the machine's load
-// around it. Pure once its readings are given (readProvenance takes them).
+// around it, and which measured code it describes (MEASURED_ROOTS but
+// NOT_MEASURED, by git blob hash): a set made across commits that changed
+// only the docs, their renderers or this bookkeeping still describes one code.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 
-/** What the figures measure, by git tree hash: a set made across commits describes one code when these agree. */
-export const MEASURED_CODE = ['src', 'envoy', 'proto', 'package-lock.json'] as const;
-export type MeasuredCode = Record<(typeof MEASURED_CODE)[number], string>;
+/** Where what a measurement runs lives: the product, the tools that measure, and what they are built from. */
+export const MEASURED_ROOTS = ['src', 'envoy', 'proto', 'package-lock.json'] as const;
+/** Under those, what no measurement runs: the docs' renderers, and how provenance is recorded and checked. */
+export const NOT_MEASURED = ['src/tools/docs/', 'src/tools/regenerate/provenance.ts', 'src/tools/cli/regenerate.ts'] as const;
+
+/** The measured code at a commit: each file's path and git blob hash. */
+export type MeasuredFiles = ReadonlyMap<string, string>;
 
 export interface GitState {
   commit: string;
   clean: boolean;
-  code: MeasuredCode;
+  files: MeasuredFiles;
 }
 
 export interface Provenance {
   commit: string;
-  /** The hashes of what was measured at `commit` (MEASURED_CODE). */
-  code: MeasuredCode;
+  /** A digest of the measured files at `commit` (measuredDigest): equal digests, the same code measured. */
+  code: string;
   /** No change to tracked files, nothing untracked outside docs/: the figures describe `commit` itself. */
   clean: boolean;
   command: string;
@@ -29,21 +36,34 @@ export interface Provenance {
   load_average: { start: number; end: number };
 }
 
-/** The repository's commit, whether its tracked files and anything outside docs/ are as committed, and the measured code's hashes. */
+/** The repository's commit, whether its tracked files and anything outside docs/ are as committed, and the measured files. */
 export function gitState(repo: string): GitState {
-  const git = (...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
-  const commit = git('rev-parse', 'HEAD');
-  // What regenerate itself writes (docs/) does not make the tree unclean; anything else does.
-  const changed = git('status', '--porcelain')
+  const commit = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  // Not trimmed: a porcelain line starts with its two status columns, the first often a space.
+  const changed = execFileSync('git', ['-C', repo, 'status', '--porcelain'], { encoding: 'utf8' })
     .split('\n')
-    .filter((line) => line !== '' && !/^.. docs\//.test(line) && !/^.. README\.md$/.test(line));
-  return { commit, clean: changed.length === 0, code: codeAt(repo, commit) };
+    // What regenerate itself writes (docs/, README.md) does not make the tree unclean; anything else does.
+    .filter((line) => line !== '' && !/^.. (docs\/|README\.md$)/.test(line));
+  return { commit, clean: changed.length === 0, files: measuredFilesAt(repo, commit) };
 }
 
-/** The measured code's hashes at `commit`. */
-export function codeAt(repo: string, commit: string): MeasuredCode {
-  const hash = (path: string): string => execFileSync('git', ['-C', repo, 'rev-parse', `${commit}:${path}`], { encoding: 'utf8' }).trim();
-  return Object.fromEntries(MEASURED_CODE.map((path) => [path, hash(path)])) as MeasuredCode;
+/** The measured files at `commit` (MEASURED_ROOTS but NOT_MEASURED). */
+export function measuredFilesAt(repo: string, commit: string): MeasuredFiles {
+  const listing = execFileSync('git', ['-C', repo, 'ls-tree', '-r', commit, '--', ...MEASURED_ROOTS], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const files = new Map<string, string>();
+  for (const line of listing.split('\n')) {
+    const [meta, path] = line.split('\t');
+    const hash = meta?.split(' ')[2];
+    if (path !== undefined && hash !== undefined && !NOT_MEASURED.some((excluded) => path.startsWith(excluded))) files.set(path, hash);
+  }
+  return files;
+}
+
+/** One digest of the measured files, recorded in each JSON. */
+export function measuredDigest(files: MeasuredFiles): string {
+  const sha = createHash('sha256');
+  for (const path of [...files.keys()].sort()) sha.update(`${path} ${files.get(path)}\n`);
+  return sha.digest('hex');
 }
 
 /** The 1-minute load average now. */
@@ -59,7 +79,7 @@ export function provenance(
 ): Provenance {
   return {
     commit: git.commit,
-    code: git.code,
+    code: measuredDigest(git.files),
     clean: git.clean,
     command: part.command,
     runs: part.runs,
@@ -70,15 +90,22 @@ export function provenance(
   };
 }
 
+/** The measured files that differ between two listings: changed, added or removed. */
+export function changedFiles(made: MeasuredFiles, current: MeasuredFiles): string[] {
+  const paths = new Set([...made.keys(), ...current.keys()]);
+  return [...paths].filter((path) => made.get(path) !== current.get(path)).sort();
+}
+
 /**
  * Why a committed artefact does not describe the code of `current`, or
- * undefined when it does: made from a clean tree whose measured code
- * (MEASURED_CODE; `madeCode`, read from its commit when it did not record
- * it) is the same, whatever commit it was.
+ * undefined when it does: made from a clean tree whose measured files
+ * (`madeFiles`, read from its commit) are HEAD's, whatever commit it was.
  */
-export function staleness(made: Partial<Provenance> | undefined, madeCode: MeasuredCode | undefined, current: GitState): string | undefined {
-  if (made?.commit === undefined || madeCode === undefined) return 'no provenance: made before `regenerate` recorded what it measured';
+export function staleness(made: Partial<Provenance> | undefined, madeFiles: MeasuredFiles | undefined, current: GitState): string | undefined {
+  if (made?.commit === undefined || madeFiles === undefined) return 'no provenance: made before `regenerate` recorded what it measured';
   if (made.clean !== true) return `made from a tree with uncommitted changes (at ${made.commit.slice(0, 7)})`;
-  const differ = MEASURED_CODE.filter((path) => madeCode[path] !== current.code[path]);
-  return differ.length === 0 ? undefined : `made at ${made.commit.slice(0, 7)}; changed since, as of ${current.commit.slice(0, 7)}: ${differ.join(', ')}`;
+  const differ = changedFiles(madeFiles, current.files);
+  if (differ.length === 0) return undefined;
+  const named = differ.slice(0, 3).join(', ') + (differ.length > 3 ? ` and ${differ.length - 3} more` : '');
+  return `made at ${made.commit.slice(0, 7)}; changed since, as of ${current.commit.slice(0, 7)}: ${named}`;
 }

@@ -3,11 +3,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PARTS, selectParts } from '../../../../src/tools/regenerate/parts.js';
-import { provenance, staleness, type GitState } from '../../../../src/tools/regenerate/provenance.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gitState, measuredDigest, provenance, staleness, type GitState } from '../../../../src/tools/regenerate/provenance.js';
 import { combineRuns, failuresIn, median, type PartRun } from '../../../../src/tools/regenerate/spread.js';
 
-const CODE = { src: 's1', envoy: 'e1', proto: 'p1', 'package-lock.json': 'l1' };
-const HEAD: GitState = { commit: 'def4567890', clean: true, code: CODE };
+const FILES = new Map([
+  ['src/serve/main.ts', 's1'],
+  ['envoy/bootstrap.yaml', 'e1'],
+]);
+const HEAD: GitState = { commit: 'def4567890', clean: true, files: FILES };
 
 const run = (summary: Record<string, number>, errors = 0): PartRun => ({ summary, local: { sides: { sidecar: { requests: 100, errors } } } });
 
@@ -82,14 +89,14 @@ describe('regenerate: parts and provenance', () => {
 
   it('provenance records the commit, cleanliness, duration and the load before and after', () => {
     const p = provenance(
-      { commit: 'abc', clean: true, code: CODE },
+      { commit: 'abc', clean: true, files: FILES },
       { command: 'mvproxy-dev bench --only fanout', runs: 3 },
       { startedAt: Date.parse('2026-12-05T08:00:00Z'), endedAt: Date.parse('2026-12-05T08:10:00Z'), loadStart: 0.5, loadEnd: 1.9 },
       2,
     );
     assert.deepEqual(p, {
       commit: 'abc',
-      code: CODE,
+      code: measuredDigest(FILES),
       clean: true,
       command: 'mvproxy-dev bench --only fanout',
       runs: 3,
@@ -100,19 +107,76 @@ describe('regenerate: parts and provenance', () => {
     });
   });
 
-  it('a part made at another commit with the same measured code describes HEAD', () => {
-    assert.equal(staleness({ commit: 'abc1234', clean: true }, { ...CODE }, HEAD), undefined);
+  it('a part made at another commit with the same measured files describes HEAD', () => {
+    assert.equal(staleness({ commit: 'abc1234', clean: true }, new Map(FILES), HEAD), undefined);
   });
 
-  it('a part whose measured code differs names what differs', () => {
-    assert.equal(staleness({ commit: 'abc1234', clean: true }, { ...CODE, envoy: 'e2' }, HEAD), 'made at abc1234; changed since, as of def4567: envoy');
+  it('a part whose measured files differ names them', () => {
+    const made = new Map([...FILES, ['envoy/bootstrap.yaml', 'e2']]);
+    assert.equal(staleness({ commit: 'abc1234', clean: true }, made, HEAD), 'made at abc1234; changed since, as of def4567: envoy/bootstrap.yaml');
+  });
+
+  it('a measured file added since makes a part stale', () => {
+    assert.match(staleness({ commit: 'abc1234', clean: true }, new Map([['src/serve/main.ts', 's1']]), HEAD) ?? '', /envoy\/bootstrap\.yaml/);
   });
 
   it('a part made from a dirty tree never describes HEAD', () => {
-    assert.match(staleness({ commit: 'abc1234', clean: false }, CODE, HEAD) ?? '', /uncommitted changes/);
+    assert.match(staleness({ commit: 'abc1234', clean: false }, FILES, HEAD) ?? '', /uncommitted changes/);
   });
 
   it('a JSON without provenance describes nothing', () => {
     assert.match(staleness(undefined, undefined, HEAD) ?? '', /no provenance/);
+  });
+
+  it('the same files give the same digest, whatever their order', () => {
+    assert.equal(measuredDigest(new Map([...FILES].reverse())), measuredDigest(FILES));
+  });
+});
+
+describe('regenerate: the tree it measures', () => {
+  /** A repository of one commit: a source file and a committed figure. */
+  const repo = (): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'mvproxy-gitstate-'));
+    const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
+    git('init', '-q');
+    for (const d of ['src', 'docs']) mkdirSync(join(dir, d));
+    writeFileSync(join(dir, 'src/a.ts'), 'a\n');
+    writeFileSync(join(dir, 'docs/figure.json'), '{}\n');
+    git('add', '.');
+    git('commit', '-qm', 'one');
+    return dir;
+  };
+
+  it('a changed figure under docs/ leaves the tree clean (regenerate writes it)', () => {
+    const dir = repo();
+    try {
+      writeFileSync(join(dir, 'docs/figure.json'), '{"new":1}\n');
+      assert.equal(gitState(dir).clean, true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a changed source file makes the tree unclean', () => {
+    const dir = repo();
+    try {
+      writeFileSync(join(dir, 'src/a.ts'), 'b\n');
+      assert.equal(gitState(dir).clean, false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the renderers under src/tools/docs/ are not measured code', () => {
+    const dir = repo();
+    try {
+      mkdirSync(join(dir, 'src/tools/docs'), { recursive: true });
+      writeFileSync(join(dir, 'src/tools/docs/render.ts'), 'r\n');
+      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'add', '.']);
+      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'two']);
+      assert.deepEqual([...gitState(dir).files.keys()], ['src/a.ts']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
