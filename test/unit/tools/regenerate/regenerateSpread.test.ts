@@ -134,49 +134,44 @@ describe('regenerate: parts and provenance', () => {
 });
 
 describe('regenerate: the tree it measures', () => {
-  /** A repository of one commit: a source file and a committed figure. */
-  const repo = (): string => {
+  /** Runs `check` on a repository of one commit (a source file and a committed figure), then removes it. */
+  const inRepo = (check: (dir: string, git: (...args: string[]) => void) => void): void => {
     const dir = mkdtempSync(join(tmpdir(), 'mvproxy-gitstate-'));
-    const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
-    git('init', '-q');
-    for (const d of ['src', 'docs']) mkdirSync(join(dir, d));
-    writeFileSync(join(dir, 'src/a.ts'), 'a\n');
-    writeFileSync(join(dir, 'docs/figure.json'), '{}\n');
-    git('add', '.');
-    git('commit', '-qm', 'one');
-    return dir;
+    const git = (...args: string[]): void => void execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
+    try {
+      git('init', '-q');
+      for (const d of ['src', 'docs']) mkdirSync(join(dir, d));
+      writeFileSync(join(dir, 'src/a.ts'), 'a\n');
+      writeFileSync(join(dir, 'docs/figure.json'), '{}\n');
+      git('add', '.');
+      git('commit', '-qm', 'one');
+      check(dir, git);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   };
 
   it('a changed figure under docs/ leaves the tree clean (regenerate writes it)', () => {
-    const dir = repo();
-    try {
+    inRepo((dir) => {
       writeFileSync(join(dir, 'docs/figure.json'), '{"new":1}\n');
       assert.equal(gitState(dir).clean, true);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a changed source file makes the tree unclean', () => {
-    const dir = repo();
-    try {
+    inRepo((dir) => {
       writeFileSync(join(dir, 'src/a.ts'), 'b\n');
       assert.equal(gitState(dir).clean, false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('the renderers under src/tools/docs/ are not measured code', () => {
-    const dir = repo();
-    try {
+    inRepo((dir, git) => {
       mkdirSync(join(dir, 'src/tools/docs'), { recursive: true });
       writeFileSync(join(dir, 'src/tools/docs/render.ts'), 'r\n');
-      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'add', '.']);
-      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'two']);
+      git('add', '.');
+      git('commit', '-qm', 'two');
       assert.deepEqual([...gitState(dir).files.keys()], ['src/a.ts']);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
