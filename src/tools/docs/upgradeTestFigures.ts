@@ -67,14 +67,16 @@ export function upgradeSummary(json: unknown): FigureLine[] {
 /** One run's answers by class and code; undefined when the run predates them (it must not read as 0). */
 type RunAnswers = Readonly<Record<string, number>> | undefined;
 
+/** `value` as counts per answer class (outcomes.ts answersByClass); undefined when absent; an error naming `where` when it is anything else. */
+function answerCounts(value: unknown, where: string): RunAnswers {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Object.values(value).some((n) => typeof n !== 'number'))
+    throw new Error(`${where} is not a count per answer class`);
+  return value as Record<string, number>;
+}
+
 function runAnswers(r: Reader, mode: string): RunAnswers[] {
-  return runsOf(r, mode).map((run, i) => {
-    const answers = run.answers;
-    if (answers === undefined) return undefined;
-    if (typeof answers !== 'object' || answers === null || Object.values(answers).some((n) => typeof n !== 'number'))
-      throw new Error(`runs.${mode}.${i}.answers is not a count per answer class`);
-    return answers as Record<string, number>;
-  });
+  return runsOf(r, mode).map((run, i) => answerCounts(run.answers, `runs.${mode}.${i}.answers`));
 }
 
 function runsOf(r: Reader, mode: string): Record<string, unknown>[] {
@@ -185,11 +187,12 @@ export function upgradeInCluster(json: unknown): FigureLine[] {
       const parts = modes(r).map((mode) => {
         const answers = new Map<string, number>();
         let requests = 0;
-        for (const run of runsOf(r, mode)) {
-          const pods = run.in_cluster as { requests?: number; answers?: Record<string, number> } | undefined;
-          if (pods?.requests === undefined) return `\`${mode}\`: ${NOT_RECORDED}`;
+        for (const [i, run] of runsOf(r, mode).entries()) {
+          const pods = run.in_cluster as { requests?: unknown; answers?: unknown } | undefined;
+          if (typeof pods?.requests !== 'number') return `\`${mode}\`: ${NOT_RECORDED}`;
           requests += pods.requests;
-          for (const [answer, n] of Object.entries(pods.answers ?? {})) answers.set(answer, (answers.get(answer) ?? 0) + n);
+          const counts = answerCounts(pods.answers, `runs.${mode}.${i}.in_cluster.answers`) ?? {};
+          for (const [answer, n] of Object.entries(counts)) answers.set(answer, (answers.get(answer) ?? 0) + n);
         }
         return `\`${mode}\`: ${requests} (${answerColumns(answers.keys())
           .map((answer) => `${answer} ${answers.get(answer)}`)
