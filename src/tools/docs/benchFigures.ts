@@ -123,10 +123,21 @@ export function discovery(json: unknown): FigureLine[] {
       return `${cpu('mvproxy')} / ${cpu('minimal')} µs`;
     }),
     fixed(''),
-    line(
-      json,
-      (r) =>
-        `Compared before the timing (\`checks\`): \`/api\`: ${r.str(['checks', 'mvproxy and upstream /api'])}; \`/apis\`: ${r.str(['checks', 'mvproxy and upstream /apis'])}.`,
+    ...sameDocumentChecks(json),
+  ];
+}
+
+/**
+ * mvproxy's merged documents against upstream's, compared before the timing
+ * and again after it (bench.ts `sameDocuments`): one row per path and format.
+ */
+function sameDocumentChecks(json: unknown): FigureLine[] {
+  const when = ['before timing', 'after timing'] as const;
+  const compared = ['/api', '/apis'].flatMap((path) => (['JSON', 'protobuf'] as const).map((format) => [path, format] as const));
+  return [
+    ...header(['mvproxy and upstream, the same document?', ...when]),
+    ...compared.map(([path, format]) =>
+      line(json, (r) => row([`\`${path}\`, ${format}`, ...when.map((w) => r.str(['checks', `mvproxy and upstream ${path}, ${format}, ${w}`]))])),
     ),
   ];
 }
