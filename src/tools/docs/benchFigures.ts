@@ -10,9 +10,9 @@ export const DISCOVERY_TARGET_THROUGHPUT_RATIO = 0.9;
 /** The in-flight count of the discovery throughput figures (`summary.*_throughput_*`). */
 const DISCOVERY_HIGH_IN_FLIGHT = 64;
 
-/** A ratio of the summary, with its range over the runs when the JSON combines several (`mvproxy-dev regenerate`: median, then min–max). */
-export function summaryRatio(r: Reader, key: string): string {
-  const median = ratio(r.num(`summary.${key}`));
+/** A figure of the summary, with its range over the runs when the JSON combines several (`mvproxy-dev regenerate`: median, then min–max). */
+function summaryFigure(r: Reader, key: string, format: (v: number) => string): string {
+  const median = format(r.num(`summary.${key}`));
   let spread: unknown;
   try {
     spread = r.value(`spread.${key}`);
@@ -20,7 +20,18 @@ export function summaryRatio(r: Reader, key: string): string {
     return median; // one run: no range to give
   }
   const { min, max } = spread as { min: number; max: number };
-  return `${median} (${ratio(min)}–${ratio(max)})`;
+  return `${median} (${format(min)}–${format(max)})`;
+}
+
+export const summaryRatio = (r: Reader, key: string): string => summaryFigure(r, key, ratio);
+
+/** Which run the JSON's details (samples, phases) come from, when it combines several: " (run 1 of 3)". */
+function detailsRun(r: Reader): string {
+  try {
+    return ` (run ${r.num('details_from_run')} of ${r.num('valid_runs')})`;
+  } catch {
+    return '';
+  }
 }
 
 const met = (ok: boolean): string => (ok ? 'met' : 'not met');
@@ -79,8 +90,9 @@ export function sideBySideVsDirect(json: unknown): FigureLine[] {
   ];
 }
 
+const plain = (v: number): string => String(v);
 const triple = (r: Reader, key: string, suffix = ''): string =>
-  `${r.num(`summary.${key}_p50_ms${suffix}`)} / ${r.num(`summary.${key}_p90_ms${suffix}`)} / ${r.num(`summary.${key}_max_ms${suffix}`)} ms`;
+  `${['p50', 'p90', 'max'].map((q) => summaryFigure(r, `${key}_${q}_ms${suffix}`, plain)).join(' / ')} ms`;
 
 /** Convergence, from the triggering event: p50 / p90 / max per kind of change, both proxies. */
 export function convergence(json: unknown): FigureLine[] {
@@ -171,23 +183,24 @@ export function fanout(json: unknown): FigureLine[] {
     measure('simulated nodes', (r) => String(r.num('fanout.nodes'))),
     measure('simulated nodes whose config a timed change changes', (r) => [...new Set(timed(r).map((s) => s.nodesChanged))].join(', ')),
     measure('a change, event to last ACK: p50 / p90 / max', (r) => triple(r, 'fanout_200_nodes')),
-    measure(`p99 (nearest rank), target ${ms(FANOUT_TARGET_P99_MS)}`, (r) => {
-      const p99 = percentile(
-        timed(r).map((s) => s.ms),
-        99,
-      );
-      return `${ms(p99)}: ${met(p99 <= FANOUT_TARGET_P99_MS)}`;
+    measure(`p99, target ${ms(FANOUT_TARGET_P99_MS)}`, (r) => {
+      // With 100 changes or fewer a run's p99 by nearest rank is its largest: the target holds only if every run's largest does.
+      const largest = (r.value('spread.fanout_200_nodes_max_ms') as { max: number }).max;
+      return `${met(largest <= FANOUT_TARGET_P99_MS)}: ${r.num('summary.fanout_200_nodes_samples')} changes a run, whose p99 is their largest, ${ms(largest)} at most`;
     }),
-    measure('the push alone, first to last changed node: p50 / max', (r) =>
-      [r.num('summary.fanout_200_nodes_spread_p50_ms'), ms(r.num('summary.fanout_200_nodes_spread_max_ms'))].join(' / '),
+    measure(
+      'the push alone, first to last changed node: p50 / max',
+      (r) => `${summaryFigure(r, 'fanout_200_nodes_spread_p50_ms', plain)} / ${summaryFigure(r, 'fanout_200_nodes_spread_max_ms', plain)} ms`,
     ),
-    measure("the replica's CPU per timed change, p50", (r) =>
-      seconds(
-        percentile(
-          timed(r).map((s) => s.controlPlaneCpuMs),
-          50,
-        ),
-      ),
+    measure(
+      "the replica's CPU per timed change, p50",
+      (r) =>
+        `${seconds(
+          percentile(
+            timed(r).map((s) => s.controlPlaneCpuMs),
+            50,
+          ),
+        )}${detailsRun(r)}`,
     ),
     measure('CRDs created, over groups', (r) => `${r.num('summary.fanout_crds')} over ${r.num('summary.fanout_crd_groups')}`),
     measure('merged `/apis` then: JSON / protobuf / JSON gzipped', (r) =>
@@ -199,11 +212,11 @@ export function fanout(json: unknown): FigureLine[] {
       'document push budget, in largest ECDS responses',
       (r) => `${(r.num('summary.document_push_budget_bytes') / r.num('summary.ecds_largest_response_bytes')).toFixed(1)}`,
     ),
-    measure('one change with the CRDs, to every node', (r) => seconds(r.num('summary.fanout_200_nodes_2000_crds_ms'))),
+    measure('one change with the CRDs, to every node', (r) => summaryFigure(r, 'fanout_200_nodes_2000_crds_ms', seconds)),
     measure("real sidecars' Envoy peak RSS", (r) => {
       const memory = r.value('fanout.sidecarMemory');
       const peaks = Object.values(memory as Record<string, { peakRssMb?: unknown }>).map((m) => Number(m.peakRssMb));
-      return `${Math.min(...peaks)} to ${Math.max(...peaks)} MB`;
+      return `${Math.min(...peaks)} to ${Math.max(...peaks)} MB${detailsRun(r)}`;
     }),
   ];
 }
@@ -212,14 +225,22 @@ export function fanout(json: unknown): FigureLine[] {
 export function fanoutMemory(json: unknown): FigureLine[] {
   const phases = line(json, (r) => Object.keys(r.value('fanout.memoryByPhase') as object).join(',')).text.split(',');
   return [
-    ...header(["the replica's phase", 'peak RSS (VmHWM)', `within ${FANOUT_TARGET_PEAK_RSS_MB} MB`]),
-    line(json, (r) => row(['a process with its flags doing nothing (the floor)', `${r.num('summary.control_plane_floor_rss_mb')} MB`, NONE])),
+    ...header([`the replica's phase${line(json, detailsRun).text}`, 'peak RSS (VmHWM)', `within ${FANOUT_TARGET_PEAK_RSS_MB} MB`]),
+    line(json, (r) => row(['a process with its flags doing nothing (the floor)', `${summaryFigure(r, 'control_plane_floor_rss_mb', plain)} MB`, NONE])),
     ...phases.map((phase) =>
       line(json, (r) => {
         const peak = r.num(['fanout', 'memoryByPhase', phase, 'peakRssMb']);
         return row([phase, `${peak} MB`, peak <= FANOUT_TARGET_PEAK_RSS_MB ? 'yes' : 'no']);
       }),
     ),
+    line(json, (r) => {
+      const largest = r.num('spread.control_plane_peak_rss_mb.max');
+      return row([
+        'the whole part, median (every run)',
+        `${summaryFigure(r, 'control_plane_peak_rss_mb', plain)} MB`,
+        largest <= FANOUT_TARGET_PEAK_RSS_MB ? 'yes' : 'no',
+      ]);
+    }),
   ];
 }
 

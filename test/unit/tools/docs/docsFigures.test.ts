@@ -120,9 +120,26 @@ describe('renderers', () => {
 
   it("the fan-out's CPU per change is the median of the timed changes, not of the change with CRDs", () => {
     const sample = (ms: number, cpu: number, withCrds = false) => ({ ms, controlPlaneCpuMs: cpu, nodesChanged: 2, withCrds });
-    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { fanout: { samples: unknown[] } });
+    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { fanout: { samples: unknown[] }; details_from_run?: number });
     json.fanout.samples = [sample(10, 1000), sample(10, 3000), sample(10, 2000), sample(90_000, 50_000, true)];
+    delete json.details_from_run;
     assert.ok(fanout(json).some((l) => l.text === "| the replica's CPU per timed change, p50 | 2.0 s |"));
+  });
+
+  it('a fan-out combined from several runs names the run its per-change CPU comes from', () => {
+    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { details_from_run?: number; valid_runs?: number });
+    json.details_from_run = 2;
+    json.valid_runs = 3;
+    assert.ok(fanout(json).some((l) => /^\| the replica's CPU per timed change, p50 \| [\d.]+ s \(run 2 of 3\) \|$/.test(l.text)));
+  });
+
+  it("the fan-out's p99 target is met only when every run's largest change is within it", () => {
+    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { spread: Record<string, { max: number }> });
+    const p99Row = (): string => fanout(json).find((l) => l.text.startsWith('| p99, target'))?.text ?? '';
+    json.spread['fanout_200_nodes_max_ms'] = { ...json.spread['fanout_200_nodes_max_ms'], max: 1000 };
+    assert.match(p99Row(), /\| met: /);
+    json.spread['fanout_200_nodes_max_ms'] = { ...json.spread['fanout_200_nodes_max_ms'], max: 1001 };
+    assert.match(p99Row(), /\| not met: /);
   });
 
   it('a ratio from several runs shows its median and its range over the runs', () => {
