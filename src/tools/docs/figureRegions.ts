@@ -23,6 +23,8 @@ export interface Reader {
   str(path: string | readonly string[]): string;
   /** Any value (an object or array to iterate over); its key is recorded too. */
   value(path: string | readonly string[]): unknown;
+  /** Whether the JSON holds `path` at all (a figure only some runs record, e.g. the spread of a combined run). */
+  has(path: string | readonly string[]): boolean;
 }
 
 const segments = (path: string | readonly string[]): readonly string[] => (typeof path === 'string' ? path.split('.') : path);
@@ -56,6 +58,14 @@ export function line(json: unknown, build: (r: Reader) => string): FigureLine {
     num: typed('number', (v): v is number => typeof v === 'number' && Number.isFinite(v)),
     str: typed('string', (v): v is string => typeof v === 'string'),
     value,
+    has: (path) => {
+      try {
+        value(path);
+        return true;
+      } catch {
+        return false;
+      }
+    },
   };
   const text = build(reader);
   return { text, from: [...new Set(from)] };

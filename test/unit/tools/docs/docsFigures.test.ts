@@ -142,6 +142,12 @@ describe('renderers', () => {
     assert.match(p99Row(), /\| not met: /);
   });
 
+  it("the fan-out's p99 row refuses a run of more than 100 changes, whose p99 is no longer their largest", () => {
+    const json = structuredClone(JSON.parse(read('docs/bench-fanout.json')) as { summary: Record<string, number> });
+    json.summary['fanout_200_nodes_samples'] = 101;
+    assert.throws(() => fanout(json), /101 changes a run/);
+  });
+
   it('a ratio from several runs shows its median and its range over the runs', () => {
     const json = structuredClone(JSON.parse(read('docs/bench-side-by-side.json')) as { summary: Record<string, number>; spread?: unknown });
     json.summary['rerouted_p50_vs_upstream'] = 1.1;
