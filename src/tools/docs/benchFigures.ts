@@ -73,6 +73,10 @@ export function sideBySideVsDirect(json: unknown): FigureLine[] {
       ),
     ),
     fixed(''),
+    fixed(
+      'Throughput: the first row by h2load over HTTP/2 at 64 in flight, as in the table above; the others by the Node generator over HTTP/1.1 keep-alive at 8 in flight.',
+    ),
+    line(json, (r) => `The sidecar's p50 ratio over the minimal Envoy's (token client): ${summaryRatio(r, 'local_vs_minimal_envoy_p50_ratio')}.`),
     line(
       json,
       (r) =>

@@ -14,8 +14,8 @@ export interface FigureLine {
   from: string[];
 }
 
-/** Renders one region's lines from a parsed JSON. */
-export type Render = (json: unknown) => FigureLine[];
+/** Renders one region's lines from a parsed JSON (named by `file`, relative to docs/, for a renderer that says which). */
+export type Render = (json: unknown, file: string) => FigureLine[];
 
 /** Reads figures out of a JSON and records which keys were read. */
 export interface Reader {

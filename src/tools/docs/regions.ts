@@ -1,6 +1,7 @@
 // Every renderer a document's region may name, and the check of one document against its JSONs.
 import { convergence, discovery, discoveryPaths, fanout, fanoutMemory, freshness, sideBySideVsDirect, sideBySideVsUpstream } from './benchFigures.js';
 import { findRegions, type FigureLine, type Render, regionDifference, replaceRegions } from './figureRegions.js';
+import { provenance } from './provenanceFigures.js';
 import { watchScale } from './watchScaleFigures.js';
 import { upgradeExtProcTimeouts, upgradeInCluster, upgradeProcedure, upgradeSpurious404s, upgradeStories, upgradeSummary } from './upgradeTestFigures.js';
 
@@ -14,6 +15,7 @@ export const RENDERERS: Readonly<Record<string, Render>> = {
   'fanout-memory': fanoutMemory,
   freshness,
   'watch-scale': watchScale,
+  provenance,
   'upgrade-procedure': upgradeProcedure,
   'upgrade-summary': upgradeSummary,
   'upgrade-stories': upgradeStories,
@@ -30,7 +32,7 @@ export function renderRegion(file: string, region: string, readJson: ReadJson): 
   const render = RENDERERS[region];
   if (!render) throw new Error(`no renderer named ${region} (src/tools/docs/regions.ts)`);
   try {
-    return render(readJson(file));
+    return render(readJson(file), file);
   } catch (error) {
     throw new Error(`region ${region} of ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }

@@ -9,6 +9,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
+import { provenance } from '../../../../src/tools/docs/provenanceFigures.js';
 import { discoveryPaths, fanout, sideBySideVsUpstream } from '../../../../src/tools/docs/benchFigures.js';
 import { findRegions, line, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
 import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
@@ -154,6 +155,34 @@ describe('renderers', () => {
     json.spread = { rerouted_p50_vs_upstream: { median: 1.1, min: 1, max: 1.25, runs: [1, 1.1, 1.25] } };
     assert.ok(sideBySideVsUpstream(json).some((l) => l.text.startsWith('| rerouted GET (a resource only the peer serves) | 1.10x (1.00x–1.25x) |')));
   });
+
+  const made = {
+    provenance: {
+      commit: '17017a0c79a917f227cb04294831dd8ec3547279',
+      clean: true,
+      runs: 3,
+      duration_s: 4114,
+      cpus: 2,
+      load_average: { start: 1.06, end: 5.31 },
+    },
+  };
+
+  it("a part's provenance line names its file, runs, commit, duration and the machine's load", () => {
+    assert.deepEqual(
+      provenance(made, 'bench-fanout.json').map((l) => l.text),
+      ['- `docs/bench-fanout.json`: 3 runs at `17017a0`, 4,114 s (69 min), the load average 1.06 before and 5.31 after on 2 cores.'],
+    );
+  });
+
+  it('a part made from a tree that was not clean says so', () => {
+    const dirty = structuredClone(made);
+    dirty.provenance.clean = false;
+    assert.match(provenance(dirty, 'bench-fanout.json')[0]?.text ?? '', /at `17017a0` \(the tree was not clean\),/);
+  });
+
+  it('a JSON without a provenance is named void', () => {
+    assert.match(provenance({ summary: {} }, 'bench-freshness.json')[0]?.text ?? '', /^- `docs\/bench-freshness\.json`: no `provenance`.*void/);
+  });
 });
 
 describe('the documents', () => {
@@ -171,6 +200,21 @@ describe('the documents', () => {
     const committed = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json'));
     assert.deepEqual(
       committed.filter((name) => !cited.has(name)),
+      [],
+    );
+  });
+
+  it('how every committed JSON was made is on some page', () => {
+    const listed = new Set(
+      docs.flatMap((doc) =>
+        findRegions(read(doc))
+          .filter((span) => span.region === 'provenance')
+          .map((span) => span.file),
+      ),
+    );
+    const committed = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json'));
+    assert.deepEqual(
+      committed.filter((name) => !listed.has(name)),
       [],
     );
   });
