@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
 import { provenance } from '../../../../src/tools/docs/provenanceFigures.js';
 import { discoveryPaths, fanout, sideBySideVsUpstream } from '../../../../src/tools/docs/benchFigures.js';
-import { findRegions, line, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
+import { findRegions, line, type RegionSpan, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
 import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
 import { documents, jsonReader } from '../../../../src/tools/docs/figures.js';
 
@@ -195,26 +195,25 @@ describe('the documents', () => {
     });
   }
 
-  it('every committed JSON of docs/ is rendered into some document', () => {
-    const cited = new Set(docs.flatMap((doc) => findRegions(read(doc)).map((span) => span.file)));
-    const committed = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json'));
-    assert.deepEqual(
-      committed.filter((name) => !cited.has(name)),
-      [],
-    );
-  });
-
-  it('how every committed JSON was made is on some page', () => {
-    const listed = new Set(
+  /** The committed JSONs of docs/ that no region of any document (of those `cites`) renders from. */
+  const uncited = (cites: (span: RegionSpan) => boolean = () => true): string[] => {
+    const cited = new Set(
       docs.flatMap((doc) =>
         findRegions(read(doc))
-          .filter((span) => span.region === 'provenance')
+          .filter(cites)
           .map((span) => span.file),
       ),
     );
-    const committed = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json'));
+    return readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.json') && !cited.has(name));
+  };
+
+  it('every committed JSON of docs/ is rendered into some document', () => {
+    assert.deepEqual(uncited(), []);
+  });
+
+  it('how every committed JSON was made is on some page', () => {
     assert.deepEqual(
-      committed.filter((name) => !listed.has(name)),
+      uncited((span) => span.region === 'provenance'),
       [],
     );
   });
