@@ -11,6 +11,7 @@ import type { SandboxControlPlaneState } from '../../src/tools/sandbox/state.js'
 import { startTestSandbox, eventually, tokenClient, apiserverNamed, type TestSandbox } from '../support/sandbox.js';
 import { envoyAdminJson } from '../support/envoyAdmin.js';
 import type { ConfigDump } from '../support/envoy.js';
+import { TYPE_URL } from '../../src/xds/snapshot.js';
 
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -76,12 +77,30 @@ describe('three apiservers, three control-plane replicas', () => {
         apiserverNamed(tb.state(), 'kas-b').sidecarAdminSocket ?? '',
         '/config_dump?resource=dynamic_route_configs',
       );
-      return dump.configs.map((c) => String(c['version_info'])).sort();
+      return [...new Set(dump.configs.map((c) => String(c['version_info'])))].sort();
     };
+    /** The routes kas-a's replica wants kas-b's Envoy to run. */
+    const wantedByKasA = async (): Promise<string[]> => {
+      const status = JSON.parse(await admin('kas-a', 'status', '-o', 'json')) as {
+        sidecars: Array<{ node: string; xds: Array<{ type_url: string; version_desired: string }> }>;
+      };
+      const kasB = status.sidecars.find((s) => s.node === 'kas-b');
+      return (kasB?.xds ?? []).filter((t) => t.type_url === TYPE_URL.route).map((t) => t.version_desired);
+    };
+    const configMapsAtKasB = async () => JSON.parse(await admin('kas-a', 'explain', 'kas-b', CONFIGMAPS, '-o', 'json')) as { rule: string; reason: string };
+    // A drain that changes nothing (kas-b already not ready, or no peer available to take over) returns at once and
+    // proves nothing: first kas-b serves ConfigMaps itself, not drained, and its Envoy runs what kas-a wants.
+    await eventually(async () => {
+      const plan = await configMapsAtKasB();
+      assert.ok(plan.rule === 'served-locally' && !/draining/.test(plan.reason), plan.reason);
+      assert.deepEqual(await kasBRoutes(), await wantedByKasA());
+    });
     const before = await kasBRoutes();
     // kas-b's sidecar streams from kas-b's replica; the drain is asked of kas-a's.
     await admin('kas-a', 'drain', 'kas-b', '--wait');
     const drained = await kasBRoutes();
+    const plan = await configMapsAtKasB();
+    assert.equal(plan.rule, 'drained-to-peers', `the drain left kas-b's plan as it was: ${plan.reason}`);
     assert.notDeepEqual(drained, before, "kas-b's Envoy runs the drained routes when --wait returns");
     assert.match(await admin('kas-a', 'status'), /^kas-b\s+via mvproxy-kas-b\s+yes/m);
     await admin('kas-a', 'undrain', 'kas-b', '--wait');
