@@ -284,6 +284,15 @@ export function discoveryPaths(json: unknown): FigureLine[] {
   ];
 }
 
+/** A count summed over the runs a JSON combines (its only value when it holds one run): a median would hide one run's misses. */
+const totalOverRuns = (r: Reader, key: string): number => {
+  if (!r.has(`spread.${key}`)) return r.num(`summary.${key}`);
+  return (r.value(`spread.${key}.runs`) as number[]).reduce((sum, v) => sum + v, 0);
+};
+
+/** Runs a JSON combines: its `valid_runs`, or 1 for a single run. */
+const runsIn = (r: Reader): number => (r.has('valid_runs') ? r.num('valid_runs') : 1);
+
 /** Freshness (issue 28): a CRD's creation and deletion to every proxy path showing it, and how much later than the apiserver behind each path. */
 export function freshness(json: unknown): FigureLine[] {
   const cases: [string, string][] = [
@@ -291,11 +300,11 @@ export function freshness(json: unknown): FigureLine[] {
     ['control plane paused', 'paused'],
     ['with the CRDs in place', 'crds'],
   ];
-  const figure = (r: Reader, key: string, side: string, what: string): string =>
-    `${r.num(`summary.${key}_${side}_${what}_p50_ms`)} / ${r.num(`summary.${key}_${side}_${what}_p90_ms`)} / ${r.num(`summary.${key}_${side}_${what}_max_ms`)} ms`;
   const lag = (r: Reader, key: string, side: string): string => {
-    const capped = r.num(`summary.${key}_${side}_capped`);
-    return `${r.num(`summary.${key}_${side}_lag_max_ms`)} ms${capped > 0 ? ` (${capped} capped)` : ''}`;
+    const capped = totalOverRuns(r, `${key}_${side}_capped`);
+    const runs = runsIn(r);
+    const cappedText = capped === 0 ? '' : ` (${capped} capped${runs > 1 ? ` over ${runs} runs` : ''})`;
+    return `${summaryFigure(r, `${key}_${side}_lag_max_ms`, plain)} ms${cappedText}`;
   };
   const rows = cases.flatMap(([label, name]) =>
     (['created', 'deleted'] as const).map((change) =>
@@ -304,11 +313,11 @@ export function freshness(json: unknown): FigureLine[] {
         return row([
           label,
           change,
-          figure(r, key, 'mvproxy', 'every'),
+          triple(r, `${key}_mvproxy_every`),
           lag(r, key, 'mvproxy'),
-          figure(r, key, 'upstream', 'every'),
+          triple(r, `${key}_upstream_every`),
           lag(r, key, 'upstream'),
-          figure(r, key, 'mvproxy', 'local'),
+          triple(r, `${key}_mvproxy_local`),
         ]);
       }),
     ),
@@ -326,12 +335,17 @@ export function freshness(json: unknown): FigureLine[] {
     ...rows,
     fixed(''),
     line(json, (r) => {
-      const memory = r.value('freshness.memory') as Record<string, unknown>;
-      const each = Object.keys(memory).map(
+      const concurrencies = Object.keys(r.value('summary') as Record<string, unknown>)
+        .map((key) => /^sidecar_rss_mb_concurrency_(\d+)$/.exec(key)?.[1])
+        .filter((n): n is string => n !== undefined);
+      const mb = (v: number): string => String(v);
+      const each = concurrencies.map(
         (n) =>
-          `${r.num(['freshness', 'memory', n, 'rssMb'])} MB at \`--concurrency ${n}\` (Envoy's allocator: ${r.num(['freshness', 'memory', n, 'allocatedMb'])} MB)`,
+          `${summaryFigure(r, `sidecar_rss_mb_concurrency_${n}`, mb)} MB at \`--concurrency ${n}\` (Envoy's allocator: ${summaryFigure(r, `sidecar_allocated_mb_concurrency_${n}`, mb)} MB)`,
       );
-      return `kas-a's sidecar with ${r.num('summary.freshness_crds')} CRDs, RSS: ${each.join(', ')}. Samples per case, change and side: ${r.num('summary.freshness_samples')}; polls every ${r.num('summary.freshness_poll_ms')} ms after the previous answer.`;
+      const runs = runsIn(r);
+      const over = runs > 1 ? `; each figure the median of ${runs} runs, with their range` : '';
+      return `kas-a's sidecar with ${r.num('summary.freshness_crds')} CRDs, RSS: ${each.join(', ')}. Samples per case, change and side: ${r.num('summary.freshness_samples')} a run; polls every ${r.num('summary.freshness_poll_ms')} ms after the previous answer${over}.`;
     }),
   ];
 }

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { upgradeSummary } from '../../../../src/tools/docs/upgradeTestFigures.js';
 import { provenance } from '../../../../src/tools/docs/provenanceFigures.js';
-import { discoveryPaths, fanout, sideBySideVsUpstream } from '../../../../src/tools/docs/benchFigures.js';
+import { discoveryPaths, fanout, freshness, sideBySideVsUpstream } from '../../../../src/tools/docs/benchFigures.js';
 import { findRegions, line, type RegionSpan, regionDifference, replaceRegions } from '../../../../src/tools/docs/figureRegions.js';
 import { documentDifferences, renderDocument } from '../../../../src/tools/docs/regions.js';
 import { documents, jsonReader } from '../../../../src/tools/docs/figures.js';
@@ -154,6 +154,31 @@ describe('renderers', () => {
     json.summary['rerouted_p50_vs_upstream'] = 1.1;
     json.spread = { rerouted_p50_vs_upstream: { median: 1.1, min: 1, max: 1.25, runs: [1, 1.1, 1.25] } };
     assert.ok(sideBySideVsUpstream(json).some((l) => l.text.startsWith('| rerouted GET (a resource only the peer serves) | 1.10x (1.00x–1.25x) |')));
+  });
+
+  /** The committed freshness JSON made to combine three runs, with `spread` entries for `keys` as given. */
+  const freshnessOfRuns = (spread: Record<string, number[]>): unknown => {
+    const json = structuredClone(JSON.parse(read('docs/bench-freshness.json')) as { summary: Record<string, number>; spread?: unknown; valid_runs?: number });
+    json.valid_runs = 3;
+    json.spread = Object.fromEntries(
+      Object.entries(spread).map(([key, runs]) => {
+        const sorted = [...runs].sort((a, b) => a - b);
+        json.summary[key] = sorted[1] ?? 0;
+        return [key, { median: sorted[1], min: sorted[0], max: sorted[2], runs }];
+      }),
+    );
+    return json;
+  };
+  const crdsCreatedRow = (json: unknown): string => freshness(json).find((l) => l.text.startsWith('| with the CRDs in place | created |'))?.text ?? '';
+
+  it('a freshness figure from several runs shows its median and its range over the runs', () => {
+    const json = freshnessOfRuns({ freshness_crds_created_mvproxy_every_p50_ms: [170, 150, 190] });
+    assert.match(crdsCreatedRow(json), /^\| with the CRDs in place \| created \| 170 \(150–190\) \/ /);
+  });
+
+  it("freshness counts the samples capped in every run, not the median run's", () => {
+    const json = freshnessOfRuns({ freshness_crds_created_upstream_capped: [0, 0, 5] });
+    assert.match(crdsCreatedRow(json), /\(5 capped over 3 runs\)/);
   });
 
   const made = {
