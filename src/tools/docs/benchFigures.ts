@@ -287,7 +287,9 @@ export function discoveryPaths(json: unknown): FigureLine[] {
 /** A count summed over the runs a JSON combines (its only value when it holds one run): a median would hide one run's misses. */
 const totalOverRuns = (r: Reader, key: string): number => {
   if (!r.has(`spread.${key}`)) return r.num(`summary.${key}`);
-  return (r.value(`spread.${key}.runs`) as number[]).reduce((sum, v) => sum + v, 0);
+  const runs = r.value(`spread.${key}.runs`);
+  if (!Array.isArray(runs)) throw new Error(`spread.${key}.runs is not a list: ${JSON.stringify(runs)}`);
+  return runs.reduce((sum: number, _run: unknown, i: number) => sum + r.num(['spread', key, 'runs', String(i)]), 0);
 };
 
 /** Runs a JSON combines: its `valid_runs`, or 1 for a single run. */
