@@ -340,6 +340,7 @@ export function freshness(json: unknown): FigureLine[] {
       const concurrencies = Object.keys(r.value('summary') as Record<string, unknown>)
         .map((key) => /^sidecar_rss_mb_concurrency_(\d+)$/.exec(key)?.[1])
         .filter((n): n is string => n !== undefined);
+      if (concurrencies.length === 0) throw new Error('no sidecar_rss_mb_concurrency_<n> in the summary: the run measured no memory');
       const mb = (v: number): string => String(v);
       const each = concurrencies.map(
         (n) =>

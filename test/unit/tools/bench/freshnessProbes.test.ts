@@ -52,14 +52,33 @@ describe('freshness figures', () => {
   it("docs/benchmark.md's freshness table renders every case and change from a run's JSON, capped samples named, and the memory at each worker count", () => {
     const f = changeFigures([sample([100, 110], [100, 120]), sample([100, undefined], [100, 120])], 'kas-a', CAP);
     const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
-    const summary = { freshness_samples: 2, freshness_poll_ms: 10, freshness_crds: 2000, ...freshnessSummary({ up: sides, paused: sides, crds: sides }) };
-    const memory = { '2': { rssMb: 106, allocatedMb: 16 }, '16': { rssMb: 140, allocatedMb: 26 } };
-    const lines = freshness({ summary, freshness: { memory } }).map((l) => l.text);
+    // The sidecar's memory at each worker count, as the bench puts it in the summary.
+    const memory = {
+      sidecar_rss_mb_concurrency_2: 106,
+      sidecar_allocated_mb_concurrency_2: 16,
+      sidecar_rss_mb_concurrency_16: 140,
+      sidecar_allocated_mb_concurrency_16: 26,
+    };
+    const summary = {
+      freshness_samples: 2,
+      freshness_poll_ms: 10,
+      freshness_crds: 2000,
+      ...freshnessSummary({ up: sides, paused: sides, crds: sides }),
+      ...memory,
+    };
+    const lines = freshness({ summary }).map((l) => l.text);
     assert.equal(lines.length, 2 + 6 + 2);
     assert.equal(
       lines[2],
       '| control plane up | created | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 100 / 100 / 100 ms |',
     );
     assert.match(lines.at(-1) ?? '', /106 MB at `--concurrency 2`.*140 MB at `--concurrency 16`/);
+  });
+
+  it('a freshness JSON without the memory figures is an error, not a table with no memory', () => {
+    const f = changeFigures([sample([100, 110], [100, 120])], 'kas-a', CAP);
+    const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
+    const summary = { freshness_samples: 1, freshness_poll_ms: 10, freshness_crds: 2000, ...freshnessSummary({ up: sides, paused: sides, crds: sides }) };
+    assert.throws(() => freshness({ summary }), /no sidecar_rss_mb_concurrency_/);
   });
 });
