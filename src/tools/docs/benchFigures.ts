@@ -341,10 +341,9 @@ export function freshness(json: unknown): FigureLine[] {
         .map((key) => /^sidecar_rss_mb_concurrency_(\d+)$/.exec(key)?.[1])
         .filter((n): n is string => n !== undefined);
       if (concurrencies.length === 0) throw new Error('no sidecar_rss_mb_concurrency_<n> in the summary: the run measured no memory');
-      const mb = (v: number): string => String(v);
       const each = concurrencies.map(
         (n) =>
-          `${summaryFigure(r, `sidecar_rss_mb_concurrency_${n}`, mb)} MB at \`--concurrency ${n}\` (Envoy's allocator: ${summaryFigure(r, `sidecar_allocated_mb_concurrency_${n}`, mb)} MB)`,
+          `${summaryFigure(r, `sidecar_rss_mb_concurrency_${n}`, plain)} MB at \`--concurrency ${n}\` (Envoy's allocator: ${summaryFigure(r, `sidecar_allocated_mb_concurrency_${n}`, plain)} MB)`,
       );
       const runs = runsIn(r);
       const over = runs > 1 ? `; each figure the median of ${runs} runs, with their range` : '';

@@ -16,6 +16,13 @@ const sample = (a: [number | undefined, number | undefined], b: [number | undefi
   ],
 });
 
+/** A run's summary, without its memory figures: the same samples for every case, change and side. */
+const runSummary = (samples: FreshnessSample[]): Record<string, number> => {
+  const f = changeFigures(samples, 'kas-a', CAP);
+  const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
+  return { freshness_samples: samples.length, freshness_poll_ms: 10, freshness_crds: 2000, ...freshnessSummary({ up: sides, paused: sides, crds: sides }) };
+};
+
 describe('freshness figures', () => {
   it('a sample takes until its slowest path showed the change', () => {
     assert.equal(everyPathMs(sample([100, 120], [300, 310]), CAP), 310);
@@ -50,8 +57,6 @@ describe('freshness figures', () => {
   });
 
   it("docs/benchmark.md's freshness table renders every case and change from a run's JSON, capped samples named, and the memory at each worker count", () => {
-    const f = changeFigures([sample([100, 110], [100, 120]), sample([100, undefined], [100, 120])], 'kas-a', CAP);
-    const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
     // The sidecar's memory at each worker count, as the bench puts it in the summary.
     const memory = {
       sidecar_rss_mb_concurrency_2: 106,
@@ -59,13 +64,7 @@ describe('freshness figures', () => {
       sidecar_rss_mb_concurrency_16: 140,
       sidecar_allocated_mb_concurrency_16: 26,
     };
-    const summary = {
-      freshness_samples: 2,
-      freshness_poll_ms: 10,
-      freshness_crds: 2000,
-      ...freshnessSummary({ up: sides, paused: sides, crds: sides }),
-      ...memory,
-    };
+    const summary = { ...runSummary([sample([100, 110], [100, 120]), sample([100, undefined], [100, 120])]), ...memory };
     const lines = freshness({ summary }).map((l) => l.text);
     assert.equal(lines.length, 2 + 6 + 2);
     assert.equal(
@@ -76,9 +75,6 @@ describe('freshness figures', () => {
   });
 
   it('a freshness JSON without the memory figures is an error, not a table with no memory', () => {
-    const f = changeFigures([sample([100, 110], [100, 120])], 'kas-a', CAP);
-    const sides = { mvproxy: { created: f, deleted: f }, upstream: { created: f, deleted: f } };
-    const summary = { freshness_samples: 1, freshness_poll_ms: 10, freshness_crds: 2000, ...freshnessSummary({ up: sides, paused: sides, crds: sides }) };
-    assert.throws(() => freshness({ summary }), /no sidecar_rss_mb_concurrency_/);
+    assert.throws(() => freshness({ summary: runSummary([sample([100, 110], [100, 120])]) }), /no sidecar_rss_mb_concurrency_/);
   });
 });

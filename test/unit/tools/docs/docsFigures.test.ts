@@ -156,7 +156,7 @@ describe('renderers', () => {
     assert.ok(sideBySideVsUpstream(json).some((l) => l.text.startsWith('| rerouted GET (a resource only the peer serves) | 1.10x (1.00x–1.25x) |')));
   });
 
-  /** The committed freshness JSON made to combine three runs, with `spread` entries for `keys` as given. */
+  /** The committed freshness JSON as if it combined three runs, its spread only the figures given (each figure's value per run). */
   const freshnessOfRuns = (spread: Record<string, number[]>): unknown => {
     const json = structuredClone(JSON.parse(read('docs/bench-freshness.json')) as { summary: Record<string, number>; spread?: unknown; valid_runs?: number });
     json.valid_runs = 3;
