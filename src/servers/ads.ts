@@ -16,6 +16,7 @@ import { PUSH_ORDER, type ResourceTypeUrl, type Snapshot } from '../xds/snapshot
 import type { EncodedSnapshot } from './snapshotStore.js';
 import { AdsStream, type AdsCall, type AdsStreamHost, type StreamNack, type StreamTypeState } from './adsStream.js';
 import { grpcError } from './grpcListen.js';
+import { ResponseBudget } from './responseBudget.js';
 import type { AggregatedDiscoveryServiceHandlers } from '../generated/envoy/service/discovery/v3/AggregatedDiscoveryService.js';
 import { compareStrings } from '../util/order.js';
 
@@ -152,10 +153,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
   private readonly noncePrefix = randomBytes(4).toString('hex');
   private nonceCounter = 0;
   private streamCounter = 0;
-  private readonly maxBytesInFlight: number;
-  private bytesInFlight = 0;
-  /** Streams holding a response back for room in the budget, oldest first. */
-  private readonly waitingForRoom = new Set<AdsStream>();
+  private readonly budget: ResponseBudget<AdsStream>;
   /** The snapshots set were read from the cluster afresh: they go to every Envoy (awaitSync, markSynced). */
   private synced: boolean;
   /** What the streams report to. */
@@ -178,23 +176,8 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     heldBack: (stream, url) => this.safe(() => this.metrics.heldBack?.(stream.node ?? '', url)),
     sent: (stream, url, version, resources) => this.safe(() => this.metrics.responseSent?.(stream.node ?? '', url, version, resources)),
     closed: (stream) => this.onClosed(stream),
-    reserve: (stream, bytes) => {
-      if (this.bytesInFlight > 0 && this.bytesInFlight + bytes > this.maxBytesInFlight) {
-        this.waitingForRoom.add(stream);
-        return false;
-      }
-      this.bytesInFlight += bytes;
-      return true;
-    },
-    release: (bytes) => {
-      this.bytesInFlight -= bytes;
-      // Streams that flush get their room, or queue again at the end: one pass over those waiting now.
-      for (const stream of [...this.waitingForRoom]) {
-        if (this.bytesInFlight >= this.maxBytesInFlight) break;
-        this.waitingForRoom.delete(stream);
-        stream.flush();
-      }
-    },
+    reserve: (stream, bytes) => this.budget.reserve(stream, bytes),
+    release: (bytes) => this.budget.release(bytes),
   };
 
   constructor(caches: AdsSnapshotCaches, opts: AdsServerOptions) {
@@ -206,7 +189,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
     this.identifier = opts.identifier ?? 'mvproxy';
     this.orderingTimeoutMs = opts.orderingTimeoutMs ?? 2000;
     this.now = opts.now ?? Date.now;
-    this.maxBytesInFlight = opts.maxBytesInFlight ?? 2 * 1024 * 1024;
+    this.budget = new ResponseBudget(opts.maxBytesInFlight ?? 2 * 1024 * 1024);
     this.synced = !(opts.awaitSync ?? false);
   }
 
@@ -328,7 +311,7 @@ export class AdsServer extends EventEmitter<AdsServerEvents> {
 
   private onClosed(stream: AdsStream): void {
     this.anonymous.delete(stream);
-    this.waitingForRoom.delete(stream);
+    this.budget.forget(stream);
     const node = stream.node;
     if (node === undefined) return;
     const record = this.nodes.get(node);
