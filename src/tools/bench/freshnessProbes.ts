@@ -52,7 +52,11 @@ export function changeFigures(samples: readonly FreshnessSample[], local: string
   };
 }
 
-/** `freshness_<case>_<change>_<side>_<figure>_<p50|p90|max>_ms` for every figure, and the capped counts. */
+/**
+ * `freshness_<case>_<change>_<side>_<figure>_<p50|p90|max>_ms` for every
+ * figure, the capped counts, and the samples timed (`_samples`: a deletion is
+ * timed only once every path listed the CRD, so a side may have fewer).
+ */
 export function freshnessSummary(cases: Record<string, Record<string, Partial<Record<FreshnessSample['change'], ChangeFigures>>>>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [caseName, sides] of Object.entries(cases)) {
@@ -66,6 +70,7 @@ export function freshnessSummary(cases: Record<string, Record<string, Partial<Re
           out[`${key}_${figure}_max_ms`] = d.maxMs;
         }
         out[`${key}_capped`] = f.capped;
+        out[`${key}_samples`] = f.every.samples;
       }
     }
   }

@@ -56,6 +56,19 @@ describe('freshness figures', () => {
     assert.equal(summary['freshness_paused_created_mvproxy_capped'], 0);
   });
 
+  it('the summary counts the samples timed per case, change and side', () => {
+    const summary = freshnessSummary({
+      crds: {
+        upstream: {
+          created: changeFigures([sample([1, 2], [1, 2]), sample([1, 2], [1, 2])], 'kas-a', CAP),
+          deleted: changeFigures([sample([1, 2], [1, 2])], 'kas-a', CAP),
+        },
+      },
+    });
+    assert.equal(summary['freshness_crds_created_upstream_samples'], 2);
+    assert.equal(summary['freshness_crds_deleted_upstream_samples'], 1);
+  });
+
   it("docs/benchmark.md's freshness table renders every case and change from a run's JSON, capped samples named, and the memory at each worker count", () => {
     // The sidecar's memory at each worker count, as the bench puts it in the summary.
     const memory = {
