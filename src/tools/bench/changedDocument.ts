@@ -16,7 +16,7 @@
 //     throughput is the burst over the time to its last answer.
 // The control plane is paused for the whole part (the caller does it), so
 // nothing but the local document changes under the sidecar; the CRDs are
-// deleted at the end.
+// deleted at the end, and kas-a's own `/apis` polled until it lists none.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { httpsRequest, type TlsFiles } from '../../util/https.js';
 import { AGGREGATED_DISCOVERY_JSON, AGGREGATED_DISCOVERY_PROTOBUF } from '../../entry/discovery.js';
@@ -178,24 +178,42 @@ export async function measureChangedDocument(opts: ChangedDocumentOptions): Prom
     };
   } finally {
     for (const s of sessions) s.close();
-    for (const i of created) await direct('DELETE', `${CRDS}/${crdName(i)}`).catch(() => undefined);
+    await deleteCreated(direct, created, opts.progress);
   }
 }
 
-/** Polls kas-a's own `/apis` (JSON) until it lists `group`; its new ETag. */
-async function untilListed(
-  direct: (method: string, path: string, headers?: Record<string, string>) => ReturnType<typeof httpsRequest>,
-  group: string,
-  etag: string,
-): Promise<string> {
+type DirectRequest = (method: string, path: string, headers?: Record<string, string>) => ReturnType<typeof httpsRequest>;
+
+/** Polls kas-a's own `/apis` (JSON) until `done` holds of it: its ETag then; past CHANGE_LIMIT_MS, the last status instead. */
+async function untilOwnApis(direct: DirectRequest, done: (body: string) => boolean, etag: string): Promise<{ etag: string } | { lastStatus: number }> {
   const started = performance.now();
   for (;;) {
     const res = await direct('GET', '/apis', { accept: FORMATS.json, ...(etag ? { 'if-none-match': etag } : {}) });
-    if (res.status === 200 && res.body.includes(`"${group}"`)) return String(res.headers['etag'] ?? '');
-    if (performance.now() - started > CHANGE_LIMIT_MS)
-      throw new Error(`kas-a's /apis did not list ${group} within ${CHANGE_LIMIT_MS} ms (last: ${res.status})`);
+    if (res.status === 200 && done(res.body)) return { etag: String(res.headers['etag'] ?? '') };
+    if (performance.now() - started > CHANGE_LIMIT_MS) return { lastStatus: res.status };
     await sleep(POLL_MS);
   }
+}
+
+/** Polls kas-a's own `/apis` until it lists `group`; its new ETag. */
+async function untilListed(direct: DirectRequest, group: string, etag: string): Promise<string> {
+  const outcome = await untilOwnApis(direct, (body) => body.includes(`"${group}"`), etag);
+  if ('lastStatus' in outcome) throw new Error(`kas-a's /apis did not list ${group} within ${CHANGE_LIMIT_MS} ms (last: ${outcome.lastStatus})`);
+  return outcome.etag;
+}
+
+/**
+ * Deletes the CRDs the samples made and waits until kas-a's own `/apis`
+ * lists none of their groups, so a check made next (the same-document check
+ * after timing) meets kas-a as it was before the part; says so when it still
+ * lists one past CHANGE_LIMIT_MS.
+ */
+async function deleteCreated(direct: DirectRequest, created: readonly number[], progress: (line: string) => void): Promise<void> {
+  for (const i of created) await direct('DELETE', `${CRDS}/${crdName(i)}`).catch(() => undefined);
+  const groups = created.map((i) => `"c${i}.${CHANGE_GROUP_SUFFIX}"`);
+  const outcome = await untilOwnApis(direct, (body) => !groups.some((group) => body.includes(group)), '').catch((err: Error) => ({ lastStatus: err.message }));
+  if ('lastStatus' in outcome)
+    progress(`kas-a's /apis still lists a group of the changed-document CRDs ${CHANGE_LIMIT_MS} ms after their deletion (last: ${outcome.lastStatus})`);
 }
 
 /** Pure: one format's figures of both sides, and the candidate's ratios over the floor. */
