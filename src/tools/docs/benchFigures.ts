@@ -308,6 +308,9 @@ export function freshness(json: unknown): FigureLine[] {
     const cappedText = capped === 0 ? '' : ` (${capped} capped${runs > 1 ? ` over ${runs} runs` : ''})`;
     return `${summaryFigure(r, `${key}_${side}_lag_max_ms`, plain)} ms${cappedText}`;
   };
+  // Samples timed, summed over the runs; runs made before the bench counted them (`_samples`) say so.
+  const samples = (r: Reader, key: string): string =>
+    r.has(`summary.${key}_mvproxy_samples`) ? `${totalOverRuns(r, `${key}_mvproxy_samples`)} / ${totalOverRuns(r, `${key}_upstream_samples`)}` : 'not recorded';
   const rows = cases.flatMap(([label, name]) =>
     (['created', 'deleted'] as const).map((change) =>
       line(json, (r) => {
@@ -320,6 +323,7 @@ export function freshness(json: unknown): FigureLine[] {
           triple(r, `${key}_upstream_every`),
           lag(r, key, 'upstream'),
           triple(r, `${key}_mvproxy_local`),
+          samples(r, key),
         ]);
       }),
     ),
@@ -333,6 +337,7 @@ export function freshness(json: unknown): FigureLine[] {
       'upstream: every path',
       'upstream: lag, max',
       'kas-a itself (mvproxy side)',
+      'samples, mvproxy / upstream',
     ]),
     ...rows,
     fixed(''),
@@ -347,7 +352,7 @@ export function freshness(json: unknown): FigureLine[] {
       );
       const runs = runsIn(r);
       const over = runs > 1 ? `; each figure the median of ${runs} runs, with their range` : '';
-      return `kas-a's sidecar with ${r.num('summary.freshness_crds')} CRDs, RSS: ${each.join(', ')}. Samples per case, change and side: ${r.num('summary.freshness_samples')} a run; polls every ${r.num('summary.freshness_poll_ms')} ms after the previous answer${over}.`;
+      return `kas-a's sidecar with ${r.num('summary.freshness_crds')} CRDs, RSS: ${each.join(', ')}. Samples planned per case, change and side: ${r.num('summary.freshness_samples')} a run (a deletion is timed only once every path listed the CRD); polls every ${r.num('summary.freshness_poll_ms')} ms after the previous answer${over}.`;
     }),
   ];
 }

@@ -82,9 +82,22 @@ describe('freshness figures', () => {
     assert.equal(lines.length, 2 + 6 + 2);
     assert.equal(
       lines[2],
-      '| control plane up | created | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 100 / 100 / 100 ms |',
+      '| control plane up | created | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 120 / 10000 / 10000 ms | 9900 ms (1 capped) | 100 / 100 / 100 ms | 2 / 2 |',
     );
     assert.match(lines.at(-1) ?? '', /106 MB at `--concurrency 2`.*140 MB at `--concurrency 16`/);
+  });
+
+  it('the samples column sums each side over the runs a JSON combines, and says when a run did not count them', () => {
+    const summary = { ...runSummary([sample([100, 110], [100, 120])]), sidecar_rss_mb_concurrency_2: 1, sidecar_allocated_mb_concurrency_2: 1 };
+    const runs = (values: number[]) => ({ min: Math.min(...values), max: Math.max(...values), runs: values });
+    const combined = {
+      summary,
+      valid_runs: 3,
+      spread: { freshness_up_created_mvproxy_samples: runs([30, 30, 30]), freshness_up_created_upstream_samples: runs([30, 26, 30]) },
+    };
+    assert.match(freshness(combined).map((l) => l.text)[2] ?? '', /\| 90 \/ 86 \|$/);
+    const before = Object.fromEntries(Object.entries(summary).filter(([key]) => !/_(mvproxy|upstream)_samples$/.test(key)));
+    assert.match(freshness({ summary: before }).map((l) => l.text)[2] ?? '', /\| not recorded \|$/);
   });
 
   it('a freshness JSON without the memory figures is an error, not a table with no memory', () => {
