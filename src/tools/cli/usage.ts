@@ -101,7 +101,7 @@ outcomes over time of each mode's first run (--svg, default next to --out).
 
 Makes every committed measurement under docs/ again, in order: the bench parts
 (bench-side-by-side, bench-convergence, bench-discovery, bench-fanout,
-bench-freshness), each run N times in fresh processes and combined (the summary
+bench-freshness, bench-watch-scale), each run N times in fresh processes and combined (the summary
 holds each figure's median over the valid runs, "spread" its min, max and every
 run's value; a run in which any request failed is void and listed), then the
 upgrade test in every mode for both version pairs (upgrade-test,

@@ -2,15 +2,16 @@
 // the tree was clean), when, how long, how many runs, and the machine's load
 // around it, and which measured code it describes (MEASURED_ROOTS but
 // NOT_MEASURED, by git blob hash): a set made across commits that changed
-// only the docs, their renderers or this bookkeeping still describes one code.
+// only the docs, their renderers, this bookkeeping or help text still
+// describes one code.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 
 /** Where what a measurement runs lives: the product, the tools that measure, and what they are built from. */
 export const MEASURED_ROOTS = ['src', 'envoy', 'proto', 'package-lock.json'] as const;
-/** Under those, what no measurement runs: the docs' renderers, and how provenance is recorded and checked. */
-export const NOT_MEASURED = ['src/tools/docs/', 'src/tools/regenerate/provenance.ts', 'src/tools/cli/regenerate.ts'] as const;
+/** Under those, what no measurement runs: the docs' renderers, how provenance is recorded and checked, and the developer CLI's help text. */
+export const NOT_MEASURED = ['src/tools/docs/', 'src/tools/regenerate/provenance.ts', 'src/tools/cli/regenerate.ts', 'src/tools/cli/usage.ts'] as const;
 
 /** The measured code at a commit: each file's path and git blob hash. */
 export type MeasuredFiles = ReadonlyMap<string, string>;

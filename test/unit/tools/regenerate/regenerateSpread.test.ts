@@ -174,4 +174,14 @@ describe('regenerate: the tree it measures', () => {
       assert.deepEqual([...gitState(dir).files.keys()], ['src/a.ts']);
     });
   });
+
+  it("the developer CLI's help text is not measured code", () => {
+    inRepo((dir, git) => {
+      mkdirSync(join(dir, 'src/tools/cli'), { recursive: true });
+      writeFileSync(join(dir, 'src/tools/cli/usage.ts'), 'u\n');
+      git('add', '.');
+      git('commit', '-qm', 'two');
+      assert.deepEqual([...gitState(dir).files.keys()], ['src/a.ts']);
+    });
+  });
 });
