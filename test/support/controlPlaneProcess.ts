@@ -92,7 +92,7 @@ export async function startServeProcess(): Promise<ServeProcess> {
     logFile: join(dir, 'mvproxy.log'),
   });
   const adminUrl = `http://${adminHttp.host}:${adminHttp.port}`;
-  await proc.waitReady('mvproxy serve', async () => (await fetch(`${adminUrl}/healthz`)).ok, 30_000);
+  await proc.waitReady('mvproxy serve', async (signal) => (await fetch(`${adminUrl}/healthz`, { signal })).ok, 30_000);
   const pid = proc.pid;
   if (pid === undefined) throw new Error('mvproxy serve has no pid');
   const kasB = pki.xdsClients['kas-b'];

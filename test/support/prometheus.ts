@@ -82,7 +82,7 @@ export class TestPrometheus {
       logFile: join(dir, 'prometheus.log'),
     });
     const prometheus = new TestPrometheus(process, `http://${address}`, dir);
-    await process.waitReady('Prometheus', async () => (await fetch(`${prometheus.url}/-/ready`).catch(() => undefined))?.status === 200);
+    await process.waitReady('Prometheus', async (signal) => (await fetch(`${prometheus.url}/-/ready`, { signal }).catch(() => undefined))?.status === 200);
     return prometheus;
   }
 

@@ -255,7 +255,10 @@ export class SandboxControlPlanes {
       ...(this.opts.namespace ? { enter: this.opts.namespace.enter } : {}),
     });
     replica.process = proc;
-    await proc.waitReady(`mvproxy control plane ${replica.name}`, async () => (await fetch(`http://127.0.0.1:${replica.adminPort}/healthz`)).ok);
+    await proc.waitReady(
+      `mvproxy control plane ${replica.name}`,
+      async (signal) => (await fetch(`http://127.0.0.1:${replica.adminPort}/healthz`, { signal })).ok,
+    );
   }
 
   private replica(name: string | undefined): Replica {

@@ -30,8 +30,8 @@ export function startEtcd(ctx: LaunchContext, clientPort: number, peerPort: numb
   const etcd = new ManagedProcess(
     etcdProcess({ command: ctx.components.etcd, dataDir, clientPort, peerPort, logsDir: ctx.logsDir, ...(ctx.enter ? { enter: ctx.enter } : {}) }),
   );
-  const ready = etcd.waitReady('etcd', async () => {
-    const res = await fetch(`${client}/health`);
+  const ready = etcd.waitReady('etcd', async (signal) => {
+    const res = await fetch(`${client}/health`, { signal });
     return res.ok;
   });
   return { process: etcd, ready };

@@ -23,6 +23,18 @@ export interface ProcessSpec {
   enter?: readonly string[];
 }
 
+/** The longest one readiness probe may take before the next is sent. */
+const PROBE_TIMEOUT_MS = 5000;
+
+/** `probe`, or a rejection once `signal` aborts: whichever comes first. */
+function untilAborted<T>(probe: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error(`probe unanswered after ${PROBE_TIMEOUT_MS} ms`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    probe.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export class ManagedProcess {
   private readonly child: ChildProcess;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -64,21 +76,27 @@ export class ManagedProcess {
   }
 
   /**
-   * Polls `ready` (a throw counts as not ready yet) until it returns true;
-   * fails fast with the log tail if the process dies, or after `timeoutMs`.
+   * Polls `ready` (a throw counts as not ready yet) until it returns true,
+   * each probe given PROBE_TIMEOUT_MS (its signal aborts then); fails fast
+   * with the log tail if the process dies, or after `timeoutMs` with what
+   * the last probe said.
    */
-  async waitReady(what: string, ready: () => Promise<boolean>, timeoutMs = 120_000, pollMs = 250): Promise<void> {
+  async waitReady(what: string, ready: (signal: AbortSignal) => Promise<boolean>, timeoutMs = 120_000, pollMs = 250): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    let lastProbe = 'none answered';
     while (Date.now() < deadline) {
       if (!this.running) throw new ComponentStartError(what, this.describeExit(), this.spec.logFile, this.logTail());
+      // One probe that never answers (a connection accepted before its server serves) must not outlast the deadline.
+      const signal = AbortSignal.timeout(Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now())));
       try {
-        if (await ready()) return;
-      } catch {
-        // not listening yet
+        if (await untilAborted(ready(signal), signal)) return;
+        lastProbe = 'not ready';
+      } catch (err) {
+        lastProbe = (err as Error).message; // not listening yet, or the probe timed out
       }
       await sleep(pollMs);
     }
-    throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s`, this.spec.logFile, this.logTail());
+    throw new ComponentStartError(what, `not ready after ${timeoutMs / 1000} s (last probe: ${lastProbe})`, this.spec.logFile, this.logTail());
   }
 
   /** SIGKILL at once, as a crash would: no handler runs, nothing is flushed. */
