@@ -8,8 +8,15 @@
 import http2 from 'node:http2';
 import https from 'node:https';
 
-/** The annotation the writer stamps on each pod: when it sent the write, epoch ms. */
+/** The annotation the writer stamps on each pod: when it sent the write, epoch ms (preciseNowMs). */
 export const SENT_ANNOTATION = 'bench.mvproxy.io/sent-ms';
+
+/**
+ * Epoch milliseconds to the microsecond: the writer and the watches run in
+ * this one process, and the sides differ by a millisecond or two at p99, so
+ * whole milliseconds (Date.now) would round a difference into a ratio.
+ */
+export const preciseNowMs = (): number => performance.timeOrigin + performance.now();
 
 export interface WatchNode {
   name: string;
@@ -103,7 +110,7 @@ export class WatchFleet {
   private onEvent = (annotations: Record<string, string> | undefined): void => {
     const sent = Number(annotations?.[SENT_ANNOTATION]);
     this.stats.events++;
-    if (Number.isFinite(sent)) this.stats.delaysMs.push(Date.now() - sent);
+    if (Number.isFinite(sent)) this.stats.delaysMs.push(preciseNowMs() - sent);
   };
 
   private fail(why: string): void {

@@ -19,7 +19,7 @@ import { serviceAccountToken } from '../sandbox/serviceAccount.js';
 import { startBareEnvoy } from './bareEnvoy.js';
 import { percentile } from './load.js';
 import { processCpuSeconds, statusKb } from './procStat.js';
-import { SENT_ANNOTATION, WatchFleet, type WatchNode } from './watchClients.js';
+import { preciseNowMs, SENT_ANNOTATION, WatchFleet, type WatchNode } from './watchClients.js';
 
 const VERSION = 'v1.37.2';
 const NAMESPACE = 'watch-scale';
@@ -163,7 +163,12 @@ async function podWriter(direct: string, ca: string, token: string, nodeNames: s
   return {
     resourceVersion: async () => (JSON.parse(await call('GET', `${pods}?limit=1`)) as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
     touch: async (node) => {
-      await call('PATCH', `${pods}/pod-${node}`, { metadata: { annotations: { [SENT_ANNOTATION]: String(Date.now()) } } }, 'application/merge-patch+json');
+      await call(
+        'PATCH',
+        `${pods}/pod-${node}`,
+        { metadata: { annotations: { [SENT_ANNOTATION]: preciseNowMs().toFixed(3) } } },
+        'application/merge-patch+json',
+      );
     },
   };
 }
@@ -247,7 +252,7 @@ async function measureSide(base: { url: string; pid?: number }, ca: Buffer, node
       writes,
       eventsExpected,
       eventsReceived: events,
-      delayMs: { p50: percentile(delays, 50), p99: percentile(delays, 99), max: delays.at(-1) ?? Number.NaN },
+      delayMs: { p50: round2(percentile(delays, 50)), p99: round2(percentile(delays, 99)), max: round2(delays.at(-1) ?? Number.NaN) },
       ...(base.pid === undefined ? {} : { proxyCpuUsPerEvent: Math.round(((cpu1 - cpu0) * 1e6) / Math.max(1, events)) }),
       machineBusyShare: round2((machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total)),
       clientCores: round2((client.user + client.system) / 1000 / windowMs),
