@@ -30,9 +30,9 @@ export class ResponseBudget<Stream extends WaitingStream> {
   /**
    * Gives back a response's room and flushes the waiting streams, oldest first,
    * while there is room. The first that still finds none keeps its place and
-   * ends the pass: the streams behind it would redo their push order for room
-   * only the oldest may take, and a large response is never passed by smaller
-   * ones for good.
+   * ends the pass: the streams behind it would only redo their push order for
+   * room it is next in line for. (A stream not waiting, flushed by an ACK or a
+   * new snapshot, may still take room that `reserve` finds free.)
    */
   release(bytes: number): void {
     this.inFlight -= bytes;

@@ -97,9 +97,12 @@ export interface Tally {
   listed: number;
 }
 
-const crdName = (i: number): string => `benchchanges.c${i}.${CHANGE_GROUP_SUFFIX}`;
+/** The API group of sample `i`'s CRD. */
+const groupOf = (i: number): string => `c${i}.${CHANGE_GROUP_SUFFIX}`;
 
-const crd = (i: number): unknown => namespacedCrd(`c${i}.${CHANGE_GROUP_SUFFIX}`, 'benchchanges', 'BenchChange');
+const crdName = (i: number): string => `benchchanges.${groupOf(i)}`;
+
+const crd = (i: number): unknown => namespacedCrd(groupOf(i), 'benchchanges', 'BenchChange');
 
 export async function measureChangedDocument(opts: ChangedDocumentOptions): Promise<ChangedDocumentMeasurement> {
   const auth = { authorization: `Bearer ${opts.token}` };
@@ -127,7 +130,7 @@ export async function measureChangedDocument(opts: ChangedDocumentOptions): Prom
     let etag = String((await direct('GET', '/apis', { accept: FORMATS.json })).headers['etag'] ?? '');
     const { connections } = await withConnectionCounts(opts.sides, async () => {
       for (let i = 0; i < opts.samples; i++) {
-        const group = `c${i}.${CHANGE_GROUP_SUFFIX}`;
+        const group = groupOf(i);
         const res = await direct('POST', CRDS, {}, crd(i));
         if (res.status !== 201) throw new Error(`creating the CRD of ${group} on kas-a: ${res.status} ${res.body.slice(0, 300)}`);
         created.push(i);
@@ -210,7 +213,7 @@ async function untilListed(direct: DirectRequest, group: string, etag: string): 
  */
 async function deleteCreated(direct: DirectRequest, created: readonly number[], progress: (line: string) => void): Promise<void> {
   for (const i of created) await direct('DELETE', `${CRDS}/${crdName(i)}`).catch(() => undefined);
-  const groups = created.map((i) => `"c${i}.${CHANGE_GROUP_SUFFIX}"`);
+  const groups = created.map((i) => `"${groupOf(i)}"`);
   const outcome = await untilOwnApis(direct, (body) => !groups.some((group) => body.includes(group)), '').catch((err: Error) => ({ lastStatus: err.message }));
   if ('lastStatus' in outcome)
     progress(`kas-a's /apis still lists a group of the changed-document CRDs ${CHANGE_LIMIT_MS} ms after their deletion (last: ${outcome.lastStatus})`);

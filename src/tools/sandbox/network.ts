@@ -6,6 +6,7 @@
 // (kubeconfigs, URLs) does not depend on the mode.
 import { NODE_APISERVER_PORT, NODE_SIDECAR_PORT, nodeAddress, SandboxNetworkNamespace, type SandboxNetworkMode } from './netns.js';
 import { dialInside, HostRelays } from './relay.js';
+import { RELAY_TCP } from './relayPipe.js';
 import { connect, type Socket } from 'node:net';
 import type { RelayTarget } from './relayHeader.js';
 import type { SandboxNetworkState } from './state.js';
@@ -56,7 +57,7 @@ export class SandboxNetwork {
 
   /** A connection from the host to `target` as seen inside the namespace (in mode `loopback`, the host's own network). */
   dial(target: RelayTarget): Socket {
-    if (!this.relays) return connect({ ...target, allowHalfOpen: true });
+    if (!this.relays) return connect({ ...RELAY_TCP, ...target });
     return dialInside(this.relays.socketPath, target);
   }
 

@@ -42,7 +42,7 @@ async function holdPort(server: Server, range: PortRange, taken: ReadonlySet<num
   if (range === 'kernel') return listen(server, 0);
   for (let tries = 0; tries < TRIES_PER_PORT; tries++) {
     const port = randomInt(range[0], range[1] + 1);
-    if (taken.has(port)) continue;
+    if (taken.has(port)) continue; // held by this call's own server: its bind would fail anyway
     try {
       return await listen(server, port);
     } catch (err) {
@@ -75,10 +75,7 @@ export async function freePorts(count: number, range: PortRange = pickableRange(
 export async function assertPortFree(port: number, purpose: string): Promise<void> {
   const server = createServer();
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
+    await listen(server, port);
   } catch (err) {
     throw new Error(`port ${port} for ${purpose} is not available: ${(err as Error).message}`);
   } finally {

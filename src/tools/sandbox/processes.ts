@@ -26,10 +26,10 @@ export interface ProcessSpec {
 /** The longest one readiness probe may take before the next is sent. */
 const PROBE_TIMEOUT_MS = 5000;
 
-/** `probe`, or a rejection once `signal` aborts: whichever comes first. */
-function untilAborted<T>(probe: Promise<T>, signal: AbortSignal): Promise<T> {
+/** `probe`, or a rejection once `signal` aborts (`givenMs` after it was made): whichever comes first. */
+function untilAborted<T>(probe: Promise<T>, signal: AbortSignal, givenMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new Error(`probe unanswered after ${PROBE_TIMEOUT_MS} ms`));
+    const onAbort = (): void => reject(new Error(`probe unanswered after ${givenMs} ms`));
     signal.addEventListener('abort', onAbort, { once: true });
     probe.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
@@ -87,9 +87,10 @@ export class ManagedProcess {
     while (Date.now() < deadline) {
       if (!this.running) throw new ComponentStartError(what, this.describeExit(), this.spec.logFile, this.logTail());
       // One probe that never answers (a connection accepted before its server serves) must not outlast the deadline.
-      const signal = AbortSignal.timeout(Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now())));
+      const givenMs = Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now()));
+      const signal = AbortSignal.timeout(givenMs);
       try {
-        if (await untilAborted(ready(signal), signal)) return;
+        if (await untilAborted(ready(signal), signal, givenMs)) return;
         lastProbe = 'not ready';
       } catch (err) {
         lastProbe = (err as Error).message; // not listening yet, or the probe timed out

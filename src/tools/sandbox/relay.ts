@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedProcess } from './processes.js';
 import { relayHeader, type RelayTarget } from './relayHeader.js';
-import { pipeBoth } from './relayPipe.js';
+import { pipeBoth, RELAY_TCP } from './relayPipe.js';
 
 const agentMain = fileURLToPath(new URL('./relayAgent.js', import.meta.url));
 const inboundMain = fileURLToPath(new URL('./relayInbound.js', import.meta.url));
@@ -67,7 +67,7 @@ export class HostRelays {
   /** Listens on the host's 127.0.0.1:`hostPort` and relays every connection to `target` inside the namespace. */
   async expose(hostPort: number, target: RelayTarget): Promise<void> {
     if (this.exposed.has(hostPort)) throw new Error(`internal: host port ${hostPort} is relayed already`);
-    const server = createServer({ allowHalfOpen: true }, (client) => relayConnection(client, this.socketPath, target));
+    const server = createServer(RELAY_TCP, (client) => relayConnection(client, this.socketPath, target));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(hostPort, '127.0.0.1', () => resolve());
@@ -87,7 +87,7 @@ export class HostRelays {
     if (this.reachedHostPorts.has(key)) return;
     const socketPath = join(this.dir, `host-${at}-${port}.sock`);
     rmSync(socketPath, { force: true });
-    const server = createServer({ allowHalfOpen: true }, (inside) => pipeBoth(inside, connect({ port, host: '127.0.0.1', allowHalfOpen: true })));
+    const server = createServer({ allowHalfOpen: true }, (inside) => pipeBoth(inside, connect({ ...RELAY_TCP, port, host: '127.0.0.1' })));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(socketPath, () => resolve());

@@ -7,6 +7,7 @@
 import { connect, createServer, type Socket } from 'node:net';
 import { chmodSync, rmSync } from 'node:fs';
 import { parseRelayHeader, RELAY_HEADER_MAX_BYTES } from './relayHeader.js';
+import { RELAY_TCP } from './relayPipe.js';
 
 function relay(client: Socket): void {
   let buffered = Buffer.alloc(0);
@@ -25,8 +26,7 @@ function relay(client: Socket): void {
       return;
     }
     const rest = buffered.subarray(end + 1);
-    // Half-open both ways, as the host side: a side done sending may still be answered.
-    const upstream = connect({ port: target.port, host: target.host, allowHalfOpen: true }, () => {
+    const upstream = connect({ ...RELAY_TCP, port: target.port, host: target.host }, () => {
       if (rest.length > 0) upstream.write(rest);
       client.pipe(upstream);
       upstream.pipe(client);
