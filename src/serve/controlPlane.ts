@@ -200,6 +200,8 @@ export class ControlPlane implements AdminBackend {
       adminSocket = await listenUnix(this.adminGrpcServer, this.config.admin.socket, 0o600);
     }
     const observer = await this.startObserver();
+    // The observer's own state is the newest: a model it offered before is older.
+    this.reconciles.supersede();
     this.update(observer.snapshot());
     this.ads.markSynced();
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
@@ -241,13 +243,20 @@ export class ControlPlane implements AdminBackend {
   private clientCaChanged(): void {
     this.settings = reconcileSettings(this.config, this.filterModules, this.certificateFiles.clientCaSha256);
     this.setStartupSnapshots();
-    if (this.lastModel) this.update(this.lastModel, { persist: false });
+    this.replan();
+  }
+
+  /**
+   * Plans again after a change of this replica's own state (drains, the
+   * client CA), with the newest model: one waiting in the throttle is newer
+   * than lastModel, and the observer offers it only once.
+   */
+  private replan(): void {
+    this.reconciles.runNow(this.lastModel);
   }
 
   /** Runs the reconcile step and hands every sidecar its snapshot; ADS pushes only what changed. */
   private update(model: ClusterModel, { persist } = { persist: true }): void {
-    // A model waiting to be reconciled is older than this one.
-    this.reconciles.supersede();
     const changed = model !== this.lastModel;
     this.lastModel = model;
     if (persist && changed) this.warmStartKeeper?.keep();
@@ -374,7 +383,7 @@ export class ControlPlane implements AdminBackend {
     this.deps.logger.info({ draining: [...next].sort() }, 'drains changed');
     this.journal.drains(this.draining, next, how, notes);
     this.draining = next;
-    if (this.lastModel) this.update(this.lastModel, { persist: false });
+    this.replan();
     this.warmStartKeeper?.keep();
   }
 

@@ -32,6 +32,20 @@ export class LatestThrottle<T> {
     this.lastRun = this.now();
   }
 
+  /**
+   * Runs the work now (the interval starts again): on the value waiting, if
+   * one is, since it is newer than any the work has run on; else on
+   * `current`, the value the work last ran on. For a caller whose own state
+   * changed (not the values'): dropping what waits in favour of `current`
+   * would run on an older value, and keep to it until the next offer.
+   */
+  runNow(current: T | undefined): void {
+    const value = this.pending ? this.pending.value : current;
+    this.pending = undefined;
+    this.lastRun = this.now();
+    if (value !== undefined) this.run(value);
+  }
+
   private fire(): void {
     this.scheduled = false;
     const pending = this.pending;

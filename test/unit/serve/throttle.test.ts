@@ -36,4 +36,32 @@ describe('LatestThrottle', () => {
     await sleep(80);
     assert.deepEqual(runs, []);
   });
+
+  it('runs the value waiting, not the older one the caller has, when asked to run now', async () => {
+    const runs: number[] = [];
+    const throttle = new LatestThrottle<number>((v) => runs.push(v), 10_000);
+    throttle.offer(1);
+    await nextTurn();
+    throttle.offer(2);
+    throttle.runNow(1);
+    assert.deepEqual(runs, [1, 2]);
+  });
+
+  it("runs the caller's value when asked to run now with nothing waiting", async () => {
+    const runs: number[] = [];
+    const throttle = new LatestThrottle<number>((v) => runs.push(v), 10_000);
+    throttle.runNow(7);
+    assert.deepEqual(runs, [7]);
+  });
+
+  it('runs a waiting value once when asked to run now before its turn', async () => {
+    const runs: number[] = [];
+    const throttle = new LatestThrottle<number>((v) => runs.push(v), 50);
+    throttle.offer(1);
+    await nextTurn();
+    throttle.offer(2);
+    throttle.runNow(1);
+    await sleep(80);
+    assert.deepEqual(runs, [1, 2]);
+  });
 });
