@@ -15,7 +15,7 @@ import { call, waitInSync, withAdminClient } from '../../src/entry/adminClient.j
 
 /**
  * Restarts of kas-c, each to the other version (its served set changes, as in
- * an upgrade): the old code lost kas-c's readiness in one to two of three.
+ * an upgrade): the old code lost kas-c's readiness in 1 of 4, then 3 of 6.
  */
 const RESTARTS = 6;
 const VERSIONS = ['v1.36.3', 'v1.37.2'] as const;
@@ -35,7 +35,7 @@ describe('drains that change while kas-c becomes ready', () => {
       if (wait) await waitInSync(client, 60_000);
     });
 
-  /** Drains and undrains `apiserver` as fast as the admin API answers, until `stop()` says so; ends undrained. */
+  /** Drains and undrains `apiserver` as fast as the admin API answers while `running()`; ends undrained. */
   const toggleDrain = (apiserver: string, running: () => boolean): Promise<void> =>
     (async () => {
       let drained = false;
