@@ -13,7 +13,7 @@ import type { ServeConfig } from './config.js';
 import { unobservedModel, type ApiserverEndpoint, type ClusterModel } from '../model/cluster.js';
 import { type Metrics, metricsText, recordReadiness, xdsMetricHooks } from '../metrics.js';
 import type { ClusterObserver } from '../sources/clusterObserver.js';
-import type { DrainWatcher } from '../sources/drainRecord.js';
+import type { DrainWatcher, DrainWriter } from '../sources/drainRecord.js';
 import type { ReplicaSyncRecord } from './syncReporter.js';
 import { makeSources, type ControlPlaneSources } from './sources.js';
 import type { Clock } from '../sources/runtime.js';
@@ -28,11 +28,10 @@ import { createGrpcServer, listenUnix, shutdownGrpcServer } from '../servers/grp
 import { listenXds } from './listen.js';
 import { ExtProcServer, type DiscoveryAnswer, type DiscoveryRequest, type LocalAnswer } from '../servers/extProc.js';
 import { AccessLogServer } from '../servers/accessLog.js';
-import { startAdminHttp, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
+import { startAdminHttp, statusDump, stopAdminHttp, type AdminHttpRoutes } from '../servers/adminHttp.js';
 import { HealthImplementation } from 'grpc-health-check';
 import { addAdminService, adminStatus, NotPlannedYetError, UnknownApiserverError, type AdminBackend, type AdminStatus } from '../servers/admin.js';
 import { explainRequest, type RequestExplanation } from '../planner/explain.js';
-import type { DrainWriter } from '../sources/drainRecord.js';
 import { alignWarmModel, readWarmStart, WarmStartKeeper } from './warmStart.js';
 import { discoveryResponse } from '../discovery/index.js';
 import { documentSetDigest } from '../xds/documentSet.js';
@@ -43,7 +42,6 @@ import { LatestThrottle } from './throttle.js';
 import { ControlPlaneJournal } from './events.js';
 import type { JournalEntry } from '../model/events.js';
 import { statusPageData, type StatusPageData } from '../servers/statusPage.js';
-import { statusDump } from '../servers/adminHttp.js';
 
 export interface ControlPlaneDeps {
   logger: Logger;
@@ -200,8 +198,7 @@ export class ControlPlane implements AdminBackend {
       adminSocket = await listenUnix(this.adminGrpcServer, this.config.admin.socket, 0o600);
     }
     const observer = await this.startObserver();
-    // The observer's own state is the newest: a model it offered before is older.
-    this.reconciles.supersede();
+    this.reconciles.supersede(); // the observer's own state is newer than any model it offered
     this.update(observer.snapshot());
     this.ads.markSynced();
     return { xds, ...(admin ? { admin } : {}), ...(adminSocket ? { adminSocket } : {}) };
@@ -246,11 +243,7 @@ export class ControlPlane implements AdminBackend {
     this.replan();
   }
 
-  /**
-   * Plans again after a change of this replica's own state (drains, the
-   * client CA), with the newest model: one waiting in the throttle is newer
-   * than lastModel, and the observer offers it only once.
-   */
+  /** Plans again after this replica's own change (drains, client CA) on the newest model: the one waiting, offered once, if any. */
   private replan(): void {
     this.reconciles.runNow(this.lastModel);
   }
