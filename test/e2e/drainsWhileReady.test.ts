@@ -36,19 +36,18 @@ describe('drains that change while kas-c becomes ready', () => {
     });
 
   /** Drains and undrains `apiserver` as fast as the admin API answers while `running()`; ends undrained. */
-  const toggleDrain = (apiserver: string, running: () => boolean): Promise<void> =>
-    (async () => {
-      let drained = false;
-      while (running() || drained) {
-        // The drain record is written through kas-c: refused while it is down or its authorizer not yet synced.
-        const written = await setDrain(apiserver, !drained, false).then(
-          () => true,
-          () => false,
-        );
-        if (written) drained = !drained;
-        await sleep(written ? Math.random() * 30 : 100);
-      }
-    })();
+  const toggleDrain = async (apiserver: string, running: () => boolean): Promise<void> => {
+    let drained = false;
+    while (running() || drained) {
+      // The drain record is written through kas-c: refused while it is down or its authorizer not yet synced.
+      const written = await setDrain(apiserver, !drained, false).then(
+        () => true,
+        () => false,
+      );
+      if (written) drained = !drained;
+      await sleep(written ? Math.random() * 30 : 100);
+    }
+  };
 
   before(async () => {
     tb = await startTestSandbox(
